@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared fixture of the ibemu conformance suite.
+ *
+ * The suite tests any verbs device through the public libibverbs API only
+ * (<infiniband/verbs.h>): it must pass on ibemu, rxe and real HCAs alike, so
+ * nothing here may know about ibemu internals.  Rules are cited by the IBA
+ * clause or by the section of the RDMA Aware Networks Programming User
+ * Manual rev 1.7 ("manual") that states them.
+ */
+#ifndef IBEMU_CONFORMANCE_H
+#define IBEMU_CONFORMANCE_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <CUnit/CUnit.h>
+#include <infiniband/verbs.h>
+
+/* Command line selection (main.c). */
+extern const char *cf_dev_name;	/* NULL: first device */
+extern int cf_port;
+extern int cf_gid_index;
+
+/* Everything a test needs about the device under test. */
+struct cf_ctx {
+	struct ibv_context *ctx;
+	struct ibv_device_attr_ex dev_ex;
+	struct ibv_device_attr *dev;	/* &dev_ex.orig_attr */
+	struct ibv_port_attr port;
+	union ibv_gid gid;		/* GID at cf_gid_index */
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+};
+
+/* The suite fixture: opened by cf_suite_init, closed by cf_suite_cleanup. */
+extern struct cf_ctx cf;
+
+int cf_suite_init(void);
+int cf_suite_cleanup(void);
+
+/* Open the selected device; NULL (with a message) when it is absent. */
+struct ibv_context *cf_open_device(void);
+int cf_open(struct cf_ctx *c);
+void cf_close(struct cf_ctx *c);
+
+/* RoCE-style port: addresses need a GRH (IBA 17.6.x / RoCE annex A16). */
+bool cf_is_roce(const struct cf_ctx *c);
+
+/*
+ * Verbs that return an int return 0 or the errno value (man ibv_modify_qp:
+ * "returns 0 on success, or the value of errno on failure").  Providers
+ * that return -1 and set errno are accepted too.  Returns 0 or an errno.
+ */
+int cf_rc(int ret);
+
+/* Name of an errno value for failure messages ("EINVAL", "success"). */
+const char *cf_errname(int err);
+const char *cf_state_name(int state);
+const char *cf_qpt_name(enum ibv_qp_type type);
+
+/* Address vector of our own port: own LID, plus own GID on RoCE. */
+void cf_fill_ah(const struct cf_ctx *c, struct ibv_ah_attr *ah);
+
+/* A memory region on a private buffer (freed by cf_free_mr). */
+struct ibv_mr *cf_alloc_mr(struct cf_ctx *c, size_t len, int access);
+void cf_free_mr(struct ibv_mr *mr);
+
+/*
+ * QP helpers.  cf_create_qp makes a QP on c->pd and c->cq with small caps;
+ * init_p may override them (NULL: defaults) and receives the result.
+ */
+struct ibv_qp *cf_create_qp(struct cf_ctx *c, enum ibv_qp_type type,
+			    struct ibv_qp_init_attr *init_p);
+/* Current state from ibv_query_qp, or -1 if the query fails. */
+int cf_qp_state(struct ibv_qp *qp);
+
+/*
+ * The QP state table of IBA 11.2.5 / manual 3.5 (the kernel's
+ * ib_modify_qp_is_ok is the reference): whether cur -> next is a legal
+ * Modify QP transition for the type, and its required / optional masks
+ * (IBV_QP_STATE excluded).
+ */
+bool cf_qp_trans(enum ibv_qp_type type, enum ibv_qp_state cur,
+		 enum ibv_qp_state next, int *req_p, int *opt_p);
+/* Every attribute valid for cur -> next, connected to the QP itself. */
+void cf_qp_fill_attr(const struct cf_ctx *c, struct ibv_qp *qp,
+		     enum ibv_qp_state cur, enum ibv_qp_state next,
+		     struct ibv_qp_attr *attr);
+/*
+ * Walk a RESET QP to target (INIT, RTR, RTS, SQD or ERR) with exactly the
+ * required masks.  Returns 0 or the errno of the step that failed.
+ */
+int cf_qp_to_state(const struct cf_ctx *c, struct ibv_qp *qp,
+		   enum ibv_qp_state target);
+
+/* Poll up to n completions, waiting up to timeout_ms; returns the count. */
+int cf_poll_cq_wait(struct ibv_cq *cq, struct ibv_wc *wc, int n,
+		    int timeout_ms);
+/* Post n one-SGE receives on mr, wr_ids first_wr_id...; 0 or errno. */
+int cf_post_recvs(struct ibv_qp *qp, struct ibv_mr *mr, int n,
+		  uint64_t first_wr_id);
+
+/* Skips: CUnit 2.1-3 has none, so they are printed and counted here. */
+extern unsigned int cf_skip_count;
+void cf_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define SKIP(...)				\
+	do {					\
+		cf_skip(__VA_ARGS__);		\
+		return;				\
+	} while (0)
+
+/* An assertion whose failure message is formatted with the values seen. */
+void cf_check(int ok, unsigned int line, const char *file, const char *func,
+	      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+#define CF_CHECK(cond, ...)						\
+	cf_check(!!(cond), __LINE__, __FILE__, __func__, __VA_ARGS__)
+/* got and want are errno values (0 = success). */
+#define CF_EXPECT_ERR(got, want, what)					\
+	CF_CHECK((got) == (want), "%s: expected %s, got %s", (what),	\
+		 cf_errname(want), cf_errname(got))
+#define CF_EXPECT_OK(got, what) CF_EXPECT_ERR(got, 0, what)
+
+/* Suite registration honouring -s. */
+void cf_set_suite_filter(const char *filter);
+CU_pSuite cf_add_suite(const char *name, CU_InitializeFunc init,
+		       CU_CleanupFunc clean);
+void cf_add_test(CU_pSuite suite, const char *name, CU_TestFunc fn);
+
+void register_device_suite(void);
+void register_pd_suite(void);
+void register_mr_suite(void);
+void register_cq_suite(void);
+void register_channel_suite(void);
+void register_qp_create_suite(void);
+void register_qp_state_suite(void);
+void register_srq_suite(void);
+void register_ah_suite(void);
+void register_post_suite(void);
+
+#define CF_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif /* IBEMU_CONFORMANCE_H */

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ibemu-conformance: verbs conformance tests for any RDMA device.
+ *
+ * Exit status: 0 when no test failed, 1 when one did, 77 (automake's
+ * "skipped") when the machine has no RDMA device at all, 99 on a usage or
+ * setup error.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/Basic.h>
+
+#include "conformance.h"
+
+const char *cf_dev_name;
+int cf_port = 1;
+int cf_gid_index;
+
+static void usage(FILE *out, const char *argv0)
+{
+	fprintf(out,
+		"Usage: %s [-d DEVICE] [-i PORT] [-g GIDIDX] [-s SUITE] [-l] [-h]\n"
+		"  -d DEVICE  device to test (default: the first one)\n"
+		"  -i PORT    port number (default 1)\n"
+		"  -g GIDIDX  GID index (default 0)\n"
+		"  -s SUITE   run only the suites whose name contains SUITE\n"
+		"  -l         list the suites and tests, run nothing\n"
+		"  -h         this help\n",
+		argv0);
+}
+
+static void list_tests(void)
+{
+	CU_pTestRegistry reg = CU_get_registry();
+	CU_pSuite suite;
+	CU_pTest test;
+
+	for (suite = reg->pSuite; suite; suite = suite->pNext) {
+		printf("%s\n", suite->pName);
+		for (test = suite->pTest; test; test = test->pNext)
+			printf("  %s\n", test->pName);
+	}
+}
+
+/* Exit 77 when no RDMA device exists, 99 when the chosen one is absent. */
+static int check_device(void)
+{
+	struct ibv_device **list;
+	int n, i, found = 0;
+
+	list = ibv_get_device_list(&n);
+	if (!list || n == 0) {
+		printf("SKIP: no RDMA device present (for ibemu, run with "
+		       "LD_PRELOAD=libibemu.so)\n");
+		if (list)
+			ibv_free_device_list(list);
+		return 77;
+	}
+	for (i = 0; i < n; i++)
+		if (!cf_dev_name ||
+		    !strcmp(ibv_get_device_name(list[i]), cf_dev_name))
+			found = 1;
+	if (!found) {
+		fprintf(stderr, "device %s not found; present:", cf_dev_name);
+		for (i = 0; i < n; i++)
+			fprintf(stderr, " %s", ibv_get_device_name(list[i]));
+		fprintf(stderr, "\n");
+	} else if (!cf_dev_name) {
+		cf_dev_name = strdup(ibv_get_device_name(list[0]));
+	}
+	ibv_free_device_list(list);
+	return found ? 0 : 99;
+}
+
+int main(int argc, char **argv)
+{
+	const char *filter = NULL;
+	unsigned int failed;
+	CU_pRunSummary sum;
+	int opt, list = 0, ret;
+
+	while ((opt = getopt(argc, argv, "d:i:g:s:lh")) != -1) {
+		switch (opt) {
+		case 'd':
+			cf_dev_name = optarg;
+			break;
+		case 'i':
+			cf_port = atoi(optarg);
+			break;
+		case 'g':
+			cf_gid_index = atoi(optarg);
+			break;
+		case 's':
+			filter = optarg;
+			break;
+		case 'l':
+			list = 1;
+			break;
+		case 'h':
+			usage(stdout, argv[0]);
+			return 0;
+		default:
+			usage(stderr, argv[0]);
+			return 99;
+		}
+	}
+	if (optind != argc || cf_port < 1 || cf_port > 255 ||
+	    cf_gid_index < 0) {
+		usage(stderr, argv[0]);
+		return 99;
+	}
+
+	if (CU_initialize_registry() != CUE_SUCCESS) {
+		fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
+		return 99;
+	}
+	cf_set_suite_filter(filter);
+	register_device_suite();
+	register_pd_suite();
+	register_mr_suite();
+	register_cq_suite();
+	register_channel_suite();
+	register_qp_create_suite();
+	register_qp_state_suite();
+	register_srq_suite();
+	register_ah_suite();
+	register_post_suite();
+	if (CU_get_error() != CUE_SUCCESS) {
+		fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
+		CU_cleanup_registry();
+		return 99;
+	}
+
+	if (list) {
+		list_tests();
+		CU_cleanup_registry();
+		return 0;
+	}
+
+	ret = check_device();
+	if (ret) {
+		CU_cleanup_registry();
+		return ret;
+	}
+	printf("Device %s, port %d, GID index %d\n", cf_dev_name, cf_port,
+	       cf_gid_index);
+
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	sum = CU_get_run_summary();
+	failed = CU_get_number_of_tests_failed() + sum->nSuitesFailed;
+	printf("\nSkipped: %u (capabilities the device lacks, see SKIP lines)\n",
+	       cf_skip_count);
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}

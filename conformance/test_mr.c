@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Memory regions: manual 3.4.3/3.4.6 (ibv_reg_mr, ibv_dereg_mr), IBA
+ * 10.6.3 (memory registration) and 11.2.8.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+
+#define MR_LEN 4096
+
+static const int remote_bits = IBV_ACCESS_REMOTE_WRITE |
+			       IBV_ACCESS_REMOTE_ATOMIC;
+
+/*
+ * IBA 10.6.3.1 (C10-?): remote write or remote atomic access requires
+ * local write access; the kernel's ib_check_mr_access() refuses the
+ * combination with EINVAL, and so must every provider.
+ */
+static void test_access_combinations(void)
+{
+	static const int bits[] = {
+		IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_WRITE,
+		IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_ATOMIC,
+	};
+	char *buf = calloc(1, MR_LEN);
+	unsigned int combo;
+	size_t i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	for (combo = 0; combo < 1u << CF_ARRAY_SIZE(bits); combo++) {
+		struct ibv_mr *mr;
+		int access = 0;
+		bool valid;
+
+		for (i = 0; i < CF_ARRAY_SIZE(bits); i++)
+			if (combo & (1u << i))
+				access |= bits[i];
+		valid = !(access & remote_bits) ||
+			(access & IBV_ACCESS_LOCAL_WRITE);
+		errno = 0;
+		mr = ibv_reg_mr(cf.pd, buf, MR_LEN, access);
+		if (valid) {
+			CF_CHECK(mr != NULL, "ibv_reg_mr(access 0x%x): %s",
+				 access, cf_errname(errno));
+			if (!mr)
+				continue;
+			CF_CHECK(mr->addr == buf && mr->length == MR_LEN &&
+				 mr->pd == cf.pd && mr->context == cf.ctx,
+				 "MR fields wrong (access 0x%x)", access);
+			CF_EXPECT_OK(cf_rc(ibv_dereg_mr(mr)), "ibv_dereg_mr");
+		} else {
+			CF_CHECK(mr == NULL && errno == EINVAL,
+				 "ibv_reg_mr(access 0x%x without LOCAL_WRITE): "
+				 "expected NULL/EINVAL, got %s/%s", access,
+				 mr ? "MR" : "NULL", cf_errname(errno));
+			if (mr)
+				ibv_dereg_mr(mr);
+		}
+	}
+	free(buf);
+}
+
+/* Access bits the verbs do not define are refused (ib_check_mr_access). */
+static void test_unknown_access(void)
+{
+	static const int unknown[] = { 1 << 15, 1 << 18 };
+	char *buf = calloc(1, MR_LEN);
+	size_t i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	for (i = 0; i < CF_ARRAY_SIZE(unknown); i++) {
+		int access = IBV_ACCESS_LOCAL_WRITE | unknown[i];
+		struct ibv_mr *mr;
+
+		errno = 0;
+		mr = ibv_reg_mr(cf.pd, buf, MR_LEN, access);
+		CF_CHECK(mr == NULL && errno == EINVAL,
+			 "ibv_reg_mr(access 0x%x): expected NULL/EINVAL, "
+			 "got %s/%s", access, mr ? "MR" : "NULL",
+			 cf_errname(errno));
+		if (mr)
+			ibv_dereg_mr(mr);
+	}
+	free(buf);
+}
+
+#define NKEYS 16
+
+static bool key_in(uint32_t key, const uint32_t *keys, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (keys[i] == key)
+			return true;
+	return false;
+}
+
+/*
+ * IBA 10.6.3.x: L_Key and R_Key identify one region; a key of a destroyed
+ * region must not silently name a new one (IBA 10.6.3.3 key "variant"
+ * part, so stale keys held by a peer fail instead of hitting new memory).
+ */
+static void test_keys_unique(void)
+{
+	uint32_t old_l[NKEYS * 4], old_r[NKEYS * 4];
+	struct ibv_mr *mr[NKEYS];
+	int round, i, n_old = 0;
+	char *buf = calloc(NKEYS, MR_LEN);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	for (round = 0; round < 4; round++) {
+		uint32_t l[NKEYS], r[NKEYS];
+		int n = 0;
+
+		for (i = 0; i < NKEYS; i++) {
+			mr[i] = ibv_reg_mr(cf.pd, buf + i * MR_LEN, MR_LEN,
+					   IBV_ACCESS_LOCAL_WRITE |
+					   IBV_ACCESS_REMOTE_WRITE |
+					   IBV_ACCESS_REMOTE_READ);
+			CF_CHECK(mr[i] != NULL, "ibv_reg_mr: %s",
+				 cf_errname(errno));
+			if (!mr[i])
+				continue;
+			CF_CHECK(!key_in(mr[i]->lkey, l, n),
+				 "lkey 0x%x of two live MRs", mr[i]->lkey);
+			CF_CHECK(!key_in(mr[i]->rkey, r, n),
+				 "rkey 0x%x of two live MRs", mr[i]->rkey);
+			CF_CHECK(!key_in(mr[i]->lkey, old_l, n_old),
+				 "round %d: lkey 0x%x reused after dereg",
+				 round, mr[i]->lkey);
+			CF_CHECK(!key_in(mr[i]->rkey, old_r, n_old),
+				 "round %d: rkey 0x%x reused after dereg",
+				 round, mr[i]->rkey);
+			l[n] = mr[i]->lkey;
+			r[n] = mr[i]->rkey;
+			n++;
+		}
+		for (i = 0; i < NKEYS; i++)
+			if (mr[i])
+				CF_EXPECT_OK(cf_rc(ibv_dereg_mr(mr[i])),
+					     "ibv_dereg_mr");
+		memcpy(old_l + n_old, l, n * sizeof(*l));
+		memcpy(old_r + n_old, r, n * sizeof(*r));
+		n_old += n;
+	}
+	free(buf);
+}
+
+/* ibv_reg_mr_iova(3): the region is addressed by iova; mr->addr stays. */
+static void test_reg_iova(void)
+{
+	char *buf = calloc(1, MR_LEN);
+	uint64_t iova = 0x100000000ull + 0x1000;
+	struct ibv_mr *mr;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	mr = ibv_reg_mr_iova(cf.pd, buf, MR_LEN, iova,
+			     IBV_ACCESS_LOCAL_WRITE |
+			     IBV_ACCESS_REMOTE_WRITE);
+	CF_CHECK(mr != NULL, "ibv_reg_mr_iova: %s", cf_errname(errno));
+	if (mr) {
+		CF_CHECK(mr->addr == buf, "mr->addr %p, expected %p",
+			 mr->addr, (void *)buf);
+		CF_CHECK(mr->length == MR_LEN, "mr->length %zu", mr->length);
+		CF_EXPECT_OK(cf_rc(ibv_dereg_mr(mr)), "ibv_dereg_mr");
+	}
+	free(buf);
+}
+
+/* A zero-length region is either accepted or refused with EINVAL. */
+static void test_zero_length(void)
+{
+	char buf[64];
+	struct ibv_mr *mr;
+
+	errno = 0;
+	mr = ibv_reg_mr(cf.pd, buf, 0, IBV_ACCESS_LOCAL_WRITE);
+	if (mr)
+		CF_EXPECT_OK(cf_rc(ibv_dereg_mr(mr)),
+			     "ibv_dereg_mr(zero length)");
+	else
+		CF_EXPECT_ERR(errno, EINVAL, "ibv_reg_mr(length 0)");
+}
+
+/* IBA 11.2.8.1: a region larger than the HCA's maximum is refused. */
+static void test_too_long(void)
+{
+	uint64_t max = cf.dev->max_mr_size;
+	struct ibv_mr *mr;
+	char buf[64];
+
+	if (max >= SIZE_MAX - 1)
+		SKIP("max_mr_size is 0x%llx: no length exceeds it",
+		     (unsigned long long)max);
+	errno = 0;
+	mr = ibv_reg_mr(cf.pd, buf, (size_t)max + 1, IBV_ACCESS_LOCAL_WRITE);
+	CF_CHECK(!mr && (errno == EINVAL || errno == EFAULT ||
+			 errno == ENOMEM),
+		 "ibv_reg_mr(max_mr_size + 1): expected NULL with EINVAL, "
+		 "EFAULT or ENOMEM, got %s/%s", mr ? "MR" : "NULL",
+		 cf_errname(errno));
+	if (mr)
+		ibv_dereg_mr(mr);
+}
+
+/* One buffer may be registered many times, each MR independent. */
+static void test_many_mrs(void)
+{
+	int n = cf.dev->max_mr < 512 ? cf.dev->max_mr - 8 : 512, i, got = 0;
+	struct ibv_mr **mrs = calloc(n > 0 ? n : 1, sizeof(*mrs));
+	char *buf = calloc(1, MR_LEN);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mrs);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	for (i = 0; i < n; i++) {
+		mrs[i] = ibv_reg_mr(cf.pd, buf, MR_LEN,
+				    IBV_ACCESS_LOCAL_WRITE);
+		if (!mrs[i])
+			break;
+		got++;
+	}
+	CF_CHECK(got == n, "registered %d of %d MRs on one buffer: %s", got,
+		 n, cf_errname(errno));
+	for (i = 0; i < got; i++)
+		CF_EXPECT_OK(cf_rc(ibv_dereg_mr(mrs[i])), "ibv_dereg_mr");
+	free(mrs);
+	free(buf);
+}
+
+void register_mr_suite(void)
+{
+	CU_pSuite s = cf_add_suite("mr", cf_suite_init, cf_suite_cleanup);
+
+	cf_add_test(s, "access_combinations", test_access_combinations);
+	cf_add_test(s, "unknown_access", test_unknown_access);
+	cf_add_test(s, "keys_unique", test_keys_unique);
+	cf_add_test(s, "reg_iova", test_reg_iova);
+	cf_add_test(s, "zero_length", test_zero_length);
+	cf_add_test(s, "too_long", test_too_long);
+	cf_add_test(s, "same_buffer_many", test_many_mrs);
+}

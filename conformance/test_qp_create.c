@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: MIT
+/*
+ * QP creation: manual 3.4.8 (ibv_create_qp) and 3.6.1 (ibv_query_qp);
+ * IBA 11.2.4.1 (Create QP) and 3.5.5 (QP numbers).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+
+static const enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
+
+static void init_attr(struct ibv_qp_init_attr *ia)
+{
+	memset(ia, 0, sizeof(*ia));
+	ia->send_cq = cf.cq;
+	ia->recv_cq = cf.cq;
+	ia->cap.max_send_wr = 4;
+	ia->cap.max_recv_wr = 4;
+	ia->cap.max_send_sge = 1;
+	ia->cap.max_recv_sge = 1;
+}
+
+/* Create with *ia; expect success (want 0) or NULL with errno want. */
+static void expect_create(enum ibv_qp_type t, struct ibv_qp_init_attr *ia,
+			  int want, const char *what)
+{
+	struct ibv_qp *qp;
+
+	errno = 0;
+	qp = cf_create_qp(&cf, t, ia);
+	if (want == 0)
+		CF_CHECK(qp != NULL, "%s %s: expected success, got %s",
+			 cf_qpt_name(t), what, cf_errname(errno));
+	else
+		CF_CHECK(!qp && errno == want,
+			 "%s %s: expected NULL/%s, got %s/%s", cf_qpt_name(t),
+			 what, cf_errname(want), qp ? "QP" : "NULL",
+			 cf_errname(errno));
+	if (qp)
+		CF_EXPECT_OK(cf_rc(ibv_destroy_qp(qp)), "ibv_destroy_qp");
+}
+
+/* IBA 11.2.4.1: requested WQ depth and SGEs are bounded by the HCA's. */
+static void test_limits(void)
+{
+	struct ibv_qp_init_attr ia;
+	size_t i;
+
+	for (i = 0; i < CF_ARRAY_SIZE(types); i++) {
+		enum ibv_qp_type t = types[i];
+
+		init_attr(&ia);
+		ia.cap.max_send_wr = cf.dev->max_qp_wr;
+		expect_create(t, &ia, 0, "max_send_wr = max_qp_wr");
+		init_attr(&ia);
+		ia.cap.max_recv_wr = cf.dev->max_qp_wr;
+		expect_create(t, &ia, 0, "max_recv_wr = max_qp_wr");
+		init_attr(&ia);
+		ia.cap.max_send_wr = cf.dev->max_qp_wr + 1;
+		expect_create(t, &ia, EINVAL, "max_send_wr = max_qp_wr + 1");
+		init_attr(&ia);
+		ia.cap.max_recv_wr = cf.dev->max_qp_wr + 1;
+		expect_create(t, &ia, EINVAL, "max_recv_wr = max_qp_wr + 1");
+		init_attr(&ia);
+		ia.cap.max_send_sge = cf.dev->max_sge;
+		ia.cap.max_recv_sge = cf.dev->max_sge;
+		expect_create(t, &ia, 0, "max_send/recv_sge = max_sge");
+		init_attr(&ia);
+		ia.cap.max_send_sge = cf.dev->max_sge + 1;
+		expect_create(t, &ia, EINVAL, "max_send_sge = max_sge + 1");
+		init_attr(&ia);
+		ia.cap.max_recv_sge = cf.dev->max_sge + 1;
+		expect_create(t, &ia, EINVAL, "max_recv_sge = max_sge + 1");
+	}
+}
+
+/*
+ * IBA 11.2.4.1: the returned capabilities are at least those requested,
+ * inline data included; an inline size the HCA cannot hold is refused.
+ */
+static void test_inline(void)
+{
+	static const uint32_t probe[] = { 512, 256, 128, 64, 32 };
+	struct ibv_qp_init_attr ia;
+	uint32_t best = 0;
+	struct ibv_qp *qp;
+	size_t i, t;
+
+	for (t = 0; t < CF_ARRAY_SIZE(types); t++) {
+		best = 0;
+		for (i = 0; i < CF_ARRAY_SIZE(probe) && !best; i++) {
+			init_attr(&ia);
+			ia.cap.max_inline_data = probe[i];
+			qp = cf_create_qp(&cf, types[t], &ia);
+			if (!qp)
+				continue;
+			best = probe[i];
+			CF_CHECK(ia.cap.max_inline_data >= probe[i],
+				 "%s: max_inline_data %u < requested %u",
+				 cf_qpt_name(types[t]), ia.cap.max_inline_data,
+				 probe[i]);
+			CF_CHECK(ia.cap.max_send_wr >= 4 &&
+				 ia.cap.max_recv_wr >= 4 &&
+				 ia.cap.max_send_sge >= 1 &&
+				 ia.cap.max_recv_sge >= 1,
+				 "%s: returned caps below requested",
+				 cf_qpt_name(types[t]));
+			ibv_destroy_qp(qp);
+		}
+		if (!best) {
+			cf_skip("%s: device supports no inline data",
+				cf_qpt_name(types[t]));
+			continue;
+		}
+		init_attr(&ia);
+		ia.cap.max_inline_data = best + 65536;
+		expect_create(types[t], &ia, EINVAL,
+			      "max_inline_data 64 KiB beyond the supported");
+	}
+}
+
+/* A QP needs both CQs (IBA 11.2.4.1 input modifiers); no crash. */
+static void test_null_cq(void)
+{
+	struct ibv_qp_init_attr ia;
+	size_t t;
+
+	for (t = 0; t < CF_ARRAY_SIZE(types); t++) {
+		init_attr(&ia);
+		ia.send_cq = NULL;
+		expect_create(types[t], &ia, EINVAL, "send_cq NULL");
+		init_attr(&ia);
+		ia.recv_cq = NULL;
+		expect_create(types[t], &ia, EINVAL, "recv_cq NULL");
+	}
+}
+
+static void test_bad_type(void)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp *qp;
+
+	init_attr(&ia);
+	errno = 0;
+	qp = cf_create_qp(&cf, (enum ibv_qp_type)0x7e, &ia);
+	CF_CHECK(!qp && (errno == EINVAL || errno == EOPNOTSUPP),
+		 "qp_type 0x7e: expected NULL with EINVAL/EOPNOTSUPP, got "
+		 "%s/%s", qp ? "QP" : "NULL", cf_errname(errno));
+	if (qp)
+		ibv_destroy_qp(qp);
+}
+
+/*
+ * IBA 10.3.1: a new QP is in RESET.  IBA 3.5.5: QP numbers are 24 bits,
+ * unique on the HCA, and QP0/QP1 are reserved for the SMI and GSI.
+ */
+static void test_initial_state_and_qpn(void)
+{
+	struct ibv_qp *qps[12];
+	size_t i, j;
+
+	for (i = 0; i < CF_ARRAY_SIZE(qps); i++) {
+		qps[i] = cf_create_qp(&cf, types[i % CF_ARRAY_SIZE(types)],
+				      NULL);
+		CF_CHECK(qps[i] != NULL, "create #%zu: %s", i,
+			 cf_errname(errno));
+		if (!qps[i])
+			continue;
+		CF_CHECK(cf_qp_state(qps[i]) == IBV_QPS_RESET,
+			 "new QP in state %s, expected RESET",
+			 cf_state_name(cf_qp_state(qps[i])));
+		CF_CHECK(qps[i]->state == IBV_QPS_RESET,
+			 "qp->state %d on a new QP", qps[i]->state);
+		CF_CHECK(qps[i]->qp_num > 1 && qps[i]->qp_num < (1u << 24),
+			 "qp_num 0x%x (0 and 1 are reserved, 24 bits)",
+			 qps[i]->qp_num);
+		for (j = 0; j < i; j++)
+			if (qps[j])
+				CF_CHECK(qps[j]->qp_num != qps[i]->qp_num,
+					 "qp_num 0x%x given twice",
+					 qps[i]->qp_num);
+	}
+	for (i = 0; i < CF_ARRAY_SIZE(qps); i++)
+		if (qps[i])
+			CF_EXPECT_OK(cf_rc(ibv_destroy_qp(qps[i])),
+				     "ibv_destroy_qp");
+}
+
+/* manual 3.6.1: ibv_query_qp returns the attributes given at creation. */
+static void test_query_init_attr(void)
+{
+	struct ibv_qp_init_attr ia, qi;
+	struct ibv_qp_attr qa;
+	struct ibv_qp *qp;
+	size_t t;
+	int sig;
+
+	for (t = 0; t < CF_ARRAY_SIZE(types); t++) {
+		for (sig = 0; sig < 2; sig++) {
+			init_attr(&ia);
+			ia.cap.max_send_wr = 7;
+			ia.cap.max_recv_wr = 5;
+			ia.sq_sig_all = sig;
+			ia.qp_context = &ia;
+			qp = cf_create_qp(&cf, types[t], &ia);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(qp);
+			CF_CHECK(qp->qp_context == &ia && qp->qp_type ==
+				 types[t] && qp->pd == cf.pd,
+				 "ibv_qp fields not set at creation");
+			memset(&qi, 0, sizeof(qi));
+			memset(&qa, 0, sizeof(qa));
+			CF_EXPECT_OK(cf_rc(ibv_query_qp(qp, &qa, IBV_QP_STATE |
+							IBV_QP_CAP, &qi)),
+				     "ibv_query_qp");
+			CF_CHECK(qi.qp_type == types[t] &&
+				 qi.send_cq == cf.cq && qi.recv_cq == cf.cq &&
+				 qi.srq == NULL,
+				 "%s: init_attr type/CQs/SRQ not returned",
+				 cf_qpt_name(types[t]));
+			CF_CHECK(qi.sq_sig_all == sig,
+				 "%s: sq_sig_all %d, created with %d",
+				 cf_qpt_name(types[t]), qi.sq_sig_all, sig);
+			CF_CHECK(qi.cap.max_send_wr == ia.cap.max_send_wr &&
+				 qi.cap.max_recv_wr == ia.cap.max_recv_wr &&
+				 qi.cap.max_send_sge == ia.cap.max_send_sge &&
+				 qi.cap.max_recv_sge == ia.cap.max_recv_sge,
+				 "%s: queried caps %u/%u/%u/%u differ from "
+				 "created %u/%u/%u/%u", cf_qpt_name(types[t]),
+				 qi.cap.max_send_wr, qi.cap.max_recv_wr,
+				 qi.cap.max_send_sge, qi.cap.max_recv_sge,
+				 ia.cap.max_send_wr, ia.cap.max_recv_wr,
+				 ia.cap.max_send_sge, ia.cap.max_recv_sge);
+			CF_CHECK(qa.cap.max_send_wr == ia.cap.max_send_wr &&
+				 qa.cap.max_recv_wr == ia.cap.max_recv_wr,
+				 "%s: attr.cap differs from creation",
+				 cf_qpt_name(types[t]));
+			CF_EXPECT_OK(cf_rc(ibv_destroy_qp(qp)),
+				     "ibv_destroy_qp");
+		}
+	}
+}
+
+/*
+ * IBA 10.2.9.x / manual 3.4.8: with an SRQ the QP takes receives from it
+ * and max_recv_wr/max_recv_sge are ignored ("ignored if the QP is
+ * associated with an SRQ", ibv_create_qp(3)).
+ */
+static void test_srq_attach(void)
+{
+	struct ibv_srq_init_attr sa;
+	struct ibv_qp_init_attr ia, qi;
+	struct ibv_qp_attr qa;
+	struct ibv_srq *srq;
+	struct ibv_qp *qp;
+	size_t t;
+
+	if (cf.dev->max_srq <= 0)
+		SKIP("device reports max_srq 0 (no SRQ support)");
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = 8;
+	sa.attr.max_sge = 1;
+	srq = ibv_create_srq(cf.pd, &sa);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(srq);
+	for (t = 0; t < CF_ARRAY_SIZE(types); t++) {
+		init_attr(&ia);
+		ia.srq = srq;
+		ia.cap.max_recv_wr = cf.dev->max_qp_wr + 1;
+		ia.cap.max_recv_sge = cf.dev->max_sge + 1;
+		qp = cf_create_qp(&cf, types[t], &ia);
+		CF_CHECK(qp != NULL, "%s on an SRQ with out-of-range recv "
+			 "caps (ignored): %s", cf_qpt_name(types[t]),
+			 cf_errname(errno));
+		if (!qp)
+			continue;
+		CF_CHECK(qp->srq == srq, "qp->srq not set");
+		memset(&qi, 0, sizeof(qi));
+		CF_EXPECT_OK(cf_rc(ibv_query_qp(qp, &qa, IBV_QP_CAP, &qi)),
+			     "ibv_query_qp");
+		CF_CHECK(qi.srq == srq, "init_attr.srq %p, expected %p",
+			 (void *)qi.srq, (void *)srq);
+		CF_EXPECT_OK(cf_rc(ibv_destroy_qp(qp)), "ibv_destroy_qp");
+	}
+	CF_EXPECT_OK(cf_rc(ibv_destroy_srq(srq)), "ibv_destroy_srq");
+}
+
+static void test_destroy_states(void)
+{
+	static const enum ibv_qp_state st[] = {
+		IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
+		IBV_QPS_ERR,
+	};
+	size_t t, i;
+
+	/* IBA 11.2.4.4 Destroy QP is valid in any state. */
+	for (t = 0; t < CF_ARRAY_SIZE(types); t++) {
+		for (i = 0; i < CF_ARRAY_SIZE(st); i++) {
+			struct ibv_qp *qp = cf_create_qp(&cf, types[t], NULL);
+
+			CU_ASSERT_PTR_NOT_NULL_FATAL(qp);
+			CF_EXPECT_OK(cf_qp_to_state(&cf, qp, st[i]),
+				     "bring-up");
+			CF_EXPECT_OK(cf_rc(ibv_destroy_qp(qp)),
+				     "ibv_destroy_qp");
+		}
+	}
+}
+
+void register_qp_create_suite(void)
+{
+	CU_pSuite s = cf_add_suite("qp_create", cf_suite_init,
+				   cf_suite_cleanup);
+
+	cf_add_test(s, "limits", test_limits);
+	cf_add_test(s, "inline", test_inline);
+	cf_add_test(s, "null_cq", test_null_cq);
+	cf_add_test(s, "bad_type", test_bad_type);
+	cf_add_test(s, "initial_state_qpn", test_initial_state_and_qpn);
+	cf_add_test(s, "query_init_attr", test_query_init_attr);
+	cf_add_test(s, "srq_attach", test_srq_attach);
+	cf_add_test(s, "destroy_any_state", test_destroy_states);
+}

@@ -1,0 +1,585 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The QP state machine: IBA 11.2.5 (Modify QP, the state transition table
+ * with its required and optional attributes per service type), IBA 10.3.1
+ * (QP states) and manual 3.5 (QP bring-up with ibv_modify_qp).  The table
+ * itself is cf_qp_trans() in fixture.c.
+ *
+ * Every QP is connected to itself (its own LID or GID, its own QPN), so the
+ * suite runs on one port of a real HCA too.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+
+static const enum ibv_qp_state all_states[] = {
+	IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
+	IBV_QPS_SQD,   IBV_QPS_SQE,  IBV_QPS_ERR,
+};
+
+/* Every attribute a consumer may name in ibv_modify_qp besides the state. */
+static const struct {
+	int bit;
+	const char *name;
+} attr_bits[] = {
+	{ IBV_QP_CUR_STATE, "CUR_STATE" },
+	{ IBV_QP_EN_SQD_ASYNC_NOTIFY, "EN_SQD_ASYNC_NOTIFY" },
+	{ IBV_QP_ACCESS_FLAGS, "ACCESS_FLAGS" },
+	{ IBV_QP_PKEY_INDEX, "PKEY_INDEX" },
+	{ IBV_QP_PORT, "PORT" },
+	{ IBV_QP_QKEY, "QKEY" },
+	{ IBV_QP_AV, "AV" },
+	{ IBV_QP_PATH_MTU, "PATH_MTU" },
+	{ IBV_QP_TIMEOUT, "TIMEOUT" },
+	{ IBV_QP_RETRY_CNT, "RETRY_CNT" },
+	{ IBV_QP_RNR_RETRY, "RNR_RETRY" },
+	{ IBV_QP_RQ_PSN, "RQ_PSN" },
+	{ IBV_QP_MAX_QP_RD_ATOMIC, "MAX_QP_RD_ATOMIC" },
+	{ IBV_QP_ALT_PATH, "ALT_PATH" },
+	{ IBV_QP_MIN_RNR_TIMER, "MIN_RNR_TIMER" },
+	{ IBV_QP_SQ_PSN, "SQ_PSN" },
+	{ IBV_QP_MAX_DEST_RD_ATOMIC, "MAX_DEST_RD_ATOMIC" },
+	{ IBV_QP_PATH_MIG_STATE, "PATH_MIG_STATE" },
+	{ IBV_QP_CAP, "CAP" },
+	{ IBV_QP_DEST_QPN, "DEST_QPN" },
+	{ IBV_QP_RATE_LIMIT, "RATE_LIMIT" },
+};
+
+/* A QP of a type, kept in a given state across refused modifies. */
+struct held_qp {
+	enum ibv_qp_type type;
+	enum ibv_qp_state state;
+	struct ibv_qp *qp;
+};
+
+static void held_release(struct held_qp *h)
+{
+	if (h->qp)
+		ibv_destroy_qp(h->qp);
+	h->qp = NULL;
+}
+
+/* Make sure h->qp exists and is in h->state; false (reported) if not. */
+static bool held_ensure(struct held_qp *h)
+{
+	int ret;
+
+	if (h->qp && cf_qp_state(h->qp) == (int)h->state)
+		return true;
+	held_release(h);
+	h->qp = cf_create_qp(&cf, h->type, NULL);
+	CF_CHECK(h->qp != NULL, "%s: create: %s", cf_qpt_name(h->type),
+		 cf_errname(errno));
+	if (!h->qp)
+		return false;
+	ret = cf_qp_to_state(&cf, h->qp, h->state);
+	CF_CHECK(ret == 0, "%s: bring-up to %s: %s", cf_qpt_name(h->type),
+		 cf_state_name(h->state), cf_errname(ret));
+	if (ret) {
+		held_release(h);
+		return false;
+	}
+	return true;
+}
+
+/* The mask a transition into 'to' needs from its usual predecessor. */
+static int natural_mask(enum ibv_qp_type type, enum ibv_qp_state to)
+{
+	static const enum ibv_qp_state pred[] = {
+		[IBV_QPS_INIT] = IBV_QPS_RESET, [IBV_QPS_RTR] = IBV_QPS_INIT,
+		[IBV_QPS_RTS] = IBV_QPS_RTR,	[IBV_QPS_SQD] = IBV_QPS_RTS,
+	};
+	int req = 0;
+
+	if (to == IBV_QPS_INIT || to == IBV_QPS_RTR || to == IBV_QPS_RTS ||
+	    to == IBV_QPS_SQD)
+		cf_qp_trans(type, pred[to], to, &req, NULL);
+	return req;
+}
+
+/* Try a modify that must be refused; check EINVAL and the state kept. */
+static void expect_refused(struct held_qp *h, enum ibv_qp_state to, int mask,
+			   const char *why)
+{
+	struct ibv_qp_attr a;
+	int ret, st;
+
+	if (!held_ensure(h))
+		return;
+	cf_qp_fill_attr(&cf, h->qp, h->state, to, &a);
+	ret = cf_rc(ibv_modify_qp(h->qp, &a, mask | IBV_QP_STATE));
+	CF_CHECK(ret == EINVAL,
+		 "%s %s->%s mask 0x%x (%s): expected EINVAL, got %s",
+		 cf_qpt_name(h->type), cf_state_name(h->state),
+		 cf_state_name(to), mask | IBV_QP_STATE, why, cf_errname(ret));
+	st = cf_qp_state(h->qp);
+	CF_CHECK(st == (int)h->state,
+		 "%s %s->%s (%s): refused modify left the QP in %s",
+		 cf_qpt_name(h->type), cf_state_name(h->state),
+		 cf_state_name(to), why, cf_state_name(st));
+}
+
+/* A modify that must succeed, on a fresh QP in 'from'. */
+static void expect_accepted(enum ibv_qp_type type, enum ibv_qp_state from,
+			    enum ibv_qp_state to, int mask, const char *why)
+{
+	struct held_qp h = { .type = type, .state = from };
+	struct ibv_qp_attr a;
+	int ret, st;
+
+	if (!held_ensure(&h))
+		return;
+	cf_qp_fill_attr(&cf, h.qp, from, to, &a);
+	ret = cf_rc(ibv_modify_qp(h.qp, &a, mask | IBV_QP_STATE));
+	CF_CHECK(ret == 0, "%s %s->%s mask 0x%x (%s): expected success, "
+		 "got %s", cf_qpt_name(type), cf_state_name(from),
+		 cf_state_name(to), mask | IBV_QP_STATE, why,
+		 cf_errname(ret));
+	st = cf_qp_state(h.qp);
+	if (ret == 0)
+		CF_CHECK(st == (int)to, "%s %s->%s (%s): QP now in %s",
+			 cf_qpt_name(type), cf_state_name(from),
+			 cf_state_name(to), why, cf_state_name(st));
+	held_release(&h);
+}
+
+/*
+ * All transitions out of one state for one service type, per the IBA
+ * 11.2.5 table: legal ones succeed with exactly the required attributes
+ * and with each optional one; dropping a required attribute or adding one
+ * that is neither required nor optional is refused; illegal transitions
+ * are refused.  Refused modifies leave the QP state as it was.
+ */
+static void from_state(enum ibv_qp_type type, enum ibv_qp_state from)
+{
+	const bool apm = cf.dev->device_cap_flags & IBV_DEVICE_AUTO_PATH_MIG;
+	struct held_qp h = { .type = type, .state = from };
+	bool apm_skipped = false;
+	char why[96];
+	size_t t, b;
+	int req, opt;
+
+	for (t = 0; t < CF_ARRAY_SIZE(all_states); t++) {
+		enum ibv_qp_state to = all_states[t];
+
+		if (!cf_qp_trans(type, from, to, &req, &opt)) {
+			expect_refused(&h, to, 0, "illegal transition");
+			snprintf(why, sizeof(why), "illegal transition with "
+				 "the attributes of entering %s",
+				 cf_state_name(to));
+			if (natural_mask(type, to))
+				expect_refused(&h, to, natural_mask(type, to),
+					       why);
+			continue;
+		}
+		expect_accepted(type, from, to, req, "required attributes");
+		for (b = 0; b < CF_ARRAY_SIZE(attr_bits); b++) {
+			int bit = attr_bits[b].bit;
+
+			if (req & bit) {
+				snprintf(why, sizeof(why), "without required "
+					 "%s", attr_bits[b].name);
+				expect_refused(&h, to, req & ~bit, why);
+			} else if (opt & bit) {
+				if (!apm && (bit & (IBV_QP_ALT_PATH |
+						    IBV_QP_PATH_MIG_STATE))) {
+					apm_skipped = true;
+					continue;
+				}
+				snprintf(why, sizeof(why), "with optional %s",
+					 attr_bits[b].name);
+				expect_accepted(type, from, to, req | bit, why);
+			} else {
+				snprintf(why, sizeof(why), "with extraneous "
+					 "%s", attr_bits[b].name);
+				expect_refused(&h, to, req | bit, why);
+			}
+		}
+	}
+	held_release(&h);
+	if (apm_skipped)
+		cf_skip("optional ALT_PATH/PATH_MIG_STATE not tried: device "
+			"lacks IBV_DEVICE_AUTO_PATH_MIG");
+}
+
+#define FROM_TEST(T, S)						\
+	static void test_##T##_from_##S(void)			\
+	{							\
+		from_state(IBV_QPT_##T, IBV_QPS_##S);		\
+	}
+
+FROM_TEST(RC, RESET)
+FROM_TEST(RC, INIT)
+FROM_TEST(RC, RTR)
+FROM_TEST(RC, RTS)
+FROM_TEST(RC, SQD)
+FROM_TEST(RC, ERR)
+FROM_TEST(UC, RESET)
+FROM_TEST(UC, INIT)
+FROM_TEST(UC, RTR)
+FROM_TEST(UC, RTS)
+FROM_TEST(UC, SQD)
+FROM_TEST(UC, ERR)
+FROM_TEST(UD, RESET)
+FROM_TEST(UD, INIT)
+FROM_TEST(UD, RTR)
+FROM_TEST(UD, RTS)
+FROM_TEST(UD, SQD)
+FROM_TEST(UD, ERR)
+
+/* IBA 11.2.5: SQE is entered by the CI on a send error, never by modify. */
+static void test_from_sqe(void)
+{
+	SKIP("UC/UD SQE is entered only when a send WR completes in error "
+	     "(IBA 10.3.1, 11.2.5); it cannot be reached through "
+	     "ibv_modify_qp without a data path");
+}
+
+/*
+ * IBA 11.2.5.2: when the Current QP State is given it must match the QP's
+ * actual state, or the modify is refused.
+ */
+static void test_cur_state_mismatch(void)
+{
+	static const enum ibv_qp_type types[] = {
+		IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD,
+	};
+	size_t t;
+
+	for (t = 0; t < CF_ARRAY_SIZE(types); t++) {
+		struct held_qp h = { .type = types[t], .state = IBV_QPS_RTS };
+		struct ibv_qp_attr a;
+		int ret, req;
+
+		if (!held_ensure(&h))
+			continue;
+		/* RTS->RTS claiming SQD (SQD->RTS would be legal). */
+		cf_qp_fill_attr(&cf, h.qp, IBV_QPS_SQD, IBV_QPS_RTS, &a);
+		ret = cf_rc(ibv_modify_qp(h.qp, &a, IBV_QP_STATE |
+					  IBV_QP_CUR_STATE));
+		CF_CHECK(ret == EINVAL, "%s in RTS, CUR_STATE=SQD: expected "
+			 "EINVAL, got %s", cf_qpt_name(types[t]),
+			 cf_errname(ret));
+		CF_CHECK(cf_qp_state(h.qp) == IBV_QPS_RTS,
+			 "%s: state changed", cf_qpt_name(types[t]));
+		/* RTS->RTS claiming RTR, with the RTR->RTS attributes. */
+		held_ensure(&h);
+		cf_qp_trans(types[t], IBV_QPS_RTR, IBV_QPS_RTS, &req, NULL);
+		cf_qp_fill_attr(&cf, h.qp, IBV_QPS_RTR, IBV_QPS_RTS, &a);
+		ret = cf_rc(ibv_modify_qp(h.qp, &a, IBV_QP_STATE |
+					  IBV_QP_CUR_STATE | req));
+		CF_CHECK(ret == EINVAL, "%s in RTS, CUR_STATE=RTR: expected "
+			 "EINVAL, got %s", cf_qpt_name(types[t]),
+			 cf_errname(ret));
+		CF_CHECK(cf_qp_state(h.qp) == IBV_QPS_RTS,
+			 "%s: state changed", cf_qpt_name(types[t]));
+		/* The matching current state is accepted. */
+		held_ensure(&h);
+		cf_qp_fill_attr(&cf, h.qp, IBV_QPS_RTS, IBV_QPS_RTS, &a);
+		ret = cf_rc(ibv_modify_qp(h.qp, &a, IBV_QP_STATE |
+					  IBV_QP_CUR_STATE));
+		CF_EXPECT_OK(ret, "RTS->RTS with CUR_STATE=RTS");
+		held_release(&h);
+	}
+}
+
+/* manual 3.6.1: ibv_query_qp returns what ibv_modify_qp set. */
+static void test_query_returns_set(void)
+{
+	static const enum ibv_qp_type types[] = {
+		IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD,
+	};
+	const struct ibv_device_attr *d = cf.dev;
+	size_t t;
+
+	for (t = 0; t < CF_ARRAY_SIZE(types); t++) {
+		enum ibv_qp_type type = types[t];
+		bool conn = type != IBV_QPT_UD, rc = type == IBV_QPT_RC;
+		struct ibv_qp_init_attr qi;
+		struct ibv_qp_attr a, q;
+		struct ibv_qp *qp;
+		int req, ret;
+		uint8_t rd = d->max_qp_init_rd_atom >= 2 ? 2 :
+			     d->max_qp_init_rd_atom;
+		uint8_t drd = d->max_qp_rd_atom >= 3 ? 3 : d->max_qp_rd_atom;
+		enum ibv_mtu mtu = cf.port.max_mtu >= IBV_MTU_512 ?
+				   IBV_MTU_512 : IBV_MTU_256;
+
+		qp = cf_create_qp(&cf, type, NULL);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(qp);
+
+		cf_qp_trans(type, IBV_QPS_RESET, IBV_QPS_INIT, &req, NULL);
+		cf_qp_fill_attr(&cf, qp, IBV_QPS_RESET, IBV_QPS_INIT, &a);
+		a.qkey = 0x12345678;
+		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+		ret = cf_rc(ibv_modify_qp(qp, &a, req | IBV_QP_STATE));
+		CF_EXPECT_OK(ret, "RESET->INIT");
+
+		cf_qp_trans(type, IBV_QPS_INIT, IBV_QPS_RTR, &req, NULL);
+		cf_qp_fill_attr(&cf, qp, IBV_QPS_INIT, IBV_QPS_RTR, &a);
+		a.path_mtu = mtu;
+		a.rq_psn = 0xabcde;
+		a.min_rnr_timer = 17;
+		a.max_dest_rd_atomic = drd;
+		ret = cf_rc(ibv_modify_qp(qp, &a, req | IBV_QP_STATE));
+		CF_EXPECT_OK(ret, "INIT->RTR");
+
+		cf_qp_trans(type, IBV_QPS_RTR, IBV_QPS_RTS, &req, NULL);
+		cf_qp_fill_attr(&cf, qp, IBV_QPS_RTR, IBV_QPS_RTS, &a);
+		a.sq_psn = 0x54321;
+		a.timeout = 18;
+		a.retry_cnt = 5;
+		a.rnr_retry = 6;
+		a.max_rd_atomic = rd;
+		ret = cf_rc(ibv_modify_qp(qp, &a, req | IBV_QP_STATE));
+		CF_EXPECT_OK(ret, "RTR->RTS");
+
+		memset(&q, 0, sizeof(q));
+		ret = cf_rc(ibv_query_qp(qp, &q, IBV_QP_STATE |
+					 IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_QKEY | IBV_QP_ACCESS_FLAGS |
+					 IBV_QP_AV | IBV_QP_PATH_MTU |
+					 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					 IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+					 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					 IBV_QP_MIN_RNR_TIMER |
+					 IBV_QP_MAX_QP_RD_ATOMIC |
+					 IBV_QP_MAX_DEST_RD_ATOMIC, &qi));
+		CF_EXPECT_OK(ret, "ibv_query_qp");
+		CF_CHECK(q.qp_state == IBV_QPS_RTS, "%s: state %s",
+			 cf_qpt_name(type), cf_state_name(q.qp_state));
+		CF_CHECK(q.pkey_index == 0, "%s: pkey_index %u",
+			 cf_qpt_name(type), q.pkey_index);
+		CF_CHECK(q.port_num == cf_port, "%s: port_num %u",
+			 cf_qpt_name(type), q.port_num);
+		CF_CHECK(q.sq_psn == 0x54321, "%s: sq_psn 0x%x",
+			 cf_qpt_name(type), q.sq_psn);
+		if (!conn) {
+			CF_CHECK(q.qkey == 0x12345678, "UD: qkey 0x%x",
+				 q.qkey);
+		} else {
+			CF_CHECK(q.qp_access_flags == IBV_ACCESS_REMOTE_WRITE,
+				 "%s: access 0x%x", cf_qpt_name(type),
+				 q.qp_access_flags);
+			CF_CHECK(q.path_mtu == mtu, "%s: path_mtu %d, set %d",
+				 cf_qpt_name(type), q.path_mtu, mtu);
+			CF_CHECK(q.dest_qp_num == qp->qp_num,
+				 "%s: dest_qp_num 0x%x, set 0x%x",
+				 cf_qpt_name(type), q.dest_qp_num, qp->qp_num);
+			CF_CHECK(q.rq_psn == 0xabcde, "%s: rq_psn 0x%x",
+				 cf_qpt_name(type), q.rq_psn);
+			CF_CHECK(q.ah_attr.dlid == cf.port.lid,
+				 "%s: ah_attr.dlid 0x%x, set 0x%x",
+				 cf_qpt_name(type), q.ah_attr.dlid,
+				 cf.port.lid);
+			CF_CHECK(q.ah_attr.port_num == cf_port,
+				 "%s: ah_attr.port_num %u", cf_qpt_name(type),
+				 q.ah_attr.port_num);
+		}
+		if (rc) {
+			CF_CHECK(q.timeout == 18, "RC: timeout %u", q.timeout);
+			CF_CHECK(q.retry_cnt == 5, "RC: retry_cnt %u",
+				 q.retry_cnt);
+			CF_CHECK(q.rnr_retry == 6, "RC: rnr_retry %u",
+				 q.rnr_retry);
+			CF_CHECK(q.min_rnr_timer == 17, "RC: min_rnr_timer %u",
+				 q.min_rnr_timer);
+			/* IBA 11.2.5.1: the HCA may round these up. */
+			CF_CHECK(q.max_rd_atomic >= rd, "RC: max_rd_atomic "
+				 "%u < set %u", q.max_rd_atomic, rd);
+			CF_CHECK(q.max_dest_rd_atomic >= drd,
+				 "RC: max_dest_rd_atomic %u < set %u",
+				 q.max_dest_rd_atomic, drd);
+		}
+		CF_EXPECT_OK(cf_rc(ibv_destroy_qp(qp)), "ibv_destroy_qp");
+	}
+}
+
+enum bad_field {
+	BAD_PORT_0, BAD_PORT_HIGH, BAD_PKEY_INDEX, BAD_PATH_MTU,
+	BAD_MAX_RD_ATOMIC, BAD_MAX_DEST_RD_ATOMIC, BAD_TIMEOUT, BAD_RETRY_CNT,
+	BAD_RNR_RETRY, BAD_MIN_RNR_TIMER, BAD_DEST_QPN, BAD_SQ_PSN,
+	BAD_RQ_PSN,
+};
+
+static const struct {
+	enum bad_field field;
+	enum ibv_qp_type type;
+	enum ibv_qp_state from, to;
+	const char *what;
+} bad_values[] = {
+	/* IBA 14.2.5.6: HCA ports are numbered 1..phys_port_cnt. */
+	{ BAD_PORT_0, IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT, "port 0" },
+	{ BAD_PORT_0, IBV_QPT_UD, IBV_QPS_RESET, IBV_QPS_INIT, "port 0" },
+	{ BAD_PORT_HIGH, IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT,
+	  "port phys_port_cnt + 1" },
+	{ BAD_PORT_HIGH, IBV_QPT_UC, IBV_QPS_RESET, IBV_QPS_INIT,
+	  "port phys_port_cnt + 1" },
+	/* IBA 10.9.2: the P_Key index selects an entry of the table. */
+	{ BAD_PKEY_INDEX, IBV_QPT_RC, IBV_QPS_RESET, IBV_QPS_INIT,
+	  "pkey_index pkey_tbl_len" },
+	{ BAD_PKEY_INDEX, IBV_QPT_UD, IBV_QPS_RESET, IBV_QPS_INIT,
+	  "pkey_index pkey_tbl_len" },
+	/* IBA 11.2.5.1: path MTU at most the port's MTU capability. */
+	{ BAD_PATH_MTU, IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR,
+	  "path_mtu above max_mtu" },
+	{ BAD_PATH_MTU, IBV_QPT_UC, IBV_QPS_INIT, IBV_QPS_RTR,
+	  "path_mtu above max_mtu" },
+	/* IBA 11.2.5.1: RDMA read/atomic depths bounded by the HCA's. */
+	{ BAD_MAX_RD_ATOMIC, IBV_QPT_RC, IBV_QPS_RTR, IBV_QPS_RTS,
+	  "max_rd_atomic above device maximum" },
+	{ BAD_MAX_DEST_RD_ATOMIC, IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR,
+	  "max_dest_rd_atomic above device maximum" },
+	/* IBA 9.7.6.1.3 / 9.7.5.2.8: 5-bit timeout and RNR timer, 3-bit
+	 * retry counts. */
+	{ BAD_TIMEOUT, IBV_QPT_RC, IBV_QPS_RTR, IBV_QPS_RTS, "timeout 32" },
+	{ BAD_RETRY_CNT, IBV_QPT_RC, IBV_QPS_RTR, IBV_QPS_RTS,
+	  "retry_cnt 8" },
+	{ BAD_RNR_RETRY, IBV_QPT_RC, IBV_QPS_RTR, IBV_QPS_RTS,
+	  "rnr_retry 8" },
+	{ BAD_MIN_RNR_TIMER, IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR,
+	  "min_rnr_timer 32" },
+	/* IBA 9.2: QPNs and PSNs are 24-bit fields of the BTH. */
+	{ BAD_DEST_QPN, IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR,
+	  "dest_qp_num 2^24" },
+	{ BAD_DEST_QPN, IBV_QPT_UC, IBV_QPS_INIT, IBV_QPS_RTR,
+	  "dest_qp_num 2^24" },
+	{ BAD_RQ_PSN, IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, "rq_psn 2^24" },
+	{ BAD_SQ_PSN, IBV_QPT_RC, IBV_QPS_RTR, IBV_QPS_RTS, "sq_psn 2^24" },
+	{ BAD_SQ_PSN, IBV_QPT_UD, IBV_QPS_RTR, IBV_QPS_RTS, "sq_psn 2^24" },
+};
+
+/* Invalid attribute values are refused with EINVAL, state unchanged. */
+static void test_invalid_values(void)
+{
+	const struct ibv_device_attr *d = cf.dev;
+	int rd_max = d->max_qp_rd_atom > d->max_qp_init_rd_atom ?
+		     d->max_qp_rd_atom : d->max_qp_init_rd_atom;
+	size_t i;
+
+	for (i = 0; i < CF_ARRAY_SIZE(bad_values); i++) {
+		struct held_qp h = { .type = bad_values[i].type,
+				     .state = bad_values[i].from };
+		enum ibv_qp_state to = bad_values[i].to;
+		struct ibv_qp_attr a;
+		int req, ret, st;
+
+		if ((bad_values[i].field == BAD_MAX_RD_ATOMIC ||
+		     bad_values[i].field == BAD_MAX_DEST_RD_ATOMIC) &&
+		    rd_max >= 255) {
+			cf_skip("%s: device maximum %d fills the 8-bit field",
+				bad_values[i].what, rd_max);
+			continue;
+		}
+		if (!held_ensure(&h))
+			continue;
+		cf_qp_trans(h.type, h.state, to, &req, NULL);
+		cf_qp_fill_attr(&cf, h.qp, h.state, to, &a);
+		switch (bad_values[i].field) {
+		case BAD_PORT_0:
+			a.port_num = 0;
+			break;
+		case BAD_PORT_HIGH:
+			a.port_num = d->phys_port_cnt + 1;
+			break;
+		case BAD_PKEY_INDEX:
+			a.pkey_index = cf.port.pkey_tbl_len;
+			break;
+		case BAD_PATH_MTU:
+			a.path_mtu = cf.port.max_mtu + 1;
+			break;
+		case BAD_MAX_RD_ATOMIC:
+			a.max_rd_atomic = rd_max + 1;
+			break;
+		case BAD_MAX_DEST_RD_ATOMIC:
+			a.max_dest_rd_atomic = rd_max + 1;
+			break;
+		case BAD_TIMEOUT:
+			a.timeout = 32;
+			break;
+		case BAD_RETRY_CNT:
+			a.retry_cnt = 8;
+			break;
+		case BAD_RNR_RETRY:
+			a.rnr_retry = 8;
+			break;
+		case BAD_MIN_RNR_TIMER:
+			a.min_rnr_timer = 32;
+			break;
+		case BAD_DEST_QPN:
+			a.dest_qp_num = 1u << 24;
+			break;
+		case BAD_SQ_PSN:
+			a.sq_psn = 1u << 24;
+			break;
+		case BAD_RQ_PSN:
+			a.rq_psn = 1u << 24;
+			break;
+		}
+		ret = cf_rc(ibv_modify_qp(h.qp, &a, req | IBV_QP_STATE));
+		CF_CHECK(ret == EINVAL, "%s %s->%s with %s: expected EINVAL, "
+			 "got %s", cf_qpt_name(h.type), cf_state_name(h.state),
+			 cf_state_name(to), bad_values[i].what,
+			 cf_errname(ret));
+		st = cf_qp_state(h.qp);
+		CF_CHECK(st == (int)h.state, "%s %s->%s with %s: QP left in %s",
+			 cf_qpt_name(h.type), cf_state_name(h.state),
+			 cf_state_name(to), bad_values[i].what,
+			 cf_state_name(st));
+		held_release(&h);
+	}
+}
+
+/* IBA 10.3.1: a QP in RESET can be brought up again after ERR. */
+static void test_reuse_after_reset(void)
+{
+	struct ibv_qp *qp = cf_create_qp(&cf, IBV_QPT_RC, NULL);
+	struct ibv_qp_attr a;
+	int round;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(qp);
+	for (round = 0; round < 3; round++) {
+		CF_EXPECT_OK(cf_qp_to_state(&cf, qp, IBV_QPS_RTS),
+			     "RESET..RTS");
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_ERR;
+		CF_EXPECT_OK(cf_rc(ibv_modify_qp(qp, &a, IBV_QP_STATE)),
+			     "RTS->ERR");
+		a.qp_state = IBV_QPS_RESET;
+		CF_EXPECT_OK(cf_rc(ibv_modify_qp(qp, &a, IBV_QP_STATE)),
+			     "ERR->RESET");
+		CF_CHECK(cf_qp_state(qp) == IBV_QPS_RESET, "not in RESET");
+	}
+	CF_EXPECT_OK(cf_rc(ibv_destroy_qp(qp)), "ibv_destroy_qp");
+}
+
+void register_qp_state_suite(void)
+{
+	CU_pSuite s = cf_add_suite("qp_state", cf_suite_init,
+				   cf_suite_cleanup);
+
+	cf_add_test(s, "RC_from_RESET", test_RC_from_RESET);
+	cf_add_test(s, "RC_from_INIT", test_RC_from_INIT);
+	cf_add_test(s, "RC_from_RTR", test_RC_from_RTR);
+	cf_add_test(s, "RC_from_RTS", test_RC_from_RTS);
+	cf_add_test(s, "RC_from_SQD", test_RC_from_SQD);
+	cf_add_test(s, "RC_from_ERR", test_RC_from_ERR);
+	cf_add_test(s, "UC_from_RESET", test_UC_from_RESET);
+	cf_add_test(s, "UC_from_INIT", test_UC_from_INIT);
+	cf_add_test(s, "UC_from_RTR", test_UC_from_RTR);
+	cf_add_test(s, "UC_from_RTS", test_UC_from_RTS);
+	cf_add_test(s, "UC_from_SQD", test_UC_from_SQD);
+	cf_add_test(s, "UC_from_ERR", test_UC_from_ERR);
+	cf_add_test(s, "UD_from_RESET", test_UD_from_RESET);
+	cf_add_test(s, "UD_from_INIT", test_UD_from_INIT);
+	cf_add_test(s, "UD_from_RTR", test_UD_from_RTR);
+	cf_add_test(s, "UD_from_RTS", test_UD_from_RTS);
+	cf_add_test(s, "UD_from_SQD", test_UD_from_SQD);
+	cf_add_test(s, "UD_from_ERR", test_UD_from_ERR);
+	cf_add_test(s, "UC_UD_from_SQE", test_from_sqe);
+	cf_add_test(s, "cur_state_mismatch", test_cur_state_mismatch);
+	cf_add_test(s, "query_returns_set", test_query_returns_set);
+	cf_add_test(s, "invalid_values", test_invalid_values);
+	cf_add_test(s, "reuse_after_reset", test_reuse_after_reset);
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Diagnostics.  The function that decides an error logs it; callers pass
+ * -errno up.  IBEMU_DEBUG=1 enables debug lines; errors and warnings go to
+ * stderr unless IBEMU_QUIET=1.
+ */
+#ifndef IBEMU_LOG_H
+#define IBEMU_LOG_H
+
+enum ibemu_log_level {
+	IBEMU_LOG_ERR,
+	IBEMU_LOG_WARN,
+	IBEMU_LOG_DEBUG,
+};
+
+void ibemu_log(enum ibemu_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define ibemu_log_err(fmt, ...) ibemu_log(IBEMU_LOG_ERR, fmt, ##__VA_ARGS__)
+#define ibemu_log_warn(fmt, ...) ibemu_log(IBEMU_LOG_WARN, fmt, ##__VA_ARGS__)
+#define ibemu_log_dbg(fmt, ...) ibemu_log(IBEMU_LOG_DEBUG, fmt, ##__VA_ARGS__)
+
+#endif /* IBEMU_LOG_H */

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The node segment: the state of one node's emulated HCA, shared by every
+ * process of that node as a real HCA is (DESIGN.md section 2).
+ *
+ * A node is a host or a network namespace.  Its segment is a POSIX shared
+ * memory object named for the user and the network namespace, mode 0600,
+ * created by the first process that needs it; no daemon owns it.
+ *
+ * Lock rule: node_seg.lock (a robust, process-shared mutex) protects
+ * procs[], qps[] and qpn_cursor.  The identity fields (node_guid, lid,
+ * gid_prefix, pkeys) are written once by the creator before `ready` is
+ * published with release order and are read-only afterwards.  A process
+ * that dies holding the lock is detected by EOWNERDEAD; the next locker
+ * sweeps every dead process's entries.
+ */
+#ifndef IBEMU_NODE_H
+#define IBEMU_NODE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "params.h"
+
+#define IBEMU_NODE_MAGIC 0x6962656d756e6f64ull /* "ibemunod" */
+#define IBEMU_NODE_LAYOUT 1
+
+/* One attached process; pid plus start time defeats pid reuse. */
+struct node_proc {
+	pid_t pid; /* 0: free slot */
+	uint32_t refs; /* contexts this process holds open */
+	uint64_t start_time; /* /proc/PID/stat field 22, clock ticks */
+};
+
+/* One QPN of the node's 24-bit QPN space. */
+struct node_qp {
+	int32_t owner; /* index in procs[] + 1; 0: free */
+	uint32_t qp_type; /* enum ibv_qp_type */
+};
+
+struct node_seg {
+	uint64_t magic;
+	uint32_t layout;
+	uint32_t size;
+	_Atomic uint32_t ready; /* set last by the creator */
+	pid_t creator;
+
+	/* Identity: immutable once ready. */
+	uint64_t node_guid; /* host order */
+	uint64_t port_guid; /* host order; GID 0 = fe80::/64 + port_guid */
+	uint64_t gid_prefix; /* host order, fe80:0000:0000:0000 */
+	uint16_t lid;
+	uint16_t sm_lid;
+	uint16_t pkeys[IBEMU_PKEY_TBL_LEN];
+	char node_name[64];
+
+	pthread_mutex_t lock;
+	uint32_t qpn_cursor; /* next index into qps[] to try */
+	uint32_t nr_procs;
+	struct node_proc procs[IBEMU_MAX_PROCS];
+	struct node_qp qps[IBEMU_MAX_QP];
+};
+
+/* A process's view of its node. */
+struct node {
+	struct node_seg *seg;
+	char name[96]; /* shm object name */
+	int proc_slot; /* our index in seg->procs[], -1 until attached */
+};
+
+/*
+ * Open (or create) this user's node segment for the current network
+ * namespace, or the one named by $IBEMU_NODE.  Returns 0 or -errno.
+ * Safe against many processes opening at once.
+ */
+int node_open(struct node *node);
+/* Unmap; the segment itself stays for the other processes. */
+void node_close(struct node *node);
+
+/* Register the calling process as a user of the node (refcounted). */
+int node_proc_attach(struct node *node);
+void node_proc_detach(struct node *node);
+
+/* Lock the segment; recovers a lock whose holder died. */
+void node_lock(struct node *node);
+void node_unlock(struct node *node);
+
+/* Allocate a QPN owned by the calling process; returns 0 or -errno. */
+int node_qpn_alloc(struct node *node, uint32_t qp_type, uint32_t *qpn_p);
+void node_qpn_free(struct node *node, uint32_t qpn);
+/* Which process owns qpn: its pid, or 0 if none. */
+pid_t node_qpn_owner(struct node *node, uint32_t qpn);
+
+/* Drop every entry of processes that no longer exist; caller holds lock. */
+unsigned int node_sweep_dead_locked(struct node *node);
+
+/* Helpers shared with the tools. */
+bool node_pid_alive(pid_t pid, uint64_t start_time);
+uint64_t node_proc_start_time(pid_t pid);
+int node_default_name(char *buf, size_t len);
+
+#endif /* IBEMU_NODE_H */

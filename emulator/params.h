@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every limit of the emulated HCA, in one place.  query_device, query_port
+ * and every verb's argument check read these; nothing else hard-codes a
+ * device limit.  The values are at least those of the kernel's rxe.
+ */
+#ifndef IBEMU_PARAMS_H
+#define IBEMU_PARAMS_H
+
+#include <stdint.h>
+
+#define IBEMU_DEVICE_NAME "ibemu0"
+#define IBEMU_FW_VER "0.1.0"
+#define IBEMU_VENDOR_ID 0x1de5 /* not an assigned IEEE OUI vendor */
+#define IBEMU_VENDOR_PART_ID 0x0001
+#define IBEMU_HW_VER 1
+#define IBEMU_NUM_PORTS 1
+#define IBEMU_NUM_COMP_VECTORS 1
+
+/* Queue pairs: QPN 0 and 1 are the SMI and GSI QPs (IBA 3.5.5). */
+#define IBEMU_MAX_QP 65536
+#define IBEMU_QPN_FIRST 0x11
+#define IBEMU_QPN_MASK 0xffffffu /* QPNs are 24 bits (IBA 9.2 BTH) */
+#define IBEMU_MAX_QP_WR 16384
+#define IBEMU_MAX_SGE 32
+#define IBEMU_MAX_SGE_RD 32
+#define IBEMU_MAX_INLINE_DATA 1024
+#define IBEMU_MAX_QP_RD_ATOM 128
+#define IBEMU_MAX_QP_INIT_RD_ATOM 128
+#define IBEMU_MAX_RES_RD_ATOM (IBEMU_MAX_QP_RD_ATOM * IBEMU_MAX_QP)
+
+/* Completion queues. */
+#define IBEMU_MAX_CQ 16384
+#define IBEMU_MAX_CQE 65536
+
+/* Memory. */
+#define IBEMU_MAX_PD 65536
+#define IBEMU_MAX_MR 65536
+#define IBEMU_MAX_MR_SIZE (1ull << 40)
+#define IBEMU_PAGE_SIZE_CAP 0xfffff000ull
+
+/* Shared receive queues. */
+#define IBEMU_MAX_SRQ 65536
+#define IBEMU_MAX_SRQ_WR 16384
+#define IBEMU_MAX_SRQ_SGE 32
+
+/* Address handles and multicast. */
+#define IBEMU_MAX_AH 65536
+#define IBEMU_MAX_MCAST_GRP 8192
+#define IBEMU_MAX_MCAST_QP_ATTACH 56
+#define IBEMU_MAX_TOTAL_MCAST_QP_ATTACH (IBEMU_MAX_MCAST_GRP * 56)
+#define IBEMU_MAX_PKEYS 64
+
+/* Port. */
+#define IBEMU_GID_TBL_LEN 16
+#define IBEMU_PKEY_TBL_LEN 64
+#define IBEMU_DEFAULT_PKEY 0xffff /* full member, default partition (IBA 10.9.1.2) */
+#define IBEMU_MAX_MSG_SZ 0x80000000u /* 2^31, IBA 9.4 */
+#define IBEMU_MAX_MTU IBV_MTU_4096
+#define IBEMU_ACTIVE_WIDTH 2 /* 4X */
+#define IBEMU_ACTIVE_SPEED 32 /* EDR: 25.78125 Gb/s per lane */
+#define IBEMU_PHYS_STATE_LINK_UP 5
+#define IBEMU_SUBNET_TIMEOUT 18
+#define IBEMU_MAX_VL_NUM 1 /* VL0 only */
+/* Unicast LIDs are 0x0001..0xbfff (IBA 4.1.3). */
+#define IBEMU_LID_UNICAST_MAX 0xbfff
+
+/* Node segment: processes attached at once. */
+#define IBEMU_MAX_PROCS 1024
+
+#endif /* IBEMU_PARAMS_H */

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue.h"
+
+int wqe_ring_init(struct wqe_ring *r, uint32_t size, uint32_t max_sge,
+		  uint32_t max_inline)
+{
+	size_t stride = sizeof(struct wqe) + max_sge * sizeof(struct ibv_sge) +
+			max_inline;
+
+	stride = (stride + 15) & ~(size_t)15;
+	memset(r, 0, sizeof(*r));
+	if (!size)
+		size = 1;
+	r->buf = calloc(size, stride);
+	if (!r->buf)
+		return -ENOMEM;
+	r->stride = (uint32_t)stride;
+	r->size = size;
+	return 0;
+}
+
+void wqe_ring_fini(struct wqe_ring *r)
+{
+	free(r->buf);
+	r->buf = NULL;
+}
+
+int wc_ring_init(struct wc_ring *r, uint32_t size)
+{
+	memset(r, 0, sizeof(*r));
+	r->buf = calloc(size ? size : 1, sizeof(*r->buf));
+	if (!r->buf)
+		return -ENOMEM;
+	r->size = size ? size : 1;
+	return 0;
+}
+
+void wc_ring_fini(struct wc_ring *r)
+{
+	free(r->buf);
+	r->buf = NULL;
+}
+
+int wc_ring_resize(struct wc_ring *r, uint32_t size)
+{
+	uint32_t n = wc_ring_count(r), i;
+	struct ibv_wc *buf;
+
+	if (size < n)
+		return -EINVAL;
+	buf = calloc(size ? size : 1, sizeof(*buf));
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		buf[i] = r->buf[(r->head + i) % r->size];
+	free(r->buf);
+	r->buf = buf;
+	r->size = size ? size : 1;
+	r->head = 0;
+	r->tail = n;
+	return 0;
+}
+
+bool wc_ring_put(struct wc_ring *r, const struct ibv_wc *wc)
+{
+	if (wc_ring_count(r) >= r->size)
+		return false;
+	r->buf[r->tail % r->size] = *wc;
+	r->tail++;
+	return true;
+}
+
+bool wc_ring_get(struct wc_ring *r, struct ibv_wc *wc)
+{
+	if (!wc_ring_count(r))
+		return false;
+	*wc = r->buf[r->head % r->size];
+	r->head++;
+	return true;
+}

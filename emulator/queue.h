@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fixed-size rings for work queues and completion queues.
+ *
+ * Lock rule: a ring has no lock of its own; the object that owns it (QP,
+ * SRQ, CQ) holds its lock around every call.  head counts entries taken,
+ * tail entries put; both only grow (mod 2^32), so tail - head is the fill.
+ */
+#ifndef IBEMU_QUEUE_H
+#define IBEMU_QUEUE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+/* A work queue element: a posted work request, as the HCA keeps it. */
+struct wqe {
+	uint64_t wr_id;
+	uint32_t opcode; /* enum ibv_wr_opcode; receives: IBV_WC_RECV */
+	uint32_t send_flags;
+	uint32_t num_sge;
+	uint32_t imm_data; /* network order, as posted */
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint32_t inline_len; /* bytes stored after sge[] when inline */
+	struct ibv_sge sge[];
+};
+
+struct wqe_ring {
+	unsigned char *buf;
+	uint32_t stride; /* bytes per element */
+	uint32_t size; /* elements */
+	uint32_t head, tail;
+};
+
+int wqe_ring_init(struct wqe_ring *r, uint32_t size, uint32_t max_sge,
+		  uint32_t max_inline);
+void wqe_ring_fini(struct wqe_ring *r);
+static inline uint32_t wqe_ring_count(const struct wqe_ring *r)
+{
+	return r->tail - r->head;
+}
+static inline bool wqe_ring_full(const struct wqe_ring *r)
+{
+	return wqe_ring_count(r) >= r->size;
+}
+static inline struct wqe *wqe_ring_at(const struct wqe_ring *r, uint32_t n)
+{
+	return (struct wqe *)(r->buf + (size_t)(n % r->size) * r->stride);
+}
+/* The element the next put fills; valid while the ring is not full. */
+static inline struct wqe *wqe_ring_tail(const struct wqe_ring *r)
+{
+	return wqe_ring_at(r, r->tail);
+}
+static inline struct wqe *wqe_ring_head(const struct wqe_ring *r)
+{
+	return wqe_ring_count(r) ? wqe_ring_at(r, r->head) : NULL;
+}
+
+struct wc_ring {
+	struct ibv_wc *buf;
+	uint32_t size;
+	uint32_t head, tail;
+};
+
+int wc_ring_init(struct wc_ring *r, uint32_t size);
+void wc_ring_fini(struct wc_ring *r);
+/* Move the entries to a ring of new size (>= count); 0 or -errno. */
+int wc_ring_resize(struct wc_ring *r, uint32_t size);
+static inline uint32_t wc_ring_count(const struct wc_ring *r)
+{
+	return r->tail - r->head;
+}
+/* false if full */
+bool wc_ring_put(struct wc_ring *r, const struct ibv_wc *wc);
+bool wc_ring_get(struct wc_ring *r, struct ibv_wc *wc);
+
+#endif /* IBEMU_QUEUE_H */

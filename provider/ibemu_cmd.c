@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The ibemu command (DESIGN.md section 8).
+ *
+ *   ibemu run [options] -- CMD [ARGS...]   run CMD with the emulated HCA
+ *   ibemu status                          the node's device, processes, QPs
+ *
+ * `run` only sets LD_PRELOAD and ibemu's environment, then executes CMD:
+ * everything it does can be done by hand with LD_PRELOAD=libibemu.so.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "node.h"
+
+#define LIB_NAME "libibemu.so"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: ibemu run [options] -- COMMAND [ARGS...]\n"
+		"       ibemu status\n"
+		"       ibemu --help | --version\n"
+		"\n"
+		"Run a program written for libibverbs with ibemu's software\n"
+		"InfiniBand device, %s, and no RDMA hardware.\n"
+		"\n"
+		"run options:\n"
+		"  -n, --node NAME   join the emulated node NAME instead of the\n"
+		"                    one of this user and network namespace\n"
+		"  -l, --lib PATH    the preload library to use\n"
+		"  -d, --debug       log the provider's decisions to stderr\n"
+		"  -q, --quiet       do not log warnings and errors\n"
+		"\n"
+		"Environment: IBEMU_LIB (library path), IBEMU_NODE, IBEMU_DEBUG,\n"
+		"IBEMU_QUIET.  See ibemu(1) and ibemu(7).\n",
+		IBEMU_DEVICE_NAME);
+}
+
+static bool readable(const char *path)
+{
+	return access(path, R_OK) == 0;
+}
+
+static int join_path(char *buf, size_t len, const char *dir, const char *rel)
+{
+	size_t d = strlen(dir), r = strlen(rel);
+
+	if (d + r + 1 > len)
+		return -1;
+	memcpy(buf, dir, d);
+	memcpy(buf + d, rel, r + 1);
+	return 0;
+}
+
+/* The preload: $IBEMU_LIB, the build tree, beside us, the install. */
+static int find_library(char *buf, size_t len)
+{
+	const char *env = getenv("IBEMU_LIB");
+	char exe[PATH_MAX], *slash;
+	ssize_t n;
+
+	if (env && *env) {
+		if (!readable(env)) {
+			fprintf(stderr, "ibemu: IBEMU_LIB=%s: %s\n", env,
+				strerror(errno));
+			return -1;
+		}
+		snprintf(buf, len, "%s", env);
+		return 0;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash) {
+			slash[1] = '\0';
+			if (join_path(buf, len, exe, ".libs/" LIB_NAME) == 0 &&
+			    readable(buf))
+				return 0;
+			if (join_path(buf, len, exe, "../lib/" LIB_NAME) == 0 &&
+			    readable(buf) && realpath(buf, exe)) {
+				snprintf(buf, len, "%s", exe);
+				return 0;
+			}
+		}
+	}
+	snprintf(buf, len, "%s/%s", IBEMU_LIBDIR, LIB_NAME);
+	if (readable(buf))
+		return 0;
+	fprintf(stderr,
+		"ibemu: cannot find %s (looked in the build tree, beside the "
+		"ibemu command and in %s); set IBEMU_LIB\n",
+		LIB_NAME, IBEMU_LIBDIR);
+	return -1;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "node", required_argument, NULL, 'n' },
+		{ "lib", required_argument, NULL, 'l' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	char lib[PATH_MAX], *preload;
+	const char *old;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+n:l:dqh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			if (!*optarg || strchr(optarg, '/')) {
+				fprintf(stderr, "ibemu: bad node name '%s'\n",
+					optarg);
+				return 2;
+			}
+			setenv("IBEMU_NODE", optarg, 1);
+			break;
+		case 'l':
+			setenv("IBEMU_LIB", optarg, 1);
+			break;
+		case 'd':
+			setenv("IBEMU_DEBUG", "1", 1);
+			break;
+		case 'q':
+			setenv("IBEMU_QUIET", "1", 1);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "ibemu run: no command given (ibemu run -- "
+				"COMMAND [ARGS...])\n");
+		return 2;
+	}
+	if (find_library(lib, sizeof(lib)))
+		return 1;
+	old = getenv("LD_PRELOAD");
+	if (old && *old) {
+		if (asprintf(&preload, "%s:%s", lib, old) < 0)
+			return 1;
+	} else {
+		preload = strdup(lib);
+		if (!preload)
+			return 1;
+	}
+	setenv("LD_PRELOAD", preload, 1);
+	free(preload);
+	execvp(argv[optind], &argv[optind]);
+	fprintf(stderr, "ibemu: %s: %s\n", argv[optind], strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
+
+static int cmd_status(void)
+{
+	struct node node;
+	struct node_seg *seg;
+	unsigned int i, nqp = 0;
+	int ret;
+
+	ret = node_open(&node);
+	if (ret) {
+		fprintf(stderr, "ibemu: cannot open the node: %s\n",
+			strerror(-ret));
+		return 1;
+	}
+	seg = node.seg;
+	node_lock(&node);
+	node_sweep_dead_locked(&node);
+	printf("node        %s (/dev/shm%s)\n", seg->node_name, node.name);
+	printf("device      %s\n", IBEMU_DEVICE_NAME);
+	printf("node_guid   %04x:%04x:%04x:%04x\n",
+	       (unsigned int)(seg->node_guid >> 48) & 0xffff,
+	       (unsigned int)(seg->node_guid >> 32) & 0xffff,
+	       (unsigned int)(seg->node_guid >> 16) & 0xffff,
+	       (unsigned int)seg->node_guid & 0xffff);
+	printf("port 1      LID %#06x, PORT_ACTIVE, InfiniBand\n", seg->lid);
+	printf("processes   %u\n", seg->nr_procs);
+	for (i = 0; i < IBEMU_MAX_PROCS; i++) {
+		unsigned int q, n = 0;
+
+		if (!seg->procs[i].pid)
+			continue;
+		for (q = 0; q < IBEMU_MAX_QP; q++)
+			if (seg->qps[q].owner == (int32_t)i + 1)
+				n++;
+		nqp += n;
+		printf("  pid %-8d contexts %u, QPs %u\n", seg->procs[i].pid,
+		       seg->procs[i].refs, n);
+	}
+	printf("QPs         %u\n", nqp);
+	node_unlock(&node);
+	node_close(&node);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("ibemu %s (built against rdma-core %s)\n",
+		       PACKAGE_VERSION, IBEMU_BUILT_RDMA_CORE);
+		return 0;
+	}
+	if (!strcmp(argv[1], "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "status"))
+		return cmd_status();
+	fprintf(stderr, "ibemu: unknown command '%s' (try ibemu --help)\n",
+		argv[1]);
+	return 2;
+}

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Multicast attachment of UD QPs (manual 3.6.13, 3.6.14; IBA 10.5).
+ * Lock rule: the attachment list is under qp.lock.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ibemu.h"
+#include "log.h"
+
+/* Multicast LIDs are 0xc000..0xfffe (IBA 4.1.3); 0xffff is permissive. */
+#define MCAST_LID_BASE 0xc000
+#define PERMISSIVE_LID 0xffff
+
+static int mcast_check(struct ibv_qp *qp, const union ibv_gid *gid,
+		       uint16_t lid)
+{
+	if (qp->qp_type != IBV_QPT_UD) {
+		ibemu_log_dbg("attach_mcast: only UD QPs join groups");
+		return EINVAL;
+	}
+	/* A multicast GID starts with 0xff (IBA 4.1.1). */
+	if (!gid || gid->raw[0] != 0xff) {
+		ibemu_log_dbg("attach_mcast: not a multicast GID");
+		return EINVAL;
+	}
+	if (lid < MCAST_LID_BASE || lid == PERMISSIVE_LID) {
+		ibemu_log_dbg("attach_mcast: LID %#x is not a multicast LID",
+			      lid);
+		return EINVAL;
+	}
+	return 0;
+}
+
+static int mcast_find_locked(struct ibemu_qp *qp, const union ibv_gid *gid,
+			     uint16_t lid)
+{
+	unsigned int i;
+
+	for (i = 0; i < qp->nr_mcast; i++)
+		if (!memcmp(&qp->mcast[i].gid, gid, sizeof(*gid)) &&
+		    qp->mcast[i].lid == lid)
+			return (int)i;
+	return -1;
+}
+
+int ibemu_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
+		       uint16_t lid)
+{
+	struct ibemu_qp *qp = to_eqp(ibqp);
+	struct ibemu_mcast_attach *grown;
+	int ret;
+
+	ret = mcast_check(ibqp, gid, lid);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&qp->lock);
+	if (mcast_find_locked(qp, gid, lid) >= 0)
+		goto out; /* attaching twice is a no-op */
+	if (qp->nr_mcast >= IBEMU_MAX_MCAST_GRP) {
+		ret = ENOMEM;
+		goto out;
+	}
+	grown = realloc(qp->mcast, (qp->nr_mcast + 1) * sizeof(*grown));
+	if (!grown) {
+		ret = ENOMEM;
+		goto out;
+	}
+	qp->mcast = grown;
+	qp->mcast[qp->nr_mcast].gid = *gid;
+	qp->mcast[qp->nr_mcast].lid = lid;
+	qp->nr_mcast++;
+out:
+	pthread_mutex_unlock(&qp->lock);
+	return ret;
+}
+
+int ibemu_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
+		       uint16_t lid)
+{
+	struct ibemu_qp *qp = to_eqp(ibqp);
+	int ret, i;
+
+	ret = mcast_check(ibqp, gid, lid);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&qp->lock);
+	i = mcast_find_locked(qp, gid, lid);
+	if (i < 0) {
+		ret = EINVAL;
+	} else {
+		qp->mcast[i] = qp->mcast[qp->nr_mcast - 1];
+		qp->nr_mcast--;
+	}
+	pthread_mutex_unlock(&qp->lock);
+	return ret;
+}

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device, port, GID and P_Key attributes.  Every value comes from
+ * params.h or from the node segment's identity.
+ */
+#include "config.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ibemu.h"
+
+static struct node_seg *ctx_seg(struct ibv_context *context)
+{
+	return to_ectx(context)->node->seg;
+}
+
+bool ibemu_port_valid(struct ibv_context *context, unsigned int port_num)
+{
+	return port_num >= 1 && port_num <= IBEMU_NUM_PORTS;
+}
+
+static void ibemu_fill_device_attr(struct ibv_context *context,
+				   struct ibv_device_attr *a)
+{
+	struct node_seg *seg = ctx_seg(context);
+
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", IBEMU_FW_VER);
+	a->node_guid = htobe64(seg->node_guid);
+	a->sys_image_guid = htobe64(seg->node_guid);
+	a->max_mr_size = IBEMU_MAX_MR_SIZE;
+	a->page_size_cap = IBEMU_PAGE_SIZE_CAP;
+	a->vendor_id = IBEMU_VENDOR_ID;
+	a->vendor_part_id = IBEMU_VENDOR_PART_ID;
+	a->hw_ver = IBEMU_HW_VER;
+	a->max_qp = IBEMU_MAX_QP;
+	a->max_qp_wr = IBEMU_MAX_QP_WR;
+	a->device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR |
+			      IBV_DEVICE_BAD_QKEY_CNTR |
+			      IBV_DEVICE_CHANGE_PHY_PORT |
+			      IBV_DEVICE_RC_RNR_NAK_GEN |
+			      IBV_DEVICE_SRQ_RESIZE |
+			      IBV_DEVICE_PORT_ACTIVE_EVENT |
+			      IBV_DEVICE_N_NOTIFY_CQ;
+	a->max_sge = IBEMU_MAX_SGE;
+	a->max_sge_rd = IBEMU_MAX_SGE_RD;
+	a->max_cq = IBEMU_MAX_CQ;
+	a->max_cqe = IBEMU_MAX_CQE;
+	a->max_mr = IBEMU_MAX_MR;
+	a->max_pd = IBEMU_MAX_PD;
+	a->max_qp_rd_atom = IBEMU_MAX_QP_RD_ATOM;
+	a->max_ee_rd_atom = 0;
+	a->max_res_rd_atom = IBEMU_MAX_RES_RD_ATOM;
+	a->max_qp_init_rd_atom = IBEMU_MAX_QP_INIT_RD_ATOM;
+	a->max_ee_init_rd_atom = 0;
+	/* Atomics are atomic with respect to other atomics through this
+	 * HCA, not to the CPU (IBA 11.2.1.1 Query HCA, atomic capability). */
+	a->atomic_cap = IBV_ATOMIC_HCA;
+	a->max_ee = 0;
+	a->max_rdd = 0;
+	a->max_mw = 0;
+	a->max_raw_ipv6_qp = 0;
+	a->max_raw_ethy_qp = 0;
+	a->max_mcast_grp = IBEMU_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = IBEMU_MAX_MCAST_QP_ATTACH;
+	a->max_total_mcast_qp_attach = IBEMU_MAX_TOTAL_MCAST_QP_ATTACH;
+	a->max_ah = IBEMU_MAX_AH;
+	a->max_fmr = 0;
+	a->max_map_per_fmr = 0;
+	a->max_srq = IBEMU_MAX_SRQ;
+	a->max_srq_wr = IBEMU_MAX_SRQ_WR;
+	a->max_srq_sge = IBEMU_MAX_SRQ_SGE;
+	a->max_pkeys = IBEMU_PKEY_TBL_LEN;
+	a->local_ca_ack_delay = 15;
+	a->phys_port_cnt = IBEMU_NUM_PORTS;
+}
+
+int ibemu_query_device_ex(struct ibv_context *context,
+			  const struct ibv_query_device_ex_input *input,
+			  struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ibv_device_attr_ex full;
+
+	if (input && input->comp_mask)
+		return EINVAL;
+	if (!attr || attr_size < sizeof(attr->orig_attr))
+		return EINVAL;
+	memset(&full, 0, sizeof(full));
+	ibemu_fill_device_attr(context, &full.orig_attr);
+	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
+	full.phys_port_cnt_ex = IBEMU_NUM_PORTS;
+	if (attr_size > sizeof(full))
+		attr_size = sizeof(full);
+	memcpy(attr, &full, attr_size);
+	return 0;
+}
+
+int ibemu_query_port(struct ibv_context *context, uint8_t port_num,
+		     struct ibv_port_attr *pa)
+{
+	struct node_seg *seg = ctx_seg(context);
+
+	if (!ibemu_port_valid(context, port_num) || !pa)
+		return EINVAL;
+	memset(pa, 0, sizeof(*pa));
+	pa->state = IBV_PORT_ACTIVE;
+	pa->max_mtu = IBEMU_MAX_MTU;
+	pa->active_mtu = IBEMU_MAX_MTU;
+	pa->gid_tbl_len = IBEMU_GID_TBL_LEN;
+	pa->port_cap_flags = IBV_PORT_SM | IBV_PORT_SYS_IMAGE_GUID_SUP;
+	pa->max_msg_sz = IBEMU_MAX_MSG_SZ;
+	pa->bad_pkey_cntr = 0;
+	pa->qkey_viol_cntr = 0;
+	pa->pkey_tbl_len = IBEMU_PKEY_TBL_LEN;
+	pa->lid = seg->lid;
+	pa->sm_lid = seg->sm_lid;
+	pa->lmc = 0;
+	pa->max_vl_num = IBEMU_MAX_VL_NUM;
+	pa->sm_sl = 0;
+	pa->subnet_timeout = IBEMU_SUBNET_TIMEOUT;
+	pa->init_type_reply = 0;
+	pa->active_width = IBEMU_ACTIVE_WIDTH;
+	pa->active_speed = IBEMU_ACTIVE_SPEED;
+	pa->phys_state = IBEMU_PHYS_STATE_LINK_UP;
+	pa->link_layer = IBV_LINK_LAYER_INFINIBAND;
+	pa->flags = 0;
+	pa->port_cap_flags2 = 0;
+	return 0;
+}
+
+/* 0, ENODATA for an empty entry, EINVAL for a bad port or index. */
+int ibemu_query_gid_entry(struct ibv_context *context, uint32_t port_num,
+			  uint32_t index, struct ibv_gid_entry *entry)
+{
+	struct node_seg *seg = ctx_seg(context);
+	uint64_t prefix, guid;
+
+	if (!ibemu_port_valid(context, port_num) || index >= IBEMU_GID_TBL_LEN)
+		return EINVAL;
+	/* GID 0 is the port's default GID: the link-local subnet prefix
+	 * followed by the port GUID (IBA 4.1.1). */
+	if (index != 0)
+		return ENODATA;
+	memset(entry, 0, sizeof(*entry));
+	prefix = htobe64(seg->gid_prefix);
+	guid = htobe64(seg->port_guid);
+	memcpy(&entry->gid.raw[0], &prefix, 8);
+	memcpy(&entry->gid.raw[8], &guid, 8);
+	entry->gid_index = index;
+	entry->port_num = port_num;
+	entry->gid_type = IBV_GID_TYPE_IB;
+	entry->ndev_ifindex = 0;
+	return 0;
+}
+
+int ibemu_query_pkey_value(struct ibv_context *context, uint8_t port_num,
+			   int index, uint16_t *pkey_p)
+{
+	if (!ibemu_port_valid(context, port_num) || index < 0 ||
+	    index >= IBEMU_PKEY_TBL_LEN || !pkey_p)
+		return EINVAL;
+	*pkey_p = ctx_seg(context)->pkeys[index];
+	return 0;
+}

@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The device injection shim (DESIGN.md section 1).
+ *
+ * libibverbs finds devices only through netlink/sysfs and opens them
+ * through /dev/infiniband.  Loaded with LD_PRELOAD, this file interposes
+ * the few stock entry points that either enumerate devices or read sysfs
+ * for a device, and serves ibemu's device itself; every other verb reaches
+ * the provider through the ops table that alloc_context installs.
+ *
+ * Each interposer carries the symbol version of the stock function it
+ * stands for (libibemu.map), and falls through to that function, found
+ * with dlvsym(RTLD_NEXT), when the object is not ibemu's.
+ *
+ * The private ABI is resolved at run time: if this libibverbs does not
+ * export IBVERBS_PRIVATE_34, nothing is injected and the program runs as
+ * if ibemu were absent, after one line on stderr saying why.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <endian.h>
+
+#include "ibemu.h"
+#include "log.h"
+
+struct pabi_funcs pabi;
+
+typedef struct ibv_device **(*get_device_list_fn)(int *num);
+typedef struct ibv_comp_channel *(*create_comp_channel_fn)(
+	struct ibv_context *context);
+typedef struct ibv_context *(*import_device_fn)(int cmd_fd);
+typedef int (*query_gid_fn)(struct ibv_context *context, uint8_t port_num,
+			    int index, union ibv_gid *gid);
+typedef int (*query_pkey_fn)(struct ibv_context *context, uint8_t port_num,
+			     int index, __be16 *pkey);
+typedef __be64 (*get_device_guid_fn)(struct ibv_device *device);
+typedef int (*query_gid_ex_fn)(struct ibv_context *context, uint32_t port_num,
+			       uint32_t gid_index, struct ibv_gid_entry *entry,
+			       uint32_t flags, size_t entry_size);
+typedef ssize_t (*query_gid_table_fn)(struct ibv_context *context,
+				      struct ibv_gid_entry *entries,
+				      size_t max_entries, uint32_t flags,
+				      size_t entry_size);
+typedef int (*query_gid_type_fn)(struct ibv_context *context, uint8_t port_num,
+				 unsigned int index, int *type);
+
+/* The stock functions the interposers stand for. */
+static struct {
+	get_device_list_fn get_device_list;
+	create_comp_channel_fn create_comp_channel;
+	import_device_fn import_device;
+	query_gid_fn query_gid;
+	query_pkey_fn query_pkey;
+	get_device_guid_fn get_device_guid;
+	query_gid_ex_fn query_gid_ex;
+	query_gid_table_fn query_gid_table;
+	query_gid_type_fn query_gid_type;
+} real;
+
+static pthread_once_t shim_once = PTHREAD_ONCE_INIT;
+static bool shim_enabled;
+/* Set while ibv_import_device runs: it must see only real devices. */
+static __thread bool shim_suppress;
+
+static void *real_sym(const char *name, const char *version)
+{
+	return dlvsym(RTLD_NEXT, name, version);
+}
+
+/* "44.0" from libibverbs.so.1.14.44.0, for the one-line refusal. */
+static void rdma_core_version(void *sym, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	const char *base;
+	Dl_info info;
+	int dots = 0;
+
+	snprintf(buf, len, "unknown");
+	if (!sym || !dladdr(sym, &info) || !info.dli_fname)
+		return;
+	if (!realpath(info.dli_fname, path))
+		snprintf(path, sizeof(path), "%s", info.dli_fname);
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	/* libibverbs.so.1.ABI.MAJOR.MINOR: the package version is last two */
+	for (const char *p = base; *p; p++) {
+		if (*p == '.' && ++dots == 4) {
+			snprintf(buf, len, "%s (%s)", p + 1, path);
+			return;
+		}
+	}
+	snprintf(buf, len, "of %s", path);
+}
+
+static void shim_init(void)
+{
+	const char *pabi_name = IBEMU_PABI_VERSION_NAME;
+	const char *forced = getenv("IBEMU_TEST_PABI_VERSION");
+	char version[PATH_MAX + 32];
+
+	real.get_device_list = real_sym("ibv_get_device_list", "IBVERBS_1.1");
+	real.create_comp_channel =
+		real_sym("ibv_create_comp_channel", "IBVERBS_1.0");
+	real.import_device = real_sym("ibv_import_device", "IBVERBS_1.10");
+	real.query_gid = real_sym("ibv_query_gid", "IBVERBS_1.1");
+	real.query_pkey = real_sym("ibv_query_pkey", "IBVERBS_1.1");
+	real.get_device_guid = real_sym("ibv_get_device_guid", "IBVERBS_1.1");
+	real.query_gid_ex = real_sym("_ibv_query_gid_ex", "IBVERBS_1.11");
+	real.query_gid_table = real_sym("_ibv_query_gid_table", "IBVERBS_1.11");
+
+	/* A test knob: resolve another private version to prove that the
+	 * preload then stands aside. */
+	if (forced && *forced)
+		pabi_name = forced;
+	real.query_gid_type = real_sym("ibv_query_gid_type", pabi_name);
+	pabi.init_and_alloc_context =
+		real_sym("_verbs_init_and_alloc_context", pabi_name);
+	pabi.set_ops = real_sym("verbs_set_ops", pabi_name);
+	pabi.uninit_context = real_sym("verbs_uninit_context", pabi_name);
+
+	if (!real.get_device_list)
+		return; /* libibverbs is not in this process */
+	if (!pabi.init_and_alloc_context || !pabi.set_ops ||
+	    !pabi.uninit_context) {
+		rdma_core_version((void *)real.get_device_list, version,
+				  sizeof(version));
+		fprintf(stderr,
+			"ibemu: rdma-core %s does not export %s; ibemu supports "
+			"rdma-core %d to %d; no ibemu device is offered\n",
+			version, pabi_name, IBEMU_PABI_RDMA_CORE_MIN,
+			IBEMU_PABI_RDMA_CORE_MAX);
+		return;
+	}
+	shim_enabled = true;
+}
+
+static void shim_ensure_init(void)
+{
+	pthread_once(&shim_once, shim_init);
+}
+
+bool ibemu_is_ours(const struct ibv_context *context)
+{
+	return context && context->device &&
+	       context->device == ibemu_device_get();
+}
+
+IBEMU_EXPORT struct ibv_device **ibv_get_device_list(int *num)
+{
+	struct ibv_device **list, **out;
+	struct ibv_device *ours;
+	int n = 0, i;
+
+	shim_ensure_init();
+	if (!real.get_device_list) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	list = real.get_device_list(&n);
+	if (!shim_enabled || shim_suppress)
+		goto real_only;
+	ours = ibemu_device_get();
+	if (!ours)
+		goto real_only;
+	/* Without RDMA hardware or kernel modules, stock libibverbs fails
+	 * (ENOSYS: no uverbs ABI in sysfs); ibemu's device is then the only
+	 * one.  Stock ibv_free_device_list frees the array with free() and
+	 * drops one reference per entry: hand it a malloc'd array whose
+	 * entries each hold one. */
+	if (!list)
+		n = 0;
+	out = calloc((size_t)n + 2, sizeof(*out));
+	if (!out)
+		goto real_only;
+	for (i = 0; i < n; i++)
+		out[i] = list[i];
+	free(list);
+	atomic_fetch_add(&to_edev(ours)->vdev.refcount, 1);
+	out[n++] = ours;
+	if (num)
+		*num = n;
+	return out;
+
+real_only:
+	if (num)
+		*num = list ? n : 0;
+	return list;
+}
+
+IBEMU_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	struct ibv_context *ctx;
+
+	shim_ensure_init();
+	if (!real.import_device) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* Stock import matches the fd against every device's sysfs cdev;
+	 * ibemu's devices have no sysfs and cannot be imported. */
+	shim_suppress = true;
+	ctx = real.import_device(cmd_fd);
+	shim_suppress = false;
+	return ctx;
+}
+
+/*
+ * A completion channel is a pipe reopened O_RDWR through /proc/self/fd:
+ * one fd that ibv_get_cq_event() reads 8-byte CQ handles from, that the
+ * provider writes to, and that stock ibv_destroy_comp_channel() closes.
+ */
+int ibemu_pipe_rdwr(int *fd_p)
+{
+	char path[64];
+	int p[2], fd;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", p[0]);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	close(p[0]);
+	close(p[1]);
+	if (fd < 0)
+		return -errno;
+	*fd_p = fd;
+	return 0;
+}
+
+IBEMU_EXPORT struct ibv_comp_channel *
+ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct ibv_comp_channel *channel;
+	int ret;
+
+	shim_ensure_init();
+	if (!ibemu_is_ours(context)) {
+		if (!real.create_comp_channel) {
+			errno = ENOSYS;
+			return NULL;
+		}
+		return real.create_comp_channel(context);
+	}
+	/* Stock ibv_destroy_comp_channel() frees it with free(). */
+	channel = malloc(sizeof(*channel));
+	if (!channel) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = ibemu_pipe_rdwr(&channel->fd);
+	if (ret) {
+		ibemu_log_err("completion channel: %s", strerror(-ret));
+		free(channel);
+		errno = -ret;
+		return NULL;
+	}
+	channel->context = context;
+	channel->refcnt = 0;
+	return channel;
+}
+
+IBEMU_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
+{
+	shim_ensure_init();
+	if (device && device == ibemu_device_get())
+		return htobe64(ibemu_process_node_guid());
+	return real.get_device_guid ? real.get_device_guid(device) : 0;
+}
+
+IBEMU_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num,
+			       int index, union ibv_gid *gid)
+{
+	struct ibv_gid_entry entry;
+	int ret;
+
+	shim_ensure_init();
+	if (!ibemu_is_ours(context)) {
+		if (!real.query_gid) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return real.query_gid(context, port_num, index, gid);
+	}
+	if (index < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	ret = ibemu_query_gid_entry(context, port_num, (uint32_t)index, &entry);
+	if (ret == ENODATA) {
+		/* An empty entry reads as the zero GID, as stock does. */
+		memset(gid, 0, sizeof(*gid));
+		return 0;
+	}
+	if (ret) {
+		errno = ret;
+		return -1;
+	}
+	memcpy(gid, &entry.gid, sizeof(*gid));
+	return 0;
+}
+
+IBEMU_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num,
+				int index, __be16 *pkey)
+{
+	uint16_t val;
+	int ret;
+
+	shim_ensure_init();
+	if (!ibemu_is_ours(context)) {
+		if (!real.query_pkey) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return real.query_pkey(context, port_num, index, pkey);
+	}
+	ret = ibemu_query_pkey_value(context, port_num, index, &val);
+	if (ret) {
+		errno = ret;
+		return -1;
+	}
+	*pkey = htobe16(val);
+	return 0;
+}
+
+/* ibv_query_gid_ex() is an inline wrapper around this one. */
+IBEMU_EXPORT int _ibv_query_gid_ex(struct ibv_context *context,
+				   uint32_t port_num, uint32_t gid_index,
+				   struct ibv_gid_entry *entry, uint32_t flags,
+				   size_t entry_size)
+{
+	struct ibv_gid_entry e;
+	int ret;
+
+	shim_ensure_init();
+	if (!ibemu_is_ours(context))
+		return real.query_gid_ex ? real.query_gid_ex(context, port_num,
+							     gid_index, entry,
+							     flags, entry_size)
+					 : ENOSYS;
+	if (flags || !entry || entry_size < sizeof(e))
+		return EINVAL;
+	ret = ibemu_query_gid_entry(context, port_num, gid_index, &e);
+	if (ret)
+		return ret;
+	memset(entry, 0, entry_size);
+	memcpy(entry, &e, sizeof(e));
+	return 0;
+}
+
+/* ibv_query_gid_table() is an inline wrapper around this one. */
+IBEMU_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
+					  struct ibv_gid_entry *entries,
+					  size_t max_entries, uint32_t flags,
+					  size_t entry_size)
+{
+	struct ibv_port_attr pattr;
+	struct ibv_gid_entry e;
+	ssize_t n = 0;
+	uint8_t port;
+	int idx;
+
+	shim_ensure_init();
+	if (!ibemu_is_ours(context))
+		return real.query_gid_table
+			       ? real.query_gid_table(context, entries,
+						      max_entries, flags,
+						      entry_size)
+			       : -ENOSYS;
+	if (flags || (!entries && max_entries) || entry_size < sizeof(e))
+		return -EINVAL;
+	for (port = 1; port <= IBEMU_NUM_PORTS; port++) {
+		if (ibemu_query_port(context, port, &pattr))
+			return -EINVAL;
+		for (idx = 0; idx < pattr.gid_tbl_len; idx++) {
+			if (ibemu_query_gid_entry(context, port, idx, &e))
+				continue; /* empty entry */
+			if ((size_t)n >= max_entries)
+				return -EINVAL;
+			memset((char *)entries + n * entry_size, 0, entry_size);
+			memcpy((char *)entries + n * entry_size, &e, sizeof(e));
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Private (PABI 34) but called by librdmacm. */
+IBEMU_EXPORT int ibv_query_gid_type(struct ibv_context *context,
+				    uint8_t port_num, unsigned int index,
+				    int *type)
+{
+	struct ibv_gid_entry e;
+	int ret;
+
+	shim_ensure_init();
+	if (!ibemu_is_ours(context)) {
+		if (!real.query_gid_type) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return real.query_gid_type(context, port_num, index, type);
+	}
+	ret = ibemu_query_gid_entry(context, port_num, index, &e);
+	if (ret == ENODATA) {
+		*type = 0;
+		return 0;
+	}
+	if (ret) {
+		errno = ret;
+		return -1;
+	}
+	/* IBV_GID_TYPE_SYSFS_IB_ROCE_V1 (0) for IB and RoCE v1 GIDs */
+	*type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
+	return 0;
+}
+
+bool ibemu_shim_enabled(void)
+{
+	shim_ensure_init();
+	return shim_enabled;
+}
