@@ -117,10 +117,11 @@ void cf_check(int ok, unsigned int line, const char *file, const char *func,
 	      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 #define CF_CHECK(cond, ...)						\
 	cf_check(!!(cond), __LINE__, __FILE__, __func__, __VA_ARGS__)
-/* got and want are errno values (0 = success). */
+/* got and want are errno values (0 = success); got is evaluated once. */
+void cf_expect_err(int got, int want, const char *what, unsigned int line,
+		   const char *file, const char *func);
 #define CF_EXPECT_ERR(got, want, what)					\
-	CF_CHECK((got) == (want), "%s: expected %s, got %s", (what),	\
-		 cf_errname(want), cf_errname(got))
+	cf_expect_err((got), (want), (what), __LINE__, __FILE__, __func__)
 #define CF_EXPECT_OK(got, what) CF_EXPECT_ERR(got, 0, what)
 
 /* Suite registration honouring -s. */

@@ -116,6 +116,13 @@ void cf_check(int ok, unsigned int line, const char *file, const char *func,
 	CU_assertImplementation(CU_FALSE, line, msg, file, func, CU_FALSE);
 }
 
+void cf_expect_err(int got, int want, const char *what, unsigned int line,
+		   const char *file, const char *func)
+{
+	cf_check(got == want, line, file, func, "%s: expected %s, got %s",
+		 what, cf_errname(want), cf_errname(got));
+}
+
 struct ibv_context *cf_open_device(void)
 {
 	struct ibv_device **list, *dev = NULL;

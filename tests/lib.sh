@@ -1,0 +1,15 @@
+# Shared by the shell tests: find the build tree, run under the preload.
+# Exit codes follow automake: 0 pass, 1 fail, 77 skip, 99 hard error.
+set -u
+: "${IBEMU_BUILDDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
+IBEMU_LIB_PATH=$IBEMU_BUILDDIR/.libs/libibemu.so
+IBEMU=$IBEMU_BUILDDIR/ibemu
+# Every test gets its own emulated node, so parallel tests do not meet.
+IBEMU_NODE=${IBEMU_NODE:-check-$(basename "$0" .sh)-$$}
+export IBEMU_NODE
+trap 'rm -f "/dev/shm/ibemu-v1-$(id -u)-$IBEMU_NODE"' EXIT
+fails=0
+pass() { echo "ok: $*"; }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+need() { command -v "$1" >/dev/null 2>&1 || { echo "SKIP: $1 is not installed"; exit 77; }; }
+finish() { [ "$fails" = 0 ] && exit 0; echo "$fails check(s) failed"; exit 1; }

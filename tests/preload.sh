@@ -1,0 +1,43 @@
+#!/bin/bash
+# The preload and the ibemu command: never stop a program from starting,
+# inject ibemu0, stand aside with one line on a foreign private ABI.
+. "$(dirname "$0")/lib.sh"
+need ibv_devices
+
+LD_PRELOAD=$IBEMU_LIB_PATH /bin/true && pass "/bin/true under the preload exits 0" \
+	|| fail "/bin/true under the preload"
+
+out=$("$IBEMU" run -- ibv_devices 2>&1)
+guid=$(echo "$out" | awk '$1 == "ibemu0" { print $2 }')
+[ -n "$guid" ] && [ "$guid" != 0000000000000000 ] && pass "ibv_devices lists ibemu0 ($guid)" \
+	|| fail "ibv_devices: $out"
+
+info=$("$IBEMU" run -- ibv_devinfo -v 2>&1)
+echo "$info" | grep -q "hca_id:.*ibemu0" && pass "ibv_devinfo shows ibemu0" || fail "hca_id"
+echo "$info" | grep -q "state:.*PORT_ACTIVE" && pass "PORT_ACTIVE" || fail "port state"
+lid=$(echo "$info" | awk '/port_lid:/ { print $2 }')
+[ -n "$lid" ] && [ "$lid" != 0 ] && pass "LID $lid" || fail "port_lid: $lid"
+echo "$info" | grep -q "GID\[  0\]:.*fe80:0000:0000:0000:" && pass "GID 0 is fe80::/64" || fail "GID 0"
+dguid=$(echo "$info" | awk '/node_guid:/ { gsub(":", "", $2); print $2 }')
+[ "$dguid" = "$guid" ] && pass "node_guid matches ibv_devices" || fail "node_guid $dguid != $guid"
+
+# A foreign private ABI: nothing injected, one line saying why.
+out=$(IBEMU_TEST_PABI_VERSION=IBVERBS_PRIVATE_99 LD_PRELOAD=$IBEMU_LIB_PATH ibv_devices 2>&1)
+echo "$out" | grep -q ibemu0 && fail "injected despite a foreign ABI: $out"
+n=$(echo "$out" | grep -c "^ibemu:")
+line=$(echo "$out" | grep "^ibemu:")
+[ "$n" = 1 ] && echo "$line" | grep -q "IBVERBS_PRIVATE_99" && echo "$line" | grep -q "35 to 57" &&
+	echo "$line" | grep -q "rdma-core 4" && pass "foreign ABI refused: $line" || fail "refusal line: $out"
+IBEMU_TEST_PABI_VERSION=IBVERBS_PRIVATE_99 LD_PRELOAD=$IBEMU_LIB_PATH /bin/true &&
+	pass "/bin/true with a foreign ABI" || fail "/bin/true with a foreign ABI"
+
+# The command line.
+"$IBEMU" --version | grep -q "^ibemu [0-9]" && pass "ibemu --version" || fail "--version"
+"$IBEMU" --help | grep -q "ibemu run" && pass "ibemu --help" || fail "--help"
+"$IBEMU" run >/dev/null 2>&1; [ $? = 2 ] && pass "run without a command exits 2" || fail "run without command"
+"$IBEMU" run -- /nonexistent/program 2>/dev/null; [ $? = 127 ] && pass "missing program exits 127" || fail "127"
+"$IBEMU" bogus >/dev/null 2>&1; [ $? = 2 ] && pass "unknown subcommand exits 2" || fail "unknown subcommand"
+"$IBEMU" run -- sh -c 'echo "$LD_PRELOAD"' | grep -q "libibemu.so" && pass "run sets LD_PRELOAD" || fail "LD_PRELOAD"
+IBEMU_LIB=/nonexistent "$IBEMU" run -- true 2>/dev/null; [ $? = 1 ] && pass "bad IBEMU_LIB refused" || fail "IBEMU_LIB"
+"$IBEMU" status | grep -q "node_guid" && pass "ibemu status" || fail "status"
+finish

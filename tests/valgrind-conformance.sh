@@ -1,0 +1,13 @@
+#!/bin/bash
+# The conformance suite under valgrind with the preload: no errors, no leaks.
+. "$(dirname "$0")/lib.sh"
+need valgrind
+LD_PRELOAD=$IBEMU_LIB_PATH valgrind -q --leak-check=full \
+	--show-leak-kinds=definite,indirect,possible \
+	--errors-for-leak-kinds=definite,indirect,possible \
+	--error-exitcode=42 \
+	"$IBEMU_BUILDDIR/ibemu-conformance" -d ibemu0 >"$IBEMU_BUILDDIR/tests/valgrind-conformance.out" 2>&1
+rc=$?
+tail -30 "$IBEMU_BUILDDIR/tests/valgrind-conformance.out"
+[ "$rc" = 0 ] && pass "valgrind: no errors, no leaks" || fail "valgrind exit $rc"
+finish
