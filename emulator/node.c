@@ -496,3 +496,14 @@ pid_t node_qpn_owner(struct node *node, uint32_t qpn)
 	node_unlock(node);
 	return pid;
 }
+
+int32_t node_qpn_owner_slot(struct node *node, uint32_t qpn)
+{
+	uint32_t idx = qpn - IBEMU_QPN_FIRST;
+	int32_t owner;
+
+	if (qpn < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
+		return -1;
+	owner = __atomic_load_n(&node->seg->qps[idx].owner, __ATOMIC_ACQUIRE);
+	return owner > 0 && owner <= IBEMU_MAX_PROCS ? owner - 1 : -1;
+}

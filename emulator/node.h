@@ -93,6 +93,8 @@ int node_qpn_alloc(struct node *node, uint32_t qp_type, uint32_t *qpn_p);
 void node_qpn_free(struct node *node, uint32_t qpn);
 /* Which process owns qpn: its pid, or 0 if none. */
 pid_t node_qpn_owner(struct node *node, uint32_t qpn);
+/* The owner's slot in procs[], or -1. */
+int32_t node_qpn_owner_slot(struct node *node, uint32_t qpn);
 
 /* Drop every entry of processes that no longer exist; caller holds lock. */
 unsigned int node_sweep_dead_locked(struct node *node);

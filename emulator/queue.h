@@ -13,6 +13,15 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+/* Where the requester is with a send WQE. */
+enum wqe_state {
+	WQE_PENDING, /* not looked at yet */
+	WQE_SENDING, /* some packets sent */
+	WQE_SENT, /* all packets sent, waiting for the answer */
+	WQE_DONE, /* acknowledged (or answered): ready to complete */
+	WQE_ERROR, /* failed with `status`: completes in error */
+};
+
 /* A work queue element: a posted work request, as the HCA keeps it. */
 struct wqe {
 	uint64_t wr_id;
@@ -23,6 +32,15 @@ struct wqe {
 	uint64_t remote_addr;
 	uint32_t rkey;
 	uint32_t inline_len; /* bytes stored after sge[] when inline */
+	uint64_t compare_add, swap; /* atomics */
+	void *ah; /* UD: the struct ibemu_ah */
+	uint32_t remote_qpn, remote_qkey; /* UD */
+	/* requester state, under the QP lock */
+	uint8_t state; /* enum wqe_state */
+	uint8_t status; /* enum ibv_wc_status */
+	uint32_t length; /* message length in bytes */
+	uint32_t first_psn, last_psn;
+	uint32_t sent; /* bytes sent */
 	struct ibv_sge sge[];
 };
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -128,6 +129,14 @@ int ibemu_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	while (n < num_entries && wc_ring_get(&cq->ring, &wc[n]))
 		n++;
 	pthread_mutex_unlock(&cq->lock);
+	if (n == num_entries)
+		return n;
+	/* The application's poll drives the engine (DESIGN.md 3). */
+	engine_poll(&ibemu_process);
+	pthread_mutex_lock(&cq->lock);
+	while (n < num_entries && wc_ring_get(&cq->ring, &wc[n]))
+		n++;
+	pthread_mutex_unlock(&cq->lock);
 	return n;
 }
 
@@ -221,6 +230,7 @@ static int cq_ex_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr
 
 	if (attr && attr->comp_mask)
 		return EINVAL;
+	engine_poll(&ibemu_process);
 	pthread_mutex_lock(&cq->lock);
 	ret = cq_ex_next_locked(cq);
 	/* On ENOENT the lock is released: no end_poll follows. */

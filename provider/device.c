@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -91,10 +92,15 @@ static int ibemu_process_get(void)
 		ret = ibemu_mr_table_init(proc);
 		if (ret)
 			goto err_detach;
+		ret = engine_start(proc);
+		if (ret)
+			goto err_mr;
 	}
 	pthread_mutex_unlock(&proc->lock);
 	return 0;
 
+err_mr:
+	ibemu_mr_table_fini(proc);
 err_detach:
 	node_proc_detach(&proc->node);
 err_close:
@@ -111,6 +117,7 @@ static void ibemu_process_put(void)
 
 	pthread_mutex_lock(&proc->lock);
 	if (--proc->refs == 0) {
+		engine_stop(proc);
 		ibemu_mr_table_fini(proc);
 		node_proc_detach(&proc->node);
 		node_close(&proc->node);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+#include "inbox.h"
 #include "node.h"
 #include "pabi.h"
 #include "params.h"
@@ -41,6 +42,7 @@ struct ibemu_process {
 	uint8_t *mr_variant; /* per index: low 8 bits of the next key */
 	uint32_t mr_cursor;
 	uint32_t nr_mrs;
+	struct engine *engine; /* the data path; see emulator/engine.h */
 };
 
 extern struct ibemu_process ibemu_process;
@@ -121,6 +123,53 @@ struct ibemu_qp {
 	struct ibemu_srq *srq;
 	struct ibemu_mcast_attach *mcast; /* groups joined (UD only) */
 	unsigned int nr_mcast;
+
+	/* Engine state, under qp.lock (emulator/req.c, resp.c, comp.c). */
+	struct ibemu_qp *pending_next; /* engine's pending list */
+	bool on_pending;
+	struct inbox *peer; /* the connected QP's process inbox (RC/UC) */
+	int32_t peer_proc;
+	uint32_t mtu; /* path MTU in bytes */
+	/* requester */
+	uint32_t req_psn; /* PSN of the next new packet */
+	uint32_t req_next; /* SQ position of the next WQE to (re)send */
+	uint32_t req_rd_atomic; /* READ/ATOMIC outstanding */
+	bool req_blocked; /* the peer's inbox was full */
+	/* completer */
+	uint64_t comp_deadline; /* retransmit timer, ns; 0 = idle */
+	uint64_t rnr_resume; /* RNR wait ends, ns; 0 = none */
+	uint8_t retry_left, rnr_left;
+	/* responder */
+	uint32_t resp_epsn; /* expected PSN */
+	uint32_t resp_msn; /* message sequence number */
+	bool resp_nak_sent; /* one PSN sequence NAK per gap */
+	bool resp_comm_est; /* COMM_EST raised */
+	uint32_t resp_op; /* OPM_SEND/OPM_WRITE while a message is open */
+	struct wqe *resp_wqe; /* receive WQE of the open message */
+	bool resp_has_wqe;
+	uint32_t resp_offset; /* bytes placed in the open message */
+	uint8_t *resp_va; /* RDMA WRITE: where the next byte goes */
+	uint32_t resp_remaining; /* RDMA WRITE: bytes still expected */
+	uint32_t resp_wlen; /* RDMA WRITE: total length */
+	bool resp_ack_pending; /* an ACK could not be sent yet */
+	/* READ responses still to send (IBA 9.7.4.1.5 responder resources) */
+	struct resp_read *reads;
+	uint32_t reads_head, reads_tail, reads_size;
+	/* last atomic, replayed on a duplicate (IBA 9.7.4.1.6) */
+	uint32_t atomic_psn;
+	uint64_t atomic_orig;
+	bool atomic_valid;
+};
+
+/* A READ request the responder is answering. */
+struct resp_read {
+	uint32_t psn; /* of the next response packet */
+	uint8_t *va; /* next byte to send */
+	uint32_t left; /* bytes still to send */
+	bool first; /* no response packet sent yet */
+	uint32_t total;
+	uint32_t dst_qpn;
+	int32_t dst_proc;
 };
 
 struct ibemu_mcast_attach {

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "engine.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -89,8 +90,24 @@ static void post_send_store(struct ibemu_qp *qp, const struct ibv_send_wr *wr)
 	wqe->send_flags = wr->send_flags;
 	wqe->num_sge = (uint32_t)wr->num_sge;
 	wqe->imm_data = wr->imm_data;
-	wqe->remote_addr = wr->wr.rdma.remote_addr;
-	wqe->rkey = wr->wr.rdma.rkey;
+	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wqe->remote_addr = wr->wr.atomic.remote_addr;
+		wqe->rkey = wr->wr.atomic.rkey;
+		wqe->compare_add = wr->wr.atomic.compare_add;
+		wqe->swap = wr->wr.atomic.swap;
+	} else {
+		wqe->remote_addr = wr->wr.rdma.remote_addr;
+		wqe->rkey = wr->wr.rdma.rkey;
+	}
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD) {
+		wqe->ah = wr->wr.ud.ah;
+		wqe->remote_qpn = wr->wr.ud.remote_qpn;
+		wqe->remote_qkey = wr->wr.ud.remote_qkey;
+	}
+	wqe->state = WQE_PENDING;
+	wqe->status = IBV_WC_SUCCESS;
+	wqe->length = (uint32_t)sge_total(wr->sg_list, wr->num_sge);
 	wqe->inline_len = 0;
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		/* Inline data is copied at post time: the buffer may be reused
@@ -138,6 +155,8 @@ int ibemu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	}
 	if (state == IBV_QPS_ERR)
 		ibemu_qp_flush_locked(qp);
+	else if (state == IBV_QPS_RTS)
+		req_run_locked(qp);
 out:
 	pthread_mutex_unlock(&qp->lock);
 	if (ret && bad_wr)
@@ -219,6 +238,7 @@ void ibemu_qp_flush_locked(struct ibemu_qp *qp)
 		flush_wqe(qp->scq, qp, wqe, send_wc_opcode(wqe->opcode));
 		qp->sq.head++;
 	}
+	qp->req_next = qp->sq.head;
 	if (qp->srq)
 		return;
 	pthread_mutex_lock(&qp->rq.lock);

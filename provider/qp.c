@@ -14,6 +14,7 @@
 
 #include "ibemu.h"
 #include "log.h"
+#include "engine.h"
 #include "qp_state.h"
 
 #define QP_ACCESS_SUPPORTED                                                    \
@@ -118,9 +119,15 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 		if (ret)
 			goto err_sq;
 	}
+	qp->resp_wqe = calloc(1, sizeof(struct wqe) +
+				 IBEMU_MAX_SGE * sizeof(struct ibv_sge));
+	if (!qp->resp_wqe) {
+		ret = ENOMEM;
+		goto err_rq;
+	}
 	ret = -node_qpn_alloc(ctx->node, a->qp_type, &qpn);
 	if (ret)
-		goto err_rq;
+		goto err_resp;
 
 	qp->sq_sig_all = a->sq_sig_all;
 	qp->scq = to_ecq(a->send_cq);
@@ -151,6 +158,9 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 	atomic_fetch_add(&qp->rcq->usecnt, 1);
 	if (qp->srq)
 		atomic_fetch_add(&qp->srq->usecnt, 1);
+	qp->mtu = 1024;
+	qp->peer_proc = -1;
+	engine_qp_add(qp);
 
 	/* Report what was granted (manual 3.4.3: cap is in/out). */
 	a->cap = qp->cap;
@@ -160,6 +170,8 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 	}
 	return &qp->vqp.qp;
 
+err_resp:
+	free(qp->resp_wqe);
 err_rq:
 	if (!a->srq)
 		ibemu_rq_fini(&qp->rq);
@@ -348,10 +360,44 @@ static void qp_reset_locked(struct ibemu_qp *qp)
 		qp->rq.ring.head = qp->rq.ring.tail;
 		pthread_mutex_unlock(&qp->rq.lock);
 	}
+	qp->req_next = qp->sq.head;
+	qp->req_rd_atomic = 0;
+	qp->req_blocked = false;
+	qp->comp_deadline = 0;
+	qp->rnr_resume = 0;
+	qp->resp_comm_est = false;
+	qp->atomic_valid = false;
+	resp_reset_locked(qp);
+	qp->peer = NULL;
+	qp->peer_proc = -1;
 	memset(&qp->attr, 0, sizeof(qp->attr));
 	qp->attr.path_mtu = IBV_MTU_1024;
 	qp->attr.path_mig_state = IBV_MIG_MIGRATED;
 	qp->attr.port_num = 1;
+}
+
+/* What the engine needs from a transition: path MTU and expected PSN at
+ * RTR, the send PSN and retry budgets at RTS (manual 3.5.3, 3.5.4). */
+static void qp_engine_transition_locked(struct ibemu_qp *qp,
+					enum ibv_qp_state cur,
+					enum ibv_qp_state next, int mask)
+{
+	if (mask & IBV_QP_PATH_MTU)
+		qp->mtu = 128u << qp->attr.path_mtu;
+	if (next == IBV_QPS_RTR && cur == IBV_QPS_INIT) {
+		qp->resp_epsn = qp->attr.rq_psn;
+		qp->resp_msn = 0;
+		if (qp->vqp.qp.qp_type != IBV_QPT_UD)
+			req_resolve_peer_locked(qp);
+	}
+	if (mask & IBV_QP_SQ_PSN)
+		qp->req_psn = qp->attr.sq_psn;
+	if (next == IBV_QPS_RTS && cur != IBV_QPS_RTS) {
+		qp->retry_left = qp->attr.retry_cnt;
+		qp->rnr_left = qp->attr.rnr_retry;
+		/* Resume what SQD held back. */
+		req_run_locked(qp);
+	}
 }
 
 int ibemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
@@ -386,11 +432,18 @@ int ibemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	}
 	qp->attr.qp_state = next;
 	qp->attr.cur_qp_state = next;
+	qp_engine_transition_locked(qp, cur, next, mask);
 	sqd_notify = next == IBV_QPS_SQD && cur != IBV_QPS_SQD &&
 		     (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) &&
 		     attr->en_sqd_async_notify;
-	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR)
+	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR) {
+		qp->comp_deadline = 0;
+		qp->rnr_resume = 0;
+		resp_reset_locked(qp);
 		ibemu_qp_flush_locked(qp);
+		qp->req_next = qp->sq.head;
+		qp->req_rd_atomic = 0;
+	}
 	pthread_mutex_unlock(&qp->lock);
 
 	/* Nothing is in flight yet when the SQ drains at once: the drained
@@ -440,6 +493,8 @@ int ibemu_destroy_qp(struct ibv_qp *ibqp)
 	struct ibemu_qp *qp = to_eqp(ibqp);
 	struct ibemu_context *ctx = to_ectx(ibqp->context);
 
+	/* Out of the engine first: no packet reaches it from now on. */
+	engine_qp_remove(qp);
 	node_qpn_free(ctx->node, ibqp->qp_num);
 	atomic_fetch_sub(&to_epd(ibqp->pd)->usecnt, 1);
 	atomic_fetch_sub(&qp->scq->usecnt, 1);
@@ -450,6 +505,8 @@ int ibemu_destroy_qp(struct ibv_qp *ibqp)
 		ibemu_rq_fini(&qp->rq);
 	wqe_ring_fini(&qp->sq);
 	free(qp->mcast);
+	free(qp->resp_wqe);
+	free(qp->reads);
 	pthread_mutex_destroy(&qp->lock);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);

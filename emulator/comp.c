@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The completer: acknowledgements, NAKs, RDMA READ responses and atomic
+ * acknowledgements turn send WQEs into completions, in order (IBA 9.7.5,
+ * 10.8); the retransmit and RNR timers live here (IBA 9.7.6).
+ *
+ * Called with qp.lock held.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "engine.h"
+#include "log.h"
+
+/* The smallest retransmit timeout used, whatever the QP asks: a busy
+ * 2-core machine may not schedule the peer within microseconds. */
+#define COMP_MIN_TIMEOUT_NS (8ull * 1000 * 1000)
+
+/* RNR NAK timer field encoding, IBA 9.7.5.2.8 table 45, in microseconds. */
+static const uint32_t rnr_timer_us[32] = {
+	655360, 10,    20,    30,    40,    60,    80,    120,
+	160,	240,   320,   480,   640,   960,   1280,  1920,
+	2560,	3840,  5120,  7680,  10240, 15360, 20480, 30720,
+	40960,	61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+/* Local ACK timeout 4.096 us * 2^timeout; 0 means infinite (IBA 11.2.5.2
+ * / 9.7.6.1.3). */
+static uint64_t comp_timeout_ns(const struct ibemu_qp *qp)
+{
+	uint64_t ns;
+
+	if (!qp->attr.timeout)
+		return 0;
+	ns = 4096ull << qp->attr.timeout;
+	return ns < COMP_MIN_TIMEOUT_NS ? COMP_MIN_TIMEOUT_NS : ns;
+}
+
+void comp_arm_timer_locked(struct ibemu_qp *qp)
+{
+	uint64_t t = comp_timeout_ns(qp);
+
+	if (!t || qp->comp_deadline)
+		return;
+	qp->comp_deadline = engine_now_ns() + t;
+	engine_pending_add_locked(qp);
+}
+
+static bool wqe_is_read_atomic(const struct wqe *w)
+{
+	return w->opcode == IBV_WR_RDMA_READ ||
+	       w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static void wqe_done(struct ibemu_qp *qp, struct wqe *w)
+{
+	if (wqe_is_read_atomic(w) && w->state != WQE_DONE && qp->req_rd_atomic)
+		qp->req_rd_atomic--;
+	w->state = WQE_DONE;
+}
+
+static void wqe_fail(struct ibemu_qp *qp, struct wqe *w,
+		     enum ibv_wc_status status)
+{
+	if (wqe_is_read_atomic(w) && qp->req_rd_atomic)
+		qp->req_rd_atomic--;
+	w->state = WQE_ERROR;
+	w->status = status;
+}
+
+static enum ibv_wc_opcode wc_opcode(const struct wqe *w)
+{
+	switch (w->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+/*
+ * Move the QP to the error state on its own (IBA 10.3.1): every
+ * outstanding WR is flushed, timers stop.  Caller holds qp.lock.
+ */
+void qp_error_locked(struct ibemu_qp *qp)
+{
+	if (qp->attr.qp_state == IBV_QPS_ERR)
+		return;
+	qp->attr.qp_state = IBV_QPS_ERR;
+	qp->attr.cur_qp_state = IBV_QPS_ERR;
+	qp->vqp.qp.state = IBV_QPS_ERR;
+	qp->comp_deadline = 0;
+	qp->rnr_resume = 0;
+	qp->req_blocked = false;
+	resp_reset_locked(qp);
+	ibemu_qp_flush_locked(qp);
+	qp->req_next = qp->sq.head;
+	qp->req_rd_atomic = 0;
+	if (qp->srq)
+		ibemu_async_event(to_ectx(qp->vqp.qp.context),
+				  IBV_EVENT_QP_LAST_WQE_REACHED,
+				  (uintptr_t)&qp->vqp.qp);
+}
+
+/*
+ * Complete the WQEs at the head of the send queue that are done, in order:
+ * a success only if signaled (IBA 10.8.3.1 / sq_sig_all), an error always,
+ * after which the QP enters the error state.
+ */
+void comp_retire_locked(struct ibemu_qp *qp)
+{
+	struct ibv_wc wc;
+	struct wqe *w;
+	bool progress = false;
+
+	while (qp->sq.head != qp->sq.tail) {
+		w = wqe_ring_at(&qp->sq, qp->sq.head);
+		if (w->state != WQE_DONE && w->state != WQE_ERROR)
+			break;
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_id = w->wr_id;
+		wc.opcode = wc_opcode(w);
+		wc.qp_num = qp->vqp.qp.qp_num;
+		if (w->state == WQE_ERROR) {
+			wc.status = w->status;
+			qp->sq.head++;
+			if (qp->req_next == qp->sq.head - 1)
+				qp->req_next = qp->sq.head;
+			ibemu_cq_push(qp->scq, &wc);
+			qp_error_locked(qp);
+			return;
+		}
+		wc.status = IBV_WC_SUCCESS;
+		if (w->opcode == IBV_WR_RDMA_READ)
+			wc.byte_len = w->length;
+		else if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+			 w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			wc.byte_len = 8;
+		else
+			wc.byte_len = w->length;
+		if ((w->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
+			ibemu_cq_push(qp->scq, &wc);
+		qp->sq.head++;
+		progress = true;
+	}
+	if (progress) {
+		/* Forward progress restores the retry budget (IBA 9.7.6). */
+		qp->retry_left = qp->attr.retry_cnt;
+		qp->comp_deadline = 0;
+		if (qp->sq.head != qp->req_next)
+			comp_arm_timer_locked(qp);
+	}
+}
+
+/* Everything up to and including psn is acknowledged (IBA 9.7.5.1). */
+static void comp_ack_upto(struct ibemu_qp *qp, uint32_t psn)
+{
+	struct wqe *w;
+	uint32_t i;
+
+	for (i = qp->sq.head; i != qp->req_next; i++) {
+		w = wqe_ring_at(&qp->sq, i);
+		if (w->state == WQE_DONE || w->state == WQE_ERROR)
+			continue;
+		if (psn_cmp(w->last_psn, psn) > 0)
+			break;
+		/* Reads and atomics complete with their responses. */
+		if (wqe_is_read_atomic(w))
+			break;
+		wqe_done(qp, w);
+	}
+}
+
+/* The outstanding WQE whose PSN range holds psn, or NULL. */
+static struct wqe *comp_find(struct ibemu_qp *qp, uint32_t psn)
+{
+	struct wqe *w;
+	uint32_t i;
+
+	for (i = qp->sq.head; i != qp->req_next; i++) {
+		w = wqe_ring_at(&qp->sq, i);
+		if (w->state != WQE_SENT && w->state != WQE_SENDING)
+			continue;
+		if (psn_cmp(psn, w->first_psn) >= 0 &&
+		    psn_cmp(psn, w->last_psn) <= 0)
+			return w;
+	}
+	return NULL;
+}
+
+/* The oldest WQE still waiting for an answer. */
+static struct wqe *comp_oldest(struct ibemu_qp *qp)
+{
+	struct wqe *w;
+	uint32_t i;
+
+	for (i = qp->sq.head; i != qp->req_next; i++) {
+		w = wqe_ring_at(&qp->sq, i);
+		if (w->state == WQE_SENT || w->state == WQE_SENDING)
+			return w;
+	}
+	return NULL;
+}
+
+static void comp_nak(struct ibemu_qp *qp, uint32_t psn, uint8_t code)
+{
+	static const enum ibv_wc_status status[] = {
+		[AETH_NAK_INVALID_REQ] = IBV_WC_REM_INV_REQ_ERR,
+		[AETH_NAK_REM_ACC_ERR] = IBV_WC_REM_ACCESS_ERR,
+		[AETH_NAK_REM_OP_ERR] = IBV_WC_REM_OP_ERR,
+		[AETH_NAK_INV_RD_REQ] = IBV_WC_REM_INV_RD_REQ_ERR,
+	};
+	struct wqe *w;
+
+	/* A NAK acknowledges every earlier PSN (IBA 9.7.5.1.2). */
+	comp_ack_upto(qp, psn_add(psn, BTH_PSN_MASK));
+	if (code == AETH_NAK_PSN_SEQ_ERR) {
+		/* Sequence error: resend from psn (IBA 9.7.5.2.1). */
+		if (!qp->retry_left) {
+			w = comp_oldest(qp);
+			if (w)
+				wqe_fail(qp, w, IBV_WC_RETRY_EXC_ERR);
+			return;
+		}
+		qp->retry_left--;
+		req_rewind_locked(qp);
+		return;
+	}
+	w = comp_find(qp, psn);
+	if (!w)
+		w = comp_oldest(qp);
+	if (w)
+		wqe_fail(qp, w,
+			 code < sizeof(status) / sizeof(status[0]) &&
+					 status[code] ? status[code]
+						      : IBV_WC_REM_OP_ERR);
+}
+
+/* RNR NAK: wait the timer, then resend; rnr_retry 7 retries forever
+ * (IBA 9.7.5.2.8). */
+static void comp_rnr(struct ibemu_qp *qp, uint32_t psn, uint8_t timer)
+{
+	struct wqe *w;
+
+	comp_ack_upto(qp, psn_add(psn, BTH_PSN_MASK));
+	w = comp_find(qp, psn);
+	if (!w)
+		w = comp_oldest(qp);
+	if (!w)
+		return;
+	if (qp->attr.rnr_retry != 7) {
+		if (!qp->rnr_left) {
+			wqe_fail(qp, w, IBV_WC_RNR_RETRY_EXC_ERR);
+			return;
+		}
+		qp->rnr_left--;
+	}
+	req_rewind_locked(qp);
+	qp->comp_deadline = 0;
+	qp->rnr_resume = engine_now_ns() + rnr_timer_us[timer & 31] * 1000ull;
+	engine_pending_add_locked(qp);
+}
+
+static void comp_read_resp(struct ibemu_qp *qp, const struct pkt *p)
+{
+	struct wqe *w = comp_find(qp, p->psn);
+	uint32_t off;
+
+	if (!w || w->opcode != IBV_WR_RDMA_READ)
+		return; /* a duplicate or stray response: ignored */
+	/* A response acknowledges every earlier request (IBA 9.7.5.1.3). */
+	comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK));
+	off = (uint32_t)psn_cmp(p->psn, w->first_psn) * qp->mtu;
+	if (p->paylen &&
+	    (off + p->paylen > w->length ||
+	     sge_copy(qp, w->sge, w->num_sge, off, (void *)p->payload,
+		      p->paylen, true))) {
+		wqe_fail(qp, w, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	if (p->op->mask & OPM_LAST)
+		wqe_done(qp, w);
+}
+
+static void comp_atomic_ack(struct ibemu_qp *qp, const struct pkt *p)
+{
+	const struct atmack *ack =
+		(const struct atmack *)(p->bth_base + p->op->atmack);
+	struct wqe *w = comp_find(qp, p->psn);
+	uint64_t orig;
+
+	if (!w || (w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+		   w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD))
+		return;
+	comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK));
+	orig = be64toh(ack->orig);
+	if (sge_copy(qp, w->sge, 1, 0, &orig, 8, true)) {
+		wqe_fail(qp, w, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	wqe_done(qp, w);
+}
+
+void comp_recv_locked(struct ibemu_qp *qp, const struct pkt *p)
+{
+	enum ibv_qp_state st = qp->attr.qp_state;
+	uint32_t aeth = 0;
+	uint8_t syn;
+
+	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD)
+		return;
+	if (qp->vqp.qp.qp_type != IBV_QPT_RC ||
+	    p->hdr->src_qpn != qp->attr.dest_qp_num)
+		return; /* not from our connection */
+	if (p->op->mask & OPM_AETH)
+		aeth = be32toh(((const struct aeth *)(p->bth_base +
+						       p->op->aeth))->smsn);
+	syn = (uint8_t)(aeth >> 24);
+
+	if (p->opcode == IB_OP_ACKNOWLEDGE) {
+		switch (syn & AETH_TYPE_MASK) {
+		case AETH_ACK:
+			comp_ack_upto(qp, p->psn);
+			break;
+		case AETH_RNR_NAK:
+			comp_rnr(qp, p->psn, syn & 0x1f);
+			break;
+		case AETH_NAK:
+			comp_nak(qp, p->psn, syn & 0x1f);
+			break;
+		}
+	} else if (p->op->mask & OPM_READ) {
+		comp_read_resp(qp, p);
+	} else if (p->opcode == IB_OP_ATOMIC_ACKNOWLEDGE) {
+		comp_atomic_ack(qp, p);
+	}
+	comp_retire_locked(qp);
+	req_run_locked(qp);
+}
+
+/* Timers: RNR wait and retransmit timeout.  Returns the next deadline. */
+uint64_t comp_timers_locked(struct ibemu_qp *qp, uint64_t now)
+{
+	uint64_t next = 0;
+	struct wqe *w;
+
+	if (qp->attr.qp_state != IBV_QPS_RTS &&
+	    qp->attr.qp_state != IBV_QPS_SQD) {
+		qp->comp_deadline = 0;
+		qp->rnr_resume = 0;
+		return 0;
+	}
+	if (qp->rnr_resume) {
+		if (now >= qp->rnr_resume) {
+			qp->rnr_resume = 0;
+			req_run_locked(qp);
+		} else {
+			next = qp->rnr_resume;
+		}
+	}
+	if (qp->comp_deadline && now >= qp->comp_deadline) {
+		qp->comp_deadline = 0;
+		w = comp_oldest(qp);
+		if (w && !qp->retry_left) {
+			/* No answer within timeout * (retry_cnt + 1)
+			 * (IBA 9.7.6.1.3). */
+			wqe_fail(qp, w, IBV_WC_RETRY_EXC_ERR);
+			comp_retire_locked(qp);
+			return next;
+		}
+		if (w) {
+			qp->retry_left--;
+			req_rewind_locked(qp);
+			req_run_locked(qp);
+			comp_arm_timer_locked(qp);
+		}
+	}
+	if (qp->comp_deadline && (!next || qp->comp_deadline < next))
+		next = qp->comp_deadline;
+	return next;
+}

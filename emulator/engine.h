@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The transport engine, split as the kernel's rxe is: the requester turns
+ * send WQEs into packets (req.c), the responder executes request packets
+ * (resp.c), the completer turns responses into completions (comp.c), and
+ * progress.c drives them: from the application's own calls (post_send
+ * pushes, poll_cq pulls) and from one background thread per process that
+ * sleeps on the inbox futex when idle.
+ *
+ * Lock rule: engine.lock serialises the consumer side of the inbox and
+ * the QP table; it is taken before any QP lock.
+ * post_send runs the requester under the QP lock alone.
+ */
+#ifndef IBEMU_ENGINE_H
+#define IBEMU_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ibemu.h"
+#include "inbox.h"
+#include "opcode.h"
+#include "wire.h"
+
+struct engine {
+	pthread_mutex_t lock;
+	struct inbox *inbox; /* ours */
+	char inbox_name[160];
+	struct ibemu_qp **qps; /* by QPN - IBEMU_QPN_FIRST */
+	/* QPs with blocked or timed work; lock rule: pending_lock, taken
+	 * after a QP lock, never before one */
+	pthread_mutex_t pending_lock;
+	struct ibemu_qp *pending;
+	pthread_t thread;
+	atomic_bool stop;
+	atomic_uint app_polled; /* poll_cq ran since the thread looked */
+	/* peer inboxes by node process slot; lock rule: peer_lock */
+	pthread_mutex_t peer_lock;
+	struct peer_map {
+		pid_t pid;
+		uint64_t start_time;
+		struct inbox *ib;
+	} peers[IBEMU_MAX_PROCS];
+	struct inbox **retired; /* replaced peer mappings, unmapped at stop */
+	unsigned int nr_retired;
+};
+
+/* A received packet, parsed. */
+struct pkt {
+	const struct pkt_hdr *hdr;
+	const uint8_t *bth_base;
+	const struct bth *bth;
+	const struct opcode_info *op;
+	uint8_t opcode;
+	uint32_t psn;
+	uint32_t qpn;
+	const uint8_t *payload;
+	uint32_t paylen;
+};
+
+/* A packet being built in a claimed inbox slot. */
+struct pkt_out {
+	struct inbox *dst;
+	struct inbox_slot *slot;
+	uint64_t pos;
+	uint8_t *base; /* BTH */
+	const struct opcode_info *op;
+};
+
+/* progress.c */
+int engine_start(struct ibemu_process *proc);
+void engine_stop(struct ibemu_process *proc);
+void engine_poll(struct ibemu_process *proc);
+void engine_qp_add(struct ibemu_qp *qp);
+void engine_qp_remove(struct ibemu_qp *qp);
+void engine_pending_add_locked(struct ibemu_qp *qp);
+struct inbox *engine_peer_inbox(int32_t proc_slot);
+uint64_t engine_now_ns(void);
+/* Claim a slot in dst and lay out BTH for opcode; false if dst is full. */
+bool pkt_begin(struct pkt_out *out, struct inbox *dst, struct ibemu_qp *qp,
+	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
+	       uint32_t paylen);
+void pkt_send(struct pkt_out *out);
+static inline void *pkt_ext(struct pkt_out *out, uint8_t off)
+{
+	return out->base + off;
+}
+static inline uint8_t *pkt_payload(struct pkt_out *out)
+{
+	return out->base + out->op->hdr_len;
+}
+
+/* req.c */
+void req_run_locked(struct ibemu_qp *qp);
+void req_rewind_locked(struct ibemu_qp *qp);
+int req_resolve_peer_locked(struct ibemu_qp *qp);
+
+/* resp.c */
+void resp_recv_locked(struct ibemu_qp *qp, const struct pkt *pkt);
+void resp_pending_locked(struct ibemu_qp *qp);
+void resp_reset_locked(struct ibemu_qp *qp);
+
+/* comp.c */
+void comp_recv_locked(struct ibemu_qp *qp, const struct pkt *pkt);
+uint64_t comp_timers_locked(struct ibemu_qp *qp, uint64_t now);
+void comp_retire_locked(struct ibemu_qp *qp);
+void comp_arm_timer_locked(struct ibemu_qp *qp);
+void qp_error_locked(struct ibemu_qp *qp);
+
+/* Copy between a message and a list of local SGEs (MR-checked). */
+int sge_copy(struct ibemu_qp *qp, const struct ibv_sge *sge,
+	     uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
+	     bool to_sge);
+/* Check the SGEs of a WQE against their MRs; an IBV_WC_* status. */
+enum ibv_wc_status sge_check(struct ibemu_qp *qp, const struct ibv_sge *sge,
+			     uint32_t num_sge, bool write_access);
+
+#endif /* IBEMU_ENGINE_H */

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+/* The shared-memory transport's inbox (see inbox.h for the protocol). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inbox.h"
+#include "log.h"
+#include "node.h"
+
+static void inbox_name(char *buf, size_t len, const char *node_name,
+		       pid_t pid, uint64_t start_time)
+{
+	snprintf(buf, len, "%s-p%d-%" PRIu64, node_name, (int)pid, start_time);
+}
+
+int inbox_create(const char *node_name, struct inbox **ib_p, char *name,
+		 size_t name_len)
+{
+	pid_t pid = getpid();
+	struct inbox *ib;
+	uint64_t start;
+	uint32_t i;
+	int fd, ret;
+
+	/* The start time names the inbox, as in the node segment. */
+	start = node_proc_start_time(pid);
+	inbox_name(name, name_len, node_name, pid, start);
+	shm_unlink(name); /* a leftover of a process with our pid */
+	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, sizeof(*ib))) {
+		ret = -errno;
+		goto err;
+	}
+	ib = mmap(NULL, sizeof(*ib), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (ib == MAP_FAILED) {
+		ret = -errno;
+		goto err;
+	}
+	close(fd);
+	ib->pid = pid;
+	ib->start_time = start;
+	atomic_init(&ib->head, 0);
+	atomic_init(&ib->tail, 0);
+	for (i = 0; i < INBOX_SLOTS; i++)
+		atomic_init(&ib->slots[i].seq, i);
+	atomic_thread_fence(memory_order_release);
+	ib->magic = INBOX_MAGIC;
+	*ib_p = ib;
+	return 0;
+err:
+	close(fd);
+	shm_unlink(name);
+	return ret;
+}
+
+int inbox_map(const char *node_name, pid_t pid, uint64_t start_time,
+	      struct inbox **ib_p)
+{
+	char name[160];
+	struct inbox *ib;
+	struct stat st;
+	int fd, ret;
+
+	inbox_name(name, sizeof(name), node_name, pid, start_time);
+	fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_uid != getuid() || (st.st_mode & 077) ||
+	    (size_t)st.st_size < sizeof(*ib)) {
+		close(fd);
+		return -EPERM;
+	}
+	ib = mmap(NULL, sizeof(*ib), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ret = ib == MAP_FAILED ? -errno : 0;
+	close(fd);
+	if (ret)
+		return ret;
+	if (ib->magic != INBOX_MAGIC) {
+		munmap(ib, sizeof(*ib));
+		return -EAGAIN;
+	}
+	*ib_p = ib;
+	return 0;
+}
+
+void inbox_unmap(struct inbox *ib)
+{
+	munmap(ib, sizeof(*ib));
+}
+
+void inbox_unlink(const char *node_name, pid_t pid, uint64_t start_time)
+{
+	char name[160];
+
+	inbox_name(name, sizeof(name), node_name, pid, start_time);
+	shm_unlink(name);
+}
+
+struct inbox_slot *inbox_claim(struct inbox *ib, uint64_t *pos_p)
+{
+	uint64_t pos = atomic_load_explicit(&ib->tail, memory_order_relaxed);
+	struct inbox_slot *s;
+	int64_t dif;
+
+	for (;;) {
+		s = &ib->slots[pos & (INBOX_SLOTS - 1)];
+		dif = (int64_t)(atomic_load_explicit(&s->seq,
+						     memory_order_acquire) -
+				pos);
+		if (dif == 0) {
+			if (atomic_compare_exchange_weak_explicit(
+				    &ib->tail, &pos, pos + 1,
+				    memory_order_relaxed, memory_order_relaxed))
+				break;
+		} else if (dif < 0) {
+			return NULL; /* full */
+		} else {
+			pos = atomic_load_explicit(&ib->tail,
+						   memory_order_relaxed);
+		}
+	}
+	*pos_p = pos;
+	return s;
+}
+
+static long futex(_Atomic uint32_t *addr, int op, uint32_t val,
+		  const struct timespec *ts)
+{
+	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
+}
+
+void inbox_wake(struct inbox *ib)
+{
+	atomic_store(&ib->sleeping, 0);
+	atomic_fetch_add(&ib->wake, 1);
+	futex(&ib->wake, FUTEX_WAKE, 1, NULL);
+}
+
+void inbox_publish(struct inbox *ib, struct inbox_slot *s, uint64_t pos)
+{
+	atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
+	/* Store-load order against the sleeper's flag-then-check. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&ib->sleeping, memory_order_relaxed))
+		inbox_wake(ib);
+}
+
+void inbox_sleep(struct inbox *ib, uint64_t timeout_ns)
+{
+	uint32_t v = atomic_load(&ib->wake);
+	struct timespec ts, *tsp = NULL;
+
+	atomic_store(&ib->sleeping, 1);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (inbox_peek(ib)) {
+		atomic_store(&ib->sleeping, 0);
+		return;
+	}
+	if (timeout_ns) {
+		ts.tv_sec = (time_t)(timeout_ns / 1000000000ull);
+		ts.tv_nsec = (long)(timeout_ns % 1000000000ull);
+		tsp = &ts;
+	}
+	futex(&ib->wake, FUTEX_WAIT, v, tsp);
+	atomic_store(&ib->sleeping, 0);
+}

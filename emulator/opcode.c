@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The opcode table (IBA 9.2, table 35, and 9.3: which extended headers
+ * each packet carries, in the order BTH, DETH, RETH, AtomicETH, AETH,
+ * AtomicAckETH, ImmDt).  Built once from the per-operation rules below.
+ */
+#include "config.h"
+
+#include <stddef.h>
+
+#include "opcode.h"
+#include "wire.h"
+
+#define B sizeof(struct bth)
+
+/* One row: name, mask; offsets follow from the mask (see layout()). */
+#define OP(code, nm, m) [code] = { .name = nm, .mask = (m) }
+
+#define RC_SEND (OPM_RC | OPM_REQ | OPM_SEND | OPM_PAYLOAD)
+#define RC_WRITE (OPM_RC | OPM_REQ | OPM_WRITE | OPM_PAYLOAD)
+#define RC_RRESP (OPM_RC | OPM_RESP | OPM_READ | OPM_PAYLOAD)
+#define UC_SEND (OPM_UC | OPM_REQ | OPM_SEND | OPM_PAYLOAD)
+#define UC_WRITE (OPM_UC | OPM_REQ | OPM_WRITE | OPM_PAYLOAD)
+#define UD_SEND (OPM_UD | OPM_REQ | OPM_SEND | OPM_PAYLOAD | OPM_DETH | OPM_ONLY)
+
+static const struct opcode_info opcode_rows[256] = {
+	OP(0x00, "RC_SEND_FIRST", RC_SEND | OPM_FIRST),
+	OP(0x01, "RC_SEND_MIDDLE", RC_SEND | OPM_MIDDLE),
+	OP(0x02, "RC_SEND_LAST", RC_SEND | OPM_LAST),
+	OP(0x03, "RC_SEND_LAST_WITH_IMMEDIATE", RC_SEND | OPM_LAST | OPM_IMMDT),
+	OP(0x04, "RC_SEND_ONLY", RC_SEND | OPM_ONLY),
+	OP(0x05, "RC_SEND_ONLY_WITH_IMMEDIATE", RC_SEND | OPM_ONLY | OPM_IMMDT),
+	OP(0x06, "RC_RDMA_WRITE_FIRST", RC_WRITE | OPM_FIRST | OPM_RETH),
+	OP(0x07, "RC_RDMA_WRITE_MIDDLE", RC_WRITE | OPM_MIDDLE),
+	OP(0x08, "RC_RDMA_WRITE_LAST", RC_WRITE | OPM_LAST),
+	OP(0x09, "RC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
+	   RC_WRITE | OPM_LAST | OPM_IMMDT),
+	OP(0x0a, "RC_RDMA_WRITE_ONLY", RC_WRITE | OPM_ONLY | OPM_RETH),
+	OP(0x0b, "RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE",
+	   RC_WRITE | OPM_ONLY | OPM_RETH | OPM_IMMDT),
+	OP(0x0c, "RC_RDMA_READ_REQUEST",
+	   OPM_RC | OPM_REQ | OPM_READ | OPM_ONLY | OPM_RETH),
+	OP(0x0d, "RC_RDMA_READ_RESPONSE_FIRST", RC_RRESP | OPM_FIRST | OPM_AETH),
+	OP(0x0e, "RC_RDMA_READ_RESPONSE_MIDDLE", RC_RRESP | OPM_MIDDLE),
+	OP(0x0f, "RC_RDMA_READ_RESPONSE_LAST", RC_RRESP | OPM_LAST | OPM_AETH),
+	OP(0x10, "RC_RDMA_READ_RESPONSE_ONLY", RC_RRESP | OPM_ONLY | OPM_AETH),
+	OP(0x11, "RC_ACKNOWLEDGE", OPM_RC | OPM_RESP | OPM_ONLY | OPM_AETH),
+	OP(0x12, "RC_ATOMIC_ACKNOWLEDGE",
+	   OPM_RC | OPM_RESP | OPM_ATOMIC | OPM_ONLY | OPM_AETH | OPM_ATMACK),
+	OP(0x13, "RC_COMPARE_SWAP",
+	   OPM_RC | OPM_REQ | OPM_ATOMIC | OPM_ONLY | OPM_ATMETH),
+	OP(0x14, "RC_FETCH_ADD",
+	   OPM_RC | OPM_REQ | OPM_ATOMIC | OPM_ONLY | OPM_ATMETH),
+
+	OP(0x20, "UC_SEND_FIRST", UC_SEND | OPM_FIRST),
+	OP(0x21, "UC_SEND_MIDDLE", UC_SEND | OPM_MIDDLE),
+	OP(0x22, "UC_SEND_LAST", UC_SEND | OPM_LAST),
+	OP(0x23, "UC_SEND_LAST_WITH_IMMEDIATE", UC_SEND | OPM_LAST | OPM_IMMDT),
+	OP(0x24, "UC_SEND_ONLY", UC_SEND | OPM_ONLY),
+	OP(0x25, "UC_SEND_ONLY_WITH_IMMEDIATE", UC_SEND | OPM_ONLY | OPM_IMMDT),
+	OP(0x26, "UC_RDMA_WRITE_FIRST", UC_WRITE | OPM_FIRST | OPM_RETH),
+	OP(0x27, "UC_RDMA_WRITE_MIDDLE", UC_WRITE | OPM_MIDDLE),
+	OP(0x28, "UC_RDMA_WRITE_LAST", UC_WRITE | OPM_LAST),
+	OP(0x29, "UC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
+	   UC_WRITE | OPM_LAST | OPM_IMMDT),
+	OP(0x2a, "UC_RDMA_WRITE_ONLY", UC_WRITE | OPM_ONLY | OPM_RETH),
+	OP(0x2b, "UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE",
+	   UC_WRITE | OPM_ONLY | OPM_RETH | OPM_IMMDT),
+
+	OP(0x64, "UD_SEND_ONLY", UD_SEND),
+	OP(0x65, "UD_SEND_ONLY_WITH_IMMEDIATE", UD_SEND | OPM_IMMDT),
+};
+
+/* Header order after the BTH, IBA 9.2: DETH, RETH, AtomicETH, AETH,
+ * AtomicAckETH, ImmDt. */
+static struct opcode_info layout(struct opcode_info in)
+{
+	uint8_t off = B;
+
+	if (!in.mask)
+		return in;
+	if (in.mask & OPM_DETH) {
+		in.deth = off;
+		off += sizeof(struct deth);
+	}
+	if (in.mask & OPM_RETH) {
+		in.reth = off;
+		off += sizeof(struct reth);
+	}
+	if (in.mask & OPM_ATMETH) {
+		in.atmeth = off;
+		off += sizeof(struct atmeth);
+	}
+	if (in.mask & OPM_AETH) {
+		in.aeth = off;
+		off += sizeof(struct aeth);
+	}
+	if (in.mask & OPM_ATMACK) {
+		in.atmack = off;
+		off += sizeof(struct atmack);
+	}
+	if (in.mask & OPM_IMMDT) {
+		in.immdt = off;
+		off += sizeof(struct immdt);
+	}
+	in.hdr_len = off;
+	return in;
+}
+
+struct opcode_info opcode_table[256];
+
+static void __attribute__((constructor)) opcode_table_init(void)
+{
+	int i;
+
+	for (i = 0; i < 256; i++)
+		opcode_table[i] = layout(opcode_rows[i]);
+}

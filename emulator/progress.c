@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Progress: draining the inbox into the responder and completer, retrying
+ * blocked work and running timers, from the application's calls and from
+ * one background thread per process (see engine.h for the lock rule).
+ *
+ * The thread sleeps on the inbox futex.  While the application polls its
+ * CQs it naps 1 ms at a time without asking to be woken, so a busy-polled
+ * ping-pong costs no system call and no wake-up; when the application has
+ * not polled for a nap, it sleeps until a producer wakes it or its next
+ * timer, so an idle process uses no CPU.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "log.h"
+
+#define ENGINE_NAP_NS (1000ull * 1000)
+#define ENGINE_BLOCKED_NS (20ull * 1000)
+#define ENGINE_DRAIN_BATCH 64
+
+uint64_t engine_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct engine *engine_get(void)
+{
+	return ibemu_process.engine;
+}
+
+/* ---- peers ---- */
+
+struct inbox *engine_peer_inbox(int32_t slot)
+{
+	struct engine *e = engine_get();
+	struct node_seg *seg = ibemu_process.node.seg;
+	struct peer_map *pm;
+	struct inbox *ib = NULL, **grown;
+	uint64_t start;
+	pid_t pid;
+
+	if (slot < 0 || slot >= IBEMU_MAX_PROCS)
+		return NULL;
+	/* The slot's owner as the node segment says now. */
+	node_lock(&ibemu_process.node);
+	pid = seg->procs[slot].pid;
+	start = seg->procs[slot].start_time;
+	node_unlock(&ibemu_process.node);
+	if (!pid)
+		return NULL;
+	if (pid == getpid())
+		return e->inbox;
+
+	pthread_mutex_lock(&e->peer_lock);
+	pm = &e->peers[slot];
+	if (pm->ib && pm->pid == pid && pm->start_time == start) {
+		ib = pm->ib;
+		goto out;
+	}
+	if (inbox_map(ibemu_process.node.name, pid, start, &ib))
+		goto out;
+	if (pm->ib) {
+		/* QPs may still point at the old mapping: keep it. */
+		grown = realloc(e->retired,
+				(e->nr_retired + 1) * sizeof(*grown));
+		if (!grown) {
+			inbox_unmap(ib);
+			ib = NULL;
+			goto out;
+		}
+		e->retired = grown;
+		e->retired[e->nr_retired++] = pm->ib;
+	}
+	pm->pid = pid;
+	pm->start_time = start;
+	pm->ib = ib;
+out:
+	pthread_mutex_unlock(&e->peer_lock);
+	return ib;
+}
+
+/* ---- packets ---- */
+
+bool pkt_begin(struct pkt_out *out, struct inbox *dst, struct ibemu_qp *qp,
+	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
+	       uint32_t paylen)
+{
+	const struct opcode_info *op = opcode_get(opcode);
+	struct bth *bth;
+	uint32_t pad = (4 - (paylen & 3)) & 3;
+
+	out->slot = inbox_claim(dst, &out->pos);
+	if (!out->slot)
+		return false;
+	out->dst = dst;
+	out->op = op;
+	out->base = out->slot->data;
+	out->slot->hdr.len = op->hdr_len + paylen;
+	out->slot->hdr.slid = ibemu_process.node.seg->lid;
+	out->slot->hdr.dlid = qp->attr.ah_attr.dlid;
+	out->slot->hdr.src_qpn = qp->vqp.qp.qp_num;
+	out->slot->hdr.src_proc = ibemu_process.node.proc_slot;
+	bth = (struct bth *)out->base;
+	bth->opcode = opcode;
+	/* Pad to 4 bytes as the wire does (IBA 9.2.3); TVer 0. */
+	bth->flags = (uint8_t)(pad << BTH_PAD_SHIFT);
+	bth->pkey = htobe16(IBEMU_DEFAULT_PKEY);
+	bth->qpn = htobe32(dst_qpn & BTH_QPN_MASK);
+	bth->apsn = htobe32((psn & BTH_PSN_MASK) | (ackreq ? BTH_ACKREQ : 0));
+	return true;
+}
+
+void pkt_send(struct pkt_out *out)
+{
+	inbox_publish(out->dst, out->slot, out->pos);
+}
+
+static bool pkt_parse(const struct inbox_slot *s, struct pkt *p)
+{
+	uint32_t len = s->hdr.len;
+
+	if (len < sizeof(struct bth) || len > PKT_MAX_LEN)
+		return false;
+	p->hdr = &s->hdr;
+	p->bth_base = s->data;
+	p->bth = (const struct bth *)s->data;
+	p->opcode = p->bth->opcode;
+	p->op = opcode_get(p->opcode);
+	if (!p->op->mask || len < p->op->hdr_len)
+		return false;
+	p->psn = bth_psn(p->bth);
+	p->qpn = bth_qpn(p->bth);
+	p->payload = s->data + p->op->hdr_len;
+	p->paylen = len - p->op->hdr_len;
+	return true;
+}
+
+/* ---- the QP table and the pending list (engine.lock) ---- */
+
+static struct ibemu_qp *engine_qp_lookup(struct engine *e, uint32_t qpn)
+{
+	uint32_t idx = qpn - IBEMU_QPN_FIRST;
+
+	if (qpn < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
+		return NULL;
+	return e->qps[idx];
+}
+
+void engine_qp_add(struct ibemu_qp *qp)
+{
+	struct engine *e = engine_get();
+
+	pthread_mutex_lock(&e->lock);
+	e->qps[qp->vqp.qp.qp_num - IBEMU_QPN_FIRST] = qp;
+	pthread_mutex_unlock(&e->lock);
+}
+
+void engine_qp_remove(struct ibemu_qp *qp)
+{
+	struct engine *e = engine_get();
+	struct ibemu_qp **pp;
+
+	pthread_mutex_lock(&e->lock);
+	e->qps[qp->vqp.qp.qp_num - IBEMU_QPN_FIRST] = NULL;
+	pthread_mutex_lock(&e->pending_lock);
+	for (pp = &e->pending; *pp; pp = &(*pp)->pending_next) {
+		if (*pp == qp) {
+			*pp = qp->pending_next;
+			break;
+		}
+	}
+	qp->on_pending = false;
+	pthread_mutex_unlock(&e->pending_lock);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/*
+ * Ask the engine to revisit qp (blocked sends, timers, responses still to
+ * send).  Caller holds qp.lock; the list has its own lock (pending_lock,
+ * taken after qp.lock, never before).
+ */
+void engine_pending_add_locked(struct ibemu_qp *qp)
+{
+	struct engine *e = engine_get();
+
+	pthread_mutex_lock(&e->pending_lock);
+	if (!qp->on_pending) {
+		qp->on_pending = true;
+		qp->pending_next = e->pending;
+		e->pending = qp;
+	}
+	pthread_mutex_unlock(&e->pending_lock);
+}
+
+static void engine_dispatch(struct engine *e, const struct pkt *p)
+{
+	struct ibemu_qp *qp = engine_qp_lookup(e, p->qpn);
+
+	/* No such QP here (destroyed, or never was): the packet is
+	 * silently dropped, as an HCA drops a packet for an invalid
+	 * destination QP (IBA 9.6.1.1); the sender times out. */
+	if (!qp)
+		return;
+	pthread_mutex_lock(&qp->lock);
+	if (p->op->mask & OPM_REQ)
+		resp_recv_locked(qp, p);
+	else
+		comp_recv_locked(qp, p);
+	pthread_mutex_unlock(&qp->lock);
+}
+
+/* Drain up to max packets; caller holds engine.lock.  Returns count. */
+static unsigned int engine_drain(struct engine *e, unsigned int max)
+{
+	struct inbox_slot *s;
+	unsigned int n = 0;
+	struct pkt p;
+
+	while (n < max && (s = inbox_peek(e->inbox))) {
+		if (pkt_parse(s, &p))
+			engine_dispatch(e, &p);
+		inbox_release(e->inbox, s);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Revisit every QP on the pending list: resend what was blocked, send the
+ * responses and ACKs still owed, run the timers.  Caller holds
+ * engine.lock, so no QP on the list can be destroyed meanwhile.  Returns
+ * the earliest timer deadline (0: none) and sets *busy when some work is
+ * still blocked on a full inbox.
+ */
+static uint64_t engine_run_pending(struct engine *e, bool *busy)
+{
+	struct ibemu_qp *list, *qp, *next_qp;
+	uint64_t now = engine_now_ns(), next = 0, t;
+	bool blocked;
+
+	*busy = false;
+	pthread_mutex_lock(&e->pending_lock);
+	list = e->pending;
+	e->pending = NULL;
+	for (qp = list; qp; qp = qp->pending_next)
+		qp->on_pending = false;
+	pthread_mutex_unlock(&e->pending_lock);
+
+	for (qp = list; qp; qp = next_qp) {
+		next_qp = qp->pending_next;
+		pthread_mutex_lock(&qp->lock);
+		resp_pending_locked(qp);
+		t = comp_timers_locked(qp, now);
+		req_run_locked(qp);
+		blocked = qp->req_blocked || qp->resp_ack_pending ||
+			  qp->reads_head != qp->reads_tail;
+		if (blocked)
+			*busy = true;
+		if (t && (!next || t < next))
+			next = t;
+		if (t || blocked)
+			engine_pending_add_locked(qp);
+		pthread_mutex_unlock(&qp->lock);
+	}
+	return next;
+}
+
+static bool engine_has_pending(struct engine *e)
+{
+	return __atomic_load_n(&e->pending, __ATOMIC_RELAXED) != NULL;
+}
+
+void engine_poll(struct ibemu_process *proc)
+{
+	struct engine *e = proc->engine;
+	bool busy;
+
+	if (!e)
+		return;
+	atomic_store_explicit(&e->app_polled, 1, memory_order_relaxed);
+	if (!inbox_peek(e->inbox) && !engine_has_pending(e))
+		return;
+	if (pthread_mutex_trylock(&e->lock))
+		return; /* the thread is at it */
+	engine_drain(e, ENGINE_DRAIN_BATCH);
+	if (engine_has_pending(e))
+		engine_run_pending(e, &busy);
+	pthread_mutex_unlock(&e->lock);
+}
+
+static void *engine_thread(void *arg)
+{
+	struct engine *e = arg;
+	uint64_t next, now, timeout;
+	bool busy;
+
+	while (!atomic_load(&e->stop)) {
+		pthread_mutex_lock(&e->lock);
+		while (engine_drain(e, ENGINE_DRAIN_BATCH))
+			;
+		busy = false;
+		next = engine_has_pending(e) ? engine_run_pending(e, &busy)
+					     : 0;
+		pthread_mutex_unlock(&e->lock);
+		if (atomic_load(&e->stop))
+			break;
+		now = engine_now_ns();
+		timeout = next ? (next > now ? next - now : 1) : 0;
+		if (busy) {
+			/* A peer's inbox was full: retry soon. */
+			struct timespec ts = { 0, ENGINE_BLOCKED_NS };
+
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		if (atomic_exchange(&e->app_polled, 0)) {
+			/* The application drives progress: nap, unannounced. */
+			if (!timeout || timeout > ENGINE_NAP_NS)
+				timeout = ENGINE_NAP_NS;
+			struct timespec ts = { 0, (long)timeout };
+
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		inbox_sleep(e->inbox, timeout);
+	}
+	return NULL;
+}
+
+int engine_start(struct ibemu_process *proc)
+{
+	struct engine *e;
+	int ret;
+
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->qps = calloc(IBEMU_MAX_QP, sizeof(*e->qps));
+	if (!e->qps) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	pthread_mutex_init(&e->lock, NULL);
+	pthread_mutex_init(&e->peer_lock, NULL);
+	pthread_mutex_init(&e->pending_lock, NULL);
+	ret = inbox_create(proc->node.name, &e->inbox, e->inbox_name,
+			   sizeof(e->inbox_name));
+	if (ret) {
+		ibemu_log_err("cannot create the process inbox: %s",
+			      strerror(-ret));
+		goto err_qps;
+	}
+	proc->engine = e;
+	ret = -pthread_create(&e->thread, NULL, engine_thread, e);
+	if (ret) {
+		proc->engine = NULL;
+		goto err_inbox;
+	}
+	return 0;
+
+err_inbox:
+	shm_unlink(e->inbox_name);
+	inbox_unmap(e->inbox);
+err_qps:
+	free(e->qps);
+err_free:
+	free(e);
+	return ret;
+}
+
+void engine_stop(struct ibemu_process *proc)
+{
+	struct engine *e = proc->engine;
+	unsigned int i;
+
+	if (!e)
+		return;
+	atomic_store(&e->stop, true);
+	inbox_wake(e->inbox);
+	pthread_join(e->thread, NULL);
+	proc->engine = NULL;
+	for (i = 0; i < IBEMU_MAX_PROCS; i++)
+		if (e->peers[i].ib)
+			inbox_unmap(e->peers[i].ib);
+	for (i = 0; i < e->nr_retired; i++)
+		inbox_unmap(e->retired[i]);
+	free(e->retired);
+	shm_unlink(e->inbox_name);
+	inbox_unmap(e->inbox);
+	free(e->qps);
+	free(e);
+}

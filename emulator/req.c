@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The requester: turns send WQEs into request packets (IBA 9.4, 9.7.2).
+ *
+ * A WQE is checked when the requester first reaches it (local errors
+ * complete it in error, in order); it then gets its PSN range: one PSN per
+ * packet of a SEND or RDMA WRITE, one per expected response packet of an
+ * RDMA READ (IBA 9.7.4.1.3), one for an atomic.  Packets are built in
+ * place in the destination inbox.  A full inbox stops the requester until
+ * the engine's pending pass resumes it; retransmission rewinds to the
+ * oldest unacknowledged WQE and resends it with the same PSNs.
+ *
+ * Called with qp.lock held.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "engine.h"
+#include "log.h"
+
+static bool wqe_is_read_atomic(const struct wqe *w)
+{
+	return w->opcode == IBV_WR_RDMA_READ ||
+	       w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static uint32_t wqe_npkts(const struct ibemu_qp *qp, const struct wqe *w)
+{
+	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || !w->length)
+		return 1;
+	return (w->length + qp->mtu - 1) / qp->mtu;
+}
+
+int req_resolve_peer_locked(struct ibemu_qp *qp)
+{
+	int32_t slot = node_qpn_owner_slot(&ibemu_process.node,
+					   qp->attr.dest_qp_num);
+
+	if (slot < 0)
+		return -ENOENT;
+	qp->peer = engine_peer_inbox(slot);
+	qp->peer_proc = slot;
+	return qp->peer ? 0 : -ENOENT;
+}
+
+/* The opcode of a SEND or RDMA WRITE packet (IBA 9.2 table 35). */
+static uint8_t req_opcode(const struct ibemu_qp *qp, const struct wqe *w,
+			  bool first, bool last)
+{
+	uint8_t base = qp->vqp.qp.qp_type == IBV_QPT_UC ? IB_OPCODE_UC
+						      : IB_OPCODE_RC;
+	bool imm;
+
+	switch (w->opcode) {
+	case IBV_WR_RDMA_READ:
+		return IB_OP_READ_REQUEST;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IB_OP_COMPARE_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_OP_FETCH_ADD;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		imm = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+		if (first && last)
+			return base + (imm ? IB_OP_WRITE_ONLY_IMM
+					   : IB_OP_WRITE_ONLY);
+		if (first)
+			return base + IB_OP_WRITE_FIRST;
+		if (last)
+			return base + (imm ? IB_OP_WRITE_LAST_IMM
+					   : IB_OP_WRITE_LAST);
+		return base + IB_OP_WRITE_MIDDLE;
+	default:
+		imm = w->opcode == IBV_WR_SEND_WITH_IMM;
+		if (first && last)
+			return base + (imm ? IB_OP_SEND_ONLY_IMM
+					   : IB_OP_SEND_ONLY);
+		if (first)
+			return base + IB_OP_SEND_FIRST;
+		if (last)
+			return base + (imm ? IB_OP_SEND_LAST_IMM
+					   : IB_OP_SEND_LAST);
+		return base + IB_OP_SEND_MIDDLE;
+	}
+}
+
+/* Local checks of a WQE before anything is sent; an IBV_WC_* status. */
+static enum ibv_wc_status req_check_wqe(struct ibemu_qp *qp, struct wqe *w)
+{
+	bool atomic = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		      w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+
+	/* No initiator depth: the QP may not issue reads or atomics
+	 * (manual 6.2.3). */
+	if (wqe_is_read_atomic(w) && qp->attr.max_rd_atomic == 0)
+		return IBV_WC_LOC_QP_OP_ERR;
+	/* An atomic returns exactly 8 bytes into one segment (IBA 9.4.5). */
+	if (atomic && (w->num_sge != 1 || w->sge[0].length != 8))
+		return IBV_WC_LOC_QP_OP_ERR;
+	if (w->length > IBEMU_MAX_MSG_SZ)
+		return IBV_WC_LOC_LEN_ERR;
+	if (w->send_flags & IBV_SEND_INLINE)
+		return IBV_WC_SUCCESS;
+	return sge_check(qp, w->sge, w->num_sge, wqe_is_read_atomic(w));
+}
+
+/* Send the (remaining) packets of w; false if the peer's inbox is full. */
+static bool req_send_wqe(struct ibemu_qp *qp, struct wqe *w)
+{
+	uint32_t dqpn = qp->attr.dest_qp_num, off, paylen, psn;
+	struct inbox *dst = qp->peer;
+	struct pkt_out out;
+	bool first, last;
+	uint8_t opcode;
+
+	if (!dst && req_resolve_peer_locked(qp) == 0)
+		dst = qp->peer;
+
+	if (wqe_is_read_atomic(w)) {
+		opcode = req_opcode(qp, w, true, true);
+		if (!dst)
+			return true; /* no such peer: lost, the timer fires */
+		if (!pkt_begin(&out, dst, qp, opcode, dqpn, w->first_psn, true,
+			       0))
+			return false;
+		if (out.op->mask & OPM_RETH) {
+			struct reth *reth = pkt_ext(&out, out.op->reth);
+
+			reth->va = htobe64(w->remote_addr);
+			reth->rkey = htobe32(w->rkey);
+			reth->len = htobe32(w->length);
+		} else {
+			struct atmeth *a = pkt_ext(&out, out.op->atmeth);
+			bool cas = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
+
+			a->va = htobe64(w->remote_addr);
+			a->rkey = htobe32(w->rkey);
+			a->swap_add = htobe64(cas ? w->swap : w->compare_add);
+			a->compare = htobe64(cas ? w->compare_add : 0);
+		}
+		pkt_send(&out);
+		return true;
+	}
+
+	do {
+		off = w->sent;
+		paylen = w->length - off;
+		if (paylen > qp->mtu)
+			paylen = qp->mtu;
+		first = off == 0;
+		last = off + paylen >= w->length;
+		psn = psn_add(w->first_psn, off / qp->mtu);
+		opcode = req_opcode(qp, w, first, last);
+		if (dst) {
+			if (!pkt_begin(&out, dst, qp, opcode, dqpn, psn, last,
+				       paylen))
+				return false;
+			if (out.op->mask & OPM_RETH) {
+				struct reth *reth = pkt_ext(&out, out.op->reth);
+
+				reth->va = htobe64(w->remote_addr);
+				reth->rkey = htobe32(w->rkey);
+				reth->len = htobe32(w->length);
+			}
+			if (out.op->mask & OPM_IMMDT) {
+				struct immdt *imm = pkt_ext(&out, out.op->immdt);
+
+				imm->imm = w->imm_data;
+			}
+			/* Solicited event on the last packet (IBA 9.2.2). */
+			if (last && (w->send_flags & IBV_SEND_SOLICITED))
+				((struct bth *)out.base)->flags |= BTH_SE;
+			if (w->send_flags & IBV_SEND_INLINE)
+				memcpy(pkt_payload(&out),
+				       (uint8_t *)&w->sge[qp->cap.max_send_sge] +
+					       off,
+				       paylen);
+			else if (paylen)
+				sge_copy(qp, w->sge, w->num_sge, off,
+					 pkt_payload(&out), paylen, false);
+			pkt_send(&out);
+		}
+		w->sent += paylen;
+	} while (!last);
+	return true;
+}
+
+void req_run_locked(struct ibemu_qp *qp)
+{
+	struct wqe *w;
+	enum ibv_wc_status st;
+	uint32_t n;
+
+	if (qp->attr.qp_state != IBV_QPS_RTS || qp->rnr_resume)
+		return;
+	qp->req_blocked = false;
+	while (qp->req_next != qp->sq.tail) {
+		w = wqe_ring_at(&qp->sq, qp->req_next);
+		switch (w->state) {
+		case WQE_DONE:
+		case WQE_SENT:
+			qp->req_next++;
+			continue;
+		case WQE_ERROR:
+			/* Nothing after a failed WQE is sent. */
+			return;
+		case WQE_PENDING:
+			/* A fenced WQE waits for prior reads and atomics
+			 * (IBA 10.8.3.3). */
+			if ((w->send_flags & IBV_SEND_FENCE) &&
+			    qp->req_rd_atomic)
+				return;
+			if (wqe_is_read_atomic(w) && qp->attr.max_rd_atomic &&
+			    qp->req_rd_atomic >= qp->attr.max_rd_atomic)
+				return;
+			st = req_check_wqe(qp, w);
+			if (st != IBV_WC_SUCCESS) {
+				w->state = WQE_ERROR;
+				w->status = st;
+				comp_retire_locked(qp);
+				return;
+			}
+			n = wqe_npkts(qp, w);
+			w->first_psn = qp->req_psn;
+			w->last_psn = psn_add(w->first_psn, n - 1);
+			qp->req_psn = psn_add(w->first_psn, n);
+			w->sent = 0;
+			w->state = WQE_SENDING;
+			if (wqe_is_read_atomic(w))
+				qp->req_rd_atomic++;
+			/* fall through */
+		case WQE_SENDING:
+			if (!req_send_wqe(qp, w)) {
+				qp->req_blocked = true;
+				engine_pending_add_locked(qp);
+				return;
+			}
+			if (qp->vqp.qp.qp_type == IBV_QPT_UC) {
+				/* UC has no acknowledgements: a send is
+				 * complete once on the wire (IBA 9.8). */
+				w->state = WQE_DONE;
+				qp->req_next++;
+				comp_retire_locked(qp);
+				continue;
+			}
+			w->state = WQE_SENT;
+			comp_arm_timer_locked(qp);
+			qp->req_next++;
+			continue;
+		}
+	}
+}
+
+/* Resend from the oldest WQE not yet answered, with the same PSNs. */
+void req_rewind_locked(struct ibemu_qp *qp)
+{
+	uint32_t i, first = qp->sq.tail;
+	struct wqe *w;
+
+	for (i = qp->sq.head; i != qp->req_next; i++) {
+		w = wqe_ring_at(&qp->sq, i);
+		if (w->state != WQE_SENT && w->state != WQE_SENDING)
+			continue;
+		if (first == qp->sq.tail)
+			first = i;
+		w->state = WQE_SENDING;
+		w->sent = 0;
+	}
+	if (first != qp->sq.tail)
+		qp->req_next = first;
+}

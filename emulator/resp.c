@@ -1,0 +1,600 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The responder: executes request packets (IBA 9.7.3-9.7.4) and answers
+ * them.  Its checks run in the order the IBA gives them, each failing
+ * with its own answer:
+ *
+ *   state      RESET/INIT/ERR drop the packet (IBA 10.3.1)
+ *   source     not the connected QP: dropped
+ *   PSN        duplicate -> re-answer (9.7.4.1.2); ahead -> one sequence
+ *              NAK per gap (9.7.5.2.1)
+ *   sequence   MIDDLE/LAST without FIRST, or FIRST inside a message ->
+ *              NAK invalid request, QP_REQ_ERR (manual 6.1.3)
+ *   QP access  the QP does not allow the operation -> NAK invalid request
+ *   resources  no receive WQE -> RNR NAK (9.7.5.2.8)
+ *   R_Key      bad key, range or access -> NAK remote access error,
+ *              QP_ACCESS_ERR (manual 6.1.4, 6.2.11)
+ *   length     message longer than the receive WQE -> LOC_LEN_ERR on the
+ *              receive, NAK invalid request (manual 6.2.2, 6.2.10)
+ *   local key  bad receive WQE -> LOC_PROT_ERR on the receive, NAK remote
+ *              operational error (manual 6.2.12)
+ *
+ * A failed RC responder enters the error state.  UC (IBA 9.8) answers
+ * nothing and drops what it cannot take.  Called with qp.lock held and
+ * engine.lock held.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "log.h"
+
+static bool qp_is_rc(const struct ibemu_qp *qp)
+{
+	return qp->vqp.qp.qp_type == IBV_QPT_RC;
+}
+
+static struct inbox *resp_peer(struct ibemu_qp *qp)
+{
+	if (!qp->peer)
+		req_resolve_peer_locked(qp);
+	return qp->peer;
+}
+
+/* An ACK or NAK (RC_ACKNOWLEDGE with an AETH).  false if not sent. */
+static bool resp_send_aeth(struct ibemu_qp *qp, uint32_t psn, uint8_t syn)
+{
+	struct inbox *dst = resp_peer(qp);
+	struct pkt_out out;
+	struct aeth *aeth;
+
+	if (!dst)
+		return true; /* the requester is gone: nothing to answer */
+	if (!pkt_begin(&out, dst, qp, IB_OP_ACKNOWLEDGE, qp->attr.dest_qp_num,
+		       psn, false, 0))
+		return false;
+	aeth = pkt_ext(&out, out.op->aeth);
+	aeth->smsn = htobe32((uint32_t)syn << 24 | (qp->resp_msn & 0xffffff));
+	pkt_send(&out);
+	return true;
+}
+
+/* Acknowledge everything before the expected PSN; if the requester's
+ * inbox is full, owe it and let the pending pass send it. */
+static void resp_ack(struct ibemu_qp *qp)
+{
+	if (!qp_is_rc(qp))
+		return;
+	if (!resp_send_aeth(qp, psn_add(qp->resp_epsn, BTH_PSN_MASK),
+			    AETH_ACK | AETH_ACK_UNLIMITED)) {
+		qp->resp_ack_pending = true;
+		engine_pending_add_locked(qp);
+	} else {
+		qp->resp_ack_pending = false;
+	}
+}
+
+void resp_reset_locked(struct ibemu_qp *qp)
+{
+	qp->resp_op = 0;
+	qp->resp_has_wqe = false;
+	qp->resp_offset = 0;
+	qp->resp_remaining = 0;
+	qp->resp_ack_pending = false;
+	qp->resp_nak_sent = false;
+	qp->reads_head = qp->reads_tail = 0;
+}
+
+static void resp_complete_recv(struct ibemu_qp *qp, enum ibv_wc_status st,
+			       enum ibv_wc_opcode opcode, uint32_t byte_len,
+			       const struct pkt *p)
+{
+	struct ibv_wc wc = {
+		.wr_id = qp->resp_wqe->wr_id,
+		.status = st,
+		.opcode = opcode,
+		.byte_len = byte_len,
+		.qp_num = qp->vqp.qp.qp_num,
+		.src_qp = qp->attr.dest_qp_num,
+		.slid = p ? p->hdr->slid : 0,
+		.pkey_index = qp->attr.pkey_index,
+	};
+
+	if (p && st == IBV_WC_SUCCESS && (p->op->mask & OPM_IMMDT)) {
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+		wc.imm_data = ((const struct immdt *)(p->bth_base +
+						      p->op->immdt))->imm;
+	}
+	qp->resp_has_wqe = false;
+	ibemu_cq_push_wc(qp->rcq, &wc,
+			 p && (p->bth->flags & BTH_SE) != 0);
+}
+
+/*
+ * Fail the request: complete the open receive with recv_status (if any),
+ * NAK the requester, enter the error state and raise event (0: none).
+ */
+static void resp_fail(struct ibemu_qp *qp, const struct pkt *p, uint8_t nak,
+		      enum ibv_event_type event, enum ibv_wc_status recv_status)
+{
+	if (qp->resp_has_wqe && recv_status != IBV_WC_SUCCESS)
+		resp_complete_recv(qp, recv_status, IBV_WC_RECV, 0, NULL);
+	if (!qp_is_rc(qp)) {
+		/* UC drops the message; only a receive error ends the QP. */
+		qp->resp_op = 0;
+		if (recv_status != IBV_WC_SUCCESS)
+			qp_error_locked(qp);
+		return;
+	}
+	resp_send_aeth(qp, p->psn, AETH_NAK | nak);
+	qp_error_locked(qp);
+	if (event)
+		ibemu_async_event(to_ectx(qp->vqp.qp.context), event,
+				  (uintptr_t)&qp->vqp.qp);
+}
+
+/* Take the next receive WQE of the QP or its SRQ into resp_wqe. */
+static bool resp_take_wqe(struct ibemu_qp *qp)
+{
+	struct ibemu_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
+	struct wqe *w;
+	bool limit = false;
+
+	pthread_mutex_lock(&rq->lock);
+	w = wqe_ring_head(&rq->ring);
+	if (w) {
+		memcpy(qp->resp_wqe, w,
+		       sizeof(*w) + w->num_sge * sizeof(w->sge[0]));
+		rq->ring.head++;
+		/* SRQ limit: armed, and fewer WQEs left than it (IBA
+		 * 10.2.9.4, manual 6.1.16); the event disarms it. */
+		if (qp->srq && qp->srq->srq_limit &&
+		    wqe_ring_count(&rq->ring) < qp->srq->srq_limit) {
+			qp->srq->srq_limit = 0;
+			limit = true;
+		}
+	}
+	pthread_mutex_unlock(&rq->lock);
+	if (limit)
+		ibemu_async_event(to_ectx(qp->vqp.qp.context),
+				  IBV_EVENT_SRQ_LIMIT_REACHED,
+				  (uintptr_t)&qp->srq->vsrq.srq);
+	if (!w)
+		return false;
+	qp->resp_has_wqe = true;
+	return true;
+}
+
+static void resp_rnr(struct ibemu_qp *qp, const struct pkt *p)
+{
+	if (qp_is_rc(qp))
+		resp_send_aeth(qp, p->psn,
+			       AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f));
+	else
+		qp->resp_op = 0; /* UC: the message is dropped */
+}
+
+static uint32_t wqe_capacity(const struct wqe *w)
+{
+	uint64_t n = 0;
+	uint32_t i;
+
+	for (i = 0; i < w->num_sge; i++)
+		n += w->sge[i].length;
+	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+static void resp_send(struct ibemu_qp *qp, const struct pkt *p)
+{
+	uint32_t mask = p->op->mask;
+
+	if (mask & OPM_FIRST) {
+		if (!resp_take_wqe(qp)) {
+			resp_rnr(qp, p);
+			return;
+		}
+		qp->resp_op = OPM_SEND;
+		qp->resp_offset = 0;
+		if (sge_check(qp, qp->resp_wqe->sge, qp->resp_wqe->num_sge,
+			      true) != IBV_WC_SUCCESS) {
+			resp_fail(qp, p, AETH_NAK_REM_OP_ERR, 0,
+				  IBV_WC_LOC_PROT_ERR);
+			return;
+		}
+	}
+	if (qp->resp_offset + (uint64_t)p->paylen >
+	    wqe_capacity(qp->resp_wqe)) {
+		resp_fail(qp, p, AETH_NAK_INVALID_REQ, 0, IBV_WC_LOC_LEN_ERR);
+		return;
+	}
+	if (p->paylen && sge_copy(qp, qp->resp_wqe->sge, qp->resp_wqe->num_sge,
+				  qp->resp_offset, (void *)p->payload,
+				  p->paylen, true)) {
+		resp_fail(qp, p, AETH_NAK_REM_OP_ERR, 0, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	qp->resp_offset += p->paylen;
+	qp->resp_epsn = psn_add(qp->resp_epsn, 1);
+	if (mask & OPM_LAST) {
+		qp->resp_msn++;
+		qp->resp_op = 0;
+		resp_complete_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV,
+				   qp->resp_offset, p);
+		resp_ack(qp);
+	}
+}
+
+/* The local address of [va, va+len) under rkey with access, or NULL. */
+static uint8_t *resp_rkey(struct ibemu_qp *qp, uint32_t rkey, uint64_t va,
+			  uint64_t len, int access)
+{
+	struct ibemu_mr *mr = ibemu_mr_lookup(rkey, true);
+	uint64_t start, end;
+
+	if (!mr || mr->vmr.ibv_mr.pd != qp->vqp.qp.pd ||
+	    !(mr->vmr.access & access))
+		return NULL;
+	start = mr->iova;
+	end = mr->iova + mr->vmr.ibv_mr.length;
+	if (va < start || va > end || len > end - va)
+		return NULL;
+	return (uint8_t *)mr->vmr.ibv_mr.addr + (va - start);
+}
+
+static void resp_write(struct ibemu_qp *qp, const struct pkt *p)
+{
+	uint32_t mask = p->op->mask;
+
+	if (mask & OPM_FIRST) {
+		const struct reth *reth =
+			(const struct reth *)(p->bth_base + p->op->reth);
+		uint64_t va = be64toh(reth->va);
+		uint32_t len = be32toh(reth->len);
+
+		if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE)) {
+			resp_fail(qp, p, AETH_NAK_INVALID_REQ,
+				  IBV_EVENT_QP_REQ_ERR, IBV_WC_SUCCESS);
+			return;
+		}
+		/* An immediate needs a receive WQE before anything lands. */
+		if ((mask & OPM_LAST) && (mask & OPM_IMMDT) &&
+		    !qp->resp_has_wqe && !resp_take_wqe(qp)) {
+			resp_rnr(qp, p);
+			return;
+		}
+		/* A zero-length write names no memory (IBA 9.7.4.1.4). */
+		qp->resp_va = len ? resp_rkey(qp, be32toh(reth->rkey), va, len,
+					      IBV_ACCESS_REMOTE_WRITE)
+				  : NULL;
+		if (len && !qp->resp_va) {
+			resp_fail(qp, p, AETH_NAK_REM_ACC_ERR,
+				  IBV_EVENT_QP_ACCESS_ERR, IBV_WC_SUCCESS);
+			return;
+		}
+		qp->resp_op = OPM_WRITE;
+		qp->resp_remaining = len;
+		qp->resp_wlen = len;
+	}
+	if (p->paylen > qp->resp_remaining) {
+		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_ACCESS_ERR,
+			  IBV_WC_SUCCESS);
+		return;
+	}
+	if ((mask & OPM_LAST) && (mask & OPM_IMMDT) && !qp->resp_has_wqe &&
+	    !resp_take_wqe(qp)) {
+		resp_rnr(qp, p);
+		return;
+	}
+	if (p->paylen) {
+		memcpy(qp->resp_va, p->payload, p->paylen);
+		qp->resp_va += p->paylen;
+		qp->resp_remaining -= p->paylen;
+	}
+	qp->resp_epsn = psn_add(qp->resp_epsn, 1);
+	if (mask & OPM_LAST) {
+		if (qp->resp_remaining) {
+			/* Fewer bytes than the RETH said (IBA 9.7.4.1.4). */
+			resp_fail(qp, p, AETH_NAK_INVALID_REQ,
+				  IBV_EVENT_QP_ACCESS_ERR, IBV_WC_SUCCESS);
+			return;
+		}
+		qp->resp_msn++;
+		qp->resp_op = 0;
+		if (mask & OPM_IMMDT)
+			resp_complete_recv(qp, IBV_WC_SUCCESS,
+					   IBV_WC_RECV_RDMA_WITH_IMM,
+					   qp->resp_wlen, p);
+		resp_ack(qp);
+	}
+}
+
+/* Queue the responses to a READ request (IBA 9.7.4.1.5). */
+static bool resp_read_queue(struct ibemu_qp *qp, const struct pkt *p,
+			    uint8_t *va, uint32_t len)
+{
+	uint32_t size = IBEMU_MAX_QP_INIT_RD_ATOM + 1;
+	struct resp_read *r;
+
+	if (!qp->reads) {
+		qp->reads = calloc(size, sizeof(*qp->reads));
+		if (!qp->reads)
+			return false;
+		qp->reads_size = size;
+	}
+	if ((qp->reads_tail + 1) % qp->reads_size == qp->reads_head)
+		return false;
+	r = &qp->reads[qp->reads_tail];
+	r->psn = p->psn;
+	r->va = va;
+	r->left = len;
+	r->total = len;
+	r->first = true;
+	qp->reads_tail = (qp->reads_tail + 1) % qp->reads_size;
+	return true;
+}
+
+/* Send queued READ responses until done or the inbox is full. */
+static void resp_read_send(struct ibemu_qp *qp)
+{
+	struct inbox *dst = resp_peer(qp);
+	struct pkt_out out;
+	struct resp_read *r;
+	uint32_t paylen;
+	uint8_t opcode;
+	bool last;
+
+	while (qp->reads_head != qp->reads_tail) {
+		r = &qp->reads[qp->reads_head];
+		if (!dst) {
+			qp->reads_head = (qp->reads_head + 1) % qp->reads_size;
+			continue;
+		}
+		do {
+			paylen = r->left < qp->mtu ? r->left : qp->mtu;
+			last = paylen == r->left;
+			if (r->first && last)
+				opcode = IB_OP_READ_RESPONSE_ONLY;
+			else if (r->first)
+				opcode = IB_OP_READ_RESPONSE_FIRST;
+			else if (last)
+				opcode = IB_OP_READ_RESPONSE_LAST;
+			else
+				opcode = IB_OP_READ_RESPONSE_MIDDLE;
+			if (!pkt_begin(&out, dst, qp, opcode,
+				       qp->attr.dest_qp_num, r->psn, false,
+				       paylen)) {
+				engine_pending_add_locked(qp);
+				return;
+			}
+			if (out.op->mask & OPM_AETH) {
+				struct aeth *a = pkt_ext(&out, out.op->aeth);
+
+				a->smsn = htobe32(
+					(uint32_t)(AETH_ACK |
+						   AETH_ACK_UNLIMITED) << 24 |
+					(qp->resp_msn & 0xffffff));
+			}
+			if (paylen)
+				memcpy(pkt_payload(&out), r->va, paylen);
+			pkt_send(&out);
+			r->va += paylen;
+			r->left -= paylen;
+			r->psn = psn_add(r->psn, 1);
+			r->first = false;
+		} while (!last);
+		qp->reads_head = (qp->reads_head + 1) % qp->reads_size;
+	}
+}
+
+/* Execute a READ request: check it and queue its responses. */
+static bool resp_read_exec(struct ibemu_qp *qp, const struct pkt *p)
+{
+	const struct reth *reth =
+		(const struct reth *)(p->bth_base + p->op->reth);
+	uint32_t len = be32toh(reth->len);
+	uint8_t *va = NULL;
+
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ)) {
+		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_REQ_ERR,
+			  IBV_WC_SUCCESS);
+		return false;
+	}
+	if (len) {
+		va = resp_rkey(qp, be32toh(reth->rkey), be64toh(reth->va), len,
+			       IBV_ACCESS_REMOTE_READ);
+		if (!va) {
+			resp_fail(qp, p, AETH_NAK_REM_ACC_ERR,
+				  IBV_EVENT_QP_ACCESS_ERR, IBV_WC_SUCCESS);
+			return false;
+		}
+	}
+	/* More outstanding reads than the responder resources granted
+	 * (max_dest_rd_atomic, manual 6.1.4). */
+	if (!qp->attr.max_dest_rd_atomic || !resp_read_queue(qp, p, va, len)) {
+		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_ACCESS_ERR,
+			  IBV_WC_SUCCESS);
+		return false;
+	}
+	return true;
+}
+
+static void resp_read(struct ibemu_qp *qp, const struct pkt *p)
+{
+	const struct reth *reth =
+		(const struct reth *)(p->bth_base + p->op->reth);
+	uint32_t len = be32toh(reth->len);
+	uint32_t npkts = len ? (len + qp->mtu - 1) / qp->mtu : 1;
+
+	if (!resp_read_exec(qp, p))
+		return;
+	qp->resp_epsn = psn_add(qp->resp_epsn, npkts);
+	qp->resp_msn++;
+	resp_read_send(qp);
+}
+
+static void resp_atomic_ack(struct ibemu_qp *qp, uint32_t psn, uint64_t orig)
+{
+	struct inbox *dst = resp_peer(qp);
+	struct pkt_out out;
+	struct aeth *a;
+	struct atmack *ack;
+
+	/* If the inbox is full the requester times out and resends; the
+	 * duplicate is answered from the replay cache. */
+	if (!dst || !pkt_begin(&out, dst, qp, IB_OP_ATOMIC_ACKNOWLEDGE,
+			       qp->attr.dest_qp_num, psn, false, 0))
+		return;
+	a = pkt_ext(&out, out.op->aeth);
+	a->smsn = htobe32((uint32_t)(AETH_ACK | AETH_ACK_UNLIMITED) << 24 |
+			  (qp->resp_msn & 0xffffff));
+	ack = pkt_ext(&out, out.op->atmack);
+	ack->orig = htobe64(orig);
+	pkt_send(&out);
+}
+
+static void resp_atomic(struct ibemu_qp *qp, const struct pkt *p)
+{
+	const struct atmeth *a =
+		(const struct atmeth *)(p->bth_base + p->op->atmeth);
+	uint64_t va = be64toh(a->va), orig, expected;
+	uint64_t *target;
+
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)) {
+		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_REQ_ERR,
+			  IBV_WC_SUCCESS);
+		return;
+	}
+	/* Atomics address an aligned 8-byte word (IBA 9.4.5, manual
+	 * 6.1.4 misaligned atomic). */
+	if (va & 7) {
+		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_ACCESS_ERR,
+			  IBV_WC_SUCCESS);
+		return;
+	}
+	target = (uint64_t *)resp_rkey(qp, be32toh(a->rkey), va, 8,
+				       IBV_ACCESS_REMOTE_ATOMIC);
+	if (!target) {
+		resp_fail(qp, p, AETH_NAK_REM_ACC_ERR, IBV_EVENT_QP_ACCESS_ERR,
+			  IBV_WC_SUCCESS);
+		return;
+	}
+	/* Atomic with respect to every other atomic of this HCA, and to
+	 * the CPU as well (IBV_ATOMIC_HCA asks only the former). */
+	if (p->opcode == IB_OP_COMPARE_SWAP) {
+		expected = be64toh(a->compare);
+		__atomic_compare_exchange_n(target, &expected,
+					    be64toh(a->swap_add), false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		orig = expected;
+	} else {
+		orig = __atomic_fetch_add(target, be64toh(a->swap_add),
+					  __ATOMIC_SEQ_CST);
+	}
+	qp->atomic_psn = p->psn;
+	qp->atomic_orig = orig;
+	qp->atomic_valid = true;
+	qp->resp_epsn = psn_add(qp->resp_epsn, 1);
+	qp->resp_msn++;
+	resp_atomic_ack(qp, p->psn, orig);
+}
+
+/* A request we have seen: answer again, execute nothing twice except a
+ * READ, which has no side effect (IBA 9.7.4.1.2). */
+static void resp_duplicate(struct ibemu_qp *qp, const struct pkt *p)
+{
+	if (!qp_is_rc(qp))
+		return;
+	if (p->op->mask & OPM_READ) {
+		if (resp_read_exec(qp, p))
+			resp_read_send(qp);
+	} else if (p->op->mask & OPM_ATOMIC) {
+		if (qp->atomic_valid && qp->atomic_psn == p->psn)
+			resp_atomic_ack(qp, p->psn, qp->atomic_orig);
+	} else if (be32toh(p->bth->apsn) & BTH_ACKREQ) {
+		resp_ack(qp);
+	}
+}
+
+void resp_recv_locked(struct ibemu_qp *qp, const struct pkt *p)
+{
+	enum ibv_qp_state st = qp->attr.qp_state;
+	uint32_t mask = p->op->mask, kind;
+	int32_t d;
+
+	if (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD &&
+	    st != IBV_QPS_SQE)
+		return;
+	if (!(mask & (qp_is_rc(qp) ? OPM_RC : OPM_UC)) ||
+	    qp->vqp.qp.qp_type == IBV_QPT_UD)
+		return;
+	if (p->hdr->src_qpn != qp->attr.dest_qp_num)
+		return;
+
+	d = psn_cmp(p->psn, qp->resp_epsn);
+	if (d < 0) {
+		resp_duplicate(qp, p);
+		return;
+	}
+	if (d > 0) {
+		if (!qp_is_rc(qp)) {
+			/* UC: packets were lost; drop the open message and
+			 * resynchronise on the next first packet (9.8.3). */
+			qp->resp_op = 0;
+			if (!(mask & OPM_FIRST))
+				return;
+			qp->resp_epsn = p->psn;
+		} else {
+			if (!qp->resp_nak_sent) {
+				qp->resp_nak_sent = true;
+				resp_send_aeth(qp, qp->resp_epsn,
+					       AETH_NAK | AETH_NAK_PSN_SEQ_ERR);
+			}
+			return;
+		}
+	}
+	qp->resp_nak_sent = false;
+
+	/* Opcode sequence (IBA 9.7.4.1.1): inside a message only its
+	 * MIDDLE/LAST may come; outside, only FIRST/ONLY. */
+	kind = mask & (OPM_SEND | OPM_WRITE | OPM_READ | OPM_ATOMIC);
+	if (qp->resp_op ? (kind != qp->resp_op || (mask & OPM_FIRST))
+			: !(mask & OPM_FIRST)) {
+		if (!qp_is_rc(qp)) {
+			qp->resp_op = 0;
+			return;
+		}
+		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_REQ_ERR,
+			  IBV_WC_SUCCESS);
+		return;
+	}
+
+	if (kind == OPM_SEND)
+		resp_send(qp, p);
+	else if (kind == OPM_WRITE)
+		resp_write(qp, p);
+	else if (kind == OPM_READ && qp_is_rc(qp))
+		resp_read(qp, p);
+	else if (kind == OPM_ATOMIC && qp_is_rc(qp))
+		resp_atomic(qp, p);
+	else
+		return;
+
+	/* The first packet processed in RTR establishes communication
+	 * (manual 6.1.5). */
+	if (qp->attr.qp_state == IBV_QPS_RTR && !qp->resp_comm_est) {
+		qp->resp_comm_est = true;
+		ibemu_async_event(to_ectx(qp->vqp.qp.context),
+				  IBV_EVENT_COMM_EST, (uintptr_t)&qp->vqp.qp);
+	}
+}
+
+/* Work owed to the requester: a delayed ACK, READ responses. */
+void resp_pending_locked(struct ibemu_qp *qp)
+{
+	if (qp->resp_ack_pending)
+		resp_ack(qp);
+	if (qp->reads_head != qp->reads_tail)
+		resp_read_send(qp);
+}

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Local data segments: checking a scatter/gather list against the memory
+ * regions its lkeys name (IBA 10.6.3.2 memory access checks: key valid,
+ * same PD, range inside the region, access right) and copying a message
+ * to or from it.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "engine.h"
+
+/* The local address of [addr, addr+len) in mr, or NULL if outside. */
+static uint8_t *mr_local(const struct ibemu_mr *mr, uint64_t addr,
+			 uint64_t len)
+{
+	uint64_t start = mr->iova, end = mr->iova + mr->vmr.ibv_mr.length;
+
+	if (addr < start || addr > end || len > end - addr)
+		return NULL;
+	return (uint8_t *)mr->vmr.ibv_mr.addr + (addr - start);
+}
+
+enum ibv_wc_status sge_check(struct ibemu_qp *qp, const struct ibv_sge *sge,
+			     uint32_t num_sge, bool write_access)
+{
+	struct ibemu_mr *mr;
+	uint32_t i;
+
+	for (i = 0; i < num_sge; i++) {
+		/* A zero-length SGE names no memory (IBA 10.7.2.1). */
+		if (!sge[i].length)
+			continue;
+		mr = ibemu_mr_lookup(sge[i].lkey, false);
+		if (!mr || mr->vmr.ibv_mr.pd != qp->vqp.qp.pd ||
+		    !mr_local(mr, sge[i].addr, sge[i].length))
+			return IBV_WC_LOC_PROT_ERR;
+		if (write_access && !(mr->vmr.access & IBV_ACCESS_LOCAL_WRITE))
+			return IBV_WC_LOC_PROT_ERR;
+	}
+	return IBV_WC_SUCCESS;
+}
+
+/*
+ * Copy len bytes between buf and the message position offset of the SGE
+ * list (to_sge: into local memory).  Returns 0, or -1 if the SGEs are too
+ * short or their keys went away.
+ */
+int sge_copy(struct ibemu_qp *qp, const struct ibv_sge *sge,
+	     uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
+	     bool to_sge)
+{
+	uint8_t *p = buf, *local;
+	struct ibemu_mr *mr;
+	uint32_t i, n;
+
+	for (i = 0; i < num_sge && len; i++) {
+		if (offset >= sge[i].length) {
+			offset -= sge[i].length;
+			continue;
+		}
+		n = sge[i].length - offset;
+		if (n > len)
+			n = len;
+		mr = ibemu_mr_lookup(sge[i].lkey, false);
+		if (!mr)
+			return -1;
+		local = mr_local(mr, sge[i].addr + offset, n);
+		if (!local)
+			return -1;
+		if (to_sge)
+			memcpy(local, p, n);
+		else
+			memcpy(p, local, n);
+		p += n;
+		len -= n;
+		offset = 0;
+	}
+	return len ? -1 : 0;
+}

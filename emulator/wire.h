@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire format: InfiniBand transport headers exactly as IBA chapter 9
+ * lays them out, in network byte order, so that any packet can be written
+ * to a capture as RoCEv2 and dissected.
+ *
+ * A packet on an ibemu transport is a struct pkt_hdr (the link: who sent
+ * it, to which process) followed by BTH, the extended headers its opcode
+ * calls for (opcode.c), and the payload.
+ */
+#ifndef IBEMU_WIRE_H
+#define IBEMU_WIRE_H
+
+#include <endian.h>
+#include <linux/types.h>
+#include <stdint.h>
+
+/* Base Transport Header, IBA 9.2 (12 bytes). */
+struct bth {
+	uint8_t opcode;
+	uint8_t flags; /* SE:1 M:1 PadCnt:2 TVer:4 */
+	__be16 pkey;
+	__be32 qpn; /* FECN:1 BECN:1 resv:6 DestQP:24 */
+	__be32 apsn; /* AckReq:1 resv:7 PSN:24 */
+};
+
+#define BTH_SE 0x80
+#define BTH_MIG 0x40
+#define BTH_PAD_SHIFT 4
+#define BTH_ACKREQ 0x80000000u
+#define BTH_QPN_MASK 0x00ffffffu
+#define BTH_PSN_MASK 0x00ffffffu
+
+/* RDMA Extended Transport Header, IBA 9.3.3 (16 bytes). */
+struct reth {
+	__be64 va;
+	__be32 rkey;
+	__be32 len;
+} __attribute__((packed));
+
+/* ACK Extended Transport Header, IBA 9.3.5 (4 bytes). */
+struct aeth {
+	__be32 smsn; /* Syndrome:8 MSN:24 */
+};
+
+/* AETH syndromes, IBA 9.7.5.2.x (table 44). */
+#define AETH_TYPE_MASK 0xe0
+#define AETH_ACK 0x00 /* low 5 bits: credit count */
+#define AETH_RNR_NAK 0x20 /* low 5 bits: RNR timer */
+#define AETH_NAK 0x60 /* low 5 bits: NAK code */
+#define AETH_NAK_PSN_SEQ_ERR 0
+#define AETH_NAK_INVALID_REQ 1
+#define AETH_NAK_REM_ACC_ERR 2
+#define AETH_NAK_REM_OP_ERR 3
+#define AETH_NAK_INV_RD_REQ 4
+#define AETH_ACK_UNLIMITED 0x1f /* credit count: unlimited (IBA 9.7.7.2) */
+
+/* Atomic Extended Transport Header, IBA 9.3.4 (28 bytes). */
+struct atmeth {
+	__be64 va;
+	__be32 rkey;
+	__be64 swap_add;
+	__be64 compare;
+} __attribute__((packed));
+
+/* Atomic Acknowledge Extended Transport Header, IBA 9.3.6 (8 bytes). */
+struct atmack {
+	__be64 orig;
+} __attribute__((packed));
+
+/* Immediate data, IBA 9.3.7 (4 bytes). */
+struct immdt {
+	__be32 imm;
+};
+
+/* Datagram Extended Transport Header, IBA 9.3.2 (8 bytes). */
+struct deth {
+	__be32 qkey;
+	__be32 sqp; /* resv:8 SrcQP:24 */
+};
+
+_Static_assert(sizeof(struct bth) == 12, "BTH is 12 bytes");
+_Static_assert(sizeof(struct reth) == 16, "RETH is 16 bytes");
+_Static_assert(sizeof(struct aeth) == 4, "AETH is 4 bytes");
+_Static_assert(sizeof(struct atmeth) == 28, "AtomicETH is 28 bytes");
+_Static_assert(sizeof(struct atmack) == 8, "AtomicAckETH is 8 bytes");
+_Static_assert(sizeof(struct deth) == 8, "DETH is 8 bytes");
+
+/*
+ * What the link layer would carry (LRH/GRH): the sender's LID, process and
+ * QPN, so the receiving node can route the answer without a lookup.
+ */
+struct pkt_hdr {
+	uint32_t len; /* bytes after this header: BTH..payload */
+	uint16_t slid, dlid;
+	uint32_t src_qpn;
+	int32_t src_proc; /* sender's slot in the node segment */
+};
+
+/* The largest packet: headers plus one path MTU of payload. */
+#define PKT_MAX_HDRS 64
+#define PKT_MAX_PAYLOAD 4096
+#define PKT_MAX_LEN (PKT_MAX_HDRS + PKT_MAX_PAYLOAD)
+
+static inline uint32_t bth_psn(const struct bth *b)
+{
+	return be32toh(b->apsn) & BTH_PSN_MASK;
+}
+static inline uint32_t bth_qpn(const struct bth *b)
+{
+	return be32toh(b->qpn) & BTH_QPN_MASK;
+}
+static inline unsigned int bth_pad(const struct bth *b)
+{
+	return (b->flags >> BTH_PAD_SHIFT) & 3;
+}
+
+/* 24-bit PSN arithmetic, IBA 9.7.1: differences taken modulo 2^24. */
+static inline int32_t psn_cmp(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8) >> 8;
+}
+static inline uint32_t psn_add(uint32_t psn, uint32_t n)
+{
+	return (psn + n) & BTH_PSN_MASK;
+}
+
+#endif /* IBEMU_WIRE_H */
