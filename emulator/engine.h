@@ -33,6 +33,9 @@ struct engine {
 	 * after a QP lock, never before one */
 	pthread_mutex_t pending_lock;
 	struct ibemu_qp *pending;
+	atomic_bool pending_new; /* added since the last pass */
+	atomic_bool busy; /* the last pass left work blocked */
+	_Atomic uint64_t next_deadline; /* earliest timer of the last pass */
 	pthread_t thread;
 	atomic_bool stop;
 	atomic_uint app_polled; /* poll_cq ran since the thread looked */
@@ -72,7 +75,9 @@ struct pkt_out {
 /* progress.c */
 int engine_start(struct ibemu_process *proc);
 void engine_stop(struct ibemu_process *proc);
-void engine_poll(struct ibemu_process *proc);
+/* active: the application is polling, not about to block. */
+void engine_poll(struct ibemu_process *proc, bool active);
+void engine_app_blocks(struct ibemu_process *proc);
 void engine_qp_add(struct ibemu_qp *qp);
 void engine_qp_remove(struct ibemu_qp *qp);
 void engine_pending_add_locked(struct ibemu_qp *qp);

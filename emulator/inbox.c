@@ -158,6 +158,21 @@ void inbox_publish(struct inbox *ib, struct inbox_slot *s, uint64_t pos)
 		inbox_wake(ib);
 }
 
+static void ns_to_timespec(uint64_t ns, struct timespec *ts)
+{
+	ts->tv_sec = (time_t)(ns / 1000000000ull);
+	ts->tv_nsec = (long)(ns % 1000000000ull);
+}
+
+void inbox_nap(struct inbox *ib, uint64_t timeout_ns)
+{
+	uint32_t v = atomic_load(&ib->wake);
+	struct timespec ts;
+
+	ns_to_timespec(timeout_ns, &ts);
+	futex(&ib->wake, FUTEX_WAIT, v, &ts);
+}
+
 void inbox_sleep(struct inbox *ib, uint64_t timeout_ns)
 {
 	uint32_t v = atomic_load(&ib->wake);
@@ -170,8 +185,7 @@ void inbox_sleep(struct inbox *ib, uint64_t timeout_ns)
 		return;
 	}
 	if (timeout_ns) {
-		ts.tv_sec = (time_t)(timeout_ns / 1000000000ull);
-		ts.tv_nsec = (long)(timeout_ns % 1000000000ull);
+		ns_to_timespec(timeout_ns, &ts);
 		tsp = &ts;
 	}
 	futex(&ib->wake, FUTEX_WAIT, v, tsp);

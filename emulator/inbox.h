@@ -80,6 +80,9 @@ static inline void inbox_release(struct inbox *ib, struct inbox_slot *s)
 /* The owner's progress thread: sleep until a producer wakes us or
  * timeout_ns passes (0: no timeout).  Returns after any wake-up. */
 void inbox_sleep(struct inbox *ib, uint64_t timeout_ns);
+/* Wait on the futex like inbox_sleep, without asking producers to wake
+ * us: only inbox_wake() or the timeout ends it. */
+void inbox_nap(struct inbox *ib, uint64_t timeout_ns);
 /* Wake a sleeping owner, e.g. to stop its thread. */
 void inbox_wake(struct inbox *ib);
 

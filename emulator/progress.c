@@ -191,10 +191,8 @@ void engine_qp_remove(struct ibemu_qp *qp)
  * send).  Caller holds qp.lock; the list has its own lock (pending_lock,
  * taken after qp.lock, never before).
  */
-void engine_pending_add_locked(struct ibemu_qp *qp)
+static void engine_pending_requeue(struct engine *e, struct ibemu_qp *qp)
 {
-	struct engine *e = engine_get();
-
 	pthread_mutex_lock(&e->pending_lock);
 	if (!qp->on_pending) {
 		qp->on_pending = true;
@@ -202,6 +200,14 @@ void engine_pending_add_locked(struct ibemu_qp *qp)
 		e->pending = qp;
 	}
 	pthread_mutex_unlock(&e->pending_lock);
+}
+
+void engine_pending_add_locked(struct ibemu_qp *qp)
+{
+	struct engine *e = engine_get();
+
+	engine_pending_requeue(e, qp);
+	atomic_store_explicit(&e->pending_new, true, memory_order_relaxed);
 }
 
 static void engine_dispatch(struct engine *e, const struct pkt *p)
@@ -252,6 +258,7 @@ static uint64_t engine_run_pending(struct engine *e, bool *busy)
 
 	*busy = false;
 	pthread_mutex_lock(&e->pending_lock);
+	atomic_store_explicit(&e->pending_new, false, memory_order_relaxed);
 	list = e->pending;
 	e->pending = NULL;
 	for (qp = list; qp; qp = qp->pending_next)
@@ -271,9 +278,11 @@ static uint64_t engine_run_pending(struct engine *e, bool *busy)
 		if (t && (!next || t < next))
 			next = t;
 		if (t || blocked)
-			engine_pending_add_locked(qp);
+			engine_pending_requeue(e, qp);
 		pthread_mutex_unlock(&qp->lock);
 	}
+	atomic_store_explicit(&e->next_deadline, next, memory_order_relaxed);
+	atomic_store_explicit(&e->busy, *busy, memory_order_relaxed);
 	return next;
 }
 
@@ -282,20 +291,43 @@ static bool engine_has_pending(struct engine *e)
 	return __atomic_load_n(&e->pending, __ATOMIC_RELAXED) != NULL;
 }
 
-void engine_poll(struct ibemu_process *proc)
+/*
+ * The application is about to block (it armed a CQ for an event): from
+ * now on the thread must be woken by producers, not nap unannounced.
+ */
+void engine_app_blocks(struct ibemu_process *proc)
+{
+	struct engine *e = proc->engine;
+
+	if (!e)
+		return;
+	atomic_store(&e->app_polled, 0);
+	inbox_wake(e->inbox);
+}
+
+void engine_poll(struct ibemu_process *proc, bool active)
 {
 	struct engine *e = proc->engine;
 	bool busy;
 
 	if (!e)
 		return;
-	atomic_store_explicit(&e->app_polled, 1, memory_order_relaxed);
-	if (!inbox_peek(e->inbox) && !engine_has_pending(e))
+	uint64_t due;
+	bool run;
+
+	if (active &&
+	    !atomic_load_explicit(&e->app_polled, memory_order_relaxed))
+		atomic_store_explicit(&e->app_polled, 1, memory_order_relaxed);
+	due = atomic_load_explicit(&e->next_deadline, memory_order_relaxed);
+	run = atomic_load_explicit(&e->pending_new, memory_order_relaxed) ||
+	      atomic_load_explicit(&e->busy, memory_order_relaxed) ||
+	      (due && engine_now_ns() >= due);
+	if (!run && !inbox_peek(e->inbox))
 		return;
 	if (pthread_mutex_trylock(&e->lock))
 		return; /* the thread is at it */
 	engine_drain(e, ENGINE_DRAIN_BATCH);
-	if (engine_has_pending(e))
+	if (run)
 		engine_run_pending(e, &busy);
 	pthread_mutex_unlock(&e->lock);
 }
@@ -307,6 +339,13 @@ static void *engine_thread(void *arg)
 	bool busy;
 
 	while (!atomic_load(&e->stop)) {
+		if (atomic_exchange(&e->app_polled, 0)) {
+			/* The application drives progress: stay out of its
+			 * way (never hold engine.lock while it spins) and nap
+			 * unannounced, so producers make no system call. */
+			inbox_nap(e->inbox, ENGINE_NAP_NS);
+			continue;
+		}
 		pthread_mutex_lock(&e->lock);
 		while (engine_drain(e, ENGINE_DRAIN_BATCH))
 			;
@@ -316,8 +355,6 @@ static void *engine_thread(void *arg)
 		pthread_mutex_unlock(&e->lock);
 		if (atomic_load(&e->stop))
 			break;
-		now = engine_now_ns();
-		timeout = next ? (next > now ? next - now : 1) : 0;
 		if (busy) {
 			/* A peer's inbox was full: retry soon. */
 			struct timespec ts = { 0, ENGINE_BLOCKED_NS };
@@ -325,15 +362,10 @@ static void *engine_thread(void *arg)
 			nanosleep(&ts, NULL);
 			continue;
 		}
-		if (atomic_exchange(&e->app_polled, 0)) {
-			/* The application drives progress: nap, unannounced. */
-			if (!timeout || timeout > ENGINE_NAP_NS)
-				timeout = ENGINE_NAP_NS;
-			struct timespec ts = { 0, (long)timeout };
-
-			nanosleep(&ts, NULL);
+		if (atomic_load(&e->app_polled))
 			continue;
-		}
+		now = engine_now_ns();
+		timeout = next ? (next > now ? next - now : 1) : 0;
 		inbox_sleep(e->inbox, timeout);
 	}
 	return NULL;

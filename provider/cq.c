@@ -131,8 +131,9 @@ int ibemu_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	pthread_mutex_unlock(&cq->lock);
 	if (n == num_entries)
 		return n;
-	/* The application's poll drives the engine (DESIGN.md 3). */
-	engine_poll(&ibemu_process);
+	/* The application's poll drives the engine (DESIGN.md 3); polling
+	 * an armed CQ is the check before blocking on its channel. */
+	engine_poll(&ibemu_process, !cq->armed);
 	pthread_mutex_lock(&cq->lock);
 	while (n < num_entries && wc_ring_get(&cq->ring, &wc[n]))
 		n++;
@@ -152,6 +153,8 @@ int ibemu_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	else if (cq->armed != IBEMU_CQ_ARM_NEXT)
 		cq->armed = IBEMU_CQ_ARM_SOLICITED;
 	pthread_mutex_unlock(&cq->lock);
+	if (cq->vcq.cq.channel)
+		engine_app_blocks(&ibemu_process);
 	return 0;
 }
 
@@ -230,7 +233,7 @@ static int cq_ex_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr
 
 	if (attr && attr->comp_mask)
 		return EINVAL;
-	engine_poll(&ibemu_process);
+	engine_poll(&ibemu_process, !cq->armed);
 	pthread_mutex_lock(&cq->lock);
 	ret = cq_ex_next_locked(cq);
 	/* On ENOENT the lock is released: no end_poll follows. */
