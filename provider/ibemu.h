@@ -124,6 +124,12 @@ struct ibemu_qp {
 	struct ibemu_mcast_attach *mcast; /* groups joined (UD only) */
 	unsigned int nr_mcast;
 
+	/* Extended send API, under qp.lock from wr_start to wr_complete. */
+	uint64_t send_ops_flags;
+	uint32_t wr_tail; /* WRs built but not yet posted end here */
+	int wr_err; /* first builder error of the batch */
+	struct wqe *wr_cur; /* the WR the setters fill */
+
 	/* Engine state, under qp.lock (emulator/req.c, resp.c, comp.c). */
 	struct ibemu_qp *pending_next; /* engine's pending list */
 	bool on_pending;
@@ -309,6 +315,9 @@ int ibemu_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 		       uint16_t lid);
 int ibemu_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 		       uint16_t lid);
+
+/* qp_ex.c: the extended send API */
+int ibemu_qp_ex_init(struct ibemu_qp *qp, uint64_t send_ops_flags);
 
 /* post.c: posting work requests */
 int ibemu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,

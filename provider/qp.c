@@ -211,13 +211,17 @@ struct ibv_qp *ibemu_create_qp(struct ibv_pd *pd,
 struct ibv_qp *ibemu_create_qp_ex(struct ibv_context *context,
 				  struct ibv_qp_init_attr_ex *attr)
 {
+	struct ibv_qp *qp;
+	int ret;
+
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd ||
 	    attr->pd->context != context) {
 		errno = EINVAL;
 		return NULL;
 	}
 	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
-					  IBV_QP_INIT_ATTR_CREATE_FLAGS)) {
+					  IBV_QP_INIT_ATTR_CREATE_FLAGS |
+					  IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
 		ibemu_log_dbg("create_qp_ex: comp_mask %#x not offered",
 			      attr->comp_mask);
 		errno = EOPNOTSUPP;
@@ -228,7 +232,16 @@ struct ibv_qp *ibemu_create_qp_ex(struct ibv_context *context,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	return qp_create(context, attr);
+	qp = qp_create(context, attr);
+	if (qp && (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+		ret = ibemu_qp_ex_init(to_eqp(qp), attr->send_ops_flags);
+		if (ret) {
+			ibemu_destroy_qp(qp);
+			errno = ret;
+			return NULL;
+		}
+	}
+	return qp;
 }
 
 /* The value checks of each attribute present in mask (IBA 11.2.5.2). */

@@ -3,8 +3,8 @@
 . "$(dirname "$0")/lib.sh"
 need valgrind
 LD_PRELOAD=$IBEMU_LIB_PATH valgrind -q --leak-check=full \
-	--show-leak-kinds=definite,indirect,possible \
-	--errors-for-leak-kinds=definite,indirect,possible \
+	--show-leak-kinds=definite,indirect \
+	--errors-for-leak-kinds=definite,indirect \
 	--error-exitcode=42 \
 	"$IBEMU_BUILDDIR/ibemu-conformance" -d ibemu0 >"$IBEMU_BUILDDIR/tests/valgrind-conformance.out" 2>&1
 rc=$?
