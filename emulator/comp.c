@@ -98,6 +98,8 @@ void qp_error_locked(struct ibemu_qp *qp)
 	qp->attr.qp_state = IBV_QPS_ERR;
 	qp->attr.cur_qp_state = IBV_QPS_ERR;
 	qp->vqp.qp.state = IBV_QPS_ERR;
+	node_qp_publish(&ibemu_process.node, qp->vqp.qp.qp_num, IBV_QPS_ERR,
+			qp->attr.qp_access_flags, (uintptr_t)qp->vqp.qp.pd);
 	qp->comp_deadline = 0;
 	qp->rnr_resume = 0;
 	qp->req_blocked = false;

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "params.h"
 #include "wire.h"
 
 #define INBOX_MAGIC 0x69626d75696e6278ull /* "ibmuinbx" */
@@ -33,6 +34,19 @@ struct inbox_slot {
 	alignas(16) uint8_t data[PKT_MAX_LEN];
 } __attribute__((aligned(64)));
 
+/*
+ * A memory region as its owner publishes it for requesters that place
+ * RDMA data themselves (cma.c).  Seqlock: the owner clears key, writes the
+ * fields, then stores key with release; a reader accepts the fields only
+ * if key reads the same, non-zero, before and after.
+ */
+struct pub_mr {
+	_Atomic uint32_t key; /* rkey; 0: no region */
+	uint32_t access;
+	uint64_t pd_id;
+	uint64_t addr, iova, length;
+};
+
 struct inbox {
 	uint64_t magic;
 	pid_t pid;
@@ -43,6 +57,7 @@ struct inbox {
 	alignas(64) _Atomic uint32_t wake; /* futex word */
 	_Atomic uint32_t sleeping; /* the owner's thread waits on `wake` */
 	alignas(64) struct inbox_slot slots[INBOX_SLOTS];
+	struct pub_mr mrs[IBEMU_MAX_MR]; /* by key index */
 };
 
 /* Create the calling process's inbox; 0 or -errno.  name_p gets its name. */

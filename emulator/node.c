@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <infiniband/verbs.h>
+
 #include "log.h"
 #include "node.h"
 
@@ -367,9 +369,12 @@ static void node_proc_release_locked(struct node_seg *seg, int slot)
 {
 	uint32_t i;
 
-	for (i = 0; i < IBEMU_MAX_QP; i++)
-		if (seg->qps[i].owner == slot + 1)
+	for (i = 0; i < IBEMU_MAX_QP; i++) {
+		if (seg->qps[i].owner == slot + 1) {
+			atomic_store(&seg->qps[i].state, IBV_QPS_RESET);
 			seg->qps[i].owner = 0;
+		}
+	}
 	seg->procs[slot].pid = 0;
 	seg->procs[slot].refs = 0;
 	seg->procs[slot].start_time = 0;
@@ -458,6 +463,7 @@ again:
 			continue;
 		seg->qps[idx].owner = node->proc_slot + 1;
 		seg->qps[idx].qp_type = qp_type;
+		atomic_store(&seg->qps[idx].state, IBV_QPS_RESET);
 		seg->qpn_cursor = (idx + 1) % IBEMU_MAX_QP;
 		node_unlock(node);
 		*qpn_p = IBEMU_QPN_FIRST + idx;
@@ -476,8 +482,10 @@ void node_qpn_free(struct node *node, uint32_t qpn)
 	if (qpn < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
 		return;
 	node_lock(node);
-	if (node->seg->qps[idx].owner == node->proc_slot + 1)
+	if (node->seg->qps[idx].owner == node->proc_slot + 1) {
+		atomic_store(&node->seg->qps[idx].state, IBV_QPS_RESET);
 		node->seg->qps[idx].owner = 0;
+	}
 	node_unlock(node);
 }
 
@@ -506,4 +514,20 @@ int32_t node_qpn_owner_slot(struct node *node, uint32_t qpn)
 		return -1;
 	owner = __atomic_load_n(&node->seg->qps[idx].owner, __ATOMIC_ACQUIRE);
 	return owner > 0 && owner <= IBEMU_MAX_PROCS ? owner - 1 : -1;
+}
+
+void node_qp_publish(struct node *node, uint32_t qpn, uint32_t state,
+		     uint32_t access, uint64_t pd_id)
+{
+	uint32_t idx = qpn - IBEMU_QPN_FIRST;
+	struct node_qp *q;
+
+	if (qpn < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
+		return;
+	q = &node->seg->qps[idx];
+	/* Invalidate first, so no reader pairs old fields with a live state. */
+	atomic_store_explicit(&q->state, IBV_QPS_RESET, memory_order_release);
+	q->access = access;
+	q->pd_id = pd_id;
+	atomic_store_explicit(&q->state, state, memory_order_release);
 }

@@ -26,7 +26,7 @@
 #include "params.h"
 
 #define IBEMU_NODE_MAGIC 0x6962656d756e6f64ull /* "ibemunod" */
-#define IBEMU_NODE_LAYOUT 1
+#define IBEMU_NODE_LAYOUT 2
 
 /* One attached process; pid plus start time defeats pid reuse. */
 struct node_proc {
@@ -39,6 +39,12 @@ struct node_proc {
 struct node_qp {
 	int32_t owner; /* index in procs[] + 1; 0: free */
 	uint32_t qp_type; /* enum ibv_qp_type */
+	/* Published by the owner for requesters that place RDMA data
+	 * themselves (emulator/cma.c); written without the lock, read with
+	 * acquire: state last. */
+	uint32_t access; /* qp_access_flags */
+	_Atomic uint32_t state; /* enum ibv_qp_state */
+	uint64_t pd_id; /* the owner's PD, as the owner names it */
 };
 
 struct node_seg {
@@ -93,6 +99,9 @@ int node_qpn_alloc(struct node *node, uint32_t qp_type, uint32_t *qpn_p);
 void node_qpn_free(struct node *node, uint32_t qpn);
 /* Which process owns qpn: its pid, or 0 if none. */
 pid_t node_qpn_owner(struct node *node, uint32_t qpn);
+/* Publish a QP's state, access flags and PD for one-sided requesters. */
+void node_qp_publish(struct node *node, uint32_t qpn, uint32_t state,
+		     uint32_t access, uint64_t pd_id);
 /* The owner's slot in procs[], or -1. */
 int32_t node_qpn_owner_slot(struct node *node, uint32_t qpn);
 

@@ -16,6 +16,7 @@
 
 #include <string.h>
 
+#include "cma.h"
 #include "engine.h"
 #include "log.h"
 
@@ -222,6 +223,13 @@ void req_run_locked(struct ibemu_qp *qp)
 				w->status = st;
 				comp_retire_locked(qp);
 				return;
+			}
+			if (cma_try(qp, w)) {
+				/* Placed: complete, no packet, no PSN. */
+				w->state = WQE_DONE;
+				qp->req_next++;
+				comp_retire_locked(qp);
+				continue;
 			}
 			n = wqe_npkts(qp, w);
 			w->first_psn = qp->req_psn;

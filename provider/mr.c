@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cma.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -200,6 +201,7 @@ struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 	mr->vmr.ibv_mr.handle = mr->index;
 	mr->iova = hca_va;
 	atomic_fetch_add(&to_epd(pd)->usecnt, 1);
+	cma_publish_mr(mr);
 	return &mr->vmr.ibv_mr;
 err:
 	errno = -ret;
@@ -210,6 +212,7 @@ int ibemu_dereg_mr(struct verbs_mr *vmr)
 {
 	struct ibemu_mr *mr = container_of(vmr, struct ibemu_mr, vmr);
 
+	cma_withdraw_mr(mr);
 	mr_key_free(mr);
 	atomic_fetch_sub(&to_epd(vmr->ibv_mr.pd)->usecnt, 1);
 	free(mr);
@@ -238,7 +241,13 @@ int ibemu_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 	}
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		vmr->access = access;
-	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		mr->iova = (uintptr_t)addr;
+		vmr->ibv_mr.addr = addr;
+		vmr->ibv_mr.length = length;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		vmr->ibv_mr.pd = pd;
+	cma_publish_mr(mr);
 	return 0;
 }

@@ -446,6 +446,8 @@ int ibemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	qp->attr.qp_state = next;
 	qp->attr.cur_qp_state = next;
 	qp_engine_transition_locked(qp, cur, next, mask);
+	node_qp_publish(to_ectx(ibqp->context)->node, ibqp->qp_num, next,
+			qp->attr.qp_access_flags, (uintptr_t)ibqp->pd);
 	sqd_notify = next == IBV_QPS_SQD && cur != IBV_QPS_SQD &&
 		     (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) &&
 		     attr->en_sqd_async_notify;

@@ -7,7 +7,8 @@ IBEMU=$IBEMU_BUILDDIR/ibemu
 # Every test gets its own emulated node, so parallel tests do not meet.
 IBEMU_NODE=${IBEMU_NODE:-check-$(basename "$0" .sh)-$$}
 export IBEMU_NODE
-trap 'rm -f "/dev/shm/ibemu-v1-$(id -u)-$IBEMU_NODE"' EXIT
+ibemu_cleanup() { rm -f /dev/shm/ibemu-v*-"$(id -u)-$IBEMU_NODE" /dev/shm/ibemu-v*-"$(id -u)-$IBEMU_NODE"-p*; }
+trap ibemu_cleanup EXIT
 fails=0
 pass() { echo "ok: $*"; }
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }

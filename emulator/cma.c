@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+/* Requester-placed RDMA WRITE and READ (see cma.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "cma.h"
+#include "engine.h"
+#include "log.h"
+
+/* 1: usable, 0: untried, -1: refused here (seccomp, ptrace policy). */
+static atomic_int cma_state;
+
+static bool cma_enabled(void)
+{
+	const char *env;
+	int st = atomic_load_explicit(&cma_state, memory_order_relaxed);
+
+	if (st)
+		return st > 0;
+	env = getenv("IBEMU_CMA");
+	st = env && !strcmp(env, "0") ? -1 : 1;
+	atomic_store(&cma_state, st);
+	return st > 0;
+}
+
+static struct pub_mr *pub_slot(struct inbox *ib, uint32_t key)
+{
+	uint32_t idx = (key >> 8) - 1;
+
+	if ((key >> 8) == 0 || idx >= IBEMU_MAX_MR)
+		return NULL;
+	return &ib->mrs[idx];
+}
+
+void cma_publish_mr(const struct ibemu_mr *mr)
+{
+	struct engine *e = ibemu_process.engine;
+	struct pub_mr *p;
+
+	if (!e)
+		return;
+	p = pub_slot(e->inbox, mr->vmr.ibv_mr.rkey);
+	if (!p)
+		return;
+	atomic_store_explicit(&p->key, 0, memory_order_release);
+	p->access = (uint32_t)mr->vmr.access;
+	p->pd_id = (uintptr_t)mr->vmr.ibv_mr.pd;
+	p->addr = (uintptr_t)mr->vmr.ibv_mr.addr;
+	p->iova = mr->iova;
+	p->length = mr->vmr.ibv_mr.length;
+	atomic_store_explicit(&p->key, mr->vmr.ibv_mr.rkey,
+			      memory_order_release);
+}
+
+void cma_withdraw_mr(const struct ibemu_mr *mr)
+{
+	struct engine *e = ibemu_process.engine;
+	struct pub_mr *p;
+
+	if (!e)
+		return;
+	p = pub_slot(e->inbox, mr->vmr.ibv_mr.rkey);
+	if (p)
+		atomic_store_explicit(&p->key, 0, memory_order_release);
+}
+
+/* The target address of [va, va+len) if the published region allows it. */
+static bool cma_check_rkey(struct inbox *ib, uint32_t rkey, uint64_t va,
+			   uint64_t len, uint32_t access, uint64_t pd_id,
+			   uint64_t *addr_p)
+{
+	struct pub_mr *p = pub_slot(ib, rkey), snap;
+	uint32_t k1, k2;
+
+	if (!p)
+		return false;
+	k1 = atomic_load_explicit(&p->key, memory_order_acquire);
+	snap.access = p->access;
+	snap.pd_id = p->pd_id;
+	snap.addr = p->addr;
+	snap.iova = p->iova;
+	snap.length = p->length;
+	atomic_thread_fence(memory_order_acquire);
+	k2 = atomic_load_explicit(&p->key, memory_order_relaxed);
+	if (!k1 || k1 != rkey || k2 != k1)
+		return false;
+	if (!(snap.access & access) || snap.pd_id != pd_id)
+		return false;
+	if (va < snap.iova || va > snap.iova + snap.length ||
+	    len > snap.iova + snap.length - va)
+		return false;
+	*addr_p = snap.addr + (va - snap.iova);
+	return true;
+}
+
+/* Local iovecs of w's data (inline or SGEs, already checked). */
+static int cma_local_iov(struct ibemu_qp *qp, struct wqe *w,
+			 struct iovec *iov)
+{
+	struct ibemu_mr *mr;
+	uint32_t i;
+	int n = 0;
+
+	if (w->send_flags & IBV_SEND_INLINE) {
+		iov[0].iov_base = &w->sge[qp->cap.max_send_sge];
+		iov[0].iov_len = w->length;
+		return 1;
+	}
+	for (i = 0; i < w->num_sge; i++) {
+		if (!w->sge[i].length)
+			continue;
+		mr = ibemu_mr_lookup(w->sge[i].lkey, false);
+		if (!mr)
+			return -1;
+		iov[n].iov_base = (uint8_t *)mr->vmr.ibv_mr.addr +
+				  (w->sge[i].addr - mr->iova);
+		iov[n].iov_len = w->sge[i].length;
+		n++;
+	}
+	return n;
+}
+
+bool cma_try(struct ibemu_qp *qp, struct wqe *w)
+{
+	struct node_seg *seg = ibemu_process.node.seg;
+	bool write = w->opcode == IBV_WR_RDMA_WRITE;
+	uint32_t idx = qp->attr.dest_qp_num - IBEMU_QPN_FIRST, state, need;
+	struct iovec local[IBEMU_MAX_SGE], remote;
+	struct node_qp *tq;
+	uint64_t addr;
+	ssize_t n;
+	int nl;
+
+	if (!cma_enabled() || !qp->peer || qp->peer == ibemu_process.engine->inbox ||
+	    qp->vqp.qp.qp_type != IBV_QPT_RC || !w->length)
+		return false;
+	if (!write && w->opcode != IBV_WR_RDMA_READ)
+		return false;
+	/* Nothing in flight: this WQE cannot overtake another. */
+	if (qp->sq.head != qp->req_next)
+		return false;
+	if (qp->attr.dest_qp_num < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
+		return false;
+	tq = &seg->qps[idx];
+	state = atomic_load_explicit(&tq->state, memory_order_acquire);
+	if (tq->owner != qp->peer_proc + 1 ||
+	    (state != IBV_QPS_RTR && state != IBV_QPS_RTS &&
+	     state != IBV_QPS_SQD))
+		return false;
+	need = write ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
+	if (!(tq->access & need))
+		return false;
+	if (!cma_check_rkey(qp->peer, w->rkey, w->remote_addr, w->length, need,
+			    tq->pd_id, &addr))
+		return false;
+	nl = cma_local_iov(qp, w, local);
+	if (nl <= 0)
+		return false;
+	remote.iov_base = (void *)(uintptr_t)addr;
+	remote.iov_len = w->length;
+	if (write)
+		n = process_vm_writev(qp->peer->pid, local, (unsigned long)nl,
+				      &remote, 1, 0);
+	else
+		n = process_vm_readv(qp->peer->pid, local, (unsigned long)nl,
+				     &remote, 1, 0);
+	if (n == (ssize_t)w->length)
+		return true;
+	if (n < 0 && (errno == EPERM || errno == ENOSYS)) {
+		ibemu_log_dbg("cross-memory attach refused (%s): RDMA data "
+			      "goes through the target's engine",
+			      strerror(errno));
+		atomic_store(&cma_state, -1);
+	}
+	return false;
+}

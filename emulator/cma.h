@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One-sided operations placed by the requester (DESIGN.md section 3):
+ * with cross-memory attach (process_vm_writev/readv) an RDMA WRITE or
+ * READ moves its data in one copy and one system call, and lands while
+ * the target process runs no verb at all.  The requester checks
+ * everything the responder would (IBA 9.7.4.1.4, 10.6.3.2: QP state and
+ * access, R_Key, PD, range, access right) against what the target
+ * published; anything else, or any failure, takes the packet path, where
+ * the responder produces the exact error.
+ *
+ * Ordering (IBA 9.5): a WQE is placed this way only when nothing is in
+ * flight on its QP, so it cannot overtake an earlier request.
+ */
+#ifndef IBEMU_CMA_H
+#define IBEMU_CMA_H
+
+#include <stdbool.h>
+
+struct ibemu_qp;
+struct ibemu_mr;
+struct wqe;
+
+/* Try to execute w (RDMA WRITE or READ) directly; true if done. */
+bool cma_try(struct ibemu_qp *qp, struct wqe *w);
+/* Publish / withdraw a region of ours (mr.c, under the process lock). */
+void cma_publish_mr(const struct ibemu_mr *mr);
+void cma_withdraw_mr(const struct ibemu_mr *mr);
+
+#endif /* IBEMU_CMA_H */
