@@ -15,7 +15,7 @@
 
 /* The smallest retransmit timeout used, whatever the QP asks: a busy
  * 2-core machine may not schedule the peer within microseconds. */
-#define COMP_MIN_TIMEOUT_NS (8ull * 1000 * 1000)
+#define COMP_MIN_TIMEOUT_NS (32ull * 1000 * 1000)
 
 /* RNR NAK timer field encoding, IBA 9.7.5.2.8 table 45, in microseconds. */
 static const uint32_t rnr_timer_us[32] = {
@@ -226,7 +226,10 @@ static void comp_nak(struct ibemu_qp *qp, uint32_t psn, uint8_t code)
 	/* A NAK acknowledges every earlier PSN (IBA 9.7.5.1.2). */
 	comp_ack_upto(qp, psn_add(psn, BTH_PSN_MASK));
 	if (code == AETH_NAK_PSN_SEQ_ERR) {
-		/* Sequence error: resend from psn (IBA 9.7.5.2.1). */
+		/* Sequence error: resend from psn (IBA 9.7.5.2.1); during an
+		 * RNR wait the resend is already scheduled. */
+		if (qp->rnr_resume)
+			return;
 		if (!qp->retry_left) {
 			w = comp_oldest(qp);
 			if (w)

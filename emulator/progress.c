@@ -261,12 +261,16 @@ static uint64_t engine_run_pending(struct engine *e, bool *busy)
 	atomic_store_explicit(&e->pending_new, false, memory_order_relaxed);
 	list = e->pending;
 	e->pending = NULL;
-	for (qp = list; qp; qp = qp->pending_next)
+	/* The pass walks its own links: pending_next may be reused at once
+	 * by a QP that is queued again while the pass runs. */
+	for (qp = list; qp; qp = qp->pending_next) {
 		qp->on_pending = false;
+		qp->pass_next = qp->pending_next;
+	}
 	pthread_mutex_unlock(&e->pending_lock);
 
 	for (qp = list; qp; qp = next_qp) {
-		next_qp = qp->pending_next;
+		next_qp = qp->pass_next;
 		pthread_mutex_lock(&qp->lock);
 		resp_pending_locked(qp);
 		t = comp_timers_locked(qp, now);
@@ -347,8 +351,9 @@ static void *engine_thread(void *arg)
 			continue;
 		}
 		pthread_mutex_lock(&e->lock);
-		while (engine_drain(e, ENGINE_DRAIN_BATCH))
-			;
+		/* Bounded, so owed ACKs and responses (the pending pass) are
+		 * never starved by a peer that keeps sending. */
+		engine_drain(e, INBOX_SLOTS);
 		busy = false;
 		next = engine_has_pending(e) ? engine_run_pending(e, &busy)
 					     : 0;
@@ -362,7 +367,7 @@ static void *engine_thread(void *arg)
 			nanosleep(&ts, NULL);
 			continue;
 		}
-		if (atomic_load(&e->app_polled))
+		if (atomic_load(&e->app_polled) || inbox_peek(e->inbox))
 			continue;
 		now = engine_now_ns();
 		timeout = next ? (next > now ? next - now : 1) : 0;

@@ -169,11 +169,15 @@ static bool resp_take_wqe(struct ibemu_qp *qp)
 
 static void resp_rnr(struct ibemu_qp *qp, const struct pkt *p)
 {
-	if (qp_is_rc(qp))
+	if (qp_is_rc(qp)) {
 		resp_send_aeth(qp, p->psn,
 			       AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f));
-	else
+		/* The requester resends from this PSN: the packets already
+		 * behind it need no sequence NAK of their own. */
+		qp->resp_nak_sent = true;
+	} else {
 		qp->resp_op = 0; /* UC: the message is dropped */
+	}
 }
 
 static uint32_t wqe_capacity(const struct wqe *w)
