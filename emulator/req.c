@@ -103,9 +103,75 @@ static enum ibv_wc_status req_check_wqe(struct ibemu_qp *qp, struct wqe *w)
 		return IBV_WC_LOC_QP_OP_ERR;
 	if (w->length > IBEMU_MAX_MSG_SZ)
 		return IBV_WC_LOC_LEN_ERR;
+	/* A datagram fits one packet (IBA 9.8.2). */
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD && w->length > qp->mtu)
+		return IBV_WC_LOC_LEN_ERR;
 	if (w->send_flags & IBV_SEND_INLINE)
 		return IBV_WC_SUCCESS;
 	return sge_check(qp, w->sge, w->num_sge, wqe_is_read_atomic(w));
+}
+
+/*
+ * UD: one packet to (AH, remote QPN, Q_Key) (IBA 9.8, 10.2.5).  A
+ * destination that does not exist on this node is a lost datagram; the
+ * send still completes.  false if the destination inbox is full.
+ */
+static bool req_send_ud(struct ibemu_qp *qp, struct wqe *w)
+{
+	struct ibemu_ah *ah = w->ah;
+	struct node_seg *seg = ibemu_process.node.seg;
+	uint8_t opcode = w->opcode == IBV_WR_SEND_WITH_IMM
+				 ? IB_OPCODE_UD + IB_OP_SEND_ONLY_IMM
+				 : IB_OPCODE_UD + IB_OP_SEND_ONLY;
+	struct pkt_out out;
+	struct inbox *dst;
+	struct deth *deth;
+	int32_t slot;
+	uint64_t prefix, guid;
+
+	qp->req_psn = psn_add(qp->req_psn, 1);
+	if (ah->attr.dlid != seg->lid && !ah->attr.is_global)
+		return true; /* another LID: no such node in this fabric */
+	slot = node_qpn_owner_slot(&ibemu_process.node, w->remote_qpn);
+	dst = slot >= 0 ? engine_peer_inbox(slot) : NULL;
+	if (!dst)
+		return true;
+	if (!pkt_begin(&out, dst, qp, opcode, w->remote_qpn, qp->req_psn,
+		       false, w->length))
+		return false;
+	out.slot->hdr.dlid = ah->attr.dlid;
+	deth = pkt_ext(&out, out.op->deth);
+	/* A Q_Key with the high bit set means "use the QP's own" (IBA
+	 * 10.2.5). */
+	deth->qkey = htobe32((w->remote_qkey & 0x80000000u) ? qp->attr.qkey
+							    : w->remote_qkey);
+	deth->sqp = htobe32(qp->vqp.qp.qp_num & BTH_QPN_MASK);
+	if (out.op->mask & OPM_IMMDT)
+		((struct immdt *)pkt_ext(&out, out.op->immdt))->imm =
+			w->imm_data;
+	if (ah->attr.is_global) {
+		out.slot->hdr.flags |= PKT_F_GRH;
+		out.slot->hdr.grh_flow = 6u << 28 |
+					 (uint32_t)ah->attr.grh.traffic_class
+						 << 20 |
+					 (ah->attr.grh.flow_label & 0xfffff);
+		out.slot->hdr.grh_hop_limit = ah->attr.grh.hop_limit;
+		prefix = htobe64(seg->gid_prefix);
+		guid = htobe64(seg->port_guid);
+		memcpy(out.slot->hdr.sgid, &prefix, 8);
+		memcpy(out.slot->hdr.sgid + 8, &guid, 8);
+		memcpy(out.slot->hdr.dgid, ah->attr.grh.dgid.raw, 16);
+	}
+	if (w->send_flags & IBV_SEND_INLINE)
+		memcpy(pkt_payload(&out), &w->sge[qp->cap.max_send_sge],
+		       w->length);
+	else if (w->length)
+		sge_copy(qp, w->sge, w->num_sge, 0, pkt_payload(&out),
+			 w->length, false);
+	if (w->send_flags & IBV_SEND_SOLICITED)
+		((struct bth *)out.base)->flags |= BTH_SE;
+	pkt_send(&out);
+	return true;
 }
 
 /* Send the (remaining) packets of w; false if the peer's inbox is full. */
@@ -241,6 +307,18 @@ void req_run_locked(struct ibemu_qp *qp)
 				qp->req_rd_atomic++;
 			/* fall through */
 		case WQE_SENDING:
+			if (qp->vqp.qp.qp_type == IBV_QPT_UD) {
+				if (!req_send_ud(qp, w)) {
+					qp->req_blocked = true;
+					engine_pending_add_locked(qp);
+					return;
+				}
+				/* Unreliable: complete once sent. */
+				w->state = WQE_DONE;
+				qp->req_next++;
+				comp_retire_locked(qp);
+				continue;
+			}
 			if (!req_send_wqe(qp, w)) {
 				qp->req_blocked = true;
 				engine_pending_add_locked(qp);

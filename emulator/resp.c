@@ -521,6 +521,65 @@ static void resp_duplicate(struct ibemu_qp *qp, const struct pkt *p)
 	}
 }
 
+/*
+ * UD receive (IBA 9.8, 10.2.5): a Q_Key mismatch or no receive WQE drops
+ * the datagram silently (no RNR on UD); the first 40 bytes of the receive
+ * buffer hold the GRH when the packet had one (IBV_WC_GRH).
+ */
+static void resp_ud(struct ibemu_qp *qp, const struct pkt *p)
+{
+	const struct deth *deth =
+		(const struct deth *)(p->bth_base + p->op->deth);
+	struct ibv_grh grh;
+	struct ibv_wc wc;
+
+	if (!(p->op->mask & OPM_UD) || be32toh(deth->qkey) != qp->attr.qkey)
+		return;
+	if (!resp_take_wqe(qp))
+		return;
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = qp->resp_wqe->wr_id;
+	wc.opcode = IBV_WC_RECV;
+	wc.qp_num = qp->vqp.qp.qp_num;
+	wc.src_qp = be32toh(deth->sqp) & BTH_QPN_MASK;
+	wc.slid = p->hdr->slid;
+	wc.pkey_index = qp->attr.pkey_index;
+	wc.byte_len = p->paylen + sizeof(grh);
+	qp->resp_has_wqe = false;
+	if (sge_check(qp, qp->resp_wqe->sge, qp->resp_wqe->num_sge, true) !=
+	    IBV_WC_SUCCESS) {
+		wc.status = IBV_WC_LOC_PROT_ERR;
+	} else if (wc.byte_len > wqe_capacity(qp->resp_wqe)) {
+		wc.status = IBV_WC_LOC_LEN_ERR;
+	} else {
+		if (p->hdr->flags & PKT_F_GRH) {
+			memset(&grh, 0, sizeof(grh));
+			grh.version_tclass_flow = htobe32(p->hdr->grh_flow);
+			grh.paylen = htobe16((uint16_t)(p->paylen + 8 +
+							p->op->hdr_len));
+			grh.next_hdr = 0x1b; /* IBA 8.3.1: BTH follows */
+			grh.hop_limit = p->hdr->grh_hop_limit;
+			memcpy(grh.sgid.raw, p->hdr->sgid, 16);
+			memcpy(grh.dgid.raw, p->hdr->dgid, 16);
+			sge_copy(qp, qp->resp_wqe->sge, qp->resp_wqe->num_sge,
+				 0, &grh, sizeof(grh), true);
+			wc.wc_flags |= IBV_WC_GRH;
+		}
+		if (p->paylen)
+			sge_copy(qp, qp->resp_wqe->sge, qp->resp_wqe->num_sge,
+				 sizeof(grh), (void *)p->payload, p->paylen,
+				 true);
+		if (p->op->mask & OPM_IMMDT) {
+			wc.wc_flags |= IBV_WC_WITH_IMM;
+			wc.imm_data = ((const struct immdt *)(p->bth_base +
+							      p->op->immdt))
+					      ->imm;
+		}
+		wc.status = IBV_WC_SUCCESS;
+	}
+	ibemu_cq_push_wc(qp->rcq, &wc, (p->bth->flags & BTH_SE) != 0);
+}
+
 void resp_recv_locked(struct ibemu_qp *qp, const struct pkt *p)
 {
 	enum ibv_qp_state st = qp->attr.qp_state;
@@ -530,8 +589,11 @@ void resp_recv_locked(struct ibemu_qp *qp, const struct pkt *p)
 	if (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD &&
 	    st != IBV_QPS_SQE)
 		return;
-	if (!(mask & (qp_is_rc(qp) ? OPM_RC : OPM_UC)) ||
-	    qp->vqp.qp.qp_type == IBV_QPT_UD)
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD) {
+		resp_ud(qp, p);
+		return;
+	}
+	if (!(mask & (qp_is_rc(qp) ? OPM_RC : OPM_UC)))
 		return;
 	if (p->hdr->src_qpn != qp->attr.dest_qp_num)
 		return;

@@ -95,7 +95,14 @@ struct pkt_hdr {
 	uint16_t slid, dlid;
 	uint32_t src_qpn;
 	int32_t src_proc; /* sender's slot in the node segment */
+	uint32_t flags; /* PKT_F_* */
+	/* GRH fields a UD receiver gets in its first 40 bytes (IBA 8.3) */
+	uint32_t grh_flow; /* version:4 tclass:8 flow:20 */
+	uint8_t grh_hop_limit;
+	uint8_t sgid[16], dgid[16];
 };
+
+#define PKT_F_GRH 1u /* the packet carries a global route header */
 
 /* The largest packet: headers plus one path MTU of payload. */
 #define PKT_MAX_HDRS 64

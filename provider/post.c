@@ -101,7 +101,7 @@ static void post_send_store(struct ibemu_qp *qp, const struct ibv_send_wr *wr)
 		wqe->rkey = wr->wr.rdma.rkey;
 	}
 	if (qp->vqp.qp.qp_type == IBV_QPT_UD) {
-		wqe->ah = wr->wr.ud.ah;
+		wqe->ah = to_eah(wr->wr.ud.ah);
 		wqe->remote_qpn = wr->wr.ud.remote_qpn;
 		wqe->remote_qkey = wr->wr.ud.remote_qkey;
 	}

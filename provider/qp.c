@@ -158,7 +158,8 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 	atomic_fetch_add(&qp->rcq->usecnt, 1);
 	if (qp->srq)
 		atomic_fetch_add(&qp->srq->usecnt, 1);
-	qp->mtu = 1024;
+	/* UD datagrams are bounded by the port's active MTU (IBA 9.8.2). */
+	qp->mtu = a->qp_type == IBV_QPT_UD ? 128u << IBEMU_MAX_MTU : 1024;
 	qp->peer_proc = -1;
 	engine_qp_add(qp);
 
@@ -395,7 +396,7 @@ static void qp_engine_transition_locked(struct ibemu_qp *qp,
 					enum ibv_qp_state cur,
 					enum ibv_qp_state next, int mask)
 {
-	if (mask & IBV_QP_PATH_MTU)
+	if ((mask & IBV_QP_PATH_MTU) && qp->vqp.qp.qp_type != IBV_QPT_UD)
 		qp->mtu = 128u << qp->attr.path_mtu;
 	if (next == IBV_QPS_RTR && cur == IBV_QPS_INIT) {
 		qp->resp_epsn = qp->attr.rq_psn;
