@@ -114,6 +114,30 @@ void qp_error_locked(struct ibemu_qp *qp)
 }
 
 /*
+ * A completion was lost to a CQ overrun: the QP cannot report its work any
+ * more (manual 6.1.1, 6.1.2): IBV_EVENT_QP_FATAL and the error state.
+ */
+void qp_fatal_locked(struct ibemu_qp *qp)
+{
+	if (qp->attr.qp_state == IBV_QPS_ERR)
+		return;
+	ibemu_async_event(to_ectx(qp->vqp.qp.context), IBV_EVENT_QP_FATAL,
+			  (uintptr_t)&qp->vqp.qp);
+	qp_error_locked(qp);
+}
+
+/* The SQ of a QP in SQD has drained: say so once (manual 6.1.6). */
+static void comp_check_drained(struct ibemu_qp *qp)
+{
+	if (!qp->sqd_notify || qp->attr.qp_state != IBV_QPS_SQD ||
+	    qp->sq.head != qp->req_next)
+		return;
+	qp->sqd_notify = false;
+	ibemu_async_event(to_ectx(qp->vqp.qp.context), IBV_EVENT_SQ_DRAINED,
+			  (uintptr_t)&qp->vqp.qp);
+}
+
+/*
  * Complete the WQEs at the head of the send queue that are done, in order:
  * a success only if signaled (IBA 10.8.3.1 / sq_sig_all), an error always,
  * after which the QP enters the error state.
@@ -137,8 +161,10 @@ void comp_retire_locked(struct ibemu_qp *qp)
 			qp->sq.head++;
 			if (qp->req_next == qp->sq.head - 1)
 				qp->req_next = qp->sq.head;
-			ibemu_cq_push(qp->scq, &wc);
-			qp_error_locked(qp);
+			if (!ibemu_cq_push(qp->scq, &wc))
+				qp_fatal_locked(qp);
+			else
+				qp_error_locked(qp);
 			return;
 		}
 		wc.status = IBV_WC_SUCCESS;
@@ -149,10 +175,13 @@ void comp_retire_locked(struct ibemu_qp *qp)
 			wc.byte_len = 8;
 		else
 			wc.byte_len = w->length;
-		if ((w->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
-			ibemu_cq_push(qp->scq, &wc);
 		qp->sq.head++;
 		progress = true;
+		if (((w->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all) &&
+		    !ibemu_cq_push(qp->scq, &wc)) {
+			qp_fatal_locked(qp);
+			return;
+		}
 	}
 	if (progress) {
 		/* Forward progress restores the retry budget (IBA 9.7.6). */
@@ -161,6 +190,7 @@ void comp_retire_locked(struct ibemu_qp *qp)
 		if (qp->sq.head != qp->req_next)
 			comp_arm_timer_locked(qp);
 	}
+	comp_check_drained(qp);
 }
 
 /* Everything up to and including psn is acknowledged (IBA 9.7.5.1). */

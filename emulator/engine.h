@@ -113,6 +113,7 @@ uint64_t comp_timers_locked(struct ibemu_qp *qp, uint64_t now);
 void comp_retire_locked(struct ibemu_qp *qp);
 void comp_arm_timer_locked(struct ibemu_qp *qp);
 void qp_error_locked(struct ibemu_qp *qp);
+void qp_fatal_locked(struct ibemu_qp *qp);
 
 /* Copy between a message and a list of local SGEs (MR-checked). */
 int sge_copy(struct ibemu_qp *qp, const struct ibv_sge *sge,

@@ -108,8 +108,9 @@ static void resp_complete_recv(struct ibemu_qp *qp, enum ibv_wc_status st,
 						      p->op->immdt))->imm;
 	}
 	qp->resp_has_wqe = false;
-	ibemu_cq_push_wc(qp->rcq, &wc,
-			 p && (p->bth->flags & BTH_SE) != 0);
+	if (!ibemu_cq_push_wc(qp->rcq, &wc,
+			      p && (p->bth->flags & BTH_SE) != 0))
+		qp_fatal_locked(qp);
 }
 
 /*
@@ -577,7 +578,8 @@ static void resp_ud(struct ibemu_qp *qp, const struct pkt *p)
 		}
 		wc.status = IBV_WC_SUCCESS;
 	}
-	ibemu_cq_push_wc(qp->rcq, &wc, (p->bth->flags & BTH_SE) != 0);
+	if (!ibemu_cq_push_wc(qp->rcq, &wc, (p->bth->flags & BTH_SE) != 0))
+		qp_fatal_locked(qp);
 }
 
 void resp_recv_locked(struct ibemu_qp *qp, const struct pkt *p)

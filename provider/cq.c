@@ -183,11 +183,12 @@ static void cq_notify_locked(struct ibemu_cq *cq)
  * completion when armed for "solicited" (manual 3.6.7).  A full CQ is an
  * overrun: the entry is lost and IBV_EVENT_CQ_ERR raised (manual 6.1.1).
  */
-void ibemu_cq_push_wc(struct ibemu_cq *cq, const struct ibv_wc *wc,
+bool ibemu_cq_push_wc(struct ibemu_cq *cq, const struct ibv_wc *wc,
 		      bool solicited)
 {
 	bool overrun = false;
 
+	/* An overrun CQ takes no more entries (manual 6.1.1). */
 	pthread_mutex_lock(&cq->lock);
 	if (!wc_ring_put(&cq->ring, wc)) {
 		overrun = !cq->overflow;
@@ -199,15 +200,16 @@ void ibemu_cq_push_wc(struct ibemu_cq *cq, const struct ibv_wc *wc,
 	}
 	pthread_mutex_unlock(&cq->lock);
 	if (overrun) {
-		ibemu_log_warn("CQ %p overrun", (void *)&cq->vcq.cq);
+		ibemu_log_dbg("CQ %p overrun", (void *)&cq->vcq.cq);
 		ibemu_async_event(to_ectx(cq->vcq.cq.context), IBV_EVENT_CQ_ERR,
 				  (uintptr_t)&cq->vcq.cq);
 	}
+	return !cq->overflow;
 }
 
-void ibemu_cq_push(struct ibemu_cq *cq, const struct ibv_wc *wc)
+bool ibemu_cq_push(struct ibemu_cq *cq, const struct ibv_wc *wc)
 {
-	ibemu_cq_push_wc(cq, wc, false);
+	return ibemu_cq_push_wc(cq, wc, false);
 }
 
 /* ---- extended CQ: ibv_start_poll / ibv_next_poll / ibv_end_poll ---- */

@@ -159,6 +159,7 @@ struct ibemu_qp {
 	uint32_t resp_remaining; /* RDMA WRITE: bytes still expected */
 	uint32_t resp_wlen; /* RDMA WRITE: total length */
 	bool resp_ack_pending; /* an ACK could not be sent yet */
+	bool sqd_notify; /* raise SQ_DRAINED when the SQ drains */
 	/* READ responses still to send (IBA 9.7.4.1.5 responder resources) */
 	struct resp_read *reads;
 	uint32_t reads_head, reads_tail, reads_size;
@@ -283,8 +284,9 @@ int ibemu_resize_cq(struct ibv_cq *cq, int cqe);
 int ibemu_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 int ibemu_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 void ibemu_cq_event(struct ibv_cq *cq);
-void ibemu_cq_push(struct ibemu_cq *cq, const struct ibv_wc *wc);
-void ibemu_cq_push_wc(struct ibemu_cq *cq, const struct ibv_wc *wc,
+/* Add a completion; false if the CQ has overrun (the entry is lost). */
+bool ibemu_cq_push(struct ibemu_cq *cq, const struct ibv_wc *wc);
+bool ibemu_cq_push_wc(struct ibemu_cq *cq, const struct ibv_wc *wc,
 		      bool solicited);
 
 /* srq.c */

@@ -9,8 +9,9 @@
  * handed out again until the whole table and all 256 variants wrapped.
  * lkey == rkey, as on rxe.
  *
- * Lock rule: ibemu_process.lock protects mr_table, mr_variant, mr_cursor
- * and nr_mrs.
+ * Lock rule: ibemu_process.lock serialises changes to mr_table,
+ * mr_variant, mr_cursor and nr_mrs; the data path reads mr_table entries
+ * without it (acquire loads of entries published with release).
  */
 #include "config.h"
 
@@ -65,12 +66,13 @@ static int mr_key_alloc(struct ibemu_mr *mr)
 		idx = (proc->mr_cursor + n) % IBEMU_MAX_MR;
 		if (proc->mr_table[idx])
 			continue;
-		proc->mr_table[idx] = mr;
 		proc->mr_cursor = (idx + 1) % IBEMU_MAX_MR;
 		proc->nr_mrs++;
 		mr->index = idx;
 		mr->vmr.ibv_mr.lkey = (idx + 1) << 8 | proc->mr_variant[idx];
 		mr->vmr.ibv_mr.rkey = mr->vmr.ibv_mr.lkey;
+		/* Published last: lookups run without the lock. */
+		__atomic_store_n(&proc->mr_table[idx], mr, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&proc->lock);
 		return 0;
 	}
@@ -85,28 +87,31 @@ static void mr_key_free(struct ibemu_mr *mr)
 	struct ibemu_process *proc = &ibemu_process;
 
 	pthread_mutex_lock(&proc->lock);
-	proc->mr_table[mr->index] = NULL;
+	__atomic_store_n(&proc->mr_table[mr->index], NULL, __ATOMIC_RELEASE);
 	proc->mr_variant[mr->index]++;
 	proc->nr_mrs--;
 	pthread_mutex_unlock(&proc->lock);
 }
 
-/* The MR a key names, or NULL.  Caller must keep the MR alive. */
+/*
+ * The MR a key names, or NULL.  Lock-free on the data path: an entry is
+ * published with release order once complete.  As on an HCA, an MR
+ * deregistered while a request uses it is the application's error.
+ */
 struct ibemu_mr *ibemu_mr_lookup(uint32_t key, bool remote)
 {
 	struct ibemu_process *proc = &ibemu_process;
 	uint32_t idx = (key >> 8) - 1;
-	struct ibemu_mr *mr = NULL;
+	struct ibemu_mr **table, *mr;
 
 	if ((key >> 8) == 0 || idx >= IBEMU_MAX_MR)
 		return NULL;
-	pthread_mutex_lock(&proc->lock);
-	if (proc->mr_table && proc->mr_table[idx]) {
-		mr = proc->mr_table[idx];
-		if ((remote ? mr->vmr.ibv_mr.rkey : mr->vmr.ibv_mr.lkey) != key)
-			mr = NULL;
-	}
-	pthread_mutex_unlock(&proc->lock);
+	table = __atomic_load_n(&proc->mr_table, __ATOMIC_ACQUIRE);
+	if (!table)
+		return NULL;
+	mr = __atomic_load_n(&table[idx], __ATOMIC_ACQUIRE);
+	if (!mr || (remote ? mr->vmr.ibv_mr.rkey : mr->vmr.ibv_mr.lkey) != key)
+		return NULL;
 	return mr;
 }
 
@@ -187,19 +192,19 @@ struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		ret = -ENOMEM;
 		goto err;
 	}
-	ret = mr_key_alloc(mr);
-	if (ret) {
-		free(mr);
-		goto err;
-	}
 	mr->vmr.mr_type = PABI_MR_TYPE_MR;
 	mr->vmr.access = access;
 	mr->vmr.ibv_mr.context = pd->context;
 	mr->vmr.ibv_mr.pd = pd;
 	mr->vmr.ibv_mr.addr = addr;
 	mr->vmr.ibv_mr.length = length;
-	mr->vmr.ibv_mr.handle = mr->index;
 	mr->iova = hca_va;
+	ret = mr_key_alloc(mr);
+	if (ret) {
+		free(mr);
+		goto err;
+	}
+	mr->vmr.ibv_mr.handle = mr->index;
 	atomic_fetch_add(&to_epd(pd)->usecnt, 1);
 	cma_publish_mr(mr);
 	return &mr->vmr.ibv_mr;

@@ -452,6 +452,10 @@ int ibemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	sqd_notify = next == IBV_QPS_SQD && cur != IBV_QPS_SQD &&
 		     (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) &&
 		     attr->en_sqd_async_notify;
+	if (sqd_notify && qp->sq.head != qp->req_next) {
+		qp->sqd_notify = true; /* the completer raises it */
+		sqd_notify = false;
+	}
 	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR) {
 		qp->comp_deadline = 0;
 		qp->rnr_resume = 0;
@@ -462,8 +466,8 @@ int ibemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	}
 	pthread_mutex_unlock(&qp->lock);
 
-	/* Nothing is in flight yet when the SQ drains at once: the drained
-	 * event follows the transition (manual 6.1.6). */
+	/* SQ_DRAINED once every outstanding message is acknowledged: now if
+	 * nothing is in flight, else from the completer (manual 6.1.6). */
 	if (sqd_notify)
 		ibemu_async_event(to_ectx(ibqp->context), IBV_EVENT_SQ_DRAINED,
 				  (uintptr_t)ibqp);
