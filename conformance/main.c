@@ -14,6 +14,7 @@
 #include <CUnit/Basic.h>
 
 #include "conformance.h"
+#include "peer.h"
 
 const char *cf_dev_name;
 int cf_port = 1;
@@ -22,7 +23,8 @@ int cf_gid_index;
 static void usage(FILE *out, const char *argv0)
 {
 	fprintf(out,
-		"Usage: %s [-d DEVICE] [-i PORT] [-g GIDIDX] [-s SUITE] [-l] [-h]\n"
+		"Usage: %s [-d DEVICE] [-i PORT] [-g GIDIDX] [-s SUITE] [-l] "
+		"[-h]\n"
 		"  -d DEVICE  device to test (default: the first one)\n"
 		"  -i PORT    port number (default 1)\n"
 		"  -g GIDIDX  GID index (default 0)\n"
@@ -128,6 +130,11 @@ int main(int argc, char **argv)
 	register_srq_suite();
 	register_ah_suite();
 	register_post_suite();
+	register_rc_ops_suite();
+	register_rc_errors_suite();
+	register_rc_events_suite();
+	register_rc_ex_suite();
+	register_rc_stress_suite();
 	if (CU_get_error() != CUE_SUCCESS) {
 		fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
 		CU_cleanup_registry();
@@ -152,8 +159,8 @@ int main(int argc, char **argv)
 	CU_basic_run_tests();
 	sum = CU_get_run_summary();
 	failed = CU_get_number_of_tests_failed() + sum->nSuitesFailed;
-	printf("\nSkipped: %u (capabilities the device lacks, see SKIP lines)\n",
-	       cf_skip_count);
+	printf("\nSkipped: %u (capabilities the device lacks, see SKIP "
+	       "lines)\n", cf_skip_count);
 	CU_cleanup_registry();
 	return failed ? 1 : 0;
 }

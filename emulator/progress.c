@@ -177,7 +177,8 @@ void engine_qp_remove(struct ibemu_qp *qp)
 	pthread_mutex_lock(&e->pending_lock);
 	for (pp = &e->pending; *pp; pp = &(*pp)->pending_next) {
 		if (*pp == qp) {
-			*pp = qp->pending_next;
+			__atomic_store_n(pp, qp->pending_next,
+					 __ATOMIC_RELAXED);
 			break;
 		}
 	}
@@ -197,7 +198,8 @@ static void engine_pending_requeue(struct engine *e, struct ibemu_qp *qp)
 	if (!qp->on_pending) {
 		qp->on_pending = true;
 		qp->pending_next = e->pending;
-		e->pending = qp;
+		/* Read unlocked by engine_has_pending(). */
+		__atomic_store_n(&e->pending, qp, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&e->pending_lock);
 }
@@ -260,7 +262,7 @@ static uint64_t engine_run_pending(struct engine *e, bool *busy)
 	pthread_mutex_lock(&e->pending_lock);
 	atomic_store_explicit(&e->pending_new, false, memory_order_relaxed);
 	list = e->pending;
-	e->pending = NULL;
+	__atomic_store_n(&e->pending, NULL, __ATOMIC_RELAXED);
 	/* The pass walks its own links: pending_next may be reused at once
 	 * by a QP that is queued again while the pass runs. */
 	for (qp = list; qp; qp = qp->pending_next) {
