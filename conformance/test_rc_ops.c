@@ -1,0 +1,1174 @@
+// SPDX-License-Identifier: MIT
+/*
+ * RC operations between two processes (peer.h): SEND / RECV with and
+ * without immediate data, inline data, scatter/gather, RDMA WRITE (with
+ * immediate), RDMA READ, atomics, unsignaled sends, fences, solicited
+ * events, completion channels, ordering and asynchronous progress.
+ * Manual 3.6 (ibv_post_send / ibv_post_recv / ibv_poll_cq), IBA 9.4
+ * (transport operations), 9.5 (ordering), 10.7 (completion events),
+ * 11.4.1.1 (send WR attributes).  Every payload is checked byte for byte.
+ */
+#include <arpa/inet.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "peer.h"
+
+#define WAIT_MS 5000
+
+/* Check one completion; 1 when it is what was expected. */
+static int wc_ok(struct cf_ep *ep, const struct ibv_wc *wc, int got,
+		 uint64_t wr_id, enum ibv_wc_opcode op, const char *what)
+{
+	if (!EP_CHECK(ep, got == 1, "%s: %s: no completion within %d ms",
+		      cf_side_name(ep), what, WAIT_MS))
+		return 0;
+	if (!EP_CHECK(ep, wc->status == IBV_WC_SUCCESS,
+		      "%s: %s: status %s (vendor_err 0x%x)", cf_side_name(ep),
+		      what, ibv_wc_status_str(wc->status), wc->vendor_err))
+		return 0;
+	return EP_CHECK(ep, wc->wr_id == wr_id && wc->opcode == op,
+			"%s: %s: wr_id %llu opcode %d, expected %llu / %d",
+			cf_side_name(ep), what,
+			(unsigned long long)wc->wr_id, wc->opcode,
+			(unsigned long long)wr_id, op);
+}
+
+static int post_send1(struct cf_ep *ep, enum ibv_wr_opcode op, size_t off,
+		      uint32_t len, uint64_t wr_id, unsigned int flags)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	int ret;
+
+	cf_ep_send_wr(ep, &wr, &sge, op, off, len, wr_id);
+	wr.send_flags = flags;
+	ret = cf_rc(ibv_post_send(ep->qp, &wr, &bad));
+	return EP_CHECK(ep, !ret, "%s: ibv_post_send(opcode %d, len %u): %s",
+			cf_side_name(ep), op, len, cf_errname(ret)) ? 0 : -1;
+}
+
+/* A one-sided WR towards the peer's buffer at roff. */
+static int post_rdma(struct cf_ep *ep, enum ibv_wr_opcode op, size_t loff,
+		     uint32_t len, uint64_t roff, uint64_t wr_id)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	int ret;
+
+	cf_ep_send_wr(ep, &wr, &sge, op, loff, len, wr_id);
+	wr.wr.rdma.remote_addr = ep->peer.addr + roff;
+	wr.wr.rdma.rkey = ep->peer.rkey;
+	ret = cf_rc(ibv_post_send(ep->qp, &wr, &bad));
+	return EP_CHECK(ep, !ret, "%s: ibv_post_send(opcode %d, len %u): %s",
+			cf_side_name(ep), op, len, cf_errname(ret)) ? 0 : -1;
+}
+
+static int post_atomic(struct cf_ep *ep, struct ibv_qp *qp,
+		       enum ibv_wr_opcode op, size_t loff, uint64_t roff,
+		       uint64_t cmp_add, uint64_t swap, uint64_t wr_id)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	int ret;
+
+	cf_ep_send_wr(ep, &wr, &sge, op, loff, 8, wr_id);
+	wr.wr.atomic.remote_addr = ep->peer.addr + roff;
+	wr.wr.atomic.rkey = ep->peer.rkey;
+	wr.wr.atomic.compare_add = cmp_add;
+	wr.wr.atomic.swap = swap;
+	ret = cf_rc(ibv_post_send(qp, &wr, &bad));
+	return EP_CHECK(ep, !ret, "%s: ibv_post_send(atomic %d): %s",
+			cf_side_name(ep), op, cf_errname(ret)) ? 0 : -1;
+}
+
+static void run(cf_peer_body body, void (*tune)(struct cf_peer_params *))
+{
+	struct cf_peer_params p;
+
+	cf_peer_params_init(&p);
+	if (tune)
+		tune(&p);
+	cf_peer_run(&p, body, NULL);
+}
+
+/*
+ * SEND / RECV of 0 B to 1 MiB (IBA 9.4.1): messages longer than the path
+ * MTU are segmented (IBA 9.7.1); byte_len is the message length (manual
+ * 3.6, struct ibv_wc) and the receive buffer past it is untouched.
+ */
+static int body_send_sizes(struct cf_ep *ep)
+{
+	static const uint32_t sizes[] = { 0, 1, 4095, 4096, 4097, 1u << 20 };
+	struct ibv_wc wc;
+	size_t i;
+	long bad;
+	int got;
+
+	for (i = 0; i < CF_ARRAY_SIZE(sizes); i++) {
+		uint32_t len = sizes[i];
+		char what[64];
+
+		snprintf(what, sizeof(what), "SEND of %u bytes", len);
+		if (ep->side == CF_CHILD) {
+			memset(ep->buf, 0xee, len + 4096);
+			EP_REQUIRE(ep, !cf_ep_post_recv(ep, ep->qp, 0,
+							len + 4096, 10 + i),
+				   "ibv_post_recv failed");
+			if (cf_ep_sync(ep, WAIT_MS))
+				return -1;
+			got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+			if (!wc_ok(ep, &wc, got, 10 + i, IBV_WC_RECV, what))
+				return -1;
+			EP_CHECK(ep, wc.byte_len == len &&
+				 wc.qp_num == ep->qp->qp_num &&
+				 !(wc.wc_flags & IBV_WC_WITH_IMM),
+				 "%s: byte_len %u qp_num 0x%x wc_flags 0x%x, "
+				 "expected %u 0x%x without WITH_IMM", what,
+				 wc.byte_len, wc.qp_num, wc.wc_flags, len,
+				 ep->qp->qp_num);
+			bad = cf_pattern_check(ep->buf, len, 1000 + i);
+			EP_CHECK(ep, bad < 0, "%s: received data differs at "
+				 "byte %ld", what, bad);
+			bad = cf_bytes_check(ep->buf + len, 4096, 0xee);
+			EP_CHECK(ep, bad < 0, "%s: receive buffer written "
+				 "past the message, at byte %ld", what,
+				 len + bad);
+		} else {
+			cf_pattern_fill(ep->buf, len, 1000 + i);
+			if (cf_ep_sync(ep, WAIT_MS))
+				return -1;
+			if (post_send1(ep, IBV_WR_SEND, 0, len, 20 + i,
+				       IBV_SEND_SIGNALED))
+				return -1;
+			got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+			if (!wc_ok(ep, &wc, got, 20 + i, IBV_WC_SEND, what))
+				return -1;
+		}
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+	}
+	return 0;
+}
+
+static void test_send_sizes(void)
+{
+	run(body_send_sizes, NULL);
+}
+
+/*
+ * SEND with immediate (IBA 9.4.1, manual 3.6 struct ibv_wc): the receive
+ * completion has IBV_WC_WITH_IMM and imm_data as sent (network order,
+ * untouched); a plain SEND has no WITH_IMM.
+ */
+static int body_send_imm(struct cf_ep *ep)
+{
+	const uint32_t imm = htonl(0x12345678);
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc[2];
+	int got;
+
+	if (ep->side == CF_CHILD) {
+		memset(ep->buf, 0, 8192);
+		EP_REQUIRE(ep, !cf_ep_post_recv(ep, ep->qp, 0, 4096, 1) &&
+			   !cf_ep_post_recv(ep, ep->qp, 4096, 4096, 2),
+			   "ibv_post_recv failed");
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+		EP_REQUIRE(ep, got == 2, "%d receive completions of 2", got);
+		if (wc_ok(ep, &wc[0], 1, 1, IBV_WC_RECV, "SEND_WITH_IMM"))
+			EP_CHECK(ep, (wc[0].wc_flags & IBV_WC_WITH_IMM) &&
+				 wc[0].imm_data == imm &&
+				 wc[0].byte_len == 100,
+				 "SEND_WITH_IMM: wc_flags 0x%x imm_data 0x%x "
+				 "byte_len %u, expected WITH_IMM 0x%x 100",
+				 wc[0].wc_flags, wc[0].imm_data,
+				 wc[0].byte_len, imm);
+		if (wc_ok(ep, &wc[1], 1, 2, IBV_WC_RECV, "SEND"))
+			EP_CHECK(ep, !(wc[1].wc_flags & IBV_WC_WITH_IMM),
+				 "plain SEND: completion has WITH_IMM");
+		EP_CHECK(ep, cf_pattern_check(ep->buf, 100, 7) < 0 &&
+			 cf_pattern_check(ep->buf + 4096, 50, 8) < 0,
+			 "SEND_WITH_IMM: received data differs");
+	} else {
+		cf_pattern_fill(ep->buf, 100, 7);
+		cf_pattern_fill(ep->buf + 4096, 50, 8);
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND_WITH_IMM, 0, 100, 1);
+		wr.imm_data = imm;
+		EP_REQUIRE(ep, !ibv_post_send(ep->qp, &wr, &bad),
+			   "ibv_post_send(SEND_WITH_IMM) failed");
+		if (post_send1(ep, IBV_WR_SEND, 4096, 50, 2,
+			       IBV_SEND_SIGNALED))
+			return -1;
+		got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+		EP_REQUIRE(ep, got == 2, "%d send completions of 2", got);
+		wc_ok(ep, &wc[0], 1, 1, IBV_WC_SEND, "SEND_WITH_IMM");
+		wc_ok(ep, &wc[1], 1, 2, IBV_WC_SEND, "SEND");
+	}
+	return cf_ep_sync(ep, WAIT_MS);
+}
+
+static void test_send_imm(void)
+{
+	run(body_send_imm, NULL);
+}
+
+/*
+ * IBV_SEND_INLINE (manual 3.6 ibv_post_send): the data is copied at post
+ * time, so the buffer may be reused at once and need not be registered.
+ */
+static int body_inline(struct cf_ep *ep)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	uint32_t len = ep->init.cap.max_inline_data;
+	uint8_t *priv;
+	int got, ret;
+
+	if (len < 16) {
+		cf_ep_skip(ep, "max_inline_data granted is %u", len);
+		return 0;
+	}
+	if (len > 256)
+		len = 256;
+	if (ep->side == CF_CHILD) {
+		memset(ep->buf, 0xee, 4096);
+		EP_REQUIRE(ep, !cf_ep_post_recv(ep, ep->qp, 0, 4096, 1),
+			   "ibv_post_recv failed");
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		if (wc_ok(ep, &wc, got, 1, IBV_WC_RECV, "inline SEND"))
+			EP_CHECK(ep, wc.byte_len == len,
+				 "inline SEND: byte_len %u, expected %u",
+				 wc.byte_len, len);
+		EP_CHECK(ep, cf_pattern_check(ep->buf, len, 77) < 0,
+			 "inline SEND: received data differs (buffer "
+			 "overwritten after post must not matter)");
+		EP_CHECK(ep, cf_bytes_check(ep->buf + len, 64, 0xee) < 0,
+			 "inline SEND: written past the message");
+	} else {
+		/* Unregistered memory: lkey is not used for inline. */
+		priv = malloc(len);
+		EP_REQUIRE(ep, priv, "malloc");
+		cf_pattern_fill(priv, len, 77);
+		if (cf_ep_sync(ep, WAIT_MS)) {
+			free(priv);
+			return -1;
+		}
+		memset(&wr, 0, sizeof(wr));
+		sge.addr = (uintptr_t)priv;
+		sge.length = len;
+		sge.lkey = 0;
+		wr.wr_id = 1;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_SEND;
+		wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+		ret = cf_rc(ibv_post_send(ep->qp, &wr, &bad));
+		memset(priv, 0x55, len);
+		free(priv);
+		EP_REQUIRE(ep, !ret, "ibv_post_send(INLINE, %u): %s", len,
+			   cf_errname(ret));
+		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		wc_ok(ep, &wc, got, 1, IBV_WC_SEND, "inline SEND");
+	}
+	return cf_ep_sync(ep, WAIT_MS);
+}
+
+static void tune_inline(struct cf_peer_params *p)
+{
+	p->max_inline = 128;
+}
+
+static void test_inline(void)
+{
+	run(body_inline, tune_inline);
+}
+
+/*
+ * Scatter/gather (IBA 10.7.2.1, manual 3.6 struct ibv_sge): the message is
+ * the concatenation of the sender's SGEs and is scattered across the
+ * receiver's SGEs in order.
+ */
+static int body_sge(struct cf_ep *ep)
+{
+	static const uint32_t slen[3] = { 100, 2000, 3001 };
+	static const uint32_t rlen[3] = { 1500, 64, 4000 };
+	static const size_t soff[3] = { 0, 10000, 20000 };
+	static const size_t roff[3] = { 30000, 40000, 50000 };
+	const uint32_t total = 100 + 2000 + 3001;
+	struct ibv_sge sge[3];
+	struct ibv_wc wc;
+	uint8_t *all;
+	uint32_t pos, n;
+	int i, got, ret;
+
+	if (ep->init.cap.max_send_sge < 3 || ep->init.cap.max_recv_sge < 3) {
+		cf_ep_skip(ep, "fewer than 3 SGEs per WR (max_sge %d)",
+			   ep->dev->max_sge);
+		return 0;
+	}
+	all = malloc(total);
+	EP_REQUIRE(ep, all, "malloc");
+	cf_pattern_fill(all, total, 33);
+	for (i = 0; i < 3; i++)
+		sge[i].lkey = ep->mr->lkey;
+	if (ep->side == CF_CHILD) {
+		struct ibv_recv_wr wr, *bad;
+
+		memset(ep->buf, 0xee, 60000);
+		for (i = 0; i < 3; i++) {
+			sge[i].addr = (uintptr_t)ep->buf + roff[i];
+			sge[i].length = rlen[i];
+		}
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 5;
+		wr.sg_list = sge;
+		wr.num_sge = 3;
+		ret = cf_rc(ibv_post_recv(ep->qp, &wr, &bad));
+		EP_REQUIRE(ep, !ret, "ibv_post_recv(3 SGEs): %s",
+			   cf_errname(ret));
+		if (cf_ep_sync(ep, WAIT_MS))
+			goto out;
+		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		if (wc_ok(ep, &wc, got, 5, IBV_WC_RECV, "SEND 3 SGEs"))
+			EP_CHECK(ep, wc.byte_len == total,
+				 "byte_len %u, expected %u", wc.byte_len,
+				 total);
+		for (i = 0, pos = 0; i < 3; i++, pos += n) {
+			n = total - pos < rlen[i] ? total - pos : rlen[i];
+			EP_CHECK(ep, !memcmp(ep->buf + roff[i], all + pos, n),
+				 "receive SGE %d differs", i);
+			EP_CHECK(ep, cf_bytes_check(ep->buf + roff[i] + n,
+						    rlen[i] - n + 16, 0xee) < 0,
+				 "receive SGE %d: written past its data", i);
+		}
+	} else {
+		struct ibv_send_wr wr, *bad;
+
+		for (i = 0, pos = 0; i < 3; pos += slen[i], i++) {
+			memcpy(ep->buf + soff[i], all + pos, slen[i]);
+			sge[i].addr = (uintptr_t)ep->buf + soff[i];
+			sge[i].length = slen[i];
+		}
+		if (cf_ep_sync(ep, WAIT_MS))
+			goto out;
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 6;
+		wr.sg_list = sge;
+		wr.num_sge = 3;
+		wr.opcode = IBV_WR_SEND;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		ret = cf_rc(ibv_post_send(ep->qp, &wr, &bad));
+		EP_CHECK(ep, !ret, "ibv_post_send(3 SGEs): %s",
+			 cf_errname(ret));
+		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		wc_ok(ep, &wc, got, 6, IBV_WC_SEND, "SEND 3 SGEs");
+	}
+	cf_ep_sync(ep, WAIT_MS);
+out:
+	free(all);
+	return 0;
+}
+
+static void test_sge(void)
+{
+	run(body_sge, NULL);
+}
+
+/*
+ * RDMA WRITE (IBA 9.4.3): the data lands at remote_addr in the peer's MR,
+ * nothing around it changes, and the target consumes no receive.
+ */
+static int body_write(struct cf_ep *ep)
+{
+	static const uint32_t sizes[] = { 1, 4095, 4097, 1u << 20 };
+	const size_t roff = 8;
+	struct ibv_wc wc;
+	size_t i;
+	int got;
+
+	for (i = 0; i < CF_ARRAY_SIZE(sizes); i++) {
+		uint32_t len = sizes[i];
+
+		if (ep->side == CF_CHILD) {
+			memset(ep->buf, 0xee, len + 4096);
+			if (cf_ep_sync(ep, WAIT_MS) ||
+			    cf_ep_sync(ep, WAIT_MS))
+				return -1;
+			EP_CHECK(ep, cf_bytes_check(ep->buf, roff, 0xee) < 0,
+				 "RDMA WRITE %u: bytes before remote_addr "
+				 "changed", len);
+			EP_CHECK(ep, cf_pattern_check(ep->buf + roff, len,
+						      50 + i) < 0,
+				 "RDMA WRITE %u: target data differs at %ld",
+				 len, cf_pattern_check(ep->buf + roff, len,
+						       50 + i));
+			EP_CHECK(ep, cf_bytes_check(ep->buf + roff + len, 64,
+						    0xee) < 0,
+				 "RDMA WRITE %u: written past the end", len);
+			EP_CHECK(ep, ibv_poll_cq(ep->cq, 1, &wc) == 0,
+				 "RDMA WRITE made a completion at the target");
+		} else {
+			cf_pattern_fill(ep->buf, len, 50 + i);
+			if (cf_ep_sync(ep, WAIT_MS))
+				return -1;
+			if (post_rdma(ep, IBV_WR_RDMA_WRITE, 0, len, roff,
+				      i))
+				return -1;
+			got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+			wc_ok(ep, &wc, got, i, IBV_WC_RDMA_WRITE,
+			      "RDMA WRITE");
+			if (cf_ep_sync(ep, WAIT_MS))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static void test_write(void)
+{
+	run(body_write, NULL);
+}
+
+/*
+ * RDMA WRITE with immediate (IBA 9.4.3, manual 3.6 ibv_wc): consumes a
+ * receive whose completion is IBV_WC_RECV_RDMA_WITH_IMM with the
+ * immediate and byte_len the length written; the receive buffer is not
+ * written.
+ */
+static int body_write_imm(struct cf_ep *ep)
+{
+	const uint32_t imm = htonl(0xcafe0001), len = 5000;
+	const size_t roff = 65536;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	int got;
+
+	if (ep->side == CF_CHILD) {
+		memset(ep->buf, 0xee, 2 * roff);
+		EP_REQUIRE(ep, !cf_ep_post_recv(ep, ep->qp, 0, 4096, 9),
+			   "ibv_post_recv failed");
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		if (wc_ok(ep, &wc, got, 9, IBV_WC_RECV_RDMA_WITH_IMM,
+			  "RDMA_WRITE_WITH_IMM"))
+			EP_CHECK(ep, (wc.wc_flags & IBV_WC_WITH_IMM) &&
+				 wc.imm_data == imm && wc.byte_len == len,
+				 "RDMA_WRITE_WITH_IMM: wc_flags 0x%x imm 0x%x"
+				 " byte_len %u, expected WITH_IMM 0x%x %u",
+				 wc.wc_flags, wc.imm_data, wc.byte_len, imm,
+				 len);
+		/* The WRITE is placed before its completion (IBA 9.5). */
+		EP_CHECK(ep, cf_pattern_check(ep->buf + roff, len, 91) < 0,
+			 "RDMA_WRITE_WITH_IMM: target data differs");
+		EP_CHECK(ep, cf_bytes_check(ep->buf, 4096, 0xee) < 0,
+			 "RDMA_WRITE_WITH_IMM wrote into the receive buffer");
+	} else {
+		cf_pattern_fill(ep->buf, len, 91);
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		cf_ep_send_wr(ep, &wr, &sge, IBV_WR_RDMA_WRITE_WITH_IMM, 0,
+			      len, 3);
+		wr.imm_data = imm;
+		wr.wr.rdma.remote_addr = ep->peer.addr + roff;
+		wr.wr.rdma.rkey = ep->peer.rkey;
+		EP_REQUIRE(ep, !ibv_post_send(ep->qp, &wr, &bad),
+			   "ibv_post_send(RDMA_WRITE_WITH_IMM) failed");
+		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		wc_ok(ep, &wc, got, 3, IBV_WC_RDMA_WRITE,
+		      "RDMA_WRITE_WITH_IMM");
+	}
+	return cf_ep_sync(ep, WAIT_MS);
+}
+
+static void test_write_imm(void)
+{
+	run(body_write_imm, NULL);
+}
+
+/*
+ * RDMA READ (IBA 9.4.4): 1 B to 1 MiB into local memory, one SGE, and one
+ * read scattered into 3 local SGEs; byte_len of the completion is the
+ * length read.
+ */
+static int body_read(struct cf_ep *ep)
+{
+	static const uint32_t sizes[] = { 1, 4095, 4096, 4097, 1u << 20 };
+	const size_t loff = 2u << 20;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge[3];
+	struct ibv_wc wc;
+	size_t i;
+	int got;
+
+	if (ep->side == CF_CHILD) {
+		cf_pattern_fill(ep->buf, 1u << 20, 4242);
+		if (cf_ep_sync(ep, WAIT_MS) || cf_ep_sync(ep, 30000))
+			return -1;
+		EP_CHECK(ep, cf_pattern_check(ep->buf, 1u << 20, 4242) < 0,
+			 "RDMA READ changed the target's memory");
+		return 0;
+	}
+	if (cf_ep_sync(ep, WAIT_MS))
+		return -1;
+	for (i = 0; i < CF_ARRAY_SIZE(sizes); i++) {
+		uint32_t len = sizes[i];
+
+		memset(ep->buf + loff, 0xee, len + 64);
+		if (post_rdma(ep, IBV_WR_RDMA_READ, loff, len, 0, i))
+			break;
+		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		if (wc_ok(ep, &wc, got, i, IBV_WC_RDMA_READ, "RDMA READ"))
+			EP_CHECK(ep, wc.byte_len == len,
+				 "RDMA READ %u: byte_len %u", len, wc.byte_len);
+		EP_CHECK(ep, cf_pattern_check(ep->buf + loff, len, 4242) < 0,
+			 "RDMA READ %u: data differs at %ld", len,
+			 cf_pattern_check(ep->buf + loff, len, 4242));
+		EP_CHECK(ep, cf_bytes_check(ep->buf + loff + len, 64, 0xee) <
+			 0, "RDMA READ %u: written past the local SGE", len);
+	}
+	if (ep->init.cap.max_send_sge >= 3) {
+		uint8_t ref[9000];
+		static const uint32_t l[3] = { 1000, 3000, 5000 };
+		static const size_t o[3] = { 0, 100000, 200000 };
+		uint32_t pos = 0;
+		int k;
+
+		cf_pattern_fill(ref, sizeof(ref), 4242);
+		memset(ep->buf + loff, 0xee, 300000);
+		for (k = 0; k < 3; k++) {
+			sge[k].addr = (uintptr_t)ep->buf + loff + o[k];
+			sge[k].length = l[k];
+			sge[k].lkey = ep->mr->lkey;
+		}
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 99;
+		wr.sg_list = sge;
+		wr.num_sge = 3;
+		wr.opcode = IBV_WR_RDMA_READ;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = ep->peer.addr;
+		wr.wr.rdma.rkey = ep->peer.rkey;
+		EP_CHECK(ep, !ibv_post_send(ep->qp, &wr, &bad),
+			 "ibv_post_send(RDMA READ, 3 SGEs) failed");
+		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		wc_ok(ep, &wc, got, 99, IBV_WC_RDMA_READ, "RDMA READ 3 SGEs");
+		for (k = 0; k < 3; pos += l[k], k++)
+			EP_CHECK(ep, !memcmp(ep->buf + loff + o[k], ref + pos,
+					     l[k]),
+				 "RDMA READ into 3 SGEs: SGE %d differs", k);
+	}
+	return cf_ep_sync(ep, WAIT_MS);
+}
+
+static void test_read(void)
+{
+	run(body_read, NULL);
+}
+
+static bool no_atomics(struct cf_ep *ep)
+{
+	if (ep->dev->atomic_cap != IBV_ATOMIC_NONE)
+		return false;
+	cf_ep_skip(ep, "device atomic_cap is IBV_ATOMIC_NONE");
+	return true;
+}
+
+/*
+ * Atomics (IBA 9.4.5, manual 3.6 wr.atomic): 8-byte aligned target; the
+ * original value is returned in the local SGE; CMP_AND_SWP swaps only when
+ * equal; FETCH_AND_ADD adds.  Values are host order (rdma-core).
+ */
+static int body_atomics(struct cf_ep *ep)
+{
+	volatile uint64_t *tgt = (volatile uint64_t *)(void *)(ep->buf + 64);
+	volatile uint64_t *res = (volatile uint64_t *)(void *)(ep->buf + 128);
+	struct ibv_wc wc;
+	int got;
+
+	if (no_atomics(ep))
+		return 0;
+	if (ep->side == CF_CHILD) {
+		*tgt = 0x1111;
+		if (cf_ep_sync(ep, WAIT_MS) || cf_ep_sync(ep, 10000))
+			return -1;
+		EP_CHECK(ep, *tgt == 0x2227,
+			 "target after CMP_SWP/CMP_SWP/FETCH_ADD: 0x%llx, "
+			 "expected 0x2227", (unsigned long long)*tgt);
+		return 0;
+	}
+	if (cf_ep_sync(ep, WAIT_MS))
+		return -1;
+	*res = 0xdead;
+	post_atomic(ep, ep->qp, IBV_WR_ATOMIC_CMP_AND_SWP, 128, 64, 0x1111,
+		    0x2222, 1);
+	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	if (wc_ok(ep, &wc, got, 1, IBV_WC_COMP_SWAP, "CMP_AND_SWP (equal)"))
+		EP_CHECK(ep, *res == 0x1111 && wc.byte_len == 8,
+			 "CMP_AND_SWP returned 0x%llx byte_len %u, expected "
+			 "0x1111 8", (unsigned long long)*res, wc.byte_len);
+	*res = 0xdead;
+	post_atomic(ep, ep->qp, IBV_WR_ATOMIC_CMP_AND_SWP, 128, 64, 0x9999,
+		    0x7777, 2);
+	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	if (wc_ok(ep, &wc, got, 2, IBV_WC_COMP_SWAP, "CMP_AND_SWP (differ)"))
+		EP_CHECK(ep, *res == 0x2222,
+			 "CMP_AND_SWP (no swap) returned 0x%llx, expected "
+			 "0x2222", (unsigned long long)*res);
+	*res = 0xdead;
+	post_atomic(ep, ep->qp, IBV_WR_ATOMIC_FETCH_AND_ADD, 128, 64, 5, 0,
+		    3);
+	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	if (wc_ok(ep, &wc, got, 3, IBV_WC_FETCH_ADD, "FETCH_AND_ADD"))
+		EP_CHECK(ep, *res == 0x2222,
+			 "FETCH_AND_ADD returned 0x%llx, expected 0x2222",
+			 (unsigned long long)*res);
+	return cf_ep_sync(ep, WAIT_MS);
+}
+
+static void test_atomics(void)
+{
+	run(body_atomics, NULL);
+}
+
+/*
+ * Contending atomics (IBA 9.4.5, IBV_ATOMIC_HCA: atomic with respect to
+ * other atomics through the HCA): 2 QPs x 1000 FETCH_AND_ADD(1) on one
+ * word, several in flight on each; the final value is exact and every
+ * original value 0..1999 is returned exactly once.  The target sits in a
+ * blocking read() meanwhile.
+ */
+#define CONTEND_N 1000
+static int body_contend(struct cf_ep *ep)
+{
+	volatile uint64_t *tgt = (volatile uint64_t *)(void *)ep->buf;
+	const int total = 2 * CONTEND_N;
+	int posted[2] = { 0, 0 }, fin[2] = { 0, 0 }, done = 0, depth, q, i;
+	int got;
+	uint8_t *seen;
+	struct ibv_wc wc[16];
+	long long deadline;
+
+	if (no_atomics(ep))
+		return 0;
+	if (ep->side == CF_CHILD) {
+		*tgt = 0;
+		if (cf_ep_sync_blocking(ep, 30000))
+			return -1;
+		EP_CHECK(ep, *tgt == (uint64_t)total,
+			 "after %d FETCH_AND_ADD(1): 0x%llx", total,
+			 (unsigned long long)*tgt);
+		return cf_ep_sync(ep, WAIT_MS);
+	}
+	seen = calloc(total, 1);
+	EP_REQUIRE(ep, seen, "calloc");
+	depth = ep->dev->max_qp_init_rd_atom < 8 ?
+		ep->dev->max_qp_init_rd_atom : 8;
+	if (depth < 1)
+		depth = 1;
+	deadline = cf_now_ms() + 20000;
+	/* Result slots: qp q, index i -> buf + 4096 + (q * N + i) * 8. */
+	while (done < total && cf_now_ms() < deadline) {
+		for (q = 0; q < 2; q++)
+			while (posted[q] < CONTEND_N &&
+			       posted[q] - fin[q] < depth) {
+				i = posted[q]++;
+				if (post_atomic(ep, ep->qps[q],
+						IBV_WR_ATOMIC_FETCH_AND_ADD,
+						4096 + (size_t)(q * CONTEND_N +
+								i) * 8,
+						0, 1, 0,
+						(uint64_t)(q * CONTEND_N + i)))
+					goto out;
+			}
+		got = ibv_poll_cq(ep->cq, 16, wc);
+		if (got < 0) {
+			EP_CHECK(ep, 0, "ibv_poll_cq failed");
+			goto out;
+		}
+		for (i = 0; i < got; i++) {
+			uint64_t v;
+
+			if (!EP_CHECK(ep, wc[i].status == IBV_WC_SUCCESS &&
+				      wc[i].wr_id < (uint64_t)total,
+				      "FETCH_AND_ADD #%llu: %s",
+				      (unsigned long long)wc[i].wr_id,
+				      ibv_wc_status_str(wc[i].status)))
+				goto out;
+			v = *(uint64_t *)(void *)(ep->buf + 4096 +
+						  wc[i].wr_id * 8);
+			EP_CHECK(ep, v < (uint64_t)total && !seen[v],
+				 "FETCH_AND_ADD #%llu returned %llu (range or "
+				 "duplicate)", (unsigned long long)wc[i].wr_id,
+				 (unsigned long long)v);
+			if (v < (uint64_t)total)
+				seen[v] = 1;
+			fin[wc[i].wr_id / CONTEND_N]++;
+			done++;
+		}
+	}
+	EP_CHECK(ep, done == total, "%d of %d FETCH_AND_ADD completed in 20 s",
+		 done, total);
+out:
+	free(seen);
+	if (cf_ep_sync(ep, WAIT_MS))
+		return -1;
+	return cf_ep_sync(ep, WAIT_MS);
+}
+
+static void tune_contend(struct cf_peer_params *p)
+{
+	p->nqp = 2;
+	p->cq_size = 64;
+}
+
+static void test_contend(void)
+{
+	run(body_contend, tune_contend);
+}
+
+/*
+ * Unsignaled sends (IBA 10.7.2.2 / manual 3.6 IBV_SEND_SIGNALED with
+ * sq_sig_all 0): only the signaled WRs complete, in order.
+ */
+static int body_unsignaled(struct cf_ep *ep)
+{
+	struct ibv_wc wc[12];
+	int i, got;
+
+	if (ep->side == CF_CHILD) {
+		for (i = 0; i < 10; i++)
+			EP_REQUIRE(ep, !cf_ep_post_recv(ep, ep->qp, i * 64, 64,
+							i),
+				   "ibv_post_recv failed");
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		got = cf_ep_poll(ep, wc, 10, WAIT_MS);
+		EP_CHECK(ep, got == 10, "%d receives of 10 completed", got);
+		for (i = 0; i < got; i++)
+			EP_CHECK(ep, wc[i].status == IBV_WC_SUCCESS &&
+				 wc[i].wr_id == (uint64_t)i &&
+				 ep->buf[i * 64] == i,
+				 "receive %d: %s wr_id %llu data %u", i,
+				 ibv_wc_status_str(wc[i].status),
+				 (unsigned long long)wc[i].wr_id,
+				 ep->buf[i * 64]);
+		return cf_ep_sync(ep, WAIT_MS);
+	}
+	for (i = 0; i < 10; i++)
+		ep->buf[i * 64] = (uint8_t)i;
+	if (cf_ep_sync(ep, WAIT_MS))
+		return -1;
+	for (i = 0; i < 10; i++)
+		if (post_send1(ep, IBV_WR_SEND, (size_t)i * 64, 16, (uint64_t)i,
+			       i == 4 || i == 9 ? IBV_SEND_SIGNALED : 0))
+			return -1;
+	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	EP_CHECK(ep, got == 2, "%d send completions, expected 2", got);
+	if (got == 2) {
+		wc_ok(ep, &wc[0], 1, 4, IBV_WC_SEND, "signaled SEND #4");
+		wc_ok(ep, &wc[1], 1, 9, IBV_WC_SEND, "signaled SEND #9");
+	}
+	got = cf_ep_poll(ep, wc, 1, 200);
+	EP_CHECK(ep, got == 0, "an unsignaled SEND completed (wr_id %llu)",
+		 (unsigned long long)wc[0].wr_id);
+	return cf_ep_sync(ep, WAIT_MS);
+}
+
+static void tune_unsignaled(struct cf_peer_params *p)
+{
+	p->sq_sig_all = false;
+}
+
+static void test_unsignaled(void)
+{
+	run(body_unsignaled, tune_unsignaled);
+}
+
+/*
+ * IBV_SEND_FENCE (IBA 10.8.3.3 / manual 3.6): a fenced WR starts only
+ * after the RDMA READs before it have completed, so a fenced WRITE to the
+ * region an earlier READ reads cannot change what the READ returns.
+ */
+static int body_fence(struct cf_ep *ep)
+{
+	const uint32_t len = 256u << 10;
+	struct ibv_send_wr wr[2], *bad;
+	struct ibv_sge sge[2];
+	struct ibv_wc wc[2];
+	int got, ret;
+
+	if (ep->side == CF_CHILD) {
+		cf_pattern_fill(ep->buf, len, 1);
+		if (cf_ep_sync(ep, WAIT_MS) || cf_ep_sync(ep, 10000))
+			return -1;
+		EP_CHECK(ep, cf_pattern_check(ep->buf, len, 2) < 0,
+			 "after the fenced WRITE the target differs");
+		return 0;
+	}
+	cf_pattern_fill(ep->buf + len, len, 2);
+	memset(ep->buf, 0, len);
+	if (cf_ep_sync(ep, WAIT_MS))
+		return -1;
+	cf_ep_send_wr(ep, &wr[0], &sge[0], IBV_WR_RDMA_READ, 0, len, 1);
+	wr[0].wr.rdma.remote_addr = ep->peer.addr;
+	wr[0].wr.rdma.rkey = ep->peer.rkey;
+	cf_ep_send_wr(ep, &wr[1], &sge[1], IBV_WR_RDMA_WRITE, len, len, 2);
+	wr[1].wr.rdma.remote_addr = ep->peer.addr;
+	wr[1].wr.rdma.rkey = ep->peer.rkey;
+	wr[1].send_flags |= IBV_SEND_FENCE;
+	wr[0].next = &wr[1];
+	ret = cf_rc(ibv_post_send(ep->qp, wr, &bad));
+	EP_REQUIRE(ep, !ret, "ibv_post_send(READ; FENCE WRITE): %s",
+		   cf_errname(ret));
+	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	EP_REQUIRE(ep, got == 2, "%d completions of 2", got);
+	wc_ok(ep, &wc[0], 1, 1, IBV_WC_RDMA_READ, "RDMA READ");
+	wc_ok(ep, &wc[1], 1, 2, IBV_WC_RDMA_WRITE, "fenced RDMA WRITE");
+	EP_CHECK(ep, cf_pattern_check(ep->buf, len, 1) < 0,
+		 "the READ before a fenced WRITE returned data the WRITE "
+		 "wrote (at byte %ld)", cf_pattern_check(ep->buf, len, 1));
+	return cf_ep_sync(ep, WAIT_MS);
+}
+
+static void test_fence(void)
+{
+	run(body_fence, NULL);
+}
+
+/*
+ * Solicited events (IBA 10.7.2.3 / manual 3.6 ibv_req_notify_cq with
+ * solicited_only 1): a SEND without IBV_SEND_SOLICITED raises no event,
+ * one with it does.
+ */
+static int body_solicited(struct cf_ep *ep)
+{
+	struct ibv_wc wc[2];
+	int got, ev;
+
+	if (ep->side == CF_CHILD) {
+		EP_REQUIRE(ep, !cf_ep_post_recv(ep, ep->qp, 0, 64, 1) &&
+			   !cf_ep_post_recv(ep, ep->qp, 64, 64, 2),
+			   "ibv_post_recv failed");
+		EP_REQUIRE(ep, !ibv_req_notify_cq(ep->cq, 1),
+			   "ibv_req_notify_cq(solicited_only) failed");
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		/* The parent's first (unsolicited) SEND has completed. */
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		ev = cf_ep_wait_cq_event(ep, 200);
+		EP_CHECK(ep, ev == 0, "an unsolicited SEND raised a CQ event "
+			 "on a CQ armed for solicited only (%d)", ev);
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		ev = cf_ep_wait_cq_event(ep, WAIT_MS);
+		EP_CHECK(ep, ev == 1, "no CQ event for a solicited SEND (%d)",
+			 ev);
+		got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+		EP_CHECK(ep, got == 2 && wc[0].wr_id == 1 && wc[1].wr_id == 2 &&
+			 wc[0].status == IBV_WC_SUCCESS &&
+			 wc[1].status == IBV_WC_SUCCESS,
+			 "%d receive completions, expected 2 in order", got);
+		return cf_ep_sync(ep, WAIT_MS);
+	}
+	if (cf_ep_sync(ep, WAIT_MS))
+		return -1;
+	post_send1(ep, IBV_WR_SEND, 0, 8, 1, IBV_SEND_SIGNALED);
+	got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+	wc_ok(ep, wc, got, 1, IBV_WC_SEND, "unsolicited SEND");
+	if (cf_ep_sync(ep, WAIT_MS) || cf_ep_sync(ep, WAIT_MS))
+		return -1;
+	post_send1(ep, IBV_WR_SEND, 0, 8, 2,
+		   IBV_SEND_SIGNALED | IBV_SEND_SOLICITED);
+	got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+	wc_ok(ep, wc, got, 2, IBV_WC_SEND, "solicited SEND");
+	return cf_ep_sync(ep, WAIT_MS);
+}
+
+static void tune_channel(struct cf_peer_params *p)
+{
+	p->channel = true;
+}
+
+static void test_solicited(void)
+{
+	run(body_solicited, tune_channel);
+}
+
+/*
+ * Completion channel (manual 3.6 ibv_req_notify_cq(cq, 0),
+ * ibv_get_cq_event, ibv_ack_cq_events): an armed CQ raises one event for
+ * the next completion; without re-arming, none.
+ */
+static int body_channel(struct cf_ep *ep)
+{
+	struct ibv_wc wc[2];
+	int got, ev;
+
+	if (ep->side == CF_CHILD) {
+		EP_REQUIRE(ep, !cf_ep_post_recv(ep, ep->qp, 0, 64, 1) &&
+			   !cf_ep_post_recv(ep, ep->qp, 64, 64, 2),
+			   "ibv_post_recv failed");
+		EP_REQUIRE(ep, !ibv_req_notify_cq(ep->cq, 0),
+			   "ibv_req_notify_cq failed");
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		ev = cf_ep_wait_cq_event(ep, WAIT_MS);
+		EP_CHECK(ep, ev == 1, "no CQ event for a SEND (%d)", ev);
+		got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+		EP_CHECK(ep, got == 1 && wc[0].wr_id == 1 &&
+			 wc[0].status == IBV_WC_SUCCESS,
+			 "first receive did not complete");
+		/* Not re-armed: the second SEND raises no event. */
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+		EP_CHECK(ep, got == 1 && wc[0].wr_id == 2,
+			 "second receive did not complete");
+		ev = cf_ep_wait_cq_event(ep, 200);
+		EP_CHECK(ep, ev == 0, "a CQ event without re-arming (%d)", ev);
+		return cf_ep_sync(ep, WAIT_MS);
+	}
+	if (cf_ep_sync(ep, WAIT_MS))
+		return -1;
+	post_send1(ep, IBV_WR_SEND, 0, 8, 1, IBV_SEND_SIGNALED);
+	got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+	wc_ok(ep, wc, got, 1, IBV_WC_SEND, "SEND 1");
+	if (cf_ep_sync(ep, WAIT_MS))
+		return -1;
+	post_send1(ep, IBV_WR_SEND, 0, 8, 2, IBV_SEND_SIGNALED);
+	got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+	wc_ok(ep, wc, got, 2, IBV_WC_SEND, "SEND 2");
+	return cf_ep_sync(ep, WAIT_MS);
+}
+
+static void test_channel(void)
+{
+	run(body_channel, tune_channel);
+}
+
+/*
+ * Ordering (IBA 9.5 / 10.8.3): 100 SENDs of different sizes on one QP
+ * arrive in order and complete in order on both sides.
+ */
+static int body_order(struct cf_ep *ep)
+{
+	struct ibv_wc wc[100];
+	int i, got;
+
+	if (ep->side == CF_CHILD) {
+		for (i = 0; i < 100; i++)
+			EP_REQUIRE(ep, !cf_ep_post_recv(ep, ep->qp,
+							(size_t)i * 8192, 8192,
+							(uint64_t)i),
+				   "ibv_post_recv %d failed", i);
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		got = cf_ep_poll(ep, wc, 100, WAIT_MS);
+		EP_CHECK(ep, got == 100, "%d receives of 100", got);
+		for (i = 0; i < got; i++) {
+			uint32_t want = 4 + (uint32_t)i * 61;
+
+			if (!EP_CHECK(ep, wc[i].status == IBV_WC_SUCCESS &&
+				      wc[i].wr_id == (uint64_t)i &&
+				      wc[i].byte_len == want,
+				      "receive %d: %s wr_id %llu len %u, "
+				      "expected wr_id %d len %u", i,
+				      ibv_wc_status_str(wc[i].status),
+				      (unsigned long long)wc[i].wr_id,
+				      wc[i].byte_len, i, want))
+				break;
+			EP_CHECK(ep, cf_pattern_check(ep->buf + i * 8192, want,
+						      300 + i) < 0,
+				 "message %d: data differs", i);
+		}
+		return cf_ep_sync(ep, WAIT_MS);
+	}
+	for (i = 0; i < 100; i++)
+		cf_pattern_fill(ep->buf + i * 8192, 4 + i * 61, 300 + i);
+	if (cf_ep_sync(ep, WAIT_MS))
+		return -1;
+	for (i = 0; i < 100; i++)
+		if (post_send1(ep, IBV_WR_SEND, (size_t)i * 8192,
+			       4 + (uint32_t)i * 61, (uint64_t)i,
+			       IBV_SEND_SIGNALED))
+			return -1;
+	got = cf_ep_poll(ep, wc, 100, WAIT_MS);
+	EP_CHECK(ep, got == 100, "%d send completions of 100", got);
+	for (i = 0; i < got; i++)
+		if (!EP_CHECK(ep, wc[i].status == IBV_WC_SUCCESS &&
+			      wc[i].wr_id == (uint64_t)i,
+			      "send completion %d: %s wr_id %llu", i,
+			      ibv_wc_status_str(wc[i].status),
+			      (unsigned long long)wc[i].wr_id))
+			break;
+	return cf_ep_sync(ep, WAIT_MS);
+}
+
+static void tune_order(struct cf_peer_params *p)
+{
+	p->max_send_wr = 128;
+	p->max_recv_wr = 128;
+}
+
+static void test_order(void)
+{
+	run(body_order, tune_order);
+}
+
+/*
+ * IBA 9.5 (C9-28..): an RDMA WRITE followed by a SEND on the same QP: when
+ * the SEND's receive completes, the written data is in place; no other
+ * synchronisation.
+ */
+static int body_write_send(struct cf_ep *ep)
+{
+	const uint32_t len = 64u << 10;
+	const size_t roff = 1u << 20;
+	struct ibv_send_wr wr[2], *bad;
+	struct ibv_sge sge[2];
+	struct ibv_wc wc[2];
+	int got, ret;
+
+	if (ep->side == CF_CHILD) {
+		memset(ep->buf + roff, 0, len);
+		EP_REQUIRE(ep, !cf_ep_post_recv(ep, ep->qp, 0, 64, 1),
+			   "ibv_post_recv failed");
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+		if (wc_ok(ep, wc, got, 1, IBV_WC_RECV, "SEND after WRITE"))
+			EP_CHECK(ep, cf_pattern_check(ep->buf + roff, len, 5) <
+				 0, "the SEND completed before the WRITE "
+				 "before it was placed (byte %ld)",
+				 cf_pattern_check(ep->buf + roff, len, 5));
+		return cf_ep_sync(ep, WAIT_MS);
+	}
+	cf_pattern_fill(ep->buf, len, 5);
+	if (cf_ep_sync(ep, WAIT_MS))
+		return -1;
+	cf_ep_send_wr(ep, &wr[0], &sge[0], IBV_WR_RDMA_WRITE, 0, len, 1);
+	wr[0].wr.rdma.remote_addr = ep->peer.addr + roff;
+	wr[0].wr.rdma.rkey = ep->peer.rkey;
+	cf_ep_send_wr(ep, &wr[1], &sge[1], IBV_WR_SEND, 0, 16, 2);
+	wr[0].next = &wr[1];
+	ret = cf_rc(ibv_post_send(ep->qp, wr, &bad));
+	EP_REQUIRE(ep, !ret, "ibv_post_send(WRITE; SEND): %s",
+		   cf_errname(ret));
+	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	EP_CHECK(ep, got == 2 && wc[0].wr_id == 1 && wc[1].wr_id == 2,
+		 "%d completions (in order) of 2", got);
+	return cf_ep_sync(ep, WAIT_MS);
+}
+
+static void test_write_send(void)
+{
+	run(body_write_send, NULL);
+}
+
+/*
+ * Asynchronous progress (IBA 9.4.3-9.4.5: one-sided operations need no
+ * action of the target's consumer; the manual's RC example relies on it):
+ * the target sits in a blocking read() on the socket, calling no verb,
+ * while its memory is read, written and updated atomically.
+ */
+static int body_async(struct cf_ep *ep)
+{
+	const uint32_t len = 1u << 20;
+	const size_t woff = 1u << 20, aoff = 2u << 20, loff = 3u << 20;
+	volatile uint64_t *word = (volatile uint64_t *)(void *)
+				  (ep->buf + aoff);
+	bool atomics = ep->dev->atomic_cap != IBV_ATOMIC_NONE;
+	struct ibv_wc wc;
+	int got;
+
+	if (ep->side == CF_CHILD) {
+		cf_pattern_fill(ep->buf, len, 61);
+		memset(ep->buf + woff, 0, len);
+		*word = 40;
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		/* No verb until the parent's next sync. */
+		if (cf_ep_sync_blocking(ep, 20000))
+			return -1;
+		EP_CHECK(ep, cf_pattern_check(ep->buf + woff, len, 62) < 0,
+			 "RDMA WRITE during the blocking read: data differs "
+			 "at %ld", cf_pattern_check(ep->buf + woff, len, 62));
+		if (atomics)
+			EP_CHECK(ep, *word == 42, "FETCH_AND_ADD during the "
+				 "blocking read: 0x%llx, expected 42",
+				 (unsigned long long)*word);
+		return cf_ep_sync(ep, WAIT_MS);
+	}
+	cf_pattern_fill(ep->buf + woff, len, 62);
+	if (cf_ep_sync(ep, WAIT_MS))
+		return -1;
+	/* The child is (or is about to be) in read(). */
+	usleep(50000);
+	memset(ep->buf + loff, 0, len);
+	if (!post_rdma(ep, IBV_WR_RDMA_READ, loff, len, 0, 1)) {
+		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		wc_ok(ep, &wc, got, 1, IBV_WC_RDMA_READ,
+		      "RDMA READ of a target in read()");
+		EP_CHECK(ep, cf_pattern_check(ep->buf + loff, len, 61) < 0,
+			 "RDMA READ of a target in read(): data differs");
+	}
+	if (!post_rdma(ep, IBV_WR_RDMA_WRITE, woff, len, woff, 2)) {
+		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		wc_ok(ep, &wc, got, 2, IBV_WC_RDMA_WRITE,
+		      "RDMA WRITE to a target in read()");
+	}
+	if (atomics && !post_atomic(ep, ep->qp, IBV_WR_ATOMIC_FETCH_AND_ADD,
+				    aoff, aoff, 2, 0, 3)) {
+		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		if (wc_ok(ep, &wc, got, 3, IBV_WC_FETCH_ADD,
+			  "FETCH_AND_ADD on a target in read()"))
+			EP_CHECK(ep, *word == 40,
+				 "FETCH_AND_ADD returned 0x%llx, expected 40",
+				 (unsigned long long)*word);
+	}
+	if (cf_ep_sync(ep, 25000))
+		return -1;
+	return cf_ep_sync(ep, WAIT_MS);
+}
+
+static void test_async_progress(void)
+{
+	run(body_async, NULL);
+}
+
+void register_rc_ops_suite(void)
+{
+	/* No fixture: each test forks before opening the device. */
+	CU_pSuite s = cf_add_suite("rc_ops", NULL, NULL);
+
+	cf_add_test(s, "send_sizes", test_send_sizes);
+	cf_add_test(s, "send_imm", test_send_imm);
+	cf_add_test(s, "inline", test_inline);
+	cf_add_test(s, "sge_lists", test_sge);
+	cf_add_test(s, "rdma_write", test_write);
+	cf_add_test(s, "rdma_write_imm", test_write_imm);
+	cf_add_test(s, "rdma_read", test_read);
+	cf_add_test(s, "atomics", test_atomics);
+	cf_add_test(s, "atomics_contend", test_contend);
+	cf_add_test(s, "unsignaled", test_unsignaled);
+	cf_add_test(s, "fence", test_fence);
+	cf_add_test(s, "solicited", test_solicited);
+	cf_add_test(s, "channel", test_channel);
+	cf_add_test(s, "ordering", test_order);
+	cf_add_test(s, "write_then_send", test_write_send);
+	cf_add_test(s, "async_progress", test_async_progress);
+}

@@ -1,0 +1,51 @@
+#!/bin/bash
+# Debian's unmodified perftest over ibemu: each benchmark's server and
+# client on loopback with few iterations, each bounded by a timeout; a check
+# passes when both exit 0.  Figures are printed, never asserted (bench/
+# measures performance).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/serverclient.sh"
+need ib_send_lat
+need timeout
+dir=$(mktemp -d)
+trap 'sc_cleanup; rm -rf "$dir"; rm -f "/dev/shm/ibemu-v1-$(id -u)-$IBEMU_NODE"' EXIT
+secs=${IBEMU_TEST_TIMEOUT:-30}
+port=$((27000 + ($$ % 200) * 32))
+
+# perf NAME PROGRAM [ARGS...]: server and client with the same ARGS.
+perf()
+{
+	local name=$1 prog=$2
+	shift 2
+	if ! command -v "$prog" >/dev/null; then
+		fail "$name: $prog is not installed"
+		return
+	fi
+	port=$(sc_pick_port $((port + 1)))
+	if sc_pair "$dir" "$secs" "$port" \
+		"$IBEMU" run -- "$prog" -d ibemu0 -i 1 -F -p "$port" "$@" ::: \
+		"$IBEMU" run -- "$prog" -d ibemu0 -i 1 -F -p "$port" "$@" localhost; then
+		# The result line: the first one after the column headers.
+		pass "$name: $(awk '/#bytes/ { getline; $1 = $1; print; exit }' "$dir/client.out")"
+	else
+		fail "$name: server exited $SC_SERVER_RC, client $SC_CLIENT_RC (124: timed out after ${secs}s)"
+		sed 's/^/    server: /' "$dir/server.out" | tail -n 8
+		sed 's/^/    client: /' "$dir/client.out" | tail -n 8
+	fi
+}
+
+for size in 8 4096; do
+	perf "ib_send_lat -s $size" ib_send_lat -n 1000 -s "$size"
+	perf "ib_write_lat -s $size" ib_write_lat -n 1000 -s "$size"
+	perf "ib_read_lat -s $size" ib_read_lat -n 1000 -s "$size"
+done
+perf "ib_atomic_lat fetch&add" ib_atomic_lat -n 1000
+perf "ib_atomic_lat cmp&swap" ib_atomic_lat -n 1000 -A CMP_AND_SWAP
+for size in 8 65536; do
+	perf "ib_send_bw -s $size" ib_send_bw -n 1000 -s "$size"
+	perf "ib_write_bw -s $size" ib_write_bw -n 1000 -s "$size"
+	perf "ib_read_bw -s $size" ib_read_bw -n 1000 -s "$size"
+done
+perf "ib_atomic_bw fetch&add" ib_atomic_bw -n 1000
+perf "ib_atomic_bw cmp&swap" ib_atomic_bw -n 1000 -A CMP_AND_SWAP
+finish

@@ -1,0 +1,95 @@
+# Run a server and a client program on loopback, each bounded by timeout.
+# Sourced by the shell tests, examples/run-rc-example.sh and bench/.
+#
+#   sc_pick_port BASE          print the first port >= BASE nobody listens on
+#   sc_pair DIR SECS PORT SERVER-ARGV... ::: CLIENT-ARGV...
+#       starts the server, waits until PORT is listening, runs the client
+#       (again while it fails to connect and the server is still alive),
+#       then waits for the server.  Outputs in DIR/server.out and
+#       DIR/client.out; exit statuses in SC_SERVER_RC and SC_CLIENT_RC
+#       (124: killed by timeout); returns 0 when both exited 0.
+#   sc_cleanup                 kill a server still running, by its PID
+SC_SERVER_PID=
+SC_SERVER_RC=
+SC_CLIENT_RC=
+
+# Is anybody listening on TCP port $1 (IPv4 or IPv6)?
+sc_listening()
+{
+	local hex
+	hex=$(printf '%04X' "$1")
+	cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v p="$hex" '
+		$4 == "0A" { n = split($2, a, ":"); if (toupper(a[n]) == p) f = 1 }
+		END { exit !f }'
+}
+
+sc_pick_port()
+{
+	local p=$1
+	while sc_listening "$p"; do
+		p=$((p + 1))
+	done
+	echo "$p"
+}
+
+# Wait up to $3 seconds for port $1 to listen while process $2 lives.
+sc_wait_listen()
+{
+	local i
+	for i in $(seq $(($3 * 20))); do
+		sc_listening "$1" && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+sc_cleanup()
+{
+	if [ -n "$SC_SERVER_PID" ] && kill -0 "$SC_SERVER_PID" 2>/dev/null; then
+		kill "$SC_SERVER_PID" 2>/dev/null
+		wait "$SC_SERVER_PID" 2>/dev/null
+	fi
+	SC_SERVER_PID=
+}
+
+sc_pair()
+{
+	local dir=$1 secs=$2 port=$3 a seen=0 try
+	local -a srv=() cli=() pre=()
+	shift 3
+	# Line-buffered output survives a kill by timeout: keep it for the log.
+	command -v stdbuf >/dev/null && pre=(stdbuf -oL -eL)
+	for a in "$@"; do
+		if [ $seen = 0 ] && [ "$a" = ":::" ]; then
+			seen=1
+		elif [ $seen = 0 ]; then
+			srv+=("$a")
+		else
+			cli+=("$a")
+		fi
+	done
+	: >"$dir/client.out"
+	timeout -k 5 "$secs" "${pre[@]}" "${srv[@]}" >"$dir/server.out" 2>&1 </dev/null &
+	SC_SERVER_PID=$!
+	SC_CLIENT_RC=125
+	if sc_wait_listen "$port" "$SC_SERVER_PID" 20; then
+		for try in $(seq 20); do
+			timeout -k 5 "$secs" "${pre[@]}" "${cli[@]}" >"$dir/client.out" 2>&1 </dev/null
+			SC_CLIENT_RC=$?
+			[ "$SC_CLIENT_RC" = 0 ] && break
+			kill -0 "$SC_SERVER_PID" 2>/dev/null || break
+			grep -qiE "couldn't connect|connection refused|unable to (connect|init the socket)" \
+				"$dir/client.out" || break
+			sleep 0.2
+		done
+	else
+		echo "server did not listen on port $port" >"$dir/client.out"
+	fi
+	# A server whose client failed would wait for its timeout: stop it.
+	[ "$SC_CLIENT_RC" = 0 ] || kill "$SC_SERVER_PID" 2>/dev/null
+	wait "$SC_SERVER_PID"
+	SC_SERVER_RC=$?
+	SC_SERVER_PID=
+	[ "$SC_SERVER_RC" = 0 ] && [ "$SC_CLIENT_RC" = 0 ]
+}
