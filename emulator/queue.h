@@ -90,6 +90,12 @@ static inline uint32_t wc_ring_count(const struct wc_ring *r)
 {
 	return r->tail - r->head;
 }
+/* Unlocked emptiness test (a hint: the owner's lock decides). */
+static inline bool wc_ring_peek_empty(const struct wc_ring *r)
+{
+	return __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) ==
+	       __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+}
 /* false if full */
 bool wc_ring_put(struct wc_ring *r, const struct ibv_wc *wc);
 bool wc_ring_get(struct wc_ring *r, struct ibv_wc *wc);
