@@ -2,7 +2,7 @@
 # The conformance suite under valgrind with the preload: no errors, no leaks.
 . "$(dirname "$0")/lib.sh"
 need valgrind
-LD_PRELOAD=$IBEMU_LIB_PATH valgrind -q --leak-check=full \
+CF_RC_STRESS_MSGS=${CF_RC_STRESS_MSGS:-300} LD_PRELOAD=$IBEMU_LIB_PATH valgrind -q --leak-check=full \
 	--show-leak-kinds=definite,indirect \
 	--errors-for-leak-kinds=definite,indirect \
 	--error-exitcode=42 \
