@@ -47,13 +47,6 @@ void comp_arm_timer_locked(struct ibemu_qp *qp)
 	engine_pending_add_locked(qp);
 }
 
-static bool wqe_is_read_atomic(const struct wqe *w)
-{
-	return w->opcode == IBV_WR_RDMA_READ ||
-	       w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 static void wqe_done(struct ibemu_qp *qp, struct wqe *w)
 {
 	if (wqe_is_read_atomic(w) && w->state != WQE_DONE && qp->req_rd_atomic)
@@ -68,23 +61,6 @@ static void wqe_fail(struct ibemu_qp *qp, struct wqe *w,
 		qp->req_rd_atomic--;
 	w->state = WQE_ERROR;
 	w->status = status;
-}
-
-static enum ibv_wc_opcode wc_opcode(const struct wqe *w)
-{
-	switch (w->opcode) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	default:
-		return IBV_WC_SEND;
-	}
 }
 
 /*
@@ -154,7 +130,7 @@ void comp_retire_locked(struct ibemu_qp *qp)
 			break;
 		memset(&wc, 0, sizeof(wc));
 		wc.wr_id = w->wr_id;
-		wc.opcode = wc_opcode(w);
+		wc.opcode = wqe_wc_opcode(w->opcode);
 		wc.qp_num = qp->vqp.qp.qp_num;
 		if (w->state == WQE_ERROR) {
 			wc.status = w->status;

@@ -44,6 +44,31 @@ struct wqe {
 	struct ibv_sge sge[];
 };
 
+static inline bool wqe_is_read_atomic(const struct wqe *w)
+{
+	return w->opcode == IBV_WR_RDMA_READ ||
+	       w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* The completion opcode of a send WR (manual 3.6.10). */
+static inline enum ibv_wc_opcode wqe_wc_opcode(uint32_t wr_opcode)
+{
+	switch (wr_opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
 struct wqe_ring {
 	unsigned char *buf;
 	uint32_t stride; /* bytes per element */

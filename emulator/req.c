@@ -20,13 +20,6 @@
 #include "engine.h"
 #include "log.h"
 
-static bool wqe_is_read_atomic(const struct wqe *w)
-{
-	return w->opcode == IBV_WR_RDMA_READ ||
-	       w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 static uint32_t wqe_npkts(const struct ibemu_qp *qp, const struct wqe *w)
 {
 	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||

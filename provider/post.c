@@ -207,23 +207,6 @@ static void flush_wqe(struct ibemu_cq *cq, struct ibemu_qp *qp,
 	ibemu_cq_push(cq, &wc);
 }
 
-static enum ibv_wc_opcode send_wc_opcode(uint32_t wr_opcode)
-{
-	switch (wr_opcode) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	default:
-		return IBV_WC_SEND;
-	}
-}
-
 /*
  * Complete every outstanding WR of the QP with IBV_WC_WR_FLUSH_ERR, in
  * order, send queue first; an unsignaled send WR completes too, since a
@@ -235,7 +218,7 @@ void ibemu_qp_flush_locked(struct ibemu_qp *qp)
 	struct wqe *wqe;
 
 	while ((wqe = wqe_ring_head(&qp->sq))) {
-		flush_wqe(qp->scq, qp, wqe, send_wc_opcode(wqe->opcode));
+		flush_wqe(qp->scq, qp, wqe, wqe_wc_opcode(wqe->opcode));
 		qp->sq.head++;
 	}
 	qp->req_next = qp->sq.head;
