@@ -10,6 +10,7 @@
 #include "cma.h"
 #include "engine.h"
 #include "log.h"
+#include "seqlock.h"
 
 /* 1: usable, 0: untried, -1: refused here (seccomp, ptrace policy). */
 static atomic_int cma_state;
@@ -46,14 +47,14 @@ void cma_publish_mr(const struct ibemu_mr *mr)
 	p = pub_slot(e->inbox, mr->vmr.ibv_mr.rkey);
 	if (!p)
 		return;
-	atomic_store_explicit(&p->key, 0, memory_order_release);
-	p->access = (uint32_t)mr->vmr.access;
-	p->pd_id = (uintptr_t)mr->vmr.ibv_mr.pd;
-	p->addr = (uintptr_t)mr->vmr.ibv_mr.addr;
-	p->iova = mr->iova;
-	p->length = mr->vmr.ibv_mr.length;
-	atomic_store_explicit(&p->key, mr->vmr.ibv_mr.rkey,
-			      memory_order_release);
+	seq_write_begin(&p->seq);
+	SEQ_SET(p->key, mr->vmr.ibv_mr.rkey);
+	SEQ_SET(p->access, (uint32_t)mr->vmr.access);
+	SEQ_SET(p->pd_id, (uint64_t)(uintptr_t)mr->vmr.ibv_mr.pd);
+	SEQ_SET(p->addr, (uint64_t)(uintptr_t)mr->vmr.ibv_mr.addr);
+	SEQ_SET(p->iova, mr->iova);
+	SEQ_SET(p->length, (uint64_t)mr->vmr.ibv_mr.length);
+	seq_write_end(&p->seq);
 }
 
 void cma_withdraw_mr(const struct ibemu_mr *mr)
@@ -64,8 +65,11 @@ void cma_withdraw_mr(const struct ibemu_mr *mr)
 	if (!e)
 		return;
 	p = pub_slot(e->inbox, mr->vmr.ibv_mr.rkey);
-	if (p)
-		atomic_store_explicit(&p->key, 0, memory_order_release);
+	if (!p)
+		return;
+	seq_write_begin(&p->seq);
+	SEQ_SET(p->key, 0);
+	seq_write_end(&p->seq);
 }
 
 /* The target address of [va, va+len) if the published region allows it. */
@@ -74,19 +78,18 @@ static bool cma_check_rkey(struct inbox *ib, uint32_t rkey, uint64_t va,
 			   uint64_t *addr_p)
 {
 	struct pub_mr *p = pub_slot(ib, rkey), snap;
-	uint32_t k1, k2;
+	uint32_t seq;
 
 	if (!p)
 		return false;
-	k1 = atomic_load_explicit(&p->key, memory_order_acquire);
-	snap.access = p->access;
-	snap.pd_id = p->pd_id;
-	snap.addr = p->addr;
-	snap.iova = p->iova;
-	snap.length = p->length;
-	atomic_thread_fence(memory_order_acquire);
-	k2 = atomic_load_explicit(&p->key, memory_order_relaxed);
-	if (!k1 || k1 != rkey || k2 != k1)
+	seq = seq_read_begin(&p->seq);
+	snap.key = SEQ_GET(p->key);
+	snap.access = SEQ_GET(p->access);
+	snap.pd_id = SEQ_GET(p->pd_id);
+	snap.addr = SEQ_GET(p->addr);
+	snap.iova = SEQ_GET(p->iova);
+	snap.length = SEQ_GET(p->length);
+	if (!seq_read_ok(&p->seq, seq) || !snap.key || snap.key != rkey)
 		return false;
 	if (!(snap.access & access) || snap.pd_id != pd_id)
 		return false;
@@ -131,7 +134,8 @@ bool cma_try(struct ibemu_qp *qp, struct wqe *w)
 	uint32_t idx = qp->attr.dest_qp_num - IBEMU_QPN_FIRST, state, need;
 	struct iovec local[IBEMU_MAX_SGE], remote;
 	struct node_qp *tq;
-	uint64_t addr;
+	uint64_t addr, pd_id;
+	uint32_t seq, access;
 	ssize_t n;
 	int nl;
 
@@ -146,16 +150,20 @@ bool cma_try(struct ibemu_qp *qp, struct wqe *w)
 	if (qp->attr.dest_qp_num < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
 		return false;
 	tq = &seg->qps[idx];
-	state = atomic_load_explicit(&tq->state, memory_order_acquire);
-	if (tq->owner != qp->peer_proc + 1 ||
+	seq = seq_read_begin(&tq->seq);
+	state = SEQ_GET(tq->state);
+	access = SEQ_GET(tq->access);
+	pd_id = SEQ_GET(tq->pd_id);
+	if (!seq_read_ok(&tq->seq, seq) ||
+	    __atomic_load_n(&tq->owner, __ATOMIC_RELAXED) != qp->peer_proc + 1 ||
 	    (state != IBV_QPS_RTR && state != IBV_QPS_RTS &&
 	     state != IBV_QPS_SQD))
 		return false;
 	need = write ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
-	if (!(tq->access & need))
+	if (!(access & need))
 		return false;
 	if (!cma_check_rkey(qp->peer, w->rkey, w->remote_addr, w->length, need,
-			    tq->pd_id, &addr))
+			    pd_id, &addr))
 		return false;
 	nl = cma_local_iov(qp, w, local);
 	if (nl <= 0)

@@ -23,7 +23,7 @@ struct wqe;
 
 /* Try to execute w (RDMA WRITE or READ) directly; true if done. */
 bool cma_try(struct ibemu_qp *qp, struct wqe *w);
-/* Publish / withdraw a region of ours (mr.c, under the process lock). */
+/* Publish / withdraw a region of ours (mr.c; one writer per region). */
 void cma_publish_mr(const struct ibemu_mr *mr);
 void cma_withdraw_mr(const struct ibemu_mr *mr);
 

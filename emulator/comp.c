@@ -79,6 +79,7 @@ void qp_error_locked(struct ibemu_qp *qp)
 	qp->comp_deadline = 0;
 	qp->rnr_resume = 0;
 	qp->req_blocked = false;
+	resp_flush_open_locked(qp);
 	resp_reset_locked(qp);
 	ibemu_qp_flush_locked(qp);
 	qp->req_next = qp->sq.head;
@@ -87,6 +88,21 @@ void qp_error_locked(struct ibemu_qp *qp)
 		ibemu_async_event(to_ectx(qp->vqp.qp.context),
 				  IBV_EVENT_QP_LAST_WQE_REACHED,
 				  (uintptr_t)&qp->vqp.qp);
+}
+
+/*
+ * A UC or UD send error stops the send queue only: Send Queue Error, the
+ * receive queue keeps working (IBA 10.3.1, 11.6.2).  The remaining send
+ * WRs are flushed.
+ */
+static void qp_sq_error_locked(struct ibemu_qp *qp)
+{
+	qp->attr.qp_state = IBV_QPS_SQE;
+	qp->attr.cur_qp_state = IBV_QPS_SQE;
+	qp->vqp.qp.state = IBV_QPS_SQE;
+	node_qp_publish(&ibemu_process.node, qp->vqp.qp.qp_num, IBV_QPS_SQE,
+			qp->attr.qp_access_flags, (uintptr_t)qp->vqp.qp.pd);
+	ibemu_qp_flush_sq_locked(qp);
 }
 
 /*
@@ -139,8 +155,10 @@ void comp_retire_locked(struct ibemu_qp *qp)
 				qp->req_next = qp->sq.head;
 			if (!ibemu_cq_push(qp->scq, &wc))
 				qp_fatal_locked(qp);
-			else
+			else if (qp->vqp.qp.qp_type == IBV_QPT_RC)
 				qp_error_locked(qp);
+			else
+				qp_sq_error_locked(qp);
 			return;
 		}
 		wc.status = IBV_WC_SUCCESS;
@@ -160,8 +178,9 @@ void comp_retire_locked(struct ibemu_qp *qp)
 		}
 	}
 	if (progress) {
-		/* Forward progress restores the retry budget (IBA 9.7.6). */
+		/* Forward progress restores the retry budgets (IBA 9.7.6). */
 		qp->retry_left = qp->attr.retry_cnt;
+		qp->rnr_left = qp->attr.rnr_retry;
 		qp->comp_deadline = 0;
 		if (qp->sq.head != qp->req_next)
 			comp_arm_timer_locked(qp);

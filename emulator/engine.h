@@ -106,6 +106,7 @@ int req_resolve_peer_locked(struct ibemu_qp *qp);
 void resp_recv_locked(struct ibemu_qp *qp, const struct pkt *pkt);
 void resp_pending_locked(struct ibemu_qp *qp);
 void resp_reset_locked(struct ibemu_qp *qp);
+void resp_flush_open_locked(struct ibemu_qp *qp);
 
 /* comp.c */
 void comp_recv_locked(struct ibemu_qp *qp, const struct pkt *pkt);

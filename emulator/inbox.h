@@ -36,12 +36,12 @@ struct inbox_slot {
 
 /*
  * A memory region as its owner publishes it for requesters that place
- * RDMA data themselves (cma.c).  Seqlock: the owner clears key, writes the
- * fields, then stores key with release; a reader accepts the fields only
- * if key reads the same, non-zero, before and after.
+ * RDMA data themselves (cma.c).  Lock rule: seqlock.h, the owner writes
+ * under its process lock.
  */
 struct pub_mr {
-	_Atomic uint32_t key; /* rkey; 0: no region */
+	_Atomic uint32_t seq;
+	uint32_t key; /* rkey; 0: no region */
 	uint32_t access;
 	uint64_t pd_id;
 	uint64_t addr, iova, length;

@@ -27,8 +27,10 @@
 
 #include <infiniband/verbs.h>
 
+#include "inbox.h"
 #include "log.h"
 #include "node.h"
+#include "seqlock.h"
 
 #define NODE_WAIT_READY_NS (3ull * 1000 * 1000 * 1000)
 #define NODE_OPEN_ATTEMPTS 8
@@ -365,16 +367,31 @@ void node_unlock(struct node *node)
 	pthread_mutex_unlock(&node->seg->lock);
 }
 
-static void node_proc_release_locked(struct node_seg *seg, int slot)
+/* The entry changes hands: nothing may be placed through it. */
+static void node_qp_unpublish(struct node_qp *q)
 {
+	seq_write_begin(&q->seq);
+	SEQ_SET(q->state, IBV_QPS_RESET);
+	SEQ_SET(q->access, 0);
+	SEQ_SET(q->pd_id, 0);
+	seq_write_end(&q->seq);
+}
+
+static void node_proc_release_locked(struct node *node, int slot)
+{
+	struct node_seg *seg = node->seg;
 	uint32_t i;
 
 	for (i = 0; i < IBEMU_MAX_QP; i++) {
 		if (seg->qps[i].owner == slot + 1) {
-			atomic_store(&seg->qps[i].state, IBV_QPS_RESET);
+			node_qp_unpublish(&seg->qps[i]);
 			seg->qps[i].owner = 0;
 		}
 	}
+	/* A process that died without closing leaves its inbox behind. */
+	if (seg->procs[slot].pid != getpid())
+		inbox_unlink(node->name, seg->procs[slot].pid,
+			     seg->procs[slot].start_time);
 	seg->procs[slot].pid = 0;
 	seg->procs[slot].refs = 0;
 	seg->procs[slot].start_time = 0;
@@ -392,7 +409,7 @@ unsigned int node_sweep_dead_locked(struct node *node)
 
 		if (!p->pid || node_pid_alive(p->pid, p->start_time))
 			continue;
-		node_proc_release_locked(seg, i);
+		node_proc_release_locked(node, i);
 		swept++;
 	}
 	return swept;
@@ -443,7 +460,7 @@ void node_proc_detach(struct node *node)
 		return;
 	node_lock(node);
 	if (seg->procs[slot].pid == getpid() && --seg->procs[slot].refs == 0)
-		node_proc_release_locked(seg, slot);
+		node_proc_release_locked(node, slot);
 	node_unlock(node);
 }
 
@@ -463,7 +480,7 @@ again:
 			continue;
 		seg->qps[idx].owner = node->proc_slot + 1;
 		seg->qps[idx].qp_type = qp_type;
-		atomic_store(&seg->qps[idx].state, IBV_QPS_RESET);
+		node_qp_unpublish(&seg->qps[idx]);
 		seg->qpn_cursor = (idx + 1) % IBEMU_MAX_QP;
 		node_unlock(node);
 		*qpn_p = IBEMU_QPN_FIRST + idx;
@@ -483,7 +500,7 @@ void node_qpn_free(struct node *node, uint32_t qpn)
 		return;
 	node_lock(node);
 	if (node->seg->qps[idx].owner == node->proc_slot + 1) {
-		atomic_store(&node->seg->qps[idx].state, IBV_QPS_RESET);
+		node_qp_unpublish(&node->seg->qps[idx]);
 		node->seg->qps[idx].owner = 0;
 	}
 	node_unlock(node);
@@ -525,9 +542,9 @@ void node_qp_publish(struct node *node, uint32_t qpn, uint32_t state,
 	if (qpn < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
 		return;
 	q = &node->seg->qps[idx];
-	/* Invalidate first, so no reader pairs old fields with a live state. */
-	atomic_store_explicit(&q->state, IBV_QPS_RESET, memory_order_release);
-	q->access = access;
-	q->pd_id = pd_id;
-	atomic_store_explicit(&q->state, state, memory_order_release);
+	seq_write_begin(&q->seq);
+	SEQ_SET(q->state, state);
+	SEQ_SET(q->access, access);
+	SEQ_SET(q->pd_id, pd_id);
+	seq_write_end(&q->seq);
 }

@@ -40,10 +40,12 @@ struct node_qp {
 	int32_t owner; /* index in procs[] + 1; 0: free */
 	uint32_t qp_type; /* enum ibv_qp_type */
 	/* Published by the owner for requesters that place RDMA data
-	 * themselves (emulator/cma.c); written without the lock, read with
-	 * acquire: state last. */
+	 * themselves (emulator/cma.c).  Lock rule: seqlock.h; one writer
+	 * (the owner under its QP lock, or a locker of the segment when
+	 * the entry changes hands). */
+	_Atomic uint32_t seq;
+	uint32_t state; /* enum ibv_qp_state */
 	uint32_t access; /* qp_access_flags */
-	_Atomic uint32_t state; /* enum ibv_qp_state */
 	uint64_t pd_id; /* the owner's PD, as the owner names it */
 };
 

@@ -76,6 +76,23 @@ static void resp_ack(struct ibemu_qp *qp)
 	}
 }
 
+/* A receive WQE taken for a message that will not finish is flushed
+ * with the rest of the receive queue (IBA 10.3.1). */
+void resp_flush_open_locked(struct ibemu_qp *qp)
+{
+	struct ibv_wc wc;
+
+	if (!qp->resp_has_wqe)
+		return;
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = qp->resp_wqe->wr_id;
+	wc.status = IBV_WC_WR_FLUSH_ERR;
+	wc.opcode = IBV_WC_RECV;
+	wc.qp_num = qp->vqp.qp.qp_num;
+	qp->resp_has_wqe = false;
+	ibemu_cq_push(qp->rcq, &wc);
+}
+
 void resp_reset_locked(struct ibemu_qp *qp)
 {
 	qp->resp_op = 0;
@@ -328,7 +345,11 @@ static bool resp_read_queue(struct ibemu_qp *qp, const struct pkt *p,
 			return false;
 		qp->reads_size = size;
 	}
-	if ((qp->reads_tail + 1) % qp->reads_size == qp->reads_head)
+	/* No more outstanding than the responder resources granted
+	 * (max_dest_rd_atomic, IBA 9.7.4.1.5). */
+	if ((qp->reads_tail + qp->reads_size - qp->reads_head) %
+		    qp->reads_size >=
+	    qp->attr.max_dest_rd_atomic)
 		return false;
 	r = &qp->reads[qp->reads_tail];
 	r->psn = p->psn;
@@ -393,8 +414,10 @@ static void resp_read_send(struct ibemu_qp *qp)
 	}
 }
 
-/* Execute a READ request: check it and queue its responses. */
-static bool resp_read_exec(struct ibemu_qp *qp, const struct pkt *p)
+/* Execute a READ request: check it and queue its responses.  A
+ * duplicate that finds the queue full is dropped: the requester resends. */
+static bool resp_read_exec(struct ibemu_qp *qp, const struct pkt *p,
+			   bool dup)
 {
 	const struct reth *reth =
 		(const struct reth *)(p->bth_base + p->op->reth);
@@ -418,6 +441,8 @@ static bool resp_read_exec(struct ibemu_qp *qp, const struct pkt *p)
 	/* More outstanding reads than the responder resources granted
 	 * (max_dest_rd_atomic, manual 6.1.4). */
 	if (!qp->attr.max_dest_rd_atomic || !resp_read_queue(qp, p, va, len)) {
+		if (dup && qp->attr.max_dest_rd_atomic)
+			return false;
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_ACCESS_ERR,
 			  IBV_WC_SUCCESS);
 		return false;
@@ -432,7 +457,7 @@ static void resp_read(struct ibemu_qp *qp, const struct pkt *p)
 	uint32_t len = be32toh(reth->len);
 	uint32_t npkts = len ? (len + qp->mtu - 1) / qp->mtu : 1;
 
-	if (!resp_read_exec(qp, p))
+	if (!resp_read_exec(qp, p, false))
 		return;
 	qp->resp_epsn = psn_add(qp->resp_epsn, npkts);
 	qp->resp_msn++;
@@ -512,7 +537,7 @@ static void resp_duplicate(struct ibemu_qp *qp, const struct pkt *p)
 	if (!qp_is_rc(qp))
 		return;
 	if (p->op->mask & OPM_READ) {
-		if (resp_read_exec(qp, p))
+		if (resp_read_exec(qp, p, true))
 			resp_read_send(qp);
 	} else if (p->op->mask & OPM_ATOMIC) {
 		if (qp->atomic_valid && qp->atomic_psn == p->psn)

@@ -41,6 +41,28 @@ static const struct verbs_device_ops ibemu_dev_ops = {
 static struct ibemu_device ibemu_dev;
 static pthread_once_t ibemu_dev_once = PTHREAD_ONCE_INIT;
 
+/* What a forked child inherited from its parent, kept reachable. */
+static struct ibemu_process ibemu_inherited;
+
+/*
+ * A forked child must not use its parent's verbs objects (as with an HCA
+ * without fork support): above all it must not drain the parent's inbox.
+ * It starts unattached and may open contexts of its own.
+ */
+static void ibemu_atfork_child(void)
+{
+	ibemu_inherited = ibemu_process;
+	pthread_mutex_init(&ibemu_process.lock, NULL);
+	ibemu_process.refs = 0;
+	ibemu_process.engine = NULL;
+	ibemu_process.mr_table = NULL;
+	ibemu_process.mr_variant = NULL;
+	ibemu_process.nr_mrs = 0;
+	ibemu_process.mr_cursor = 0;
+	ibemu_process.node.seg = NULL;
+	ibemu_process.node.proc_slot = -1;
+}
+
 static void ibemu_device_init(void)
 {
 	struct ibv_device *dev = &ibemu_dev.vdev.device;
@@ -60,6 +82,7 @@ static void ibemu_device_init(void)
 	ibemu_dev.port_count = IBEMU_NUM_PORTS;
 	/* The permanent reference. */
 	atomic_store(&ibemu_dev.vdev.refcount, 1);
+	pthread_atfork(NULL, NULL, ibemu_atfork_child);
 }
 
 struct ibv_device *ibemu_device_get(void)

@@ -153,8 +153,9 @@ int ibemu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		}
 		post_send_store(qp, wr);
 	}
-	if (state == IBV_QPS_ERR)
-		ibemu_qp_flush_locked(qp);
+	/* In SQE and ERR new send WRs complete flushed (IBA 10.3.1). */
+	if (state == IBV_QPS_ERR || state == IBV_QPS_SQE)
+		ibemu_qp_flush_sq_locked(qp);
 	else if (state == IBV_QPS_RTS)
 		req_run_locked(qp);
 out:
@@ -213,7 +214,7 @@ static void flush_wqe(struct ibemu_cq *cq, struct ibemu_qp *qp,
  * completion in error is always reported (manual 6.2 IBV_WC_WR_FLUSH_ERR).
  * Caller holds qp.lock.
  */
-void ibemu_qp_flush_locked(struct ibemu_qp *qp)
+void ibemu_qp_flush_sq_locked(struct ibemu_qp *qp)
 {
 	struct wqe *wqe;
 
@@ -222,6 +223,13 @@ void ibemu_qp_flush_locked(struct ibemu_qp *qp)
 		qp->sq.head++;
 	}
 	qp->req_next = qp->sq.head;
+}
+
+void ibemu_qp_flush_locked(struct ibemu_qp *qp)
+{
+	struct wqe *wqe;
+
+	ibemu_qp_flush_sq_locked(qp);
 	if (qp->srq)
 		return;
 	pthread_mutex_lock(&qp->rq.lock);

@@ -459,6 +459,7 @@ int ibemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR) {
 		qp->comp_deadline = 0;
 		qp->rnr_resume = 0;
+		resp_flush_open_locked(qp);
 		resp_reset_locked(qp);
 		ibemu_qp_flush_locked(qp);
 		qp->req_next = qp->sq.head;

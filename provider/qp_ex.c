@@ -227,11 +227,35 @@ static void wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
 	wr_set_inline_data_list(qpx, 1, &buf);
 }
 
+/* UD destination of the current WR (ibv_wr_set_ud_addr(3)). */
+static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
+			   uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct ibemu_qp *qp = to_eqp_ex(qpx);
+	struct wqe *w = qp->wr_cur;
+
+	if (!w || qp->vqp.qp.qp_type != IBV_QPT_UD || !ah) {
+		if (!qp->wr_err)
+			qp->wr_err = EINVAL;
+		return;
+	}
+	w->ah = to_eah(ah);
+	w->remote_qpn = remote_qpn;
+	w->remote_qkey = remote_qkey;
+}
+
 static int wr_complete(struct ibv_qp_ex *qpx)
 {
 	struct ibemu_qp *qp = to_eqp_ex(qpx);
 	int ret = qp->wr_err;
+	uint32_t i;
 
+	/* A UD WR without a destination cannot be posted. */
+	for (i = qp->sq.tail; !ret && qp->vqp.qp.qp_type == IBV_QPT_UD &&
+			      i != qp->wr_tail;
+	     i++)
+		if (!wqe_ring_at(&qp->sq, i)->ah)
+			ret = EINVAL;
 	if (!ret) {
 		qp->sq.tail = qp->wr_tail;
 		if (qp->attr.qp_state == IBV_QPS_ERR)
@@ -289,5 +313,6 @@ int ibemu_qp_ex_init(struct ibemu_qp *qp, uint64_t send_ops_flags)
 	qpx->wr_set_sge_list = wr_set_sge_list;
 	qpx->wr_set_inline_data = wr_set_inline_data;
 	qpx->wr_set_inline_data_list = wr_set_inline_data_list;
+	qpx->wr_set_ud_addr = wr_set_ud_addr;
 	return 0;
 }

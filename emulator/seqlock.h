@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A sequence lock for records one process publishes in shared memory and
+ * others read without a lock (published MRs, published QP state).
+ *
+ * Lock rule: one writer per record at a time (its owner, under the lock
+ * that owns the object); readers never block and retry or give up when
+ * the sequence was odd or changed while they read.  Fields are accessed
+ * with relaxed atomics so that a torn read is detected, never undefined.
+ */
+#ifndef IBEMU_SEQLOCK_H
+#define IBEMU_SEQLOCK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+static inline void seq_write_begin(_Atomic uint32_t *seq)
+{
+	uint32_t s = atomic_load_explicit(seq, memory_order_relaxed);
+
+	atomic_store_explicit(seq, s + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+}
+
+static inline void seq_write_end(_Atomic uint32_t *seq)
+{
+	uint32_t s = atomic_load_explicit(seq, memory_order_relaxed);
+
+	atomic_store_explicit(seq, s + 1, memory_order_release);
+}
+
+/* The sequence to check later, or an odd value if a write is running. */
+static inline uint32_t seq_read_begin(_Atomic uint32_t *seq)
+{
+	return atomic_load_explicit(seq, memory_order_acquire);
+}
+
+static inline bool seq_read_ok(_Atomic uint32_t *seq, uint32_t start)
+{
+	atomic_thread_fence(memory_order_acquire);
+	return !(start & 1) &&
+	       atomic_load_explicit(seq, memory_order_relaxed) == start;
+}
+
+#define SEQ_SET(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
+#define SEQ_GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+#endif /* IBEMU_SEQLOCK_H */
