@@ -37,7 +37,8 @@ static struct pub_mr *pub_slot(struct inbox *ib, uint32_t key)
 	return &ib->mrs[idx];
 }
 
-void cma_publish_mr(const struct ibemu_mr *mr)
+/* Write mr's published record; withdraw: key 0, nothing placed. */
+static void cma_write_mr(const struct ibemu_mr *mr, bool withdraw)
 {
 	struct engine *e = ibemu_process.engine;
 	struct pub_mr *p;
@@ -48,7 +49,7 @@ void cma_publish_mr(const struct ibemu_mr *mr)
 	if (!p)
 		return;
 	seq_write_begin(&p->seq);
-	SEQ_SET(p->key, mr->vmr.ibv_mr.rkey);
+	SEQ_SET(p->key, withdraw ? 0 : mr->vmr.ibv_mr.rkey);
 	SEQ_SET(p->access, (uint32_t)mr->vmr.access);
 	SEQ_SET(p->pd_id, (uint64_t)(uintptr_t)mr->vmr.ibv_mr.pd);
 	SEQ_SET(p->addr, (uint64_t)(uintptr_t)mr->vmr.ibv_mr.addr);
@@ -57,19 +58,14 @@ void cma_publish_mr(const struct ibemu_mr *mr)
 	seq_write_end(&p->seq);
 }
 
+void cma_publish_mr(const struct ibemu_mr *mr)
+{
+	cma_write_mr(mr, false);
+}
+
 void cma_withdraw_mr(const struct ibemu_mr *mr)
 {
-	struct engine *e = ibemu_process.engine;
-	struct pub_mr *p;
-
-	if (!e)
-		return;
-	p = pub_slot(e->inbox, mr->vmr.ibv_mr.rkey);
-	if (!p)
-		return;
-	seq_write_begin(&p->seq);
-	SEQ_SET(p->key, 0);
-	seq_write_end(&p->seq);
+	cma_write_mr(mr, true);
 }
 
 /* The target address of [va, va+len) if the published region allows it. */

@@ -24,6 +24,16 @@ struct qp_transition {
 
 #define PATH_OPT (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)
 
+/* What RTR->RTS, RTS->RTS and SQD->RTS allow besides their required set
+ * (the three rows agree, IBA 11.2.5.2). */
+#define TO_RTS_OPT                                                             \
+	{                                                                      \
+		[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,                       \
+		[T_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | PATH_OPT,    \
+		[T_RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS |              \
+			 IBV_QP_MIN_RNR_TIMER | PATH_OPT,                      \
+	}
+
 static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 	[IBV_QPS_RESET] = {
 		[IBV_QPS_RESET] = { .valid = true },
@@ -87,13 +97,7 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 					 IBV_QP_MAX_QP_RD_ATOMIC,
 			},
-			.opt = {
-				[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
-				[T_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS |
-					 PATH_OPT,
-				[T_RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS |
-					 IBV_QP_MIN_RNR_TIMER | PATH_OPT,
-			},
+			.opt = TO_RTS_OPT,
 		},
 	},
 	[IBV_QPS_RTS] = {
@@ -101,13 +105,7 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 		[IBV_QPS_ERR] = { .valid = true },
 		[IBV_QPS_RTS] = {
 			.valid = true,
-			.opt = {
-				[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
-				[T_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS |
-					 PATH_OPT,
-				[T_RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS |
-					 IBV_QP_MIN_RNR_TIMER | PATH_OPT,
-			},
+			.opt = TO_RTS_OPT,
 		},
 		[IBV_QPS_SQD] = {
 			.valid = true,
@@ -123,13 +121,7 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 		[IBV_QPS_ERR] = { .valid = true },
 		[IBV_QPS_RTS] = {
 			.valid = true,
-			.opt = {
-				[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
-				[T_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS |
-					 PATH_OPT,
-				[T_RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS |
-					 IBV_QP_MIN_RNR_TIMER | PATH_OPT,
-			},
+			.opt = TO_RTS_OPT,
 		},
 		[IBV_QPS_SQD] = {
 			.valid = true,

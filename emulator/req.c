@@ -40,7 +40,19 @@ int req_resolve_peer_locked(struct ibemu_qp *qp)
 	return qp->peer ? 0 : -ENOENT;
 }
 
-/* The opcode of a SEND or RDMA WRITE packet (IBA 9.2 table 35). */
+/* The SEND opcode of a packet's place in its message (IBA 9.2 table 35). */
+static uint8_t req_send_opcode(bool imm, bool first, bool last)
+{
+	if (first && last)
+		return imm ? IB_OP_SEND_ONLY_IMM : IB_OP_SEND_ONLY;
+	if (first)
+		return IB_OP_SEND_FIRST;
+	if (last)
+		return imm ? IB_OP_SEND_LAST_IMM : IB_OP_SEND_LAST;
+	return IB_OP_SEND_MIDDLE;
+}
+
+/* The opcode of a request packet (IBA 9.2 table 35). */
 static uint8_t req_opcode(const struct ibemu_qp *qp, const struct wqe *w,
 			  bool first, bool last)
 {
@@ -58,26 +70,12 @@ static uint8_t req_opcode(const struct ibemu_qp *qp, const struct wqe *w,
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		imm = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
-		if (first && last)
-			return base + (imm ? IB_OP_WRITE_ONLY_IMM
-					   : IB_OP_WRITE_ONLY);
-		if (first)
-			return base + IB_OP_WRITE_FIRST;
-		if (last)
-			return base + (imm ? IB_OP_WRITE_LAST_IMM
-					   : IB_OP_WRITE_LAST);
-		return base + IB_OP_WRITE_MIDDLE;
+		/* RDMA WRITE opcodes sit 6 after their SEND twins. */
+		return base + (IB_OP_WRITE_FIRST - IB_OP_SEND_FIRST) +
+		       req_send_opcode(imm, first, last);
 	default:
 		imm = w->opcode == IBV_WR_SEND_WITH_IMM;
-		if (first && last)
-			return base + (imm ? IB_OP_SEND_ONLY_IMM
-					   : IB_OP_SEND_ONLY);
-		if (first)
-			return base + IB_OP_SEND_FIRST;
-		if (last)
-			return base + (imm ? IB_OP_SEND_LAST_IMM
-					   : IB_OP_SEND_LAST);
-		return base + IB_OP_SEND_MIDDLE;
+		return base + req_send_opcode(imm, first, last);
 	}
 }
 

@@ -8,7 +8,7 @@
 need ibv_rc_pingpong
 need timeout
 dir=$(mktemp -d)
-trap 'sc_cleanup; rm -rf "$dir"; rm -f "/dev/shm/ibemu-v1-$(id -u)-$IBEMU_NODE"' EXIT
+trap 'sc_cleanup; rm -rf "$dir"; ibemu_cleanup' EXIT
 secs=${IBEMU_TEST_TIMEOUT:-30}
 port=$((20000 + ($$ % 200) * 32))
 

@@ -8,7 +8,7 @@
 [ -x "$IBEMU_BUILDDIR/examples/rc_example" ] ||
 	{ echo "FAIL: $IBEMU_BUILDDIR/examples/rc_example was not built"; exit 1; }
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"; rm -f "/dev/shm/ibemu-v1-$(id -u)-$IBEMU_NODE"' EXIT
+trap 'rm -rf "$dir"; ibemu_cleanup' EXIT
 
 # The script bounds each process (RC_EXAMPLE_TIMEOUT) and kills its server.
 IBEMU_BUILDDIR=$IBEMU_BUILDDIR RC_EXAMPLE_TIMEOUT=${IBEMU_TEST_TIMEOUT:-60} \
