@@ -173,14 +173,14 @@ void inbox_nap(struct inbox *ib, uint64_t timeout_ns)
 	futex(&ib->wake, FUTEX_WAIT, v, &ts);
 }
 
-void inbox_sleep(struct inbox *ib, uint64_t timeout_ns)
+void inbox_sleep(struct inbox *ib, uint64_t timeout_ns, atomic_bool *more)
 {
 	uint32_t v = atomic_load(&ib->wake);
 	struct timespec ts, *tsp = NULL;
 
 	atomic_store(&ib->sleeping, 1);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (inbox_peek(ib)) {
+	if (inbox_peek(ib) || (more && atomic_load(more))) {
 		atomic_store(&ib->sleeping, 0);
 		return;
 	}

@@ -93,8 +93,10 @@ static inline void inbox_release(struct inbox *ib, struct inbox_slot *s)
 }
 
 /* The owner's progress thread: sleep until a producer wakes us or
- * timeout_ns passes (0: no timeout).  Returns after any wake-up. */
-void inbox_sleep(struct inbox *ib, uint64_t timeout_ns);
+ * timeout_ns passes (0: no timeout).  Returns at once if *more (work
+ * announced by the owner's own threads) is set.  Returns after any
+ * wake-up. */
+void inbox_sleep(struct inbox *ib, uint64_t timeout_ns, atomic_bool *more);
 /* Wait on the futex like inbox_sleep, without asking producers to wake
  * us: only inbox_wake() or the timeout ends it. */
 void inbox_nap(struct inbox *ib, uint64_t timeout_ns);

@@ -209,7 +209,12 @@ void engine_pending_add_locked(struct ibemu_qp *qp)
 	struct engine *e = engine_get();
 
 	engine_pending_requeue(e, qp);
-	atomic_store_explicit(&e->pending_new, true, memory_order_relaxed);
+	/* New timed or blocked work: a thread asleep on an older deadline
+	 * must look again (the application may not call a verb soon).
+	 * Sequentially consistent against the sleeper's flag-then-check. */
+	atomic_store(&e->pending_new, true);
+	if (atomic_load(&e->inbox->sleeping))
+		inbox_wake(e->inbox);
 }
 
 static void engine_dispatch(struct engine *e, const struct pkt *p)
@@ -361,8 +366,11 @@ static void *engine_thread(void *arg)
 		 * never starved by a peer that keeps sending. */
 		engine_drain(e, INBOX_SLOTS);
 		busy = false;
-		next = engine_has_pending(e) ? engine_run_pending(e, &busy)
-					     : 0;
+		next = 0;
+		if (engine_has_pending(e))
+			next = engine_run_pending(e, &busy);
+		else
+			atomic_store(&e->pending_new, false);
 		pthread_mutex_unlock(&e->lock);
 		if (atomic_load(&e->stop))
 			break;
@@ -377,7 +385,7 @@ static void *engine_thread(void *arg)
 			continue;
 		now = engine_now_ns();
 		timeout = next ? (next > now ? next - now : 1) : 0;
-		inbox_sleep(e->inbox, timeout);
+		inbox_sleep(e->inbox, timeout, &e->pending_new);
 	}
 	return NULL;
 }
