@@ -53,6 +53,7 @@ struct engine {
 /* A received packet, parsed. */
 struct pkt {
 	const struct pkt_hdr *hdr;
+	const struct pkt_grh *grh; /* when hdr->flags has PKT_F_GRH */
 	const uint8_t *bth_base;
 	const struct bth *bth;
 	const struct opcode_info *op;

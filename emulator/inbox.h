@@ -19,6 +19,7 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -28,11 +29,20 @@
 #define INBOX_MAGIC 0x69626d75696e6278ull /* "ibmuinbx" */
 #define INBOX_SLOTS 1024 /* a power of two */
 
+/*
+ * A packet slot.  The sequence number, the link header and the first 32
+ * bytes of the packet share one cache line, so an ACK or a small SEND
+ * moves between the cores as a single line.
+ */
 struct inbox_slot {
 	_Atomic uint64_t seq;
 	struct pkt_hdr hdr;
-	alignas(16) uint8_t data[PKT_MAX_LEN];
+	alignas(32) uint8_t data[PKT_MAX_LEN];
+	struct pkt_grh grh; /* valid when hdr.flags has PKT_F_GRH */
 } __attribute__((aligned(64)));
+
+_Static_assert(offsetof(struct inbox_slot, data) == 32,
+	       "a small packet shares the slot's first cache line");
 
 /*
  * A memory region as its owner publishes it for requesters that place

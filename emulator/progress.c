@@ -112,6 +112,7 @@ bool pkt_begin(struct pkt_out *out, struct inbox *dst, struct ibemu_qp *qp,
 	out->slot->hdr.dlid = qp->attr.ah_attr.dlid;
 	out->slot->hdr.src_qpn = qp->vqp.qp.qp_num;
 	out->slot->hdr.src_proc = ibemu_process.node.proc_slot;
+	out->slot->hdr.flags = 0;
 	bth = (struct bth *)out->base;
 	bth->opcode = opcode;
 	/* Pad to 4 bytes as the wire does (IBA 9.2.3); TVer 0. */
@@ -134,6 +135,7 @@ static bool pkt_parse(const struct inbox_slot *s, struct pkt *p)
 	if (len < sizeof(struct bth) || len > PKT_MAX_LEN)
 		return false;
 	p->hdr = &s->hdr;
+	p->grh = &s->grh;
 	p->bth_base = s->data;
 	p->bth = (const struct bth *)s->data;
 	p->opcode = p->bth->opcode;

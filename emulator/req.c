@@ -142,16 +142,16 @@ static bool req_send_ud(struct ibemu_qp *qp, struct wqe *w)
 			w->imm_data;
 	if (ah->attr.is_global) {
 		out.slot->hdr.flags |= PKT_F_GRH;
-		out.slot->hdr.grh_flow = 6u << 28 |
+		out.slot->grh.flow = 6u << 28 |
 					 (uint32_t)ah->attr.grh.traffic_class
 						 << 20 |
 					 (ah->attr.grh.flow_label & 0xfffff);
-		out.slot->hdr.grh_hop_limit = ah->attr.grh.hop_limit;
+		out.slot->grh.hop_limit = ah->attr.grh.hop_limit;
 		prefix = htobe64(seg->gid_prefix);
 		guid = htobe64(seg->port_guid);
-		memcpy(out.slot->hdr.sgid, &prefix, 8);
-		memcpy(out.slot->hdr.sgid + 8, &guid, 8);
-		memcpy(out.slot->hdr.dgid, ah->attr.grh.dgid.raw, 16);
+		memcpy(out.slot->grh.sgid, &prefix, 8);
+		memcpy(out.slot->grh.sgid + 8, &guid, 8);
+		memcpy(out.slot->grh.dgid, ah->attr.grh.dgid.raw, 16);
 	}
 	if (w->send_flags & IBV_SEND_INLINE)
 		memcpy(pkt_payload(&out), &w->sge[qp->cap.max_send_sge],

@@ -580,13 +580,13 @@ static void resp_ud(struct ibemu_qp *qp, const struct pkt *p)
 	} else {
 		if (p->hdr->flags & PKT_F_GRH) {
 			memset(&grh, 0, sizeof(grh));
-			grh.version_tclass_flow = htobe32(p->hdr->grh_flow);
+			grh.version_tclass_flow = htobe32(p->grh->flow);
 			grh.paylen = htobe16((uint16_t)(p->paylen + 8 +
 							p->op->hdr_len));
 			grh.next_hdr = 0x1b; /* IBA 8.3.1: BTH follows */
-			grh.hop_limit = p->hdr->grh_hop_limit;
-			memcpy(grh.sgid.raw, p->hdr->sgid, 16);
-			memcpy(grh.dgid.raw, p->hdr->dgid, 16);
+			grh.hop_limit = p->grh->hop_limit;
+			memcpy(grh.sgid.raw, p->grh->sgid, 16);
+			memcpy(grh.dgid.raw, p->grh->dgid, 16);
 			sge_copy(qp, qp->resp_wqe->sge, qp->resp_wqe->num_sge,
 				 0, &grh, sizeof(grh), true);
 			wc.wc_flags |= IBV_WC_GRH;

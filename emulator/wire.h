@@ -96,9 +96,13 @@ struct pkt_hdr {
 	uint32_t src_qpn;
 	int32_t src_proc; /* sender's slot in the node segment */
 	uint32_t flags; /* PKT_F_* */
-	/* GRH fields a UD receiver gets in its first 40 bytes (IBA 8.3) */
-	uint32_t grh_flow; /* version:4 tclass:8 flow:20 */
-	uint8_t grh_hop_limit;
+};
+
+/* GRH fields a UD receiver gets in its first 40 bytes (IBA 8.3), carried
+ * beside the packet when PKT_F_GRH is set. */
+struct pkt_grh {
+	uint32_t flow; /* version:4 tclass:8 flow:20 */
+	uint8_t hop_limit;
 	uint8_t sgid[16], dgid[16];
 };
 
