@@ -95,6 +95,9 @@ void cf_qp_fill_attr(const struct cf_ctx *c, struct ibv_qp *qp,
  */
 int cf_qp_to_state(const struct cf_ctx *c, struct ibv_qp *qp,
 		   enum ibv_qp_state target);
+/* The same, connected (UC, RC) to dest_qpn instead of the QP itself. */
+int cf_qp_to_state_dest(const struct cf_ctx *c, struct ibv_qp *qp,
+			enum ibv_qp_state target, uint32_t dest_qpn);
 
 /* Poll up to n completions, waiting up to timeout_ms; returns the count. */
 int cf_poll_cq_wait(struct ibv_cq *cq, struct ibv_wc *wc, int n,

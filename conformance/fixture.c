@@ -281,6 +281,11 @@ bool cf_qp_trans(enum ibv_qp_type type, enum ibv_qp_state cur,
 {
 	const bool ud = type == IBV_QPT_UD, rc = type == IBV_QPT_RC;
 	const int apm = IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE;
+	/* Optional on RTR->RTS, RTS->RTS and SQD->RTS alike. */
+	const int to_rts_opt = IBV_QP_CUR_STATE |
+			       (ud ? IBV_QP_QKEY :
+				     apm | IBV_QP_ACCESS_FLAGS |
+				     (rc ? IBV_QP_MIN_RNR_TIMER : 0));
 	int req = 0, opt = 0;
 	bool ok = false;
 
@@ -325,23 +330,13 @@ bool cf_qp_trans(enum ibv_qp_type type, enum ibv_qp_state cur,
 		if (rc)
 			req |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-		opt = IBV_QP_CUR_STATE;
-		if (ud)
-			opt |= IBV_QP_QKEY;
-		else
-			opt |= apm | IBV_QP_ACCESS_FLAGS |
-			       (rc ? IBV_QP_MIN_RNR_TIMER : 0);
+		opt = to_rts_opt;
 		break;
 	case IBV_QPS_RTS:
 	case IBV_QPS_SQD:
 		if (next == IBV_QPS_RTS) {
 			ok = true;
-			opt = IBV_QP_CUR_STATE;
-			if (ud)
-				opt |= IBV_QP_QKEY;
-			else
-				opt |= apm | IBV_QP_ACCESS_FLAGS |
-				       (rc ? IBV_QP_MIN_RNR_TIMER : 0);
+			opt = to_rts_opt;
 		} else if (next == IBV_QPS_SQD && cur == IBV_QPS_RTS) {
 			ok = true;
 			opt = IBV_QP_EN_SQD_ASYNC_NOTIFY;
@@ -421,6 +416,12 @@ void cf_qp_fill_attr(const struct cf_ctx *c, struct ibv_qp *qp,
 int cf_qp_to_state(const struct cf_ctx *c, struct ibv_qp *qp,
 		   enum ibv_qp_state target)
 {
+	return cf_qp_to_state_dest(c, qp, target, qp->qp_num);
+}
+
+int cf_qp_to_state_dest(const struct cf_ctx *c, struct ibv_qp *qp,
+			enum ibv_qp_state target, uint32_t dest_qpn)
+{
 	static const enum ibv_qp_state walk[] = {
 		IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
 		IBV_QPS_SQD,
@@ -437,6 +438,7 @@ int cf_qp_to_state(const struct cf_ctx *c, struct ibv_qp *qp,
 		to = target == IBV_QPS_ERR && i == 2 ? IBV_QPS_ERR : walk[i];
 		cf_qp_trans(qp->qp_type, walk[i - 1], to, &req, NULL);
 		cf_qp_fill_attr(c, qp, walk[i - 1], to, &attr);
+		attr.dest_qp_num = dest_qpn;
 		ret = cf_rc(ibv_modify_qp(qp, &attr, req | IBV_QP_STATE));
 		if (ret)
 			return ret;

@@ -135,6 +135,8 @@ int main(int argc, char **argv)
 	register_rc_events_suite();
 	register_rc_ex_suite();
 	register_rc_stress_suite();
+	register_ud_suite();
+	register_uc_suite();
 	if (CU_get_error() != CUE_SUCCESS) {
 		fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
 		CU_cleanup_registry();

@@ -56,6 +56,8 @@ void cf_peer_params_init(struct cf_peer_params *p)
 		       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	p->qp_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 		       IBV_ACCESS_REMOTE_ATOMIC;
+	p->qp_type = IBV_QPT_RC;
+	p->qkey = 0x11223344;
 	p->nqp = 1;
 	p->cq_size = 512;
 	p->max_send_wr = 128;
@@ -161,41 +163,42 @@ static int wait_fd(int fd, short events, long long deadline)
 	}
 }
 
-static int sock_write(int fd, const void *buf, size_t len)
+/*
+ * Move all len bytes: send when wbuf is given, else read into rbuf, each
+ * read waiting until deadline.  0, or -1 on timeout / EOF / error.
+ */
+static int sock_xfer(int fd, const void *wbuf, void *rbuf, size_t len,
+		     long long deadline)
 {
-	const uint8_t *b = buf;
+	size_t done = 0;
 	ssize_t n;
 
-	while (len) {
-		n = send(fd, b, len, MSG_NOSIGNAL);
+	while (done < len) {
+		if (wbuf) {
+			n = send(fd, (const uint8_t *)wbuf + done, len - done,
+				 MSG_NOSIGNAL);
+		} else {
+			if (wait_fd(fd, POLLIN, deadline))
+				return -1;
+			n = read(fd, (uint8_t *)rbuf + done, len - done);
+		}
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return -1;
-		b += n;
-		len -= (size_t)n;
+		done += (size_t)n;
 	}
 	return 0;
 }
 
-/* 0, or -1 on timeout / EOF / error. */
+static int sock_write(int fd, const void *buf, size_t len)
+{
+	return sock_xfer(fd, buf, NULL, len, 0);
+}
+
 static int sock_read(int fd, void *buf, size_t len, long long deadline)
 {
-	uint8_t *b = buf;
-	ssize_t n;
-
-	while (len) {
-		if (wait_fd(fd, POLLIN, deadline))
-			return -1;
-		n = read(fd, b, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return sock_xfer(fd, NULL, buf, len, deadline);
 }
 
 static int msg_send(struct cf_ep *ep, uint32_t type, const void *data,
@@ -562,7 +565,7 @@ static int ep_setup(struct cf_ep *ep)
 		ia.send_cq = ep->cq;
 		ia.recv_cq = ep->cq;
 		ia.srq = ep->srq;
-		ia.qp_type = IBV_QPT_RC;
+		ia.qp_type = p->qp_type;
 		ia.sq_sig_all = p->sq_sig_all;
 		ia.cap.max_send_wr = clamp_u32(p->max_send_wr,
 					       ep->dev->max_qp_wr);
@@ -587,12 +590,13 @@ static int ep_setup(struct cf_ep *ep)
 			return -1;
 		}
 		if (!ep->qps[i] && p->max_inline && errno == EINVAL) {
-			cf_ep_skip(ep, "RC QP with max_inline_data %u "
-				   "refused", p->max_inline);
+			cf_ep_skip(ep, "%s QP with max_inline_data %u "
+				   "refused", cf_qpt_name(p->qp_type),
+				   p->max_inline);
 			return -1;
 		}
-		EP_REQUIRE(ep, ep->qps[i], "ibv_create_qp_ex(RC) #%d: %s", i,
-			   strerror(errno));
+		EP_REQUIRE(ep, ep->qps[i], "ibv_create_qp_ex(%s) #%d: %s",
+			   cf_qpt_name(p->qp_type), i, strerror(errno));
 		if (i == 0) {
 			ep->init.cap = ia.cap;
 			ep->init.sq_sig_all = ia.sq_sig_all;
@@ -615,6 +619,7 @@ static int ep_setup(struct cf_ep *ep)
 	ep->me.addr = (uintptr_t)ep->buf;
 	ep->me.rkey = ep->mr->rkey;
 	ep->me.len = p->buf_len;
+	ep->me.qkey = p->qkey;
 	ep->state = IBV_QPS_RESET;
 	return 0;
 }
@@ -626,6 +631,8 @@ static void ep_teardown(struct cf_ep *ep)
 	for (i = 0; i < CF_PEER_MAX_QP; i++)
 		if (ep->qps[i])
 			ibv_destroy_qp(ep->qps[i]);
+	if (ep->ah)
+		ibv_destroy_ah(ep->ah);
 	if (ep->srq)
 		ibv_destroy_srq(ep->srq);
 	if (ep->mr)
@@ -661,9 +668,39 @@ static int exchange(struct cf_ep *ep)
 	return 0;
 }
 
+/* The address vector of the peer's port (see cf_ep_peer_ah). */
+static void peer_av(const struct cf_ep *ep, struct ibv_ah_attr *ah,
+		    bool global)
+{
+	memset(ah, 0, sizeof(*ah));
+	ah->dlid = ep->peer.lid;
+	ah->port_num = (uint8_t)cf_port;
+	if (global || ep->port.link_layer == IBV_LINK_LAYER_ETHERNET ||
+	    !ep->peer.lid) {
+		ah->is_global = 1;
+		memcpy(ah->grh.dgid.raw, ep->peer.gid, 16);
+		ah->grh.sgid_index = (uint8_t)cf_gid_index;
+		ah->grh.hop_limit = 1;
+	}
+}
+
+struct ibv_ah *cf_ep_peer_ah(struct cf_ep *ep, bool global)
+{
+	struct ibv_ah_attr aa;
+	struct ibv_ah *ah;
+
+	peer_av(ep, &aa, global);
+	ah = ibv_create_ah(ep->pd, &aa);
+	EP_CHECK(ep, ah, "%s: ibv_create_ah to the peer (LID 0x%x%s): %s",
+		 cf_side_name(ep), aa.dlid, aa.is_global ? ", GRH" : "",
+		 strerror(errno));
+	return ah;
+}
+
 static int qp_step(struct cf_ep *ep, int i, enum ibv_qp_state to)
 {
 	const struct cf_peer_params *p = ep->p;
+	const bool ud = p->qp_type == IBV_QPT_UD;
 	struct ibv_qp_attr a;
 	int mask = IBV_QP_STATE, ret;
 
@@ -674,10 +711,19 @@ static int qp_step(struct cf_ep *ep, int i, enum ibv_qp_state to)
 		/* Manual 3.5.2: pkey index, port, access flags. */
 		a.pkey_index = 0;
 		a.port_num = (uint8_t)cf_port;
-		a.qp_access_flags = (unsigned int)p->qp_access;
-		mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+		mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+		if (ud) {
+			a.qkey = p->qkey;
+			mask |= IBV_QP_QKEY;
+		} else {
+			a.qp_access_flags = (unsigned int)p->qp_access;
+			mask |= IBV_QP_ACCESS_FLAGS;
+		}
 		break;
 	case IBV_QPS_RTR:
+		/* Manual 3.5.3: a UD QP needs nothing more for RTR. */
+		if (ud)
+			break;
 		/* Manual 3.5.3: path, dest QPN, rq_psn, responder
 		 * resources and min_rnr_timer. */
 		a.path_mtu = ep->port.active_mtu < ep->peer.mtu ?
@@ -690,18 +736,13 @@ static int qp_step(struct cf_ep *ep, int i, enum ibv_qp_state to)
 			ep->dev->max_qp_rd_atom < 16 ?
 			ep->dev->max_qp_rd_atom : 16);
 		a.min_rnr_timer = p->min_rnr_timer;
-		a.ah_attr.dlid = ep->peer.lid;
-		a.ah_attr.port_num = (uint8_t)cf_port;
-		if (ep->port.link_layer == IBV_LINK_LAYER_ETHERNET ||
-		    !ep->peer.lid) {
-			a.ah_attr.is_global = 1;
-			memcpy(a.ah_attr.grh.dgid.raw, ep->peer.gid, 16);
-			a.ah_attr.grh.sgid_index = (uint8_t)cf_gid_index;
-			a.ah_attr.grh.hop_limit = 1;
-		}
+		peer_av(ep, &a.ah_attr, false);
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			IBV_QP_MIN_RNR_TIMER;
+			IBV_QP_RQ_PSN;
+		/* Responder resources and the RNR timer are RC only. */
+		if (p->qp_type == IBV_QPT_RC)
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
+				IBV_QP_MIN_RNR_TIMER;
 		break;
 	case IBV_QPS_RTS:
 		/* Manual 3.5.4: timeout, retries, sq_psn, initiator
@@ -714,8 +755,11 @@ static int qp_step(struct cf_ep *ep, int i, enum ibv_qp_state to)
 			p->max_rd_atomic >= 0 ? p->max_rd_atomic :
 			ep->dev->max_qp_init_rd_atom < 16 ?
 			ep->dev->max_qp_init_rd_atom : 16);
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+		mask |= IBV_QP_SQ_PSN;
+		/* Manual 3.5.4: UC and UD need only the sq_psn. */
+		if (p->qp_type == IBV_QPT_RC)
+			mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 		break;
 	default:
 		return -1;
@@ -733,6 +777,12 @@ int cf_ep_connect(struct cf_ep *ep, enum ibv_qp_state target)
 
 	if (target >= IBV_QPS_RTR && exchange(ep))
 		return -1;
+	if (target >= IBV_QPS_RTR && ep->p->qp_type == IBV_QPT_UD &&
+	    !ep->ah) {
+		ep->ah = cf_ep_peer_ah(ep, false);
+		if (!ep->ah)
+			return -1;
+	}
 	for (s = ep->state + 1; s <= target && s <= IBV_QPS_RTS; s++) {
 		for (i = 0; i < ep->p->nqp; i++)
 			if (qp_step(ep, i, s))
@@ -931,6 +981,68 @@ int cf_peer_run(const struct cf_peer_params *p, cf_peer_body body, void *arg)
 	free(ep.report);
 	free(ep.peer_done);
 	return ep.nfail || child_fails ? -1 : 0;
+}
+
+int cf_peer_run_tuned(cf_peer_body body, cf_peer_tune tune, void *arg)
+{
+	struct cf_peer_params p;
+
+	cf_peer_params_init(&p);
+	if (tune)
+		tune(&p, arg);
+	return cf_peer_run(&p, body, arg);
+}
+
+int cf_ep_post_send(struct cf_ep *ep, struct ibv_qp *qp,
+		    struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	int ret = cf_rc(ibv_post_send(qp, wr, &bad));
+
+	return EP_CHECK(ep, !ret, "%s: ibv_post_send(opcode %d, wr_id %llu): "
+			"%s", cf_side_name(ep), wr->opcode,
+			(unsigned long long)wr->wr_id, cf_errname(ret)) ?
+		       0 : -1;
+}
+
+int cf_ep_post1(struct cf_ep *ep, enum ibv_wr_opcode op, size_t loff,
+		uint32_t len, uint64_t roff, uint64_t wr_id, unsigned int flags)
+{
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+
+	cf_ep_send_wr(ep, &wr, &sge, op, loff, len, wr_id);
+	wr.send_flags = flags;
+	wr.wr.rdma.remote_addr = ep->peer.addr + roff;
+	wr.wr.rdma.rkey = ep->peer.rkey;
+	return cf_ep_post_send(ep, ep->qp, &wr);
+}
+
+int cf_ep_wc_ok(struct cf_ep *ep, const struct ibv_wc *wc, int got,
+		uint64_t wr_id, enum ibv_wc_opcode op, const char *what)
+{
+	if (!EP_CHECK(ep, got >= 1, "%s: %s: no completion in time",
+		      cf_side_name(ep), what))
+		return 0;
+	if (!EP_CHECK(ep, wc->status == IBV_WC_SUCCESS,
+		      "%s: %s: status %s (vendor_err 0x%x)", cf_side_name(ep),
+		      what, ibv_wc_status_str(wc->status), wc->vendor_err))
+		return 0;
+	return EP_CHECK(ep, wc->wr_id == wr_id && wc->opcode == op,
+			"%s: %s: wr_id %llu opcode %d, expected %llu / %d",
+			cf_side_name(ep), what,
+			(unsigned long long)wc->wr_id, wc->opcode,
+			(unsigned long long)wr_id, op);
+}
+
+void cf_ep_check_state(struct cf_ep *ep, struct ibv_qp *qp, int want,
+		       const char *what)
+{
+	int st = cf_ep_wait_state(qp, want, 1000);
+
+	EP_CHECK(ep, st == want, "%s: %s: QP state %s, expected %s",
+		 cf_side_name(ep), what, cf_state_name(st),
+		 cf_state_name(want));
 }
 
 int cf_ep_expect_wc(struct cf_ep *ep, const struct ibv_wc *wc, int got,

@@ -32,7 +32,9 @@ struct cf_peer_params {
 	size_t buf_len;		/* registered buffer per side */
 	int mr_access;		/* access of that MR */
 	int qp_access;		/* IBV_QP_ACCESS_FLAGS at INIT */
-	int nqp;		/* RC QPs, connected pairwise */
+	enum ibv_qp_type qp_type;	/* RC (default), UC or UD */
+	uint32_t qkey;		/* UD: the Q_Key of every QP */
+	int nqp;		/* QPs, connected pairwise (UD: addressed) */
 	int cq_size;		/* one CQ per side, send and receive */
 	uint32_t max_send_wr, max_recv_wr, max_sge, max_inline;
 	int max_rd_atomic;	/* RTS; -1: min(device, 16) */
@@ -59,6 +61,7 @@ struct cf_peer_info {
 	uint64_t addr;
 	uint32_t rkey;
 	uint64_t len;
+	uint32_t qkey;
 	uint32_t qpn[CF_PEER_MAX_QP];
 	uint32_t psn[CF_PEER_MAX_QP];
 };
@@ -86,6 +89,7 @@ struct cf_ep {
 	enum ibv_qp_state state;	/* reached by cf_ep_connect */
 	struct ibv_mr *mr;
 	uint8_t *buf;
+	struct ibv_ah *ah;	/* UD: to the peer (cf_ep_connect to RTR) */
 	/* The peer. */
 	struct cf_peer_info me, peer;
 	bool exchanged;
@@ -100,6 +104,8 @@ struct cf_ep {
 };
 
 typedef int (*cf_peer_body)(struct cf_ep *ep);
+/* Adjusts the default parameters of a run; arg is cf_peer_run's arg. */
+typedef void (*cf_peer_tune)(struct cf_peer_params *p, void *arg);
 
 void cf_peer_params_init(struct cf_peer_params *p);
 /*
@@ -108,6 +114,8 @@ void cf_peer_params_init(struct cf_peer_params *p);
  * CUnit assertions).
  */
 int cf_peer_run(const struct cf_peer_params *p, cf_peer_body body, void *arg);
+/* cf_peer_run with the default parameters, adjusted by tune (or NULL). */
+int cf_peer_run_tuned(cf_peer_body body, cf_peer_tune tune, void *arg);
 
 /* Assertions usable on both sides. */
 int cf_ep_check(struct cf_ep *ep, int ok, unsigned int line, const char *file,
@@ -125,7 +133,11 @@ void cf_ep_skip(struct cf_ep *ep, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 const char *cf_side_name(const struct cf_ep *ep);
 
-/* Walk every QP from ep->state to target (INIT, RTR or RTS); 0 or -1. */
+/*
+ * Walk every QP from ep->state to target (INIT, RTR or RTS) with the
+ * attributes manual 3.5 names for the service type; for UD, ep->ah is
+ * made on the way to RTR.  0 or -1.
+ */
 int cf_ep_connect(struct cf_ep *ep, enum ibv_qp_state target);
 
 /* Socket coordination with a deadline; 0 or -1 (with a failure). */
@@ -173,6 +185,31 @@ int cf_ep_post_recv(struct cf_ep *ep, struct ibv_qp *qp, size_t off,
 int cf_ep_expect_wc(struct cf_ep *ep, const struct ibv_wc *wc, int got,
 		    uint64_t wr_id, enum ibv_wc_status status, int opcode,
 		    const char *what);
+/*
+ * ibv_post_send of the chain wr on qp; a refusal is an EP_CHECK failure.
+ * 0 or -1.
+ */
+int cf_ep_post_send(struct cf_ep *ep, struct ibv_qp *qp,
+		    struct ibv_send_wr *wr);
+/*
+ * Post one cf_ep_send_wr WR on ep->qp with send_flags flags; its RDMA
+ * fields name the peer's buffer at roff.  0 or -1 (checked).
+ */
+int cf_ep_post1(struct cf_ep *ep, enum ibv_wr_opcode op, size_t loff,
+		uint32_t len, uint64_t roff, uint64_t wr_id,
+		unsigned int flags);
+/* A successful completion of wr_id with opcode op; 1 when it is. */
+int cf_ep_wc_ok(struct cf_ep *ep, const struct ibv_wc *wc, int got,
+		uint64_t wr_id, enum ibv_wc_opcode op, const char *what);
+/* Wait up to 1 s for qp to reach state want; a failure otherwise. */
+void cf_ep_check_state(struct cf_ep *ep, struct ibv_qp *qp, int want,
+		       const char *what);
+/*
+ * An address handle to the peer's port: its LID, and its GID in a GRH
+ * when global is true (always on RoCE or without a LID).  NULL on failure
+ * (checked).
+ */
+struct ibv_ah *cf_ep_peer_ah(struct cf_ep *ep, bool global);
 /* ibv_query_qp state, or -1. */
 int cf_ep_qp_state(struct ibv_qp *qp);
 long long cf_now_ms(void);
@@ -184,5 +221,7 @@ void register_rc_errors_suite(void);
 void register_rc_events_suite(void);
 void register_rc_ex_suite(void);
 void register_rc_stress_suite(void);
+void register_ud_suite(void);
+void register_uc_suite(void);
 
 #endif /* IBEMU_CONFORMANCE_PEER_H */

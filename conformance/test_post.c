@@ -29,6 +29,25 @@ static void fix_init(struct post_fix *f)
 }
 
 /*
+ * A QP of type on cq with wr WRs and one SGE per queue, in INIT; ia
+ * receives the caps granted.  Fatal when it cannot be made.
+ */
+static struct ibv_qp *init_qp(enum ibv_qp_type type, struct ibv_cq *cq,
+			      uint32_t wr, struct ibv_qp_init_attr *ia)
+{
+	struct ibv_qp *qp;
+
+	memset(ia, 0, sizeof(*ia));
+	ia->send_cq = ia->recv_cq = cq;
+	ia->cap.max_send_wr = ia->cap.max_recv_wr = wr;
+	ia->cap.max_send_sge = ia->cap.max_recv_sge = 1;
+	qp = cf_create_qp(&cf, type, ia);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(qp);
+	CF_EXPECT_OK(cf_qp_to_state(&cf, qp, IBV_QPS_INIT), "RESET->INIT");
+	return qp;
+}
+
+/*
  * IBA 10.3.1 (C10-?) and ibv_post_recv(3): receives can be posted from
  * INIT on; rdma-core providers refuse them in RESET with EINVAL.
  */
@@ -78,14 +97,7 @@ static void test_recv_too_many_sge(void)
 		struct ibv_qp *qp;
 		int ret;
 
-		memset(&ia, 0, sizeof(ia));
-		ia.send_cq = ia.recv_cq = cf.cq;
-		ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
-		ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-		qp = cf_create_qp(&cf, types[t], &ia);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(qp);
-		CF_EXPECT_OK(cf_qp_to_state(&cf, qp, IBV_QPS_INIT),
-			     "RESET->INIT");
+		qp = init_qp(types[t], cf.cq, 4, &ia);
 		n = ia.cap.max_recv_sge + 1;
 		sges = calloc(n, sizeof(*sges));
 		CU_ASSERT_PTR_NOT_NULL_FATAL(sges);
@@ -144,14 +156,7 @@ static void test_recv_overflow(void)
 		uint32_t cap;
 		int ret;
 
-		memset(&ia, 0, sizeof(ia));
-		ia.send_cq = ia.recv_cq = cf.cq;
-		ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
-		ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-		qp = cf_create_qp(&cf, types[t], &ia);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(qp);
-		CF_EXPECT_OK(cf_qp_to_state(&cf, qp, IBV_QPS_INIT),
-			     "RESET->INIT");
+		qp = init_qp(types[t], cf.cq, 8, &ia);
 		cap = ia.cap.max_recv_wr;
 		wrs = recv_chain(&f, cap + 1, 0);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(wrs);
@@ -319,14 +324,7 @@ static void test_recv_flush(void)
 		int got, i;
 
 		CU_ASSERT_PTR_NOT_NULL_FATAL(cq);
-		memset(&ia, 0, sizeof(ia));
-		ia.send_cq = ia.recv_cq = cq;
-		ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
-		ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-		qp = cf_create_qp(&cf, types[t], &ia);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(qp);
-		CF_EXPECT_OK(cf_qp_to_state(&cf, qp, IBV_QPS_INIT),
-			     "RESET->INIT");
+		qp = init_qp(types[t], cq, 8, &ia);
 		CF_EXPECT_OK(cf_post_recvs(qp, f.mr, 8, 100), "post 8 recvs");
 		CF_CHECK(ibv_poll_cq(cq, 16, wc) == 0,
 			 "%s: completions before any traffic",

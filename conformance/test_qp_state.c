@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conformance.h"
+#include "peer.h"
+
+#define SQE_WAIT_MS 5000
 
 static const enum ibv_qp_state all_states[] = {
 	IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
@@ -51,13 +53,113 @@ struct held_qp {
 	enum ibv_qp_type type;
 	enum ibv_qp_state state;
 	struct ibv_qp *qp;
+	/* SQE only: the QP's own CQ, a buffer, and for UD an AH. */
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_ah *ah;
 };
 
 static void held_release(struct held_qp *h)
 {
 	if (h->qp)
 		ibv_destroy_qp(h->qp);
+	if (h->ah)
+		ibv_destroy_ah(h->ah);
+	if (h->mr)
+		cf_free_mr(h->mr);
+	if (h->cq)
+		ibv_destroy_cq(h->cq);
 	h->qp = NULL;
+	h->ah = NULL;
+	h->mr = NULL;
+	h->cq = NULL;
+}
+
+/*
+ * A one-SGE SEND on h->qp from h->mr (wr_id, len bytes, lkey as given),
+ * to dest_qpn (UD: through h->ah, Q_Key of cf_qp_fill_attr).  0 or errno.
+ */
+static int held_send(struct held_qp *h, uint64_t wr_id, uint32_t len,
+		     uint32_t lkey, uint32_t dest_qpn)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)h->mr->addr,
+		.length = len,
+		.lkey = lkey,
+	};
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.ud.ah = h->ah;
+	wr.wr.ud.remote_qpn = dest_qpn;
+	wr.wr.ud.remote_qkey = 0x11111111;
+	return cf_rc(ibv_post_send(h->qp, &wr, &bad));
+}
+
+/*
+ * IBA 10.3.1 / 11.2.5: a UC or UD QP whose send WR completes in error
+ * enters SQE.  From RTS (connected to dest_qpn) post a SEND whose SGE has
+ * an invalid lkey: it completes with LOC_PROT_ERR (manual 6.2.5) and the
+ * QP reports SQE.  False (reported) when it does not.
+ */
+static bool held_enter_sqe(struct held_qp *h, uint32_t dest_qpn)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_ah_attr aa;
+	struct ibv_wc wc;
+	int ret, got, st;
+
+	h->cq = ibv_create_cq(cf.ctx, 16, NULL, NULL, 0);
+	h->mr = cf_alloc_mr(&cf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	CF_CHECK(h->cq && h->mr, "SQE set-up: CQ or MR: %s",
+		 cf_errname(errno));
+	if (!h->cq || !h->mr)
+		return false;
+	if (h->type == IBV_QPT_UD) {
+		cf_fill_ah(&cf, &aa);
+		h->ah = ibv_create_ah(cf.pd, &aa);
+		CF_CHECK(h->ah != NULL, "SQE set-up: ibv_create_ah: %s",
+			 cf_errname(errno));
+		if (!h->ah)
+			return false;
+	}
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = h->cq;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	h->qp = cf_create_qp(&cf, h->type, &ia);
+	CF_CHECK(h->qp != NULL, "%s: create: %s", cf_qpt_name(h->type),
+		 cf_errname(errno));
+	if (!h->qp)
+		return false;
+	ret = cf_qp_to_state_dest(&cf, h->qp, IBV_QPS_RTS,
+				  dest_qpn ? dest_qpn : h->qp->qp_num);
+	CF_CHECK(ret == 0, "%s: bring-up to RTS: %s", cf_qpt_name(h->type),
+		 cf_errname(ret));
+	if (ret)
+		return false;
+	ret = held_send(h, 1, 64, h->mr->lkey ^ 0x5a5a5a00u,
+			dest_qpn ? dest_qpn : h->qp->qp_num);
+	CF_CHECK(ret == 0, "%s: SEND with a bad lkey refused at post time: "
+		 "%s", cf_qpt_name(h->type), cf_errname(ret));
+	if (ret)
+		return false;
+	got = cf_poll_cq_wait(h->cq, &wc, 1, SQE_WAIT_MS);
+	CF_CHECK(got == 1 && wc.wr_id == 1 &&
+		 wc.status == IBV_WC_LOC_PROT_ERR,
+		 "%s: SEND with a bad lkey: %d completions, status %s, "
+		 "expected LOC_PROT_ERR", cf_qpt_name(h->type), got,
+		 got == 1 ? ibv_wc_status_str(wc.status) : "-");
+	st = cf_ep_wait_state(h->qp, IBV_QPS_SQE, 1000);
+	CF_CHECK(st == IBV_QPS_SQE, "%s: after a send completed in error "
+		 "the QP is in %s, expected SQE (IBA 10.3.1)",
+		 cf_qpt_name(h->type), cf_state_name(st));
+	return st == IBV_QPS_SQE;
 }
 
 /* Make sure h->qp exists and is in h->state; false (reported) if not. */
@@ -68,6 +170,12 @@ static bool held_ensure(struct held_qp *h)
 	if (h->qp && cf_qp_state(h->qp) == (int)h->state)
 		return true;
 	held_release(h);
+	if (h->state == IBV_QPS_SQE) {
+		if (held_enter_sqe(h, 0))
+			return true;
+		held_release(h);
+		return false;
+	}
 	h->qp = cf_create_qp(&cf, h->type, NULL);
 	CF_CHECK(h->qp != NULL, "%s: create: %s", cf_qpt_name(h->type),
 		 cf_errname(errno));
@@ -228,12 +336,125 @@ FROM_TEST(UD, RTS)
 FROM_TEST(UD, SQD)
 FROM_TEST(UD, ERR)
 
-/* IBA 11.2.5: SQE is entered by the CI on a send error, never by modify. */
-static void test_from_sqe(void)
+/*
+ * IBA 11.2.5 for SQE (entered by a send completing in error, see
+ * held_enter_sqe): SQE->RTS with optional CUR_STATE and QKEY (UD) or
+ * ACCESS_FLAGS (UC); SQE->RESET and SQE->ERR; everything else refused.
+ */
+FROM_TEST(UC, SQE)
+FROM_TEST(UD, SQE)
+
+/*
+ * IBA 10.3.1 (Send Queue Error): in SQE a send WR posted is completed
+ * with WR_FLUSH_ERR (manual 6.2.6) and the QP stays in SQE, while the
+ * receive queue keeps working: a SEND from a second QP is received.  UD
+ * needs 40 bytes for the GRH in front of the payload (IBA 11.4.1.2).
+ */
+static void sqe_queues(enum ibv_qp_type type)
 {
-	SKIP("UC/UD SQE is entered only when a send WR completes in error "
-	     "(IBA 10.3.1, 11.2.5); it cannot be reached through "
-	     "ibv_modify_qp without a data path");
+	const uint32_t grh = type == IBV_QPT_UD ? 40 : 0;
+	struct held_qp x = { .type = type, .state = IBV_QPS_SQE };
+	struct held_qp y = { .type = type, .state = IBV_QPS_RTS };
+	const char *t = cf_qpt_name(type);
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_sge rsge;
+	struct ibv_wc wc;
+	uint8_t *rbuf;
+	int ret, got, i;
+
+	/* y is created first so that x can be connected to it (UC). */
+	y.cq = ibv_create_cq(cf.ctx, 16, NULL, NULL, 0);
+	y.mr = cf_alloc_mr(&cf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(y.cq);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(y.mr);
+	{
+		struct ibv_qp_init_attr ia = {
+			.send_cq = y.cq, .recv_cq = y.cq,
+			.cap = { .max_send_wr = 8, .max_recv_wr = 8,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+
+		y.qp = cf_create_qp(&cf, type, &ia);
+	}
+	CF_CHECK(y.qp != NULL, "%s: create: %s", t, cf_errname(errno));
+	if (!y.qp || !held_enter_sqe(&x, y.qp->qp_num))
+		goto out;
+	if (type == IBV_QPT_UD) {
+		struct ibv_ah_attr aa;
+
+		cf_fill_ah(&cf, &aa);
+		y.ah = ibv_create_ah(cf.pd, &aa);
+		CF_CHECK(y.ah != NULL, "ibv_create_ah: %s", cf_errname(errno));
+		if (!y.ah)
+			goto out;
+	}
+	ret = cf_qp_to_state_dest(&cf, y.qp, IBV_QPS_RTS, x.qp->qp_num);
+	CF_EXPECT_OK(ret, "sender QP to RTS");
+	if (ret)
+		goto out;
+
+	/* A send posted in SQE is flushed; the QP stays in SQE. */
+	ret = held_send(&x, 2, 16, x.mr->lkey, y.qp->qp_num);
+	CF_EXPECT_OK(ret, "ibv_post_send in SQE");
+	if (!ret) {
+		got = cf_poll_cq_wait(x.cq, &wc, 1, SQE_WAIT_MS);
+		CF_CHECK(got == 1 && wc.wr_id == 2 &&
+			 wc.status == IBV_WC_WR_FLUSH_ERR,
+			 "%s: SEND posted in SQE: %d completions (wr_id %llu, "
+			 "%s), expected WR_FLUSH_ERR", t, got,
+			 got == 1 ? (unsigned long long)wc.wr_id : 0ull,
+			 got == 1 ? ibv_wc_status_str(wc.status) : "-");
+	}
+	CF_CHECK(cf_qp_state(x.qp) == IBV_QPS_SQE, "%s: after the flush the "
+		 "QP is in %s, expected SQE", t,
+		 cf_state_name(cf_qp_state(x.qp)));
+
+	/* The receive queue still works. */
+	rbuf = (uint8_t *)x.mr->addr + 1024;
+	memset(rbuf, 0, 1024);
+	rsge.addr = (uintptr_t)rbuf;
+	rsge.length = 1024;
+	rsge.lkey = x.mr->lkey;
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.wr_id = 100;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	ret = cf_rc(ibv_post_recv(x.qp, &rwr, &rbad));
+	CF_EXPECT_OK(ret, "ibv_post_recv in SQE");
+	for (i = 0; i < 100; i++)
+		((uint8_t *)y.mr->addr)[i] = (uint8_t)(i * 7 + 1);
+	ret = held_send(&y, 3, 100, y.mr->lkey, x.qp->qp_num);
+	CF_EXPECT_OK(ret, "ibv_post_send to the QP in SQE");
+	if (ret)
+		goto out;
+	got = cf_poll_cq_wait(y.cq, &wc, 1, SQE_WAIT_MS);
+	CF_CHECK(got == 1 && wc.wr_id == 3 && wc.status == IBV_WC_SUCCESS,
+		 "%s: SEND to the QP in SQE: %d completions, status %s", t,
+		 got, got == 1 ? ibv_wc_status_str(wc.status) : "-");
+	got = cf_poll_cq_wait(x.cq, &wc, 1, SQE_WAIT_MS);
+	CF_CHECK(got == 1 && wc.wr_id == 100 &&
+		 wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+		 wc.byte_len == 100 + grh,
+		 "%s: receive in SQE: %d completions (wr_id %llu status %s "
+		 "byte_len %u), expected RECV of %u bytes", t, got,
+		 got == 1 ? (unsigned long long)wc.wr_id : 0ull,
+		 got == 1 ? ibv_wc_status_str(wc.status) : "-",
+		 got == 1 ? wc.byte_len : 0, 100 + grh);
+	if (got == 1 && wc.status == IBV_WC_SUCCESS)
+		CF_CHECK(!memcmp(rbuf + grh, y.mr->addr, 100),
+			 "%s: received data differs", t);
+	CF_CHECK(cf_qp_state(x.qp) == IBV_QPS_SQE, "%s: after the receive "
+		 "the QP is in %s, expected SQE", t,
+		 cf_state_name(cf_qp_state(x.qp)));
+out:
+	held_release(&x);
+	held_release(&y);
+}
+
+static void test_sqe_queues(void)
+{
+	sqe_queues(IBV_QPT_UD);
+	sqe_queues(IBV_QPT_UC);
 }
 
 /*
@@ -577,7 +798,9 @@ void register_qp_state_suite(void)
 	cf_add_test(s, "UD_from_RTS", test_UD_from_RTS);
 	cf_add_test(s, "UD_from_SQD", test_UD_from_SQD);
 	cf_add_test(s, "UD_from_ERR", test_UD_from_ERR);
-	cf_add_test(s, "UC_UD_from_SQE", test_from_sqe);
+	cf_add_test(s, "UC_from_SQE", test_UC_from_SQE);
+	cf_add_test(s, "UD_from_SQE", test_UD_from_SQE);
+	cf_add_test(s, "UC_UD_SQE_queues", test_sqe_queues);
 	cf_add_test(s, "cur_state_mismatch", test_cur_state_mismatch);
 	cf_add_test(s, "query_returns_set", test_query_returns_set);
 	cf_add_test(s, "invalid_values", test_invalid_values);

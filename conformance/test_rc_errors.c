@@ -17,36 +17,6 @@
 
 #define WAIT_MS 5000
 
-static int post_one(struct cf_ep *ep, struct ibv_send_wr *wr)
-{
-	struct ibv_send_wr *bad;
-	int ret = cf_rc(ibv_post_send(ep->qp, wr, &bad));
-
-	return EP_CHECK(ep, !ret, "%s: ibv_post_send(opcode %d): %s",
-			cf_side_name(ep), wr->opcode, cf_errname(ret)) ? 0 : -1;
-}
-
-static void check_state(struct cf_ep *ep, struct ibv_qp *qp, int want,
-			const char *what)
-{
-	int st = cf_ep_wait_state(qp, want, 1000);
-
-	EP_CHECK(ep, st == want, "%s: %s: QP state %s, expected %s",
-		 cf_side_name(ep), what, cf_state_name(st),
-		 cf_state_name(want));
-}
-
-static void run(cf_peer_body body, void *arg,
-		void (*tune)(struct cf_peer_params *, void *))
-{
-	struct cf_peer_params p;
-
-	cf_peer_params_init(&p);
-	if (tune)
-		tune(&p, arg);
-	cf_peer_run(&p, body, arg);
-}
-
 /*
  * Manual 6.2.2 / 6.2.10, IBA 9.7.5.2.4 (invalid request NAK): a SEND
  * longer than the receive buffer is a local length error at the receiver
@@ -71,29 +41,29 @@ static int body_loc_len(struct cf_ep *ep)
 				"200 B SEND into a 100 B receive");
 		cf_ep_expect_wc(ep, &wc[1], got - 1, 2, IBV_WC_WR_FLUSH_ERR,
 				-1, "the receive behind it");
-		check_state(ep, ep->qp, IBV_QPS_ERR, "after LOC_LEN_ERR");
+		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, "after LOC_LEN_ERR");
 		return cf_ep_sync(ep, WAIT_MS);
 	}
 	if (cf_ep_sync(ep, WAIT_MS))
 		return -1;
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 200, 1);
-	if (post_one(ep, &wr))
+	if (cf_ep_post_send(ep, ep->qp, &wr))
 		return -1;
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 8, 2);
-	if (post_one(ep, &wr))
+	if (cf_ep_post_send(ep, ep->qp, &wr))
 		return -1;
 	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
 	cf_ep_expect_wc(ep, &wc[0], got, 1, IBV_WC_REM_INV_REQ_ERR, -1,
 			"200 B SEND into a 100 B receive");
 	cf_ep_expect_wc(ep, &wc[1], got - 1, 2, IBV_WC_WR_FLUSH_ERR, -1,
 			"the SEND behind it");
-	check_state(ep, ep->qp, IBV_QPS_ERR, "after REM_INV_REQ_ERR");
+	cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, "after REM_INV_REQ_ERR");
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
 static void test_loc_len(void)
 {
-	run(body_loc_len, NULL, NULL);
+	cf_peer_run_tuned(body_loc_len, NULL, NULL);
 }
 
 /*
@@ -128,17 +98,17 @@ static int body_loc_prot(struct cf_ep *ep)
 		sge.lkey = ep->mr->lkey ^ 0x5a5a5a00u;
 	else
 		sge.addr = (uintptr_t)ep->buf + ep->p->buf_len - 16;
-	if (post_one(ep, &wr))
+	if (cf_ep_post_send(ep, ep->qp, &wr))
 		return -1;
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 8, 2);
-	if (post_one(ep, &wr))
+	if (cf_ep_post_send(ep, ep->qp, &wr))
 		return -1;
 	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
 	cf_ep_expect_wc(ep, &wc[0], got, 1, IBV_WC_LOC_PROT_ERR, -1,
 			names[kind]);
 	cf_ep_expect_wc(ep, &wc[1], got - 1, 2, IBV_WC_WR_FLUSH_ERR, -1,
 			"the SEND behind it");
-	check_state(ep, ep->qp, IBV_QPS_ERR, "after LOC_PROT_ERR");
+	cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, "after LOC_PROT_ERR");
 	if (cf_ep_sync(ep, WAIT_MS))
 		return -1;
 	return cf_ep_sync(ep, WAIT_MS);
@@ -149,7 +119,7 @@ static void test_loc_prot(void)
 	int kind;
 
 	for (kind = 0; kind < 2; kind++)
-		run(body_loc_prot, &kind, NULL);
+		cf_peer_run_tuned(body_loc_prot, NULL, &kind);
 }
 
 /*
@@ -169,11 +139,12 @@ static int body_loc_qp_op(struct cf_ep *ep)
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_RDMA_READ, 0, 64, 1);
 	wr.wr.rdma.remote_addr = ep->peer.addr;
 	wr.wr.rdma.rkey = ep->peer.rkey;
-	if (!post_one(ep, &wr)) {
+	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_LOC_QP_OP_ERR, -1,
 				"RDMA READ with max_rd_atomic 0");
-		check_state(ep, ep->qp, IBV_QPS_ERR, "after LOC_QP_OP_ERR");
+		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR,
+				  "after LOC_QP_OP_ERR");
 	}
 	return cf_ep_sync(ep, WAIT_MS);
 }
@@ -185,7 +156,7 @@ static void tune_no_rd_atomic(struct cf_peer_params *p, void *arg)
 
 static void test_loc_qp_op(void)
 {
-	run(body_loc_qp_op, NULL, tune_no_rd_atomic);
+	cf_peer_run_tuned(body_loc_qp_op, tune_no_rd_atomic, NULL);
 }
 
 /*
@@ -257,7 +228,7 @@ static int body_rem_access(struct cf_ep *ep)
 				EP_CHECK(ep, ev.element.qp == ep->qp,
 					 "%s: QP_ACCESS_ERR for another QP",
 					 what);
-			check_state(ep, ep->qp, IBV_QPS_ERR, what);
+			cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, what);
 			EP_CHECK(ep, cf_bytes_check(tgt, TGT_LEN, 0xa5) < 0,
 				 "%s: target memory changed at byte %ld",
 				 what, cf_bytes_check(tgt, TGT_LEN, 0xa5));
@@ -285,11 +256,11 @@ static int body_rem_access(struct cf_ep *ep)
 		wr.wr.atomic.rkey = (uint32_t)rkey;
 		wr.wr.atomic.compare_add = 1;
 	}
-	if (!post_one(ep, &wr)) {
+	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_REM_ACCESS_ERR, -1,
 				what);
-		check_state(ep, ep->qp, IBV_QPS_ERR, what);
+		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, what);
 		if (c->op != OP_WRITE)
 			EP_CHECK(ep, cf_bytes_check(ep->buf, 4096, 0xee) < 0,
 				 "%s: the failed operation wrote local memory",
@@ -306,7 +277,7 @@ static void test_rem_access(void)
 
 	for (c.op = OP_WRITE; c.op <= OP_ATOMIC; c.op++)
 		for (c.kind = K_RKEY; c.kind <= K_ACCESS; c.kind++)
-			run(body_rem_access, &c, NULL);
+			cf_peer_run_tuned(body_rem_access, NULL, &c);
 }
 
 /*
@@ -337,24 +308,24 @@ static int body_rem_op(struct cf_ep *ep)
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_LOC_PROT_ERR, -1,
 				"SEND into a receive with a bad lkey");
-		check_state(ep, ep->qp, IBV_QPS_ERR, "responder");
+		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, "responder");
 		return cf_ep_sync(ep, WAIT_MS);
 	}
 	if (cf_ep_sync(ep, WAIT_MS))
 		return -1;
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 64, 1);
-	if (!post_one(ep, &wr)) {
+	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_REM_OP_ERR, -1,
 				"SEND into a receive with a bad lkey");
-		check_state(ep, ep->qp, IBV_QPS_ERR, "requester");
+		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, "requester");
 	}
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
 static void test_rem_op(void)
 {
-	run(body_rem_op, NULL, NULL);
+	cf_peer_run_tuned(body_rem_op, NULL, NULL);
 }
 
 /*
@@ -378,17 +349,18 @@ static int body_rnr(struct cf_ep *ep)
 	if (ep->side == CF_CHILD) {
 		if (cf_ep_sync(ep, WAIT_MS) || cf_ep_sync(ep, WAIT_MS + 1000))
 			return -1;
-		check_state(ep, ep->qp, IBV_QPS_RTS, "responder after RNR");
+		cf_ep_check_state(ep, ep->qp, IBV_QPS_RTS,
+				  "responder after RNR");
 		return cf_ep_sync(ep, WAIT_MS);
 	}
 	if (cf_ep_sync(ep, WAIT_MS))
 		return -1;
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 64, 1);
-	if (!post_one(ep, &wr)) {
+	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_RNR_RETRY_EXC_ERR, -1,
 				what);
-		check_state(ep, ep->qp, IBV_QPS_ERR, what);
+		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, what);
 	}
 	if (cf_ep_sync(ep, WAIT_MS + 1000))
 		return -1;
@@ -407,7 +379,7 @@ static void test_rnr_retry(void)
 	size_t i;
 
 	for (i = 0; i < CF_ARRAY_SIZE(retries); i++)
-		run(body_rnr, &retries[i], tune_rnr);
+		cf_peer_run_tuned(body_rnr, tune_rnr, &retries[i]);
 }
 
 /*
@@ -440,7 +412,7 @@ static int body_rnr_infinite(struct cf_ep *ep)
 	if (cf_ep_sync(ep, WAIT_MS))
 		return -1;
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 64, 1);
-	if (!post_one(ep, &wr)) {
+	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
 		got = cf_ep_poll(ep, &wc, 1, 150);
 		EP_CHECK(ep, got == 0, "the SEND completed (%s) before the "
 			 "receive was posted", got ?
@@ -463,7 +435,7 @@ static void tune_rnr7(struct cf_peer_params *p, void *arg)
 
 static void test_rnr_infinite(void)
 {
-	run(body_rnr_infinite, NULL, tune_rnr7);
+	cf_peer_run_tuned(body_rnr_infinite, tune_rnr7, NULL);
 }
 
 /*
@@ -500,12 +472,13 @@ static int body_retry(struct cf_ep *ep)
 		return -1;
 	t0 = cf_now_ms();
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 64, 1);
-	if (!post_one(ep, &wr)) {
+	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_RETRY_EXC_ERR, -1,
 				kill_it ? "SEND to a killed process" :
 				"SEND to a destroyed QP");
-		check_state(ep, ep->qp, IBV_QPS_ERR, "after RETRY_EXC_ERR");
+		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR,
+				  "after RETRY_EXC_ERR");
 		if (got)
 			printf("(RETRY_EXC_ERR after %lld ms) ",
 			       cf_now_ms() - t0);
@@ -524,14 +497,14 @@ static void test_retry_destroyed(void)
 {
 	int kill_it = 0;
 
-	run(body_retry, &kill_it, tune_retry);
+	cf_peer_run_tuned(body_retry, tune_retry, &kill_it);
 }
 
 static void test_retry_killed(void)
 {
 	int kill_it = 1;
 
-	run(body_retry, &kill_it, tune_retry);
+	cf_peer_run_tuned(body_retry, tune_retry, &kill_it);
 }
 
 /*
@@ -581,7 +554,7 @@ static int body_flush(struct cf_ep *ep)
 		EP_CHECK(ep, wc[i].qp_num == ep->qp->qp_num,
 			 "completion %d: qp_num 0x%x", i, wc[i].qp_num);
 	}
-	check_state(ep, ep->qp, IBV_QPS_ERR, "after LOC_PROT_ERR");
+	cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, "after LOC_PROT_ERR");
 	/* Posted in ERR: flushed too. */
 	cf_ep_send_wr(ep, &wr[0], &sge[0], IBV_WR_SEND, 0, 64, 9);
 	ret = cf_rc(ibv_post_send(ep->qp, wr, &bad));
@@ -597,7 +570,7 @@ static int body_flush(struct cf_ep *ep)
 
 static void test_flush(void)
 {
-	run(body_flush, NULL, NULL);
+	cf_peer_run_tuned(body_flush, NULL, NULL);
 }
 
 void register_rc_errors_suite(void)

@@ -14,30 +14,10 @@
 
 #define WAIT_MS 5000
 
-static void run(cf_peer_body body, void (*tune)(struct cf_peer_params *))
-{
-	struct cf_peer_params p;
-
-	cf_peer_params_init(&p);
-	if (tune)
-		tune(&p);
-	cf_peer_run(&p, body, NULL);
-}
-
 static int post_send(struct cf_ep *ep, enum ibv_wr_opcode op, uint32_t len,
 		     uint64_t wr_id)
 {
-	struct ibv_send_wr wr, *bad;
-	struct ibv_sge sge;
-	int ret;
-
-	cf_ep_send_wr(ep, &wr, &sge, op, 0, len, wr_id);
-	wr.wr.rdma.remote_addr = ep->peer.addr;
-	wr.wr.rdma.rkey = ep->peer.rkey;
-	ret = cf_rc(ibv_post_send(ep->qp, &wr, &bad));
-	return EP_CHECK(ep, !ret, "%s: ibv_post_send(opcode %d) #%llu: %s",
-			cf_side_name(ep), op, (unsigned long long)wr_id,
-			cf_errname(ret)) ? 0 : -1;
+	return cf_ep_post1(ep, op, 0, len, 0, wr_id, IBV_SEND_SIGNALED);
 }
 
 /*
@@ -82,7 +62,7 @@ static int body_cq_overflow(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_cq2(struct cf_peer_params *p)
+static void tune_cq2(struct cf_peer_params *p, void *arg)
 {
 	p->cq_size = 2;
 	p->max_send_wr = 64;
@@ -90,7 +70,7 @@ static void tune_cq2(struct cf_peer_params *p)
 
 static void test_cq_overflow(void)
 {
-	run(body_cq_overflow, tune_cq2);
+	cf_peer_run_tuned(body_cq_overflow, tune_cq2, NULL);
 }
 
 /*
@@ -139,14 +119,14 @@ static int body_comm_est(struct cf_ep *ep)
 	return cf_ep_sync(ep, 2 * WAIT_MS);
 }
 
-static void tune_manual(struct cf_peer_params *p)
+static void tune_manual(struct cf_peer_params *p, void *arg)
 {
 	p->connect = false;
 }
 
 static void test_comm_est(void)
 {
-	run(body_comm_est, tune_manual);
+	cf_peer_run_tuned(body_comm_est, tune_manual, NULL);
 }
 
 /*
@@ -212,7 +192,7 @@ static int body_sq_drained(struct cf_ep *ep)
 
 static void test_sq_drained(void)
 {
-	run(body_sq_drained, NULL);
+	cf_peer_run_tuned(body_sq_drained, NULL, NULL);
 }
 
 /*
@@ -272,14 +252,14 @@ static int body_last_wqe(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_srq(struct cf_peer_params *p)
+static void tune_srq(struct cf_peer_params *p, void *arg)
 {
 	p->srq = true;
 }
 
 static void test_last_wqe(void)
 {
-	run(body_last_wqe, tune_srq);
+	cf_peer_run_tuned(body_last_wqe, tune_srq, NULL);
 }
 
 void register_rc_events_suite(void)

@@ -17,16 +17,6 @@
 
 #define WAIT_MS 5000
 
-static void run(cf_peer_body body, void (*tune)(struct cf_peer_params *))
-{
-	struct cf_peer_params p;
-
-	cf_peer_params_init(&p);
-	if (tune)
-		tune(&p);
-	cf_peer_run(&p, body, NULL);
-}
-
 /*
  * ibv_wr_post(3): a batch of SEND (one SGE), SEND_WITH_IMM (SGE list),
  * RDMA_WRITE (inline data, its source overwritten right after
@@ -153,7 +143,7 @@ static int body_wr_ops(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_wr_ops(struct cf_peer_params *p)
+static void tune_wr_ops(struct cf_peer_params *p, void *arg)
 {
 	p->qp_ex = true;
 	p->max_inline = 64;
@@ -165,7 +155,7 @@ static void tune_wr_ops(struct cf_peer_params *p)
 
 static void test_wr_ops(void)
 {
-	run(body_wr_ops, tune_wr_ops);
+	cf_peer_run_tuned(body_wr_ops, tune_wr_ops, NULL);
 }
 
 /* ibv_wr_atomic_cmp_swp / ibv_wr_atomic_fetch_add (IBA 9.4.5). */
@@ -219,7 +209,7 @@ static int body_wr_atomics(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_wr_atomics(struct cf_peer_params *p)
+static void tune_wr_atomics(struct cf_peer_params *p, void *arg)
 {
 	p->qp_ex = true;
 	p->send_ops_flags = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
@@ -228,7 +218,7 @@ static void tune_wr_atomics(struct cf_peer_params *p)
 
 static void test_wr_atomics(void)
 {
-	run(body_wr_atomics, tune_wr_atomics);
+	cf_peer_run_tuned(body_wr_atomics, tune_wr_atomics, NULL);
 }
 
 /*
@@ -287,7 +277,7 @@ static int body_wr_abort(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_wr_send(struct cf_peer_params *p)
+static void tune_wr_send(struct cf_peer_params *p, void *arg)
 {
 	p->qp_ex = true;
 	p->send_ops_flags = IBV_QP_EX_WITH_SEND;
@@ -295,7 +285,7 @@ static void tune_wr_send(struct cf_peer_params *p)
 
 static void test_wr_abort(void)
 {
-	run(body_wr_abort, tune_wr_send);
+	cf_peer_run_tuned(body_wr_abort, tune_wr_send, NULL);
 }
 
 /* One completion read through the ibv_wc_read_* accessors. */
@@ -409,7 +399,7 @@ static int body_cq_ex(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_cq_ex(struct cf_peer_params *p)
+static void tune_cq_ex(struct cf_peer_params *p, void *arg)
 {
 	p->cq_ex = true;
 	p->cq_ex_wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
@@ -418,7 +408,7 @@ static void tune_cq_ex(struct cf_peer_params *p)
 
 static void test_cq_ex(void)
 {
-	run(body_cq_ex, tune_cq_ex);
+	cf_peer_run_tuned(body_cq_ex, tune_cq_ex, NULL);
 }
 
 void register_rc_ex_suite(void)

@@ -19,52 +19,17 @@
 
 #define WAIT_MS 5000
 
-/* Check one completion; 1 when it is what was expected. */
-static int wc_ok(struct cf_ep *ep, const struct ibv_wc *wc, int got,
-		 uint64_t wr_id, enum ibv_wc_opcode op, const char *what)
-{
-	if (!EP_CHECK(ep, got == 1, "%s: %s: no completion within %d ms",
-		      cf_side_name(ep), what, WAIT_MS))
-		return 0;
-	if (!EP_CHECK(ep, wc->status == IBV_WC_SUCCESS,
-		      "%s: %s: status %s (vendor_err 0x%x)", cf_side_name(ep),
-		      what, ibv_wc_status_str(wc->status), wc->vendor_err))
-		return 0;
-	return EP_CHECK(ep, wc->wr_id == wr_id && wc->opcode == op,
-			"%s: %s: wr_id %llu opcode %d, expected %llu / %d",
-			cf_side_name(ep), what,
-			(unsigned long long)wc->wr_id, wc->opcode,
-			(unsigned long long)wr_id, op);
-}
-
 static int post_send1(struct cf_ep *ep, enum ibv_wr_opcode op, size_t off,
 		      uint32_t len, uint64_t wr_id, unsigned int flags)
 {
-	struct ibv_send_wr wr, *bad;
-	struct ibv_sge sge;
-	int ret;
-
-	cf_ep_send_wr(ep, &wr, &sge, op, off, len, wr_id);
-	wr.send_flags = flags;
-	ret = cf_rc(ibv_post_send(ep->qp, &wr, &bad));
-	return EP_CHECK(ep, !ret, "%s: ibv_post_send(opcode %d, len %u): %s",
-			cf_side_name(ep), op, len, cf_errname(ret)) ? 0 : -1;
+	return cf_ep_post1(ep, op, off, len, 0, wr_id, flags);
 }
 
 /* A one-sided WR towards the peer's buffer at roff. */
 static int post_rdma(struct cf_ep *ep, enum ibv_wr_opcode op, size_t loff,
 		     uint32_t len, uint64_t roff, uint64_t wr_id)
 {
-	struct ibv_send_wr wr, *bad;
-	struct ibv_sge sge;
-	int ret;
-
-	cf_ep_send_wr(ep, &wr, &sge, op, loff, len, wr_id);
-	wr.wr.rdma.remote_addr = ep->peer.addr + roff;
-	wr.wr.rdma.rkey = ep->peer.rkey;
-	ret = cf_rc(ibv_post_send(ep->qp, &wr, &bad));
-	return EP_CHECK(ep, !ret, "%s: ibv_post_send(opcode %d, len %u): %s",
-			cf_side_name(ep), op, len, cf_errname(ret)) ? 0 : -1;
+	return cf_ep_post1(ep, op, loff, len, roff, wr_id, IBV_SEND_SIGNALED);
 }
 
 static int post_atomic(struct cf_ep *ep, struct ibv_qp *qp,
@@ -83,16 +48,6 @@ static int post_atomic(struct cf_ep *ep, struct ibv_qp *qp,
 	ret = cf_rc(ibv_post_send(qp, &wr, &bad));
 	return EP_CHECK(ep, !ret, "%s: ibv_post_send(atomic %d): %s",
 			cf_side_name(ep), op, cf_errname(ret)) ? 0 : -1;
-}
-
-static void run(cf_peer_body body, void (*tune)(struct cf_peer_params *))
-{
-	struct cf_peer_params p;
-
-	cf_peer_params_init(&p);
-	if (tune)
-		tune(&p);
-	cf_peer_run(&p, body, NULL);
 }
 
 /*
@@ -121,7 +76,8 @@ static int body_send_sizes(struct cf_ep *ep)
 			if (cf_ep_sync(ep, WAIT_MS))
 				return -1;
 			got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-			if (!wc_ok(ep, &wc, got, 10 + i, IBV_WC_RECV, what))
+			if (!cf_ep_wc_ok(ep, &wc, got, 10 + i, IBV_WC_RECV,
+					 what))
 				return -1;
 			EP_CHECK(ep, wc.byte_len == len &&
 				 wc.qp_num == ep->qp->qp_num &&
@@ -145,7 +101,8 @@ static int body_send_sizes(struct cf_ep *ep)
 				       IBV_SEND_SIGNALED))
 				return -1;
 			got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-			if (!wc_ok(ep, &wc, got, 20 + i, IBV_WC_SEND, what))
+			if (!cf_ep_wc_ok(ep, &wc, got, 20 + i, IBV_WC_SEND,
+					 what))
 				return -1;
 		}
 		if (cf_ep_sync(ep, WAIT_MS))
@@ -156,7 +113,7 @@ static int body_send_sizes(struct cf_ep *ep)
 
 static void test_send_sizes(void)
 {
-	run(body_send_sizes, NULL);
+	cf_peer_run_tuned(body_send_sizes, NULL, NULL);
 }
 
 /*
@@ -181,7 +138,7 @@ static int body_send_imm(struct cf_ep *ep)
 			return -1;
 		got = cf_ep_poll(ep, wc, 2, WAIT_MS);
 		EP_REQUIRE(ep, got == 2, "%d receive completions of 2", got);
-		if (wc_ok(ep, &wc[0], 1, 1, IBV_WC_RECV, "SEND_WITH_IMM"))
+		if (cf_ep_wc_ok(ep, &wc[0], 1, 1, IBV_WC_RECV, "SEND_WITH_IMM"))
 			EP_CHECK(ep, (wc[0].wc_flags & IBV_WC_WITH_IMM) &&
 				 wc[0].imm_data == imm &&
 				 wc[0].byte_len == 100,
@@ -189,7 +146,7 @@ static int body_send_imm(struct cf_ep *ep)
 				 "byte_len %u, expected WITH_IMM 0x%x 100",
 				 wc[0].wc_flags, wc[0].imm_data,
 				 wc[0].byte_len, imm);
-		if (wc_ok(ep, &wc[1], 1, 2, IBV_WC_RECV, "SEND"))
+		if (cf_ep_wc_ok(ep, &wc[1], 1, 2, IBV_WC_RECV, "SEND"))
 			EP_CHECK(ep, !(wc[1].wc_flags & IBV_WC_WITH_IMM),
 				 "plain SEND: completion has WITH_IMM");
 		EP_CHECK(ep, cf_pattern_check(ep->buf, 100, 7) < 0 &&
@@ -209,15 +166,15 @@ static int body_send_imm(struct cf_ep *ep)
 			return -1;
 		got = cf_ep_poll(ep, wc, 2, WAIT_MS);
 		EP_REQUIRE(ep, got == 2, "%d send completions of 2", got);
-		wc_ok(ep, &wc[0], 1, 1, IBV_WC_SEND, "SEND_WITH_IMM");
-		wc_ok(ep, &wc[1], 1, 2, IBV_WC_SEND, "SEND");
+		cf_ep_wc_ok(ep, &wc[0], 1, 1, IBV_WC_SEND, "SEND_WITH_IMM");
+		cf_ep_wc_ok(ep, &wc[1], 1, 2, IBV_WC_SEND, "SEND");
 	}
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
 static void test_send_imm(void)
 {
-	run(body_send_imm, NULL);
+	cf_peer_run_tuned(body_send_imm, NULL, NULL);
 }
 
 /*
@@ -246,7 +203,7 @@ static int body_inline(struct cf_ep *ep)
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-		if (wc_ok(ep, &wc, got, 1, IBV_WC_RECV, "inline SEND"))
+		if (cf_ep_wc_ok(ep, &wc, got, 1, IBV_WC_RECV, "inline SEND"))
 			EP_CHECK(ep, wc.byte_len == len,
 				 "inline SEND: byte_len %u, expected %u",
 				 wc.byte_len, len);
@@ -279,19 +236,19 @@ static int body_inline(struct cf_ep *ep)
 		EP_REQUIRE(ep, !ret, "ibv_post_send(INLINE, %u): %s", len,
 			   cf_errname(ret));
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-		wc_ok(ep, &wc, got, 1, IBV_WC_SEND, "inline SEND");
+		cf_ep_wc_ok(ep, &wc, got, 1, IBV_WC_SEND, "inline SEND");
 	}
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_inline(struct cf_peer_params *p)
+static void tune_inline(struct cf_peer_params *p, void *arg)
 {
 	p->max_inline = 128;
 }
 
 static void test_inline(void)
 {
-	run(body_inline, tune_inline);
+	cf_peer_run_tuned(body_inline, tune_inline, NULL);
 }
 
 /*
@@ -340,7 +297,7 @@ static int body_sge(struct cf_ep *ep)
 		if (cf_ep_sync(ep, WAIT_MS))
 			goto out;
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-		if (wc_ok(ep, &wc, got, 5, IBV_WC_RECV, "SEND 3 SGEs"))
+		if (cf_ep_wc_ok(ep, &wc, got, 5, IBV_WC_RECV, "SEND 3 SGEs"))
 			EP_CHECK(ep, wc.byte_len == total,
 				 "byte_len %u, expected %u", wc.byte_len,
 				 total);
@@ -372,7 +329,7 @@ static int body_sge(struct cf_ep *ep)
 		EP_CHECK(ep, !ret, "ibv_post_send(3 SGEs): %s",
 			 cf_errname(ret));
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-		wc_ok(ep, &wc, got, 6, IBV_WC_SEND, "SEND 3 SGEs");
+		cf_ep_wc_ok(ep, &wc, got, 6, IBV_WC_SEND, "SEND 3 SGEs");
 	}
 	cf_ep_sync(ep, WAIT_MS);
 out:
@@ -382,7 +339,7 @@ out:
 
 static void test_sge(void)
 {
-	run(body_sge, NULL);
+	cf_peer_run_tuned(body_sge, NULL, NULL);
 }
 
 /*
@@ -426,7 +383,7 @@ static int body_write(struct cf_ep *ep)
 				      i))
 				return -1;
 			got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-			wc_ok(ep, &wc, got, i, IBV_WC_RDMA_WRITE,
+			cf_ep_wc_ok(ep, &wc, got, i, IBV_WC_RDMA_WRITE,
 			      "RDMA WRITE");
 			if (cf_ep_sync(ep, WAIT_MS))
 				return -1;
@@ -437,7 +394,7 @@ static int body_write(struct cf_ep *ep)
 
 static void test_write(void)
 {
-	run(body_write, NULL);
+	cf_peer_run_tuned(body_write, NULL, NULL);
 }
 
 /*
@@ -462,7 +419,7 @@ static int body_write_imm(struct cf_ep *ep)
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-		if (wc_ok(ep, &wc, got, 9, IBV_WC_RECV_RDMA_WITH_IMM,
+		if (cf_ep_wc_ok(ep, &wc, got, 9, IBV_WC_RECV_RDMA_WITH_IMM,
 			  "RDMA_WRITE_WITH_IMM"))
 			EP_CHECK(ep, (wc.wc_flags & IBV_WC_WITH_IMM) &&
 				 wc.imm_data == imm && wc.byte_len == len,
@@ -487,7 +444,7 @@ static int body_write_imm(struct cf_ep *ep)
 		EP_REQUIRE(ep, !ibv_post_send(ep->qp, &wr, &bad),
 			   "ibv_post_send(RDMA_WRITE_WITH_IMM) failed");
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-		wc_ok(ep, &wc, got, 3, IBV_WC_RDMA_WRITE,
+		cf_ep_wc_ok(ep, &wc, got, 3, IBV_WC_RDMA_WRITE,
 		      "RDMA_WRITE_WITH_IMM");
 	}
 	return cf_ep_sync(ep, WAIT_MS);
@@ -495,7 +452,7 @@ static int body_write_imm(struct cf_ep *ep)
 
 static void test_write_imm(void)
 {
-	run(body_write_imm, NULL);
+	cf_peer_run_tuned(body_write_imm, NULL, NULL);
 }
 
 /*
@@ -530,7 +487,7 @@ static int body_read(struct cf_ep *ep)
 		if (post_rdma(ep, IBV_WR_RDMA_READ, loff, len, 0, i))
 			break;
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-		if (wc_ok(ep, &wc, got, i, IBV_WC_RDMA_READ, "RDMA READ"))
+		if (cf_ep_wc_ok(ep, &wc, got, i, IBV_WC_RDMA_READ, "RDMA READ"))
 			EP_CHECK(ep, wc.byte_len == len,
 				 "RDMA READ %u: byte_len %u", len, wc.byte_len);
 		EP_CHECK(ep, cf_pattern_check(ep->buf + loff, len, 4242) < 0,
@@ -564,7 +521,8 @@ static int body_read(struct cf_ep *ep)
 		EP_CHECK(ep, !ibv_post_send(ep->qp, &wr, &bad),
 			 "ibv_post_send(RDMA READ, 3 SGEs) failed");
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-		wc_ok(ep, &wc, got, 99, IBV_WC_RDMA_READ, "RDMA READ 3 SGEs");
+		cf_ep_wc_ok(ep, &wc, got, 99, IBV_WC_RDMA_READ,
+			    "RDMA READ 3 SGEs");
 		for (k = 0; k < 3; pos += l[k], k++)
 			EP_CHECK(ep, !memcmp(ep->buf + loff + o[k], ref + pos,
 					     l[k]),
@@ -575,7 +533,7 @@ static int body_read(struct cf_ep *ep)
 
 static void test_read(void)
 {
-	run(body_read, NULL);
+	cf_peer_run_tuned(body_read, NULL, NULL);
 }
 
 static bool no_atomics(struct cf_ep *ep)
@@ -615,7 +573,8 @@ static int body_atomics(struct cf_ep *ep)
 	post_atomic(ep, ep->qp, IBV_WR_ATOMIC_CMP_AND_SWP, 128, 64, 0x1111,
 		    0x2222, 1);
 	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-	if (wc_ok(ep, &wc, got, 1, IBV_WC_COMP_SWAP, "CMP_AND_SWP (equal)"))
+	if (cf_ep_wc_ok(ep, &wc, got, 1, IBV_WC_COMP_SWAP,
+			"CMP_AND_SWP (equal)"))
 		EP_CHECK(ep, *res == 0x1111 && wc.byte_len == 8,
 			 "CMP_AND_SWP returned 0x%llx byte_len %u, expected "
 			 "0x1111 8", (unsigned long long)*res, wc.byte_len);
@@ -623,7 +582,8 @@ static int body_atomics(struct cf_ep *ep)
 	post_atomic(ep, ep->qp, IBV_WR_ATOMIC_CMP_AND_SWP, 128, 64, 0x9999,
 		    0x7777, 2);
 	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-	if (wc_ok(ep, &wc, got, 2, IBV_WC_COMP_SWAP, "CMP_AND_SWP (differ)"))
+	if (cf_ep_wc_ok(ep, &wc, got, 2, IBV_WC_COMP_SWAP,
+			"CMP_AND_SWP (differ)"))
 		EP_CHECK(ep, *res == 0x2222,
 			 "CMP_AND_SWP (no swap) returned 0x%llx, expected "
 			 "0x2222", (unsigned long long)*res);
@@ -631,7 +591,7 @@ static int body_atomics(struct cf_ep *ep)
 	post_atomic(ep, ep->qp, IBV_WR_ATOMIC_FETCH_AND_ADD, 128, 64, 5, 0,
 		    3);
 	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-	if (wc_ok(ep, &wc, got, 3, IBV_WC_FETCH_ADD, "FETCH_AND_ADD"))
+	if (cf_ep_wc_ok(ep, &wc, got, 3, IBV_WC_FETCH_ADD, "FETCH_AND_ADD"))
 		EP_CHECK(ep, *res == 0x2222,
 			 "FETCH_AND_ADD returned 0x%llx, expected 0x2222",
 			 (unsigned long long)*res);
@@ -640,7 +600,7 @@ static int body_atomics(struct cf_ep *ep)
 
 static void test_atomics(void)
 {
-	run(body_atomics, NULL);
+	cf_peer_run_tuned(body_atomics, NULL, NULL);
 }
 
 /*
@@ -728,7 +688,7 @@ out:
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_contend(struct cf_peer_params *p)
+static void tune_contend(struct cf_peer_params *p, void *arg)
 {
 	p->nqp = 2;
 	p->cq_size = 64;
@@ -736,7 +696,7 @@ static void tune_contend(struct cf_peer_params *p)
 
 static void test_contend(void)
 {
-	run(body_contend, tune_contend);
+	cf_peer_run_tuned(body_contend, tune_contend, NULL);
 }
 
 /*
@@ -778,8 +738,8 @@ static int body_unsignaled(struct cf_ep *ep)
 	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
 	EP_CHECK(ep, got == 2, "%d send completions, expected 2", got);
 	if (got == 2) {
-		wc_ok(ep, &wc[0], 1, 4, IBV_WC_SEND, "signaled SEND #4");
-		wc_ok(ep, &wc[1], 1, 9, IBV_WC_SEND, "signaled SEND #9");
+		cf_ep_wc_ok(ep, &wc[0], 1, 4, IBV_WC_SEND, "signaled SEND #4");
+		cf_ep_wc_ok(ep, &wc[1], 1, 9, IBV_WC_SEND, "signaled SEND #9");
 	}
 	got = cf_ep_poll(ep, wc, 1, 200);
 	EP_CHECK(ep, got == 0, "an unsignaled SEND completed (wr_id %llu)",
@@ -787,14 +747,14 @@ static int body_unsignaled(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_unsignaled(struct cf_peer_params *p)
+static void tune_unsignaled(struct cf_peer_params *p, void *arg)
 {
 	p->sq_sig_all = false;
 }
 
 static void test_unsignaled(void)
 {
-	run(body_unsignaled, tune_unsignaled);
+	cf_peer_run_tuned(body_unsignaled, tune_unsignaled, NULL);
 }
 
 /*
@@ -835,8 +795,8 @@ static int body_fence(struct cf_ep *ep)
 		   cf_errname(ret));
 	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
 	EP_REQUIRE(ep, got == 2, "%d completions of 2", got);
-	wc_ok(ep, &wc[0], 1, 1, IBV_WC_RDMA_READ, "RDMA READ");
-	wc_ok(ep, &wc[1], 1, 2, IBV_WC_RDMA_WRITE, "fenced RDMA WRITE");
+	cf_ep_wc_ok(ep, &wc[0], 1, 1, IBV_WC_RDMA_READ, "RDMA READ");
+	cf_ep_wc_ok(ep, &wc[1], 1, 2, IBV_WC_RDMA_WRITE, "fenced RDMA WRITE");
 	EP_CHECK(ep, cf_pattern_check(ep->buf, len, 1) < 0,
 		 "the READ before a fenced WRITE returned data the WRITE "
 		 "wrote (at byte %ld)", cf_pattern_check(ep->buf, len, 1));
@@ -845,7 +805,35 @@ static int body_fence(struct cf_ep *ep)
 
 static void test_fence(void)
 {
-	run(body_fence, NULL);
+	cf_peer_run_tuned(body_fence, NULL, NULL);
+}
+
+/*
+ * Child side of the event tests: two 64 B receives (wr_id 1, 2), the CQ
+ * armed (solicited_only as given), then a sync with the sender.  0 or -1.
+ */
+static int arm_two_recvs(struct cf_ep *ep, int solicited_only)
+{
+	EP_REQUIRE(ep, !cf_ep_post_recv(ep, ep->qp, 0, 64, 1) &&
+		   !cf_ep_post_recv(ep, ep->qp, 64, 64, 2),
+		   "ibv_post_recv failed");
+	EP_REQUIRE(ep, !ibv_req_notify_cq(ep->cq, solicited_only),
+		   "ibv_req_notify_cq(solicited_only %d) failed",
+		   solicited_only);
+	return cf_ep_sync(ep, WAIT_MS);
+}
+
+/* Sender side: an 8 B SEND with flags, and its successful completion. */
+static void send8(struct cf_ep *ep, uint64_t wr_id, unsigned int flags,
+		  const char *what)
+{
+	struct ibv_wc wc;
+	int got;
+
+	if (post_send1(ep, IBV_WR_SEND, 0, 8, wr_id, flags))
+		return;
+	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	cf_ep_wc_ok(ep, &wc, got, wr_id, IBV_WC_SEND, what);
 }
 
 /*
@@ -859,12 +847,7 @@ static int body_solicited(struct cf_ep *ep)
 	int got, ev;
 
 	if (ep->side == CF_CHILD) {
-		EP_REQUIRE(ep, !cf_ep_post_recv(ep, ep->qp, 0, 64, 1) &&
-			   !cf_ep_post_recv(ep, ep->qp, 64, 64, 2),
-			   "ibv_post_recv failed");
-		EP_REQUIRE(ep, !ibv_req_notify_cq(ep->cq, 1),
-			   "ibv_req_notify_cq(solicited_only) failed");
-		if (cf_ep_sync(ep, WAIT_MS))
+		if (arm_two_recvs(ep, 1))
 			return -1;
 		/* The parent's first (unsolicited) SEND has completed. */
 		if (cf_ep_sync(ep, WAIT_MS))
@@ -886,26 +869,21 @@ static int body_solicited(struct cf_ep *ep)
 	}
 	if (cf_ep_sync(ep, WAIT_MS))
 		return -1;
-	post_send1(ep, IBV_WR_SEND, 0, 8, 1, IBV_SEND_SIGNALED);
-	got = cf_ep_poll(ep, wc, 1, WAIT_MS);
-	wc_ok(ep, wc, got, 1, IBV_WC_SEND, "unsolicited SEND");
+	send8(ep, 1, IBV_SEND_SIGNALED, "unsolicited SEND");
 	if (cf_ep_sync(ep, WAIT_MS) || cf_ep_sync(ep, WAIT_MS))
 		return -1;
-	post_send1(ep, IBV_WR_SEND, 0, 8, 2,
-		   IBV_SEND_SIGNALED | IBV_SEND_SOLICITED);
-	got = cf_ep_poll(ep, wc, 1, WAIT_MS);
-	wc_ok(ep, wc, got, 2, IBV_WC_SEND, "solicited SEND");
+	send8(ep, 2, IBV_SEND_SIGNALED | IBV_SEND_SOLICITED, "solicited SEND");
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_channel(struct cf_peer_params *p)
+static void tune_channel(struct cf_peer_params *p, void *arg)
 {
 	p->channel = true;
 }
 
 static void test_solicited(void)
 {
-	run(body_solicited, tune_channel);
+	cf_peer_run_tuned(body_solicited, tune_channel, NULL);
 }
 
 /*
@@ -919,12 +897,7 @@ static int body_channel(struct cf_ep *ep)
 	int got, ev;
 
 	if (ep->side == CF_CHILD) {
-		EP_REQUIRE(ep, !cf_ep_post_recv(ep, ep->qp, 0, 64, 1) &&
-			   !cf_ep_post_recv(ep, ep->qp, 64, 64, 2),
-			   "ibv_post_recv failed");
-		EP_REQUIRE(ep, !ibv_req_notify_cq(ep->cq, 0),
-			   "ibv_req_notify_cq failed");
-		if (cf_ep_sync(ep, WAIT_MS))
+		if (arm_two_recvs(ep, 0))
 			return -1;
 		ev = cf_ep_wait_cq_event(ep, WAIT_MS);
 		EP_CHECK(ep, ev == 1, "no CQ event for a SEND (%d)", ev);
@@ -944,20 +917,16 @@ static int body_channel(struct cf_ep *ep)
 	}
 	if (cf_ep_sync(ep, WAIT_MS))
 		return -1;
-	post_send1(ep, IBV_WR_SEND, 0, 8, 1, IBV_SEND_SIGNALED);
-	got = cf_ep_poll(ep, wc, 1, WAIT_MS);
-	wc_ok(ep, wc, got, 1, IBV_WC_SEND, "SEND 1");
+	send8(ep, 1, IBV_SEND_SIGNALED, "SEND 1");
 	if (cf_ep_sync(ep, WAIT_MS))
 		return -1;
-	post_send1(ep, IBV_WR_SEND, 0, 8, 2, IBV_SEND_SIGNALED);
-	got = cf_ep_poll(ep, wc, 1, WAIT_MS);
-	wc_ok(ep, wc, got, 2, IBV_WC_SEND, "SEND 2");
+	send8(ep, 2, IBV_SEND_SIGNALED, "SEND 2");
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
 static void test_channel(void)
 {
-	run(body_channel, tune_channel);
+	cf_peer_run_tuned(body_channel, tune_channel, NULL);
 }
 
 /*
@@ -1018,7 +987,7 @@ static int body_order(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_order(struct cf_peer_params *p)
+static void tune_order(struct cf_peer_params *p, void *arg)
 {
 	p->max_send_wr = 128;
 	p->max_recv_wr = 128;
@@ -1026,7 +995,7 @@ static void tune_order(struct cf_peer_params *p)
 
 static void test_order(void)
 {
-	run(body_order, tune_order);
+	cf_peer_run_tuned(body_order, tune_order, NULL);
 }
 
 /*
@@ -1050,7 +1019,8 @@ static int body_write_send(struct cf_ep *ep)
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
 		got = cf_ep_poll(ep, wc, 1, WAIT_MS);
-		if (wc_ok(ep, wc, got, 1, IBV_WC_RECV, "SEND after WRITE"))
+		if (cf_ep_wc_ok(ep, wc, got, 1, IBV_WC_RECV,
+				"SEND after WRITE"))
 			EP_CHECK(ep, cf_pattern_check(ep->buf + roff, len, 5) <
 				 0, "the SEND completed before the WRITE "
 				 "before it was placed (byte %ld)",
@@ -1076,7 +1046,7 @@ static int body_write_send(struct cf_ep *ep)
 
 static void test_write_send(void)
 {
-	run(body_write_send, NULL);
+	cf_peer_run_tuned(body_write_send, NULL, NULL);
 }
 
 /*
@@ -1121,20 +1091,20 @@ static int body_async(struct cf_ep *ep)
 	memset(ep->buf + loff, 0, len);
 	if (!post_rdma(ep, IBV_WR_RDMA_READ, loff, len, 0, 1)) {
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-		wc_ok(ep, &wc, got, 1, IBV_WC_RDMA_READ,
+		cf_ep_wc_ok(ep, &wc, got, 1, IBV_WC_RDMA_READ,
 		      "RDMA READ of a target in read()");
 		EP_CHECK(ep, cf_pattern_check(ep->buf + loff, len, 61) < 0,
 			 "RDMA READ of a target in read(): data differs");
 	}
 	if (!post_rdma(ep, IBV_WR_RDMA_WRITE, woff, len, woff, 2)) {
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-		wc_ok(ep, &wc, got, 2, IBV_WC_RDMA_WRITE,
+		cf_ep_wc_ok(ep, &wc, got, 2, IBV_WC_RDMA_WRITE,
 		      "RDMA WRITE to a target in read()");
 	}
 	if (atomics && !post_atomic(ep, ep->qp, IBV_WR_ATOMIC_FETCH_AND_ADD,
 				    aoff, aoff, 2, 0, 3)) {
 		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
-		if (wc_ok(ep, &wc, got, 3, IBV_WC_FETCH_ADD,
+		if (cf_ep_wc_ok(ep, &wc, got, 3, IBV_WC_FETCH_ADD,
 			  "FETCH_AND_ADD on a target in read()"))
 			EP_CHECK(ep, *word == 40,
 				 "FETCH_AND_ADD returned 0x%llx, expected 40",
@@ -1147,7 +1117,7 @@ static int body_async(struct cf_ep *ep)
 
 static void test_async_progress(void)
 {
-	run(body_async, NULL);
+	cf_peer_run_tuned(body_async, NULL, NULL);
 }
 
 void register_rc_ops_suite(void)

@@ -29,6 +29,7 @@ struct engine {
 	struct inbox *inbox; /* ours */
 	char inbox_name[160];
 	struct ibemu_qp **qps; /* by QPN - IBEMU_QPN_FIRST */
+	struct ibemu_qp *ack_list; /* ACKs owed after this drain */
 	/* QPs with blocked or timed work; lock rule: pending_lock, taken
 	 * after a QP lock, never before one */
 	pthread_mutex_t pending_lock;
@@ -108,6 +109,7 @@ void resp_recv_locked(struct ibemu_qp *qp, const struct pkt *pkt);
 void resp_pending_locked(struct ibemu_qp *qp);
 void resp_reset_locked(struct ibemu_qp *qp);
 void resp_flush_open_locked(struct ibemu_qp *qp);
+void resp_ack_flush_locked(struct ibemu_qp *qp);
 
 /* comp.c */
 void comp_recv_locked(struct ibemu_qp *qp, const struct pkt *pkt);

@@ -243,11 +243,20 @@ static unsigned int engine_drain(struct engine *e, unsigned int max)
 	unsigned int n = 0;
 	struct pkt p;
 
+	struct ibemu_qp *qp;
+
 	while (n < max && (s = inbox_peek(e->inbox))) {
 		if (pkt_parse(s, &p))
 			engine_dispatch(e, &p);
 		inbox_release(e->inbox, s);
 		n++;
+	}
+	/* The ACKs the burst earned, one per QP. */
+	while ((qp = e->ack_list)) {
+		e->ack_list = qp->ack_next;
+		pthread_mutex_lock(&qp->lock);
+		resp_ack_flush_locked(qp);
+		pthread_mutex_unlock(&qp->lock);
 	}
 	return n;
 }

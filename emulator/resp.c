@@ -93,6 +93,33 @@ void resp_flush_open_locked(struct ibemu_qp *qp)
 	ibemu_cq_push(qp->rcq, &wc);
 }
 
+/*
+ * Coalesced acknowledgement (IBA 9.7.5.1.1: one ACK may cover many
+ * requests): the message is acknowledged when the engine has drained its
+ * inbox, so a burst of messages costs one ACK per QP.  Caller holds
+ * engine.lock (the responder always runs under it).
+ */
+static void resp_ack_later(struct ibemu_qp *qp)
+{
+	struct engine *e = ibemu_process.engine;
+
+	if (!qp_is_rc(qp) || qp->ack_queued)
+		return;
+	qp->ack_queued = true;
+	qp->ack_next = e->ack_list;
+	e->ack_list = qp;
+}
+
+/* The coalesced ACK of one QP; qp.lock held. */
+void resp_ack_flush_locked(struct ibemu_qp *qp)
+{
+	enum ibv_qp_state st = qp->attr.qp_state;
+
+	qp->ack_queued = false;
+	if (st == IBV_QPS_RTR || st == IBV_QPS_RTS || st == IBV_QPS_SQD)
+		resp_ack(qp);
+}
+
 void resp_reset_locked(struct ibemu_qp *qp)
 {
 	qp->resp_op = 0;
@@ -244,7 +271,7 @@ static void resp_send(struct ibemu_qp *qp, const struct pkt *p)
 		qp->resp_op = 0;
 		resp_complete_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV,
 				   qp->resp_offset, p);
-		resp_ack(qp);
+		resp_ack_later(qp);
 	}
 }
 
@@ -328,7 +355,7 @@ static void resp_write(struct ibemu_qp *qp, const struct pkt *p)
 			resp_complete_recv(qp, IBV_WC_SUCCESS,
 					   IBV_WC_RECV_RDMA_WITH_IMM,
 					   qp->resp_wlen, p);
-		resp_ack(qp);
+		resp_ack_later(qp);
 	}
 }
 

@@ -133,6 +133,8 @@ struct ibemu_qp {
 	/* Engine state, under qp.lock (emulator/req.c, resp.c, comp.c). */
 	struct ibemu_qp *pending_next; /* engine's pending list */
 	struct ibemu_qp *pass_next; /* the pending pass's own walk */
+	struct ibemu_qp *ack_next; /* engine's ACK list (engine.lock) */
+	bool ack_queued; /* on it (engine.lock) */
 	bool on_pending;
 	struct inbox *peer; /* the connected QP's process inbox (RC/UC) */
 	int32_t peer_proc;
