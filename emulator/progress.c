@@ -176,6 +176,12 @@ void engine_qp_remove(struct ibemu_qp *qp)
 
 	pthread_mutex_lock(&e->lock);
 	e->qps[qp->vqp.qp.qp_num - IBEMU_QPN_FIRST] = NULL;
+	for (pp = &e->ack_list; *pp; pp = &(*pp)->ack_next) {
+		if (*pp == qp) {
+			*pp = qp->ack_next;
+			break;
+		}
+	}
 	pthread_mutex_lock(&e->pending_lock);
 	for (pp = &e->pending; *pp; pp = &(*pp)->pending_next) {
 		if (*pp == qp) {
@@ -236,6 +242,21 @@ static void engine_dispatch(struct engine *e, const struct pkt *p)
 	pthread_mutex_unlock(&qp->lock);
 }
 
+/* Send the coalesced ACKs of the last drains, one per QP; caller holds
+ * engine.lock. */
+static void engine_flush_acks(struct engine *e)
+{
+	struct ibemu_qp *qp;
+
+	atomic_store_explicit(&e->acks_owed, false, memory_order_relaxed);
+	while ((qp = e->ack_list)) {
+		e->ack_list = qp->ack_next;
+		pthread_mutex_lock(&qp->lock);
+		resp_ack_flush_locked(qp);
+		pthread_mutex_unlock(&qp->lock);
+	}
+}
+
 /* Drain up to max packets; caller holds engine.lock.  Returns count. */
 static unsigned int engine_drain(struct engine *e, unsigned int max)
 {
@@ -243,21 +264,15 @@ static unsigned int engine_drain(struct engine *e, unsigned int max)
 	unsigned int n = 0;
 	struct pkt p;
 
-	struct ibemu_qp *qp;
-
 	while (n < max && (s = inbox_peek(e->inbox))) {
 		if (pkt_parse(s, &p))
 			engine_dispatch(e, &p);
 		inbox_release(e->inbox, s);
 		n++;
 	}
-	/* The ACKs the burst earned, one per QP. */
-	while ((qp = e->ack_list)) {
-		e->ack_list = qp->ack_next;
-		pthread_mutex_lock(&qp->lock);
-		resp_ack_flush_locked(qp);
-		pthread_mutex_unlock(&qp->lock);
-	}
+	if (e->ack_list)
+		atomic_store_explicit(&e->acks_owed, true,
+				      memory_order_relaxed);
 	return n;
 }
 
@@ -338,7 +353,7 @@ void engine_poll(struct ibemu_process *proc, bool active)
 	if (!e)
 		return;
 	uint64_t due;
-	bool run;
+	bool run, acks;
 
 	if (active &&
 	    !atomic_load_explicit(&e->app_polled, memory_order_relaxed))
@@ -348,10 +363,16 @@ void engine_poll(struct ibemu_process *proc, bool active)
 	run = atomic_load_explicit(&e->pending_new, memory_order_relaxed) ||
 	      atomic_load_explicit(&e->busy, memory_order_relaxed) ||
 	      (due && (++engine_polls & 63) == 0 && engine_now_ns() >= due);
-	if (!run && !inbox_peek(e->inbox))
+	acks = atomic_load_explicit(&e->acks_owed, memory_order_relaxed);
+	if (!run && !acks && !inbox_peek(e->inbox))
 		return;
 	if (pthread_mutex_trylock(&e->lock))
 		return; /* the thread is at it */
+	/* The ACKs this application's last drain earned go out now, after
+	 * it has had its completions: off the critical path of a
+	 * ping-pong, where the answer to a request should leave first. */
+	if (acks)
+		engine_flush_acks(e);
 	engine_drain(e, ENGINE_DRAIN_BATCH);
 	if (run)
 		engine_run_pending(e, &busy);
@@ -376,6 +397,7 @@ static void *engine_thread(void *arg)
 		/* Bounded, so owed ACKs and responses (the pending pass) are
 		 * never starved by a peer that keeps sending. */
 		engine_drain(e, INBOX_SLOTS);
+		engine_flush_acks(e);
 		busy = false;
 		next = 0;
 		if (engine_has_pending(e))
