@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "inbox.h"
 #include "node.h"
 
 #define LIB_NAME "libibemu.so"
@@ -168,6 +169,23 @@ static int cmd_run(int argc, char **argv)
 	return errno == ENOENT ? 127 : 126;
 }
 
+/* The MRs a process published in its inbox, as text. */
+static const char *mr_count(struct node *node, const struct node_proc *p)
+{
+	static char buf[32];
+	struct inbox *ib;
+	unsigned int i, n = 0;
+
+	if (inbox_map(node->name, p->pid, p->start_time, &ib))
+		return "?";
+	for (i = 0; i < IBEMU_MAX_MR; i++)
+		if (__atomic_load_n(&ib->mrs[i].key, __ATOMIC_RELAXED))
+			n++;
+	inbox_unmap(ib);
+	snprintf(buf, sizeof(buf), "%u", n);
+	return buf;
+}
+
 static int cmd_status(void)
 {
 	struct node node;
@@ -202,8 +220,9 @@ static int cmd_status(void)
 			if (seg->qps[q].owner == (int32_t)i + 1)
 				n++;
 		nqp += n;
-		printf("  pid %-8d contexts %u, QPs %u\n", seg->procs[i].pid,
-		       seg->procs[i].refs, n);
+		printf("  pid %-8d contexts %u, QPs %u, MRs %s\n",
+		       seg->procs[i].pid, seg->procs[i].refs, n,
+		       mr_count(&node, &seg->procs[i]));
 	}
 	printf("QPs         %u\n", nqp);
 	node_unlock(&node);
