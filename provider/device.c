@@ -53,6 +53,7 @@ static void ibemu_atfork_child(void)
 {
 	ibemu_inherited = ibemu_process;
 	pthread_mutex_init(&ibemu_process.lock, NULL);
+	ibemu_process.pid = getpid();
 	ibemu_process.refs = 0;
 	ibemu_process.engine = NULL;
 	ibemu_process.mr_table = NULL;
@@ -106,6 +107,7 @@ static int ibemu_process_get(void)
 
 	pthread_mutex_lock(&proc->lock);
 	if (proc->refs++ == 0) {
+		proc->pid = getpid();
 		ret = node_open(&proc->node);
 		if (ret)
 			goto err;
@@ -241,6 +243,7 @@ static struct verbs_context *ibemu_alloc_context(struct ibv_device *device,
 	if (ret)
 		goto err_uninit;
 	ctx->node = &ibemu_process.node;
+	ctx->pid = ibemu_process.pid;
 	ret = ibemu_async_fd_open(ctx);
 	if (ret) {
 		ibemu_log_err("cannot create the async event queue: %s",
@@ -266,7 +269,9 @@ static void ibemu_free_context(struct ibv_context *context)
 
 	if (ctx->async_wfd >= 0)
 		close(ctx->async_wfd);
-	ibemu_process_put();
+	/* A forked child closing its parent's context: nothing of ours. */
+	if (!ibemu_ctx_stale(context))
+		ibemu_process_put();
 	/* Closes async_fd and drops the device reference. */
 	pabi.uninit_context(&ctx->vctx);
 	free(ctx);

@@ -43,6 +43,7 @@ struct ibemu_process {
 	uint32_t mr_cursor;
 	uint32_t nr_mrs;
 	struct engine *engine; /* the data path; see emulator/engine.h */
+	pid_t pid; /* who attached: a forked child sees its parent's here */
 };
 
 extern struct ibemu_process ibemu_process;
@@ -54,6 +55,7 @@ struct ibemu_device {
 
 struct ibemu_context {
 	struct verbs_context vctx;
+	pid_t pid; /* the process that opened it */
 	struct node *node;
 	int async_wfd; /* non-blocking write end of context.async_fd */
 	/* Lock rule: counts only, atomically updated. */
@@ -191,6 +193,17 @@ struct ibemu_ah {
 	struct ibv_ah ibv_ah;
 	struct ibv_ah_attr attr;
 };
+
+/*
+ * A context inherited through fork() belongs to the parent's attachment:
+ * the child's verbs on it fail with EIO (as on a disassociated device)
+ * instead of touching state the child does not have.
+ */
+static inline bool ibemu_ctx_stale(const struct ibv_context *c)
+{
+	return container_of(c, struct ibemu_context, vctx.context)->pid !=
+	       ibemu_process.pid;
+}
 
 static inline struct ibemu_device *to_edev(struct ibv_device *d)
 {

@@ -182,6 +182,10 @@ struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 	struct ibemu_mr *mr;
 	int ret;
 
+	if (ibemu_ctx_stale(pd->context)) {
+		errno = EIO;
+		return NULL;
+	}
 	ret = mr_check_access(access);
 	if (!ret)
 		ret = mr_check_range(addr, length);
@@ -217,6 +221,8 @@ int ibemu_dereg_mr(struct verbs_mr *vmr)
 {
 	struct ibemu_mr *mr = container_of(vmr, struct ibemu_mr, vmr);
 
+	if (ibemu_ctx_stale(vmr->ibv_mr.context))
+		return EIO;
 	cma_withdraw_mr(mr);
 	mr_key_free(mr);
 	atomic_fetch_sub(&to_epd(vmr->ibv_mr.pd)->usecnt, 1);
@@ -231,6 +237,8 @@ int ibemu_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 	struct ibemu_mr *mr = container_of(vmr, struct ibemu_mr, vmr);
 	int ret = 0;
 
+	if (ibemu_ctx_stale(vmr->ibv_mr.context))
+		return EIO;
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		ret = mr_check_access(access);
 	if (!ret && (flags & IBV_REREG_MR_CHANGE_TRANSLATION))

@@ -133,6 +133,11 @@ int ibemu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	enum ibv_qp_state state;
 	int ret = 0;
 
+	if (ibemu_ctx_stale(ibqp->context)) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return EIO;
+	}
 	pthread_mutex_lock(&qp->lock);
 	state = qp->attr.qp_state;
 	/* Send WRs may be posted from RTS on, including SQD, SQE and ERR

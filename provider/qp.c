@@ -83,7 +83,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 	uint32_t qpn;
 	int ret;
 
-	ret = qp_check_init_attr(context, a);
+	ret = ibemu_ctx_stale(context) ? EIO : qp_check_init_attr(context, a);
 	if (ret)
 		goto err;
 	if (atomic_fetch_add(&ctx->nr_qps, 1) >= IBEMU_MAX_QP) {
@@ -424,6 +424,8 @@ int ibemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 
 	if (!attr)
 		return EINVAL;
+	if (ibemu_ctx_stale(ibqp->context))
+		return EIO;
 	pthread_mutex_lock(&qp->lock);
 	cur = qp->attr.qp_state;
 	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
@@ -514,6 +516,8 @@ int ibemu_destroy_qp(struct ibv_qp *ibqp)
 	struct ibemu_qp *qp = to_eqp(ibqp);
 	struct ibemu_context *ctx = to_ectx(ibqp->context);
 
+	if (ibemu_ctx_stale(ibqp->context))
+		return EIO;
 	/* Out of the engine first: no packet reaches it from now on. */
 	engine_qp_remove(qp);
 	node_qpn_free(ctx->node, ibqp->qp_num);

@@ -38,6 +38,8 @@ static void wr_start(struct ibv_qp_ex *qpx)
 	qp->wr_tail = qp->sq.tail;
 	qp->wr_err = 0;
 	qp->wr_cur = NULL;
+	if (ibemu_ctx_stale(qp->vqp.qp.context))
+		qp->wr_err = EIO;
 	/* Send WRs may be posted from RTS on (IBA 10.3.1). */
 	if (qp->attr.qp_state == IBV_QPS_RESET ||
 	    qp->attr.qp_state == IBV_QPS_INIT ||

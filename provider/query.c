@@ -84,6 +84,8 @@ int ibemu_query_device_ex(struct ibv_context *context,
 {
 	struct ibv_device_attr_ex full;
 
+	if (ibemu_ctx_stale(context))
+		return EIO;
 	if (input && input->comp_mask)
 		return EINVAL;
 	if (!attr || attr_size < sizeof(attr->orig_attr))
@@ -103,6 +105,8 @@ int ibemu_query_port(struct ibv_context *context, uint8_t port_num,
 {
 	struct node_seg *seg = ctx_seg(context);
 
+	if (ibemu_ctx_stale(context))
+		return EIO;
 	if (!ibemu_port_valid(context, port_num) || !pa)
 		return EINVAL;
 	memset(pa, 0, sizeof(*pa));
@@ -138,6 +142,8 @@ int ibemu_query_gid_entry(struct ibv_context *context, uint32_t port_num,
 	struct node_seg *seg = ctx_seg(context);
 	uint64_t prefix, guid;
 
+	if (ibemu_ctx_stale(context))
+		return EIO;
 	if (!ibemu_port_valid(context, port_num) || index >= IBEMU_GID_TBL_LEN)
 		return EINVAL;
 	/* GID 0 is the port's default GID: the link-local subnet prefix
@@ -159,6 +165,8 @@ int ibemu_query_gid_entry(struct ibv_context *context, uint32_t port_num,
 int ibemu_query_pkey_value(struct ibv_context *context, uint8_t port_num,
 			   int index, uint16_t *pkey_p)
 {
+	if (ibemu_ctx_stale(context))
+		return EIO;
 	if (!ibemu_port_valid(context, port_num) || index < 0 ||
 	    index >= IBEMU_PKEY_TBL_LEN || !pkey_p)
 		return EINVAL;
