@@ -29,8 +29,7 @@ struct engine {
 	struct inbox *inbox; /* ours */
 	char inbox_name[160];
 	struct ibemu_qp **qps; /* by QPN - IBEMU_QPN_FIRST */
-	struct ibemu_qp *ack_list; /* ACKs owed by the last drains */
-	atomic_bool acks_owed; /* ack_list is not empty */
+	struct ibemu_qp *ack_list; /* ACKs owed by the current drain */
 	/* QPs with blocked or timed work; lock rule: pending_lock, taken
 	 * after a QP lock, never before one */
 	pthread_mutex_t pending_lock;

@@ -242,13 +242,12 @@ static void engine_dispatch(struct engine *e, const struct pkt *p)
 	pthread_mutex_unlock(&qp->lock);
 }
 
-/* Send the coalesced ACKs of the last drains, one per QP; caller holds
+/* Send the coalesced ACKs of a drain, one per QP; caller holds
  * engine.lock. */
 static void engine_flush_acks(struct engine *e)
 {
 	struct ibemu_qp *qp;
 
-	atomic_store_explicit(&e->acks_owed, false, memory_order_relaxed);
 	while ((qp = e->ack_list)) {
 		e->ack_list = qp->ack_next;
 		pthread_mutex_lock(&qp->lock);
@@ -270,9 +269,9 @@ static unsigned int engine_drain(struct engine *e, unsigned int max)
 		inbox_release(e->inbox, s);
 		n++;
 	}
-	if (e->ack_list)
-		atomic_store_explicit(&e->acks_owed, true,
-				      memory_order_relaxed);
+	/* The ACKs the burst earned, one per QP, before anything else can
+	 * happen to their QPs (destroy, exit): an HCA has sent them. */
+	engine_flush_acks(e);
 	return n;
 }
 
@@ -353,7 +352,7 @@ void engine_poll(struct ibemu_process *proc, bool active)
 	if (!e)
 		return;
 	uint64_t due;
-	bool run, acks;
+	bool run;
 
 	if (active &&
 	    !atomic_load_explicit(&e->app_polled, memory_order_relaxed))
@@ -363,16 +362,10 @@ void engine_poll(struct ibemu_process *proc, bool active)
 	run = atomic_load_explicit(&e->pending_new, memory_order_relaxed) ||
 	      atomic_load_explicit(&e->busy, memory_order_relaxed) ||
 	      (due && (++engine_polls & 63) == 0 && engine_now_ns() >= due);
-	acks = atomic_load_explicit(&e->acks_owed, memory_order_relaxed);
-	if (!run && !acks && !inbox_peek(e->inbox))
+	if (!run && !inbox_peek(e->inbox))
 		return;
 	if (pthread_mutex_trylock(&e->lock))
 		return; /* the thread is at it */
-	/* The ACKs this application's last drain earned go out now, after
-	 * it has had its completions: off the critical path of a
-	 * ping-pong, where the answer to a request should leave first. */
-	if (acks)
-		engine_flush_acks(e);
 	engine_drain(e, ENGINE_DRAIN_BATCH);
 	if (run)
 		engine_run_pending(e, &busy);
@@ -397,7 +390,6 @@ static void *engine_thread(void *arg)
 		/* Bounded, so owed ACKs and responses (the pending pass) are
 		 * never starved by a peer that keeps sending. */
 		engine_drain(e, INBOX_SLOTS);
-		engine_flush_acks(e);
 		busy = false;
 		next = 0;
 		if (engine_has_pending(e))
