@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "median.h"
+
 #define MAX_RUNS 101
 
 static double now_s(void)
@@ -38,19 +40,6 @@ static double copy_loop(char *dst, const char *src, size_t size, long iters)
 		__asm__ volatile("" : : "r"(dst), "r"(src) : "memory");
 	}
 	return now_s() - t0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* GB/s for @size: calibrate an iteration count to @ms, then run @runs. */

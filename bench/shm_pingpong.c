@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "median.h"
+
 #define CACHE_LINE 64
 #define MAX_RUNS 101
 
@@ -95,19 +97,6 @@ static double run_once(struct shared *sh, uint64_t *seq, long iters)
 	}
 	t1 = now_ns();
 	return (t1 - t0) / (double)iters / 2;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static void usage(void)

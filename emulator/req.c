@@ -165,6 +165,16 @@ static bool req_send_ud(struct ibemu_qp *qp, struct wqe *w)
 	return true;
 }
 
+/* The RDMA extended header of a WRITE's first packet or a READ request. */
+static void req_fill_reth(struct pkt_out *out, const struct wqe *w)
+{
+	struct reth *reth = pkt_ext(out, out->op->reth);
+
+	reth->va = htobe64(w->remote_addr);
+	reth->rkey = htobe32(w->rkey);
+	reth->len = htobe32(w->length);
+}
+
 /* Send the (remaining) packets of w; false if the peer's inbox is full. */
 static bool req_send_wqe(struct ibemu_qp *qp, struct wqe *w)
 {
@@ -185,11 +195,7 @@ static bool req_send_wqe(struct ibemu_qp *qp, struct wqe *w)
 			       0))
 			return false;
 		if (out.op->mask & OPM_RETH) {
-			struct reth *reth = pkt_ext(&out, out.op->reth);
-
-			reth->va = htobe64(w->remote_addr);
-			reth->rkey = htobe32(w->rkey);
-			reth->len = htobe32(w->length);
+			req_fill_reth(&out, w);
 		} else {
 			struct atmeth *a = pkt_ext(&out, out.op->atmeth);
 			bool cas = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
@@ -216,13 +222,8 @@ static bool req_send_wqe(struct ibemu_qp *qp, struct wqe *w)
 			if (!pkt_begin(&out, dst, qp, opcode, dqpn, psn, last,
 				       paylen))
 				return false;
-			if (out.op->mask & OPM_RETH) {
-				struct reth *reth = pkt_ext(&out, out.op->reth);
-
-				reth->va = htobe64(w->remote_addr);
-				reth->rkey = htobe32(w->rkey);
-				reth->len = htobe32(w->length);
-			}
+			if (out.op->mask & OPM_RETH)
+				req_fill_reth(&out, w);
 			if (out.op->mask & OPM_IMMDT) {
 				struct immdt *imm = pkt_ext(&out, out.op->immdt);
 

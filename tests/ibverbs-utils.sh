@@ -13,24 +13,10 @@ secs=${IBEMU_TEST_TIMEOUT:-30}
 port=$((20000 + ($$ % 200) * 32))
 
 # pingpong NAME PROGRAM [ARGS...]: server and client with the same ARGS.
+SC_OPTS="-d ibemu0"
 pingpong()
 {
-	local name=$1 prog=$2
-	shift 2
-	if ! command -v "$prog" >/dev/null; then
-		fail "$name: $prog is not installed"
-		return
-	fi
-	port=$(sc_pick_port $((port + 1)))
-	if sc_pair "$dir" "$secs" "$port" \
-		"$IBEMU" run -- "$prog" -d ibemu0 -p "$port" "$@" ::: \
-		"$IBEMU" run -- "$prog" -d ibemu0 -p "$port" "$@" localhost; then
-		pass "$name: $(grep -m1 "bytes in" "$dir/client.out")"
-	else
-		fail "$name: server exited $SC_SERVER_RC, client $SC_CLIENT_RC (124: timed out after ${secs}s)"
-		sed 's/^/    server: /' "$dir/server.out" | tail -n 8
-		sed 's/^/    client: /' "$dir/client.out" | tail -n 8
-	fi
+	sc_check 'grep -m1 "bytes in" "$dir/client.out"' "$@"
 }
 
 pingpong "rc default" ibv_rc_pingpong -n 500

@@ -12,26 +12,12 @@ trap 'sc_cleanup; rm -rf "$dir"; ibemu_cleanup' EXIT
 secs=${IBEMU_TEST_TIMEOUT:-30}
 port=$((27000 + ($$ % 200) * 32))
 
-# perf NAME PROGRAM [ARGS...]: server and client with the same ARGS.
+# perf NAME PROGRAM [ARGS...]: server and client with the same ARGS; the
+# summary is the result line, the first one after the column headers.
+SC_OPTS="-d ibemu0 -i 1 -F"
 perf()
 {
-	local name=$1 prog=$2
-	shift 2
-	if ! command -v "$prog" >/dev/null; then
-		fail "$name: $prog is not installed"
-		return
-	fi
-	port=$(sc_pick_port $((port + 1)))
-	if sc_pair "$dir" "$secs" "$port" \
-		"$IBEMU" run -- "$prog" -d ibemu0 -i 1 -F -p "$port" "$@" ::: \
-		"$IBEMU" run -- "$prog" -d ibemu0 -i 1 -F -p "$port" "$@" localhost; then
-		# The result line: the first one after the column headers.
-		pass "$name: $(awk '/#bytes/ { getline; $1 = $1; print; exit }' "$dir/client.out")"
-	else
-		fail "$name: server exited $SC_SERVER_RC, client $SC_CLIENT_RC (124: timed out after ${secs}s)"
-		sed 's/^/    server: /' "$dir/server.out" | tail -n 8
-		sed 's/^/    client: /' "$dir/client.out" | tail -n 8
-	fi
+	sc_check "awk '/#bytes/ { getline; \$1 = \$1; print; exit }' \"\$dir/client.out\"" "$@"
 }
 
 for size in 8 4096; do

@@ -93,3 +93,29 @@ sc_pair()
 	SC_SERVER_PID=
 	[ "$SC_SERVER_RC" = 0 ] && [ "$SC_CLIENT_RC" = 0 ]
 }
+
+# sc_check SUMMARY NAME PROGRAM [ARGS...]: run PROGRAM as server and client
+# ("localhost") under ibemu on the next free port, with $SC_OPTS before ARGS
+# and "-p PORT"; pass with the client's line the shell command SUMMARY
+# prints from $dir/client.out, or fail with both sides' last lines.
+# Needs dir, secs and port set by the caller.
+sc_check()
+{
+	local summary=$1 name=$2 prog=$3
+	shift 3
+	if ! command -v "$prog" >/dev/null; then
+		fail "$name: $prog is not installed"
+		return
+	fi
+	port=$(sc_pick_port $((port + 1)))
+	# shellcheck disable=SC2086
+	if sc_pair "$dir" "$secs" "$port" \
+		"$IBEMU" run -- "$prog" $SC_OPTS -p "$port" "$@" ::: \
+		"$IBEMU" run -- "$prog" $SC_OPTS -p "$port" "$@" localhost; then
+		pass "$name: $(eval "$summary")"
+	else
+		fail "$name: server exited $SC_SERVER_RC, client $SC_CLIENT_RC (124: timed out after ${secs}s)"
+		sed 's/^/    server: /' "$dir/server.out" | tail -n 8
+		sed 's/^/    client: /' "$dir/client.out" | tail -n 8
+	fi
+}

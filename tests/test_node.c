@@ -8,7 +8,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include "unit.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -258,21 +258,15 @@ static void test_qpn_allocation(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	unsigned int failed;
+	static const struct unit_test tests[] = {
+		{ "concurrent_open", test_concurrent_open },
+		{ "lock_holder_killed", test_lock_holder_killed },
+		{ "stale_segment", test_stale_segment },
+		{ "foreign_mode_refused", test_foreign_mode_refused },
+		{ "segment_mode", test_segment_mode },
+		{ "qpn_allocation", test_qpn_allocation },
+		{ NULL, NULL },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("node_segment", NULL, NULL);
-	CU_add_test(s, "concurrent_open", test_concurrent_open);
-	CU_add_test(s, "lock_holder_killed", test_lock_holder_killed);
-	CU_add_test(s, "stale_segment", test_stale_segment);
-	CU_add_test(s, "foreign_mode_refused", test_foreign_mode_refused);
-	CU_add_test(s, "segment_mode", test_segment_mode);
-	CU_add_test(s, "qpn_allocation", test_qpn_allocation);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return unit_run("node_segment", tests);
 }

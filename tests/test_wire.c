@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include "unit.h"
 
 #include "opcode.h"
 #include "wire.h"
@@ -95,19 +95,13 @@ static void test_bth_fields(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	unsigned int failed;
+	static const struct unit_test tests[] = {
+		{ "opcode_layout", test_opcode_layout },
+		{ "opcode_kinds", test_opcode_kinds },
+		{ "psn_arith", test_psn_arith },
+		{ "bth_fields", test_bth_fields },
+		{ NULL, NULL },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("wire", NULL, NULL);
-	CU_add_test(s, "opcode_layout", test_opcode_layout);
-	CU_add_test(s, "opcode_kinds", test_opcode_kinds);
-	CU_add_test(s, "psn_arith", test_psn_arith);
-	CU_add_test(s, "bth_fields", test_bth_fields);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return unit_run("wire", tests);
 }
