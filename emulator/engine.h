@@ -77,6 +77,7 @@ struct pkt_out {
 /* progress.c */
 int engine_start(struct ibemu_process *proc);
 void engine_stop(struct ibemu_process *proc);
+void engine_forget(struct ibemu_process *proc);
 /* active: the application is polling, not about to block. */
 void engine_poll(struct ibemu_process *proc, bool active);
 void engine_app_blocks(struct ibemu_process *proc);

@@ -456,6 +456,20 @@ err_free:
 	return ret;
 }
 
+/* In a forked child: drop the copy of the parent's engine (its thread
+ * does not exist here; its mappings are the parent's). */
+void engine_forget(struct ibemu_process *proc)
+{
+	struct engine *e = proc->engine;
+
+	proc->engine = NULL;
+	if (!e)
+		return;
+	free(e->retired);
+	free(e->qps);
+	free(e);
+}
+
 void engine_stop(struct ibemu_process *proc)
 {
 	struct engine *e = proc->engine;

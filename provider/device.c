@@ -41,23 +41,20 @@ static const struct verbs_device_ops ibemu_dev_ops = {
 static struct ibemu_device ibemu_dev;
 static pthread_once_t ibemu_dev_once = PTHREAD_ONCE_INIT;
 
-/* What a forked child inherited from its parent, kept reachable. */
-static struct ibemu_process ibemu_inherited;
-
 /*
  * A forked child must not use its parent's verbs objects (as with an HCA
  * without fork support): above all it must not drain the parent's inbox.
- * It starts unattached and may open contexts of its own.
+ * It starts unattached and may open contexts of its own; its copies of the
+ * parent's engine and key table are freed (the shared mappings stay, they
+ * are the parent's).
  */
 static void ibemu_atfork_child(void)
 {
-	ibemu_inherited = ibemu_process;
 	pthread_mutex_init(&ibemu_process.lock, NULL);
 	ibemu_process.pid = getpid();
 	ibemu_process.refs = 0;
-	ibemu_process.engine = NULL;
-	ibemu_process.mr_table = NULL;
-	ibemu_process.mr_variant = NULL;
+	engine_forget(&ibemu_process);
+	ibemu_mr_table_fini(&ibemu_process);
 	ibemu_process.nr_mrs = 0;
 	ibemu_process.mr_cursor = 0;
 	ibemu_process.node.seg = NULL;
