@@ -132,6 +132,8 @@ void cf_set_suite_filter(const char *filter);
 CU_pSuite cf_add_suite(const char *name, CU_InitializeFunc init,
 		       CU_CleanupFunc clean);
 void cf_add_test(CU_pSuite suite, const char *name, CU_TestFunc fn);
+/* Leave SUITE/TEST out of the run (-x); -1 if malformed or too many. */
+int cf_exclude(const char *suite_test);
 
 void register_device_suite(void);
 void register_pd_suite(void);

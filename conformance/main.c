@@ -23,12 +23,13 @@ int cf_gid_index;
 static void usage(FILE *out, const char *argv0)
 {
 	fprintf(out,
-		"Usage: %s [-d DEVICE] [-i PORT] [-g GIDIDX] [-s SUITE] [-l] "
-		"[-h]\n"
+		"Usage: %s [-d DEVICE] [-i PORT] [-g GIDIDX] [-s SUITE] "
+		"[-x SUITE/TEST]... [-l] [-h]\n"
 		"  -d DEVICE  device to test (default: the first one)\n"
 		"  -i PORT    port number (default 1)\n"
 		"  -g GIDIDX  GID index (default 0)\n"
 		"  -s SUITE   run only the suites whose name contains SUITE\n"
+		"  -x S/T     leave test T of suite S out (printed as a SKIP)\n"
 		"  -l         list the suites and tests, run nothing\n"
 		"  -h         this help\n",
 		argv0);
@@ -84,7 +85,7 @@ int main(int argc, char **argv)
 	CU_pRunSummary sum;
 	int opt, list = 0, ret;
 
-	while ((opt = getopt(argc, argv, "d:i:g:s:lh")) != -1) {
+	while ((opt = getopt(argc, argv, "d:i:g:s:x:lh")) != -1) {
 		switch (opt) {
 		case 'd':
 			cf_dev_name = optarg;
@@ -97,6 +98,13 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			filter = optarg;
+			break;
+		case 'x':
+			if (cf_exclude(optarg)) {
+				fprintf(stderr, "-x %s: expected SUITE/TEST "
+					"(at most 32)\n", optarg);
+				return 99;
+			}
 			break;
 		case 'l':
 			list = 1;
