@@ -12,9 +12,9 @@
 #include "log.h"
 #include "seqlock.h"
 
-/* Below this size a WRITE or READ in a stream of queued WRs goes as
- * packets: one process_vm_writev costs about a microsecond. */
-#define CMA_STREAM_MIN 16384
+/* Below this size a WRITE or READ in a stream goes as packets: one
+ * process_vm_writev costs about a microsecond. */
+#define CMA_SMALL 16384
 
 /* 1: usable, 0: untried, -1: refused here (seccomp, ptrace policy). */
 static atomic_int cma_state;
@@ -147,10 +147,10 @@ bool cma_try(struct ibemu_qp *qp, struct wqe *w)
 	/* Nothing in flight: this WQE cannot overtake another. */
 	if (qp->sq.head != qp->req_next)
 		return false;
-	/* A small write queued behind others is cheaper as a packet than as
-	 * a system call; alone, it lands sooner this way (a latency test,
-	 * a target that spins on memory instead of polling). */
-	if (w->length < CMA_STREAM_MIN && qp->sq.tail - qp->req_next > 1)
+	/* A small transfer queued behind others is cheaper as a packet than
+	 * as a system call; alone it lands sooner placed from here (a
+	 * latency test, a target that spins on memory, not on its CQ). */
+	if (w->length < CMA_SMALL && qp->sq.tail - qp->req_next > 1)
 		return false;
 	if (qp->attr.dest_qp_num < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
 		return false;
