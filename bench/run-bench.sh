@@ -134,5 +134,8 @@ for size in $bw_sizes; do
 	done
 done
 echo
+# An idle process with connected QPs: the progress thread must sleep.
+echo "idle process, two connected RC QPs: $(IBEMU_NODE=bench-idle-$$ "$IBEMU" run -- "$IBEMU_BUILDDIR/bench/idle_cpu" 3 2>&1)"
+echo
 echo "ratio = ibemu / machine limit: above 1 for a latency is that many times the"
 echo "limit; below 1 for a bandwidth is that fraction of it.  Medians of $runs runs."
