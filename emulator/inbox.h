@@ -46,8 +46,8 @@ _Static_assert(offsetof(struct inbox_slot, data) == 32,
 
 /*
  * A memory region as its owner publishes it for requesters that place
- * RDMA data themselves (cma.c).  Lock rule: seqlock.h, the owner writes
- * under its process lock.
+ * RDMA data themselves (cma.c).  Lock rule: seqlock.h; one writer, the
+ * owner registering, re-registering or deregistering that region.
  */
 struct pub_mr {
 	_Atomic uint32_t seq;

@@ -193,7 +193,7 @@ bool ibemu_cq_push_wc(struct ibemu_cq *cq, const struct ibv_wc *wc,
 
 	/* An overrun CQ takes no more entries (manual 6.1.1). */
 	pthread_mutex_lock(&cq->lock);
-	if (!wc_ring_put(&cq->ring, wc)) {
+	if (cq->overflow || !wc_ring_put(&cq->ring, wc)) {
 		overrun = !cq->overflow;
 		cq->overflow = true;
 	} else if (cq->armed == IBEMU_CQ_ARM_NEXT ||

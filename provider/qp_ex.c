@@ -260,8 +260,10 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 			ret = EINVAL;
 	if (!ret) {
 		qp->sq.tail = qp->wr_tail;
-		if (qp->attr.qp_state == IBV_QPS_ERR)
-			ibemu_qp_flush_locked(qp);
+		/* As ibv_post_send: flushed in SQE and ERR (IBA 10.3.1). */
+		if (qp->attr.qp_state == IBV_QPS_ERR ||
+		    qp->attr.qp_state == IBV_QPS_SQE)
+			ibemu_qp_flush_sq_locked(qp);
 		else
 			req_run_locked(qp);
 	}
