@@ -22,6 +22,7 @@
 
 #include "engine.h"
 #include "log.h"
+#include "pcap.h"
 
 #define ENGINE_NAP_NS (1000ull * 1000)
 #define ENGINE_BLOCKED_NS (20ull * 1000)
@@ -126,6 +127,9 @@ bool pkt_begin(struct pkt_out *out, struct inbox *dst, struct ibemu_qp *qp,
 
 void pkt_send(struct pkt_out *out)
 {
+	/* Captured before publishing: the receiver may reuse the slot. */
+	if (pcap_enabled())
+		pcap_write(&out->slot->hdr, out->base);
 	inbox_publish(out->dst, out->slot, out->pos);
 }
 
@@ -468,6 +472,7 @@ int engine_start(struct ibemu_process *proc)
 		goto err_qps;
 	}
 	proc->engine = e;
+	pcap_open();
 	ret = -pthread_create(&e->thread, NULL, engine_thread, e);
 	if (ret) {
 		proc->engine = NULL;
@@ -520,4 +525,5 @@ void engine_stop(struct ibemu_process *proc)
 	inbox_unmap(e->inbox);
 	free(e->qps);
 	free(e);
+	pcap_close();
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "pcap.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -54,6 +55,7 @@ static void ibemu_atfork_child(void)
 	ibemu_process.pid = getpid();
 	ibemu_process.refs = 0;
 	engine_forget(&ibemu_process);
+	pcap_forget();
 	ibemu_mr_table_fini(&ibemu_process);
 	ibemu_process.nr_mrs = 0;
 	ibemu_process.mr_cursor = 0;

@@ -42,7 +42,9 @@ static void usage(FILE *out)
 		"  -q, --quiet       do not log warnings and errors\n"
 		"\n"
 		"Environment: IBEMU_LIB (library path), IBEMU_NODE, IBEMU_DEBUG,\n"
-		"IBEMU_QUIET.  See ibemu(1) and ibemu(7).\n",
+		"IBEMU_QUIET, IBEMU_CMA=0 (no requester-placed RDMA),\n"
+		"IBEMU_PCAP=FILE (packets as RoCEv2 pcap, %%p = process ID).\n"
+		"See ibemu(1) and ibemu(7).\n",
 		IBEMU_DEVICE_NAME);
 }
 
