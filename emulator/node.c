@@ -422,6 +422,9 @@ int node_proc_attach(struct node *node)
 	int i, free_slot = -1, ret = 0;
 
 	node_lock(node);
+	/* A process joining cleans up after those that died without
+	 * closing: their QPNs and inboxes. */
+	node_sweep_dead_locked(node);
 	for (i = 0; i < IBEMU_MAX_PROCS; i++) {
 		if (seg->procs[i].pid == me) {
 			node->proc_slot = i;

@@ -3,7 +3,7 @@
 # LID, distinct QPNs (DESIGN.md section 2).
 . "$(dirname "$0")/lib.sh"
 probe=$IBEMU_BUILDDIR/tests/qpn_probe
-dir=$(mktemp -d); trap 'rm -rf "$dir"; rm -f "/dev/shm/ibemu-v1-$(id -u)-$IBEMU_NODE"' EXIT
+dir=$(mktemp -d); trap 'rm -rf "$dir"; ibemu_cleanup' EXIT
 mkfifo "$dir/hold"
 pids=""
 for i in 1 2 3 4 5 6 7 8; do
