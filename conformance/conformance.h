@@ -46,7 +46,7 @@ struct ibv_context *cf_open_device(void);
 int cf_open(struct cf_ctx *c);
 void cf_close(struct cf_ctx *c);
 
-/* RoCE-style port: addresses need a GRH (IBA 17.6.x / RoCE annex A16). */
+/* RoCE-style port: addresses need a GRH (IBA 17.6 / RoCE annex A16). */
 bool cf_is_roce(const struct cf_ctx *c);
 
 /*

@@ -73,7 +73,7 @@ static void test_bad_vector(void)
 	expect_create_fails(4, -1, "ibv_create_cq(comp_vector -1)");
 }
 
-/* IBA 11.4.2.1 / manual 3.6.x: polling an empty CQ returns 0. */
+/* manual 3.6.10: polling an empty CQ returns 0. */
 static void test_poll_empty(void)
 {
 	struct ibv_wc wc[4];
@@ -163,7 +163,7 @@ static void test_resize(void)
 	CF_EXPECT_OK(cf_rc(ibv_destroy_cq(cq)), "ibv_destroy_cq");
 }
 
-/* IBA 11.2.7.4 (C11-?): a CQ still associated with a QP is not destroyed. */
+/* manual 3.3.9: a CQ still associated with a QP is not destroyed. */
 static void test_destroy_busy(void)
 {
 	struct ibv_cq *cq = ibv_create_cq(cf.ctx, 8, NULL, NULL, 0);

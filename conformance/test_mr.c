@@ -14,7 +14,7 @@ static const int remote_bits = IBV_ACCESS_REMOTE_WRITE |
 			       IBV_ACCESS_REMOTE_ATOMIC;
 
 /*
- * IBA 10.6.3.1 (C10-?): remote write or remote atomic access requires
+ * IBA 10.6.3.1: remote write or remote atomic access requires
  * local write access; the kernel's ib_check_mr_access() refuses the
  * combination with EINVAL, and so must every provider.
  */
@@ -99,7 +99,7 @@ static bool key_in(uint32_t key, const uint32_t *keys, int n)
 }
 
 /*
- * IBA 10.6.3.x: L_Key and R_Key identify one region; a key of a destroyed
+ * IBA 10.6.3: L_Key and R_Key identify one region; a key of a destroyed
  * region must not silently name a new one (IBA 10.6.3.3 key "variant"
  * part, so stale keys held by a peer fail instead of hitting new memory).
  */

@@ -48,7 +48,7 @@ static struct ibv_qp *init_qp(enum ibv_qp_type type, struct ibv_cq *cq,
 }
 
 /*
- * IBA 10.3.1 (C10-?) and ibv_post_recv(3): receives can be posted from
+ * IBA 10.3.1 and ibv_post_recv(3): receives can be posted from
  * INIT on; rdma-core providers refuse them in RESET with EINVAL.
  */
 static void test_recv_in_reset(void)

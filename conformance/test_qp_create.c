@@ -299,7 +299,7 @@ static void test_query_init_attr(void)
 }
 
 /*
- * IBA 10.2.9.x / manual 3.4.8: with an SRQ the QP takes receives from it
+ * IBA 10.2.9 / manual 3.4.8: with an SRQ the QP takes receives from it
  * and max_recv_wr/max_recv_sge are ignored ("ignored if the QP is
  * associated with an SRQ", ibv_create_qp(3)).
  */

@@ -67,7 +67,7 @@ static void test_loc_len(void)
 }
 
 /*
- * Manual 6.2.5, IBA 10.6.3.x (local memory access checks): an SGE with an
+ * Manual 6.2.5, IBA 10.6.3 (local memory access checks): an SGE with an
  * invalid lkey, or reaching outside its MR, is a local protection error;
  * the QP goes to ERR and nothing reaches the peer.
  */
@@ -124,7 +124,7 @@ static void test_loc_prot(void)
 
 /*
  * Manual 6.2.3 (its example: the initiator depth was not set), IBA
- * 10.8.3.x / C10-?: an RDMA READ on a QP whose max_rd_atomic is 0 cannot
+ * manual 6.2.3: an RDMA READ on a QP whose max_rd_atomic is 0 cannot
  * be executed: IBV_WC_LOC_QP_OP_ERR, QP to ERR.
  */
 static int body_loc_qp_op(struct cf_ep *ep)
@@ -161,7 +161,7 @@ static void test_loc_qp_op(void)
 
 /*
  * Manual 6.2.11 / 6.1.4, IBA 9.7.5.2.5 (remote access error NAK),
- * 10.6.3.x (rkey checks): WRITE, READ and ATOMIC with a bad rkey, outside
+ * 10.6.3 (rkey checks): WRITE, READ and ATOMIC with a bad rkey, outside
  * the MR, or to an MR without the needed remote access.  The requester
  * completes with REM_ACCESS_ERR, the responder raises
  * IBV_EVENT_QP_ACCESS_ERR, both go to ERR, and the target's memory is
@@ -281,7 +281,7 @@ static void test_rem_access(void)
 }
 
 /*
- * Manual 6.2.12, IBA 9.7.5.2.x (remote operational error NAK): the
+ * Manual 6.2.12, IBA 9.7.5.2 (remote operational error NAK): the
  * responder cannot use its receive WQE (bad lkey): the requester gets
  * REM_OP_ERR, the receive completes with LOC_PROT_ERR, both go to ERR.
  */
@@ -329,7 +329,7 @@ static void test_rem_op(void)
 }
 
 /*
- * Manual 6.2.14, IBA 9.7.5.2.8 / C9-? (RNR NAK and rnr_retry): with no
+ * Manual 6.2.14, IBA 9.7.5.2.8 (RNR NAK and rnr_retry): with no
  * receive posted the responder answers RNR NAK; after rnr_retry retries
  * (0 and 2 here, min_rnr_timer 0.01 ms) the SEND fails with
  * RNR_RETRY_EXC_ERR and the requester goes to ERR; the responder stays in
@@ -508,7 +508,7 @@ static void test_retry_killed(void)
 }
 
 /*
- * Manual 6.2.6, IBA 10.3.1 / C10-?: once a QP is in ERR every outstanding
+ * Manual 6.2.6, IBA 10.3.1: once a QP is in ERR every outstanding
  * WR on both of its queues completes with WR_FLUSH_ERR, in the order
  * posted on each queue, and so does a WR posted afterwards.
  */

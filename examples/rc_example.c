@@ -141,12 +141,13 @@ static int sock_connect(const char *server_name, unsigned int port)
 	return fd;
 }
 
-static int write_all(int fd, const void *p, size_t len)
+/* Move exactly len bytes over the socket, writing or reading. */
+static int xfer_all(int fd, void *p, size_t len, bool out)
 {
-	const char *c = p;
+	char *c = p;
 
 	while (len) {
-		ssize_t n = write(fd, c, len);
+		ssize_t n = out ? write(fd, c, len) : read(fd, c, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -158,21 +159,14 @@ static int write_all(int fd, const void *p, size_t len)
 	return 0;
 }
 
+static int write_all(int fd, const void *p, size_t len)
+{
+	return xfer_all(fd, (void *)p, len, true);
+}
+
 static int read_all(int fd, void *p, size_t len)
 {
-	char *c = p;
-
-	while (len) {
-		ssize_t n = read(fd, c, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		c += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return xfer_all(fd, p, len, false);
 }
 
 /*
