@@ -624,7 +624,10 @@ static int body_contend(struct cf_ep *ep)
 	if (no_atomics(ep))
 		return 0;
 	if (ep->side == CF_CHILD) {
+		/* Zeroed before the requester starts (the start barrier). */
 		*tgt = 0;
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
 		if (cf_ep_sync_blocking(ep, 30000))
 			return -1;
 		EP_CHECK(ep, *tgt == (uint64_t)total,
@@ -632,6 +635,8 @@ static int body_contend(struct cf_ep *ep)
 			 (unsigned long long)*tgt);
 		return cf_ep_sync(ep, WAIT_MS);
 	}
+	if (cf_ep_sync(ep, WAIT_MS))
+		return -1;
 	seen = calloc(total, 1);
 	EP_REQUIRE(ep, seen, "calloc");
 	depth = ep->dev->max_qp_init_rd_atom < 8 ?

@@ -6,15 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "cma.h"
 #include "engine.h"
 #include "log.h"
+#include "pcap.h"
 #include "seqlock.h"
 
 /* Below this size a WRITE or READ in a stream goes as packets: one
  * process_vm_writev costs about a microsecond. */
 #define CMA_SMALL 16384
+
+/* From this size a SEND's data is pulled by the responder: one copy and
+ * one system call instead of two copies per MTU through the inbox. */
+#define CMA_PULL_MIN (64 * 1024)
 
 /* 1: usable, 0: untried, -1: refused here (seccomp, ptrace policy). */
 static atomic_int cma_state;
@@ -190,4 +196,108 @@ bool cma_try(struct ibemu_qp *qp, struct wqe *w)
 		atomic_store(&cma_state, -1);
 	}
 	return false;
+}
+
+/*
+ * Whether cross-memory attach works between us and qp's peer: read 8
+ * bytes of its inbox header once and remember.  The kernel's policy
+ * (seccomp, ptrace scope) is the same both ways between two processes of
+ * one user, so this stands for the peer reading us too.
+ */
+static bool cma_peer_ok(struct ibemu_qp *qp)
+{
+	struct engine *e = ibemu_process.engine;
+	struct peer_map *pm;
+	struct iovec local, remote;
+	uint64_t v;
+	int ok;
+
+	if (qp->peer_proc < 0 || qp->peer_proc >= IBEMU_MAX_PROCS)
+		return false;
+	pm = &e->peers[qp->peer_proc];
+	ok = __atomic_load_n(&pm->cma, __ATOMIC_RELAXED);
+	if (ok)
+		return ok > 0;
+	local.iov_base = &v;
+	local.iov_len = sizeof(v);
+	remote.iov_base = (void *)(uintptr_t)qp->peer->self_addr;
+	remote.iov_len = sizeof(v);
+	ok = process_vm_readv(qp->peer->pid, &local, 1, &remote, 1, 0) ==
+			     sizeof(v)
+		     ? 1
+		     : -1;
+	__atomic_store_n(&pm->cma, ok, __ATOMIC_RELAXED);
+	return ok > 0;
+}
+
+/*
+ * Whether the SEND w should leave its data in place for the responder to
+ * pull.  Captures want every byte in the packets: not while IBEMU_PCAP is
+ * on.  Cross-memory attach must have worked from here at least once, as
+ * the permission it needs is the same both ways between two processes of
+ * one user.
+ */
+bool cma_pull_ok(struct ibemu_qp *qp, const struct wqe *w)
+{
+	return qp->vqp.qp.qp_type == IBV_QPT_RC &&
+	       (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) &&
+	       w->length >= CMA_PULL_MIN &&
+	       !(w->send_flags & IBV_SEND_INLINE) && cma_enabled() &&
+	       qp->peer && qp->peer != ibemu_process.engine->inbox &&
+	       !pcap_enabled() &&
+	       w->num_sge * sizeof(((struct pull_desc *)0)->seg[0]) +
+			       sizeof(struct pull_desc) <=
+		       PKT_MAX_PAYLOAD &&
+	       cma_peer_ok(qp);
+}
+
+/* Describe w's data for the responder; the descriptor's size. */
+uint32_t cma_pull_desc(struct ibemu_qp *qp, struct wqe *w, void *buf)
+{
+	struct pull_desc *d = buf;
+	struct iovec iov[IBEMU_MAX_SGE];
+	int i, n = cma_local_iov(qp, w, iov);
+
+	d->pid = (int32_t)getpid();
+	d->length = w->length;
+	d->nr = n > 0 ? (uint32_t)n : 0;
+	for (i = 0; i < n; i++) {
+		d->seg[i].addr = (uintptr_t)iov[i].iov_base;
+		d->seg[i].len = iov[i].iov_len;
+	}
+	return (uint32_t)(sizeof(*d) + d->nr * sizeof(d->seg[0]));
+}
+
+/*
+ * Responder: copy a pulled SEND's data from the sender into the receive
+ * SGEs (already checked).  0, or -1 if the sender cannot be read.
+ */
+int cma_pull(struct ibemu_qp *qp, const struct wqe *rwqe,
+	     const struct pull_desc *d)
+{
+	struct iovec local[IBEMU_MAX_SGE], remote[IBEMU_MAX_SGE];
+	struct ibemu_mr *mr;
+	uint32_t i, nl = 0;
+	ssize_t n;
+
+	if (d->nr > IBEMU_MAX_SGE)
+		return -1;
+	for (i = 0; i < rwqe->num_sge; i++) {
+		if (!rwqe->sge[i].length)
+			continue;
+		mr = ibemu_mr_lookup(rwqe->sge[i].lkey, false);
+		if (!mr)
+			return -1;
+		local[nl].iov_base = (uint8_t *)mr->vmr.ibv_mr.addr +
+				     (rwqe->sge[i].addr - mr->iova);
+		local[nl].iov_len = rwqe->sge[i].length;
+		nl++;
+	}
+	for (i = 0; i < d->nr; i++) {
+		remote[i].iov_base = (void *)(uintptr_t)d->seg[i].addr;
+		remote[i].iov_len = d->seg[i].len;
+	}
+	/* The receive may be longer than the message: read what was sent. */
+	n = process_vm_readv(d->pid, local, nl, remote, d->nr, 0);
+	return n == (ssize_t)d->length ? 0 : -1;
 }

@@ -16,6 +16,7 @@
 #define IBEMU_CMA_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct ibemu_qp;
 struct ibemu_mr;
@@ -23,6 +24,12 @@ struct wqe;
 
 /* Try to execute w (RDMA WRITE or READ) directly; true if done. */
 bool cma_try(struct ibemu_qp *qp, struct wqe *w);
+struct pull_desc;
+/* Large SENDs: the requester describes, the responder pulls. */
+bool cma_pull_ok(struct ibemu_qp *qp, const struct wqe *w);
+uint32_t cma_pull_desc(struct ibemu_qp *qp, struct wqe *w, void *buf);
+int cma_pull(struct ibemu_qp *qp, const struct wqe *rwqe,
+	     const struct pull_desc *d);
 /* Publish / withdraw a region of ours (mr.c; one writer per region). */
 void cma_publish_mr(const struct ibemu_mr *mr);
 void cma_withdraw_mr(const struct ibemu_mr *mr);

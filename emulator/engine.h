@@ -46,6 +46,7 @@ struct engine {
 		pid_t pid;
 		uint64_t start_time;
 		struct inbox *ib;
+		int cma; /* cross-memory attach with it: 1 works, -1 not, 0 ? */
 	} peers[IBEMU_MAX_PROCS];
 	struct inbox **retired; /* replaced peer mappings, unmapped at stop */
 	unsigned int nr_retired;

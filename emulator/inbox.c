@@ -52,6 +52,7 @@ int inbox_create(const char *node_name, struct inbox **ib_p, char *name,
 	close(fd);
 	ib->pid = pid;
 	ib->start_time = start;
+	ib->self_addr = (uintptr_t)ib;
 	atomic_init(&ib->head, 0);
 	atomic_init(&ib->tail, 0);
 	for (i = 0; i < INBOX_SLOTS; i++)

@@ -61,6 +61,7 @@ struct inbox {
 	uint64_t magic;
 	pid_t pid;
 	uint64_t start_time;
+	uint64_t self_addr; /* this mapping's address in the owner (cma.c) */
 	alignas(64) _Atomic uint64_t tail; /* producers */
 	/* the consumer, under its engine lock; read by the sleeper */
 	alignas(64) _Atomic uint64_t head;

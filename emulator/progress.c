@@ -88,6 +88,7 @@ struct inbox *engine_peer_inbox(int32_t slot)
 	pm->pid = pid;
 	pm->start_time = start;
 	pm->ib = ib;
+	pm->cma = 0;
 out:
 	pthread_mutex_unlock(&e->peer_lock);
 	return ib;

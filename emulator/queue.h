@@ -38,6 +38,7 @@ struct wqe {
 	/* requester state, under the QP lock */
 	uint8_t state; /* enum wqe_state */
 	uint8_t status; /* enum ibv_wc_status */
+	bool pulled; /* one packet; the responder copies the data (cma.c) */
 	uint32_t length; /* message length in bytes */
 	uint32_t first_psn, last_psn;
 	uint32_t sent; /* bytes sent */

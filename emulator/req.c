@@ -23,7 +23,8 @@
 static uint32_t wqe_npkts(const struct ibemu_qp *qp, const struct wqe *w)
 {
 	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || !w->length)
+	    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || !w->length ||
+	    w->pulled)
 		return 1;
 	return (w->length + qp->mtu - 1) / qp->mtu;
 }
@@ -209,6 +210,26 @@ static bool req_send_wqe(struct ibemu_qp *qp, struct wqe *w)
 		return true;
 	}
 
+	if (w->pulled) {
+		/* One SEND_ONLY that tells the responder where the data is. */
+		opcode = req_opcode(qp, w, true, true);
+		if (!dst)
+			return true;
+		if (!pkt_begin(&out, dst, qp, opcode, dqpn, w->first_psn, true,
+			       0))
+			return false;
+		out.slot->hdr.flags |= PKT_F_PULL;
+		out.slot->hdr.len += cma_pull_desc(qp, w, pkt_payload(&out));
+		if (out.op->mask & OPM_IMMDT)
+			((struct immdt *)pkt_ext(&out, out.op->immdt))->imm =
+				w->imm_data;
+		if (w->send_flags & IBV_SEND_SOLICITED)
+			((struct bth *)out.base)->flags |= BTH_SE;
+		pkt_send(&out);
+		w->sent = w->length;
+		return true;
+	}
+
 	do {
 		off = w->sent;
 		paylen = w->length - off;
@@ -289,6 +310,8 @@ void req_run_locked(struct ibemu_qp *qp)
 				comp_retire_locked(qp);
 				continue;
 			}
+			w->pulled = qp->vqp.qp.qp_type != IBV_QPT_UD &&
+				    cma_pull_ok(qp, w);
 			n = wqe_npkts(qp, w);
 			w->first_psn = qp->req_psn;
 			w->last_psn = psn_add(w->first_psn, n - 1);

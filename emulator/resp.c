@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cma.h"
 #include "engine.h"
 #include "log.h"
 
@@ -235,6 +236,34 @@ static uint32_t wqe_capacity(const struct wqe *w)
 	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
+/* A pulled SEND (cma.c): the same checks, then one copy from the sender
+ * into the receive WQE.  A sender that cannot be read is a remote
+ * operational error (manual 6.2.12). */
+static void resp_send_pull(struct ibemu_qp *qp, const struct pkt *p)
+{
+	const struct pull_desc *d = (const struct pull_desc *)p->payload;
+
+	if (p->paylen < sizeof(*d) || !(p->op->mask & OPM_ONLY)) {
+		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_REQ_ERR,
+			  IBV_WC_LOC_QP_OP_ERR);
+		return;
+	}
+	if (d->length > wqe_capacity(qp->resp_wqe)) {
+		resp_fail(qp, p, AETH_NAK_INVALID_REQ, 0, IBV_WC_LOC_LEN_ERR);
+		return;
+	}
+	if (cma_pull(qp, qp->resp_wqe, d)) {
+		resp_fail(qp, p, AETH_NAK_REM_OP_ERR, 0, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	qp->resp_epsn = psn_add(qp->resp_epsn, 1);
+	qp->resp_msn++;
+	qp->resp_op = 0;
+	resp_complete_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)d->length,
+			   p);
+	resp_ack_later(qp);
+}
+
 static void resp_send(struct ibemu_qp *qp, const struct pkt *p)
 {
 	uint32_t mask = p->op->mask;
@@ -252,6 +281,10 @@ static void resp_send(struct ibemu_qp *qp, const struct pkt *p)
 				  IBV_WC_LOC_PROT_ERR);
 			return;
 		}
+	}
+	if (p->hdr->flags & PKT_F_PULL) {
+		resp_send_pull(qp, p);
+		return;
 	}
 	if (qp->resp_offset + (uint64_t)p->paylen >
 	    wqe_capacity(qp->resp_wqe)) {

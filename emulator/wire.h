@@ -107,6 +107,19 @@ struct pkt_grh {
 };
 
 #define PKT_F_GRH 1u /* the packet carries a global route header */
+/* A SEND whose payload stays in the sender: the packet carries a struct
+ * pull_desc and the responder copies the data itself (cma.c). */
+#define PKT_F_PULL 2u
+
+/* Where a pulled SEND's data is: the sender's process and segments. */
+struct pull_desc {
+	int32_t pid;
+	uint32_t nr;
+	uint64_t length;
+	struct {
+		uint64_t addr, len;
+	} seg[];
+};
 
 /* The largest packet: headers plus one path MTU of payload. */
 #define PKT_MAX_HDRS 64
