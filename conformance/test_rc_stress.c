@@ -3,7 +3,7 @@
  * RC stress between two processes (peer.h): 64 RC QPs, N SENDs each of
  * random sizes (seeded and printed), every byte verified, in order per QP
  * (IBA 9.5).  N is CF_RC_STRESS_MSGS (default 3000 so that the run takes a
- * few seconds; the issue asks 100000); the seed is CF_RC_STRESS_SEED
+ * few seconds; ibemu's make check runs 100000); the seed is CF_RC_STRESS_SEED
  * (default: the time).  Flow control is left to RNR NAK with rnr_retry 7
  * (IBA 9.7.5.2.8): the sender keeps WINDOW sends in flight per QP while
  * the receiver reposts receives as they complete.
@@ -205,7 +205,7 @@ static void test_stress(void)
 	if (!a.n)
 		a.n = 1;
 	printf("\n  rc_stress: %d QPs x %lu messages of %u..%u B, seed %llu "
-	       "(CF_RC_STRESS_MSGS, default 3000; the issue asks 100000; "
+	       "(CF_RC_STRESS_MSGS, default 3000; make check: 100000; "
 	       "CF_RC_STRESS_SEED)\n  ", NQP, a.n, MIN_MSG, MAX_MSG,
 	       (unsigned long long)a.seed);
 	cf_peer_params_init(&p);
