@@ -43,7 +43,12 @@ void comp_arm_timer_locked(struct ibemu_qp *qp)
 
 	if (!t || qp->comp_deadline)
 		return;
-	qp->comp_deadline = engine_now_ns() + t;
+	/* Milliseconds matter here: the coarse clock is enough and cheap. */
+	qp->comp_deadline = engine_coarse_ns() + t;
+	/* Already queued: its pass comes no later than the deadline it knew,
+	 * which is older than this one; nothing to wake. */
+	if (__atomic_load_n(&qp->on_pending, __ATOMIC_RELAXED))
+		return;
 	engine_pending_add_locked(qp);
 }
 

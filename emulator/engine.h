@@ -87,6 +87,8 @@ void engine_qp_remove(struct ibemu_qp *qp);
 void engine_pending_add_locked(struct ibemu_qp *qp);
 struct inbox *engine_peer_inbox(int32_t proc_slot);
 uint64_t engine_now_ns(void);
+/* CLOCK_MONOTONIC_COARSE: for millisecond timers on the fast path. */
+uint64_t engine_coarse_ns(void);
 /* Claim a slot in dst and lay out BTH for opcode; false if dst is full. */
 bool pkt_begin(struct pkt_out *out, struct inbox *dst, struct ibemu_qp *qp,
 	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,

@@ -37,6 +37,14 @@ uint64_t engine_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t engine_coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static struct engine *engine_get(void)
 {
 	return ibemu_process.engine;
@@ -196,7 +204,7 @@ void engine_qp_remove(struct ibemu_qp *qp)
 			break;
 		}
 	}
-	qp->on_pending = false;
+	__atomic_store_n(&qp->on_pending, false, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&e->pending_lock);
 	pthread_mutex_unlock(&e->lock);
 }
@@ -210,7 +218,7 @@ static void engine_pending_requeue(struct engine *e, struct ibemu_qp *qp)
 {
 	pthread_mutex_lock(&e->pending_lock);
 	if (!qp->on_pending) {
-		qp->on_pending = true;
+		__atomic_store_n(&qp->on_pending, true, __ATOMIC_RELAXED);
 		qp->pending_next = e->pending;
 		/* Read unlocked by engine_has_pending(). */
 		__atomic_store_n(&e->pending, qp, __ATOMIC_RELAXED);
@@ -302,7 +310,7 @@ static uint64_t engine_run_pending(struct engine *e, bool *busy)
 	/* The pass walks its own links: pending_next may be reused at once
 	 * by a QP that is queued again while the pass runs. */
 	for (qp = list; qp; qp = qp->pending_next) {
-		qp->on_pending = false;
+		__atomic_store_n(&qp->on_pending, false, __ATOMIC_RELAXED);
 		qp->pass_next = qp->pending_next;
 	}
 	pthread_mutex_unlock(&e->pending_lock);
