@@ -261,7 +261,8 @@ static void resp_send_pull(struct ibemu_qp *qp, const struct pkt *p)
 	qp->resp_op = 0;
 	resp_complete_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)d->length,
 			   p);
-	resp_ack_later(qp);
+	/* A pull is long: answer now rather than after the whole drain. */
+	resp_ack(qp);
 }
 
 static void resp_send(struct ibemu_qp *qp, const struct pkt *p)
