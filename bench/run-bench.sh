@@ -10,7 +10,7 @@
 #   bash bench/run-bench.sh
 #
 # Environment: IBEMU_BUILDDIR (build tree), BENCH_RUNS (5), BENCH_TIMEOUT
-# (seconds per perftest process, 60), BENCH_LAT_SIZES ("8 4096"),
+# (seconds per perftest process, 60), BENCH_LAT_SIZES ("8 4096 65536 1048576"),
 # BENCH_BW_SIZES ("8 4096 65536 1048576"), BENCH_OUT (keep every raw output
 # in this directory), BENCH_PORT (first TCP port, default 30000 + PID % 1000).
 #
@@ -33,7 +33,7 @@ IBEMU=$IBEMU_BUILDDIR/ibemu
 
 runs=${BENCH_RUNS:-5}
 secs=${BENCH_TIMEOUT:-60}
-lat_sizes=${BENCH_LAT_SIZES:-8 4096}
+lat_sizes=${BENCH_LAT_SIZES:-8 4096 65536 1048576}
 bw_sizes=${BENCH_BW_SIZES:-8 4096 65536 1048576}
 port=${BENCH_PORT:-$((30000 + $$ % 1000))}
 
