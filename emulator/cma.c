@@ -110,27 +110,12 @@ static bool cma_check_rkey(struct inbox *ib, uint32_t rkey, uint64_t va,
 static int cma_local_iov(struct ibemu_qp *qp, struct wqe *w,
 			 struct iovec *iov)
 {
-	struct ibemu_mr *mr;
-	uint32_t i;
-	int n = 0;
-
 	if (w->send_flags & IBV_SEND_INLINE) {
 		iov[0].iov_base = &w->sge[qp->cap.max_send_sge];
 		iov[0].iov_len = w->length;
 		return 1;
 	}
-	for (i = 0; i < w->num_sge; i++) {
-		if (!w->sge[i].length)
-			continue;
-		mr = ibemu_mr_lookup(w->sge[i].lkey, false);
-		if (!mr)
-			return -1;
-		iov[n].iov_base = (uint8_t *)mr->vmr.ibv_mr.addr +
-				  (w->sge[i].addr - mr->iova);
-		iov[n].iov_len = w->sge[i].length;
-		n++;
-	}
-	return n;
+	return sge_iov(w->sge, w->num_sge, iov);
 }
 
 bool cma_try(struct ibemu_qp *qp, struct wqe *w)
@@ -276,28 +261,21 @@ int cma_pull(struct ibemu_qp *qp, const struct wqe *rwqe,
 	     const struct pull_desc *d)
 {
 	struct iovec local[IBEMU_MAX_SGE], remote[IBEMU_MAX_SGE];
-	struct ibemu_mr *mr;
-	uint32_t i, nl = 0;
+	uint32_t i;
 	ssize_t n;
+	int nl;
 
 	if (d->nr > IBEMU_MAX_SGE)
 		return -1;
-	for (i = 0; i < rwqe->num_sge; i++) {
-		if (!rwqe->sge[i].length)
-			continue;
-		mr = ibemu_mr_lookup(rwqe->sge[i].lkey, false);
-		if (!mr)
-			return -1;
-		local[nl].iov_base = (uint8_t *)mr->vmr.ibv_mr.addr +
-				     (rwqe->sge[i].addr - mr->iova);
-		local[nl].iov_len = rwqe->sge[i].length;
-		nl++;
-	}
+	nl = sge_iov(rwqe->sge, rwqe->num_sge, local);
+	if (nl < 0)
+		return -1;
 	for (i = 0; i < d->nr; i++) {
 		remote[i].iov_base = (void *)(uintptr_t)d->seg[i].addr;
 		remote[i].iov_len = d->seg[i].len;
 	}
 	/* The receive may be longer than the message: read what was sent. */
-	n = process_vm_readv(d->pid, local, nl, remote, d->nr, 0);
+	n = process_vm_readv(d->pid, local, (unsigned long)nl, remote, d->nr,
+			     0);
 	return n == (ssize_t)d->length ? 0 : -1;
 }

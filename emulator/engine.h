@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "ibemu.h"
 #include "inbox.h"
@@ -127,6 +128,9 @@ void qp_fatal_locked(struct ibemu_qp *qp);
 int sge_copy(struct ibemu_qp *qp, const struct ibv_sge *sge,
 	     uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
 	     bool to_sge);
+/* sge.c: where [addr, addr+len) of mr is here, or NULL if outside. */
+uint8_t *sge_mr_addr(const struct ibemu_mr *mr, uint64_t addr, uint64_t len);
+int sge_iov(const struct ibv_sge *sge, uint32_t num_sge, struct iovec *iov);
 /* Check the SGEs of a WQE against their MRs; an IBV_WC_* status. */
 enum ibv_wc_status sge_check(struct ibemu_qp *qp, const struct ibv_sge *sge,
 			     uint32_t num_sge, bool write_access);

@@ -361,12 +361,11 @@ static __thread unsigned int engine_polls;
 void engine_poll(struct ibemu_process *proc, bool active)
 {
 	struct engine *e = proc->engine;
-	bool busy;
+	bool busy, run;
+	uint64_t due;
 
 	if (!e)
 		return;
-	uint64_t due;
-	bool run;
 
 	if (active &&
 	    !atomic_load_explicit(&e->app_polled, memory_order_relaxed))

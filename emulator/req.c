@@ -26,7 +26,7 @@ static uint32_t wqe_npkts(const struct ibemu_qp *qp, const struct wqe *w)
 	    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || !w->length ||
 	    w->pulled)
 		return 1;
-	return (w->length + qp->mtu - 1) / qp->mtu;
+	return psn_span(w->length, qp->mtu);
 }
 
 int req_resolve_peer_locked(struct ibemu_qp *qp)

@@ -81,17 +81,10 @@ static void resp_ack(struct ibemu_qp *qp)
  * with the rest of the receive queue (IBA 10.3.1). */
 void resp_flush_open_locked(struct ibemu_qp *qp)
 {
-	struct ibv_wc wc;
-
 	if (!qp->resp_has_wqe)
 		return;
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = qp->resp_wqe->wr_id;
-	wc.status = IBV_WC_WR_FLUSH_ERR;
-	wc.opcode = IBV_WC_RECV;
-	wc.qp_num = qp->vqp.qp.qp_num;
 	qp->resp_has_wqe = false;
-	ibemu_cq_push(qp->rcq, &wc);
+	ibemu_flush_wqe(qp->rcq, qp, qp->resp_wqe, IBV_WC_RECV);
 }
 
 /*
@@ -314,16 +307,11 @@ static uint8_t *resp_rkey(struct ibemu_qp *qp, uint32_t rkey, uint64_t va,
 			  uint64_t len, int access)
 {
 	struct ibemu_mr *mr = ibemu_mr_lookup(rkey, true);
-	uint64_t start, end;
 
 	if (!mr || mr->vmr.ibv_mr.pd != qp->vqp.qp.pd ||
 	    !(mr->vmr.access & access))
 		return NULL;
-	start = mr->iova;
-	end = mr->iova + mr->vmr.ibv_mr.length;
-	if (va < start || va > end || len > end - va)
-		return NULL;
-	return (uint8_t *)mr->vmr.ibv_mr.addr + (va - start);
+	return sge_mr_addr(mr, va, len);
 }
 
 static void resp_write(struct ibemu_qp *qp, const struct pkt *p)
@@ -516,7 +504,7 @@ static void resp_read(struct ibemu_qp *qp, const struct pkt *p)
 	const struct reth *reth =
 		(const struct reth *)(p->bth_base + p->op->reth);
 	uint32_t len = be32toh(reth->len);
-	uint32_t npkts = len ? (len + qp->mtu - 1) / qp->mtu : 1;
+	uint32_t npkts = psn_span(len, qp->mtu);
 
 	if (!resp_read_exec(qp, p, false))
 		return;

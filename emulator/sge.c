@@ -12,8 +12,7 @@
 #include "engine.h"
 
 /* The local address of [addr, addr+len) in mr, or NULL if outside. */
-static uint8_t *mr_local(const struct ibemu_mr *mr, uint64_t addr,
-			 uint64_t len)
+uint8_t *sge_mr_addr(const struct ibemu_mr *mr, uint64_t addr, uint64_t len)
 {
 	uint64_t start = mr->iova, end = mr->iova + mr->vmr.ibv_mr.length;
 
@@ -34,7 +33,7 @@ enum ibv_wc_status sge_check(struct ibemu_qp *qp, const struct ibv_sge *sge,
 			continue;
 		mr = ibemu_mr_lookup(sge[i].lkey, false);
 		if (!mr || mr->vmr.ibv_mr.pd != qp->vqp.qp.pd ||
-		    !mr_local(mr, sge[i].addr, sge[i].length))
+		    !sge_mr_addr(mr, sge[i].addr, sge[i].length))
 			return IBV_WC_LOC_PROT_ERR;
 		if (write_access && !(mr->vmr.access & IBV_ACCESS_LOCAL_WRITE))
 			return IBV_WC_LOC_PROT_ERR;
@@ -66,7 +65,7 @@ int sge_copy(struct ibemu_qp *qp, const struct ibv_sge *sge,
 		mr = ibemu_mr_lookup(sge[i].lkey, false);
 		if (!mr)
 			return -1;
-		local = mr_local(mr, sge[i].addr + offset, n);
+		local = sge_mr_addr(mr, sge[i].addr + offset, n);
 		if (!local)
 			return -1;
 		if (to_sge)
@@ -78,4 +77,29 @@ int sge_copy(struct ibemu_qp *qp, const struct ibv_sge *sge,
 		offset = 0;
 	}
 	return len ? -1 : 0;
+}
+
+/*
+ * The local iovecs of an SGE list whose keys were checked; zero-length
+ * SGEs are left out.  Returns the count, or -1 if a key went away.
+ */
+int sge_iov(const struct ibv_sge *sge, uint32_t num_sge, struct iovec *iov)
+{
+	struct ibemu_mr *mr;
+	uint32_t i;
+	int n = 0;
+
+	for (i = 0; i < num_sge; i++) {
+		if (!sge[i].length)
+			continue;
+		mr = ibemu_mr_lookup(sge[i].lkey, false);
+		iov[n].iov_base = mr ? sge_mr_addr(mr, sge[i].addr,
+						   sge[i].length)
+				     : NULL;
+		if (!iov[n].iov_base)
+			return -1;
+		iov[n].iov_len = sge[i].length;
+		n++;
+	}
+	return n;
 }

@@ -149,4 +149,11 @@ static inline uint32_t psn_add(uint32_t psn, uint32_t n)
 	return (psn + n) & BTH_PSN_MASK;
 }
 
+/* PSNs a message of len bytes takes at this MTU: one per packet, one for
+ * an empty message (IBA 9.7.1; a READ counts its response packets). */
+static inline uint32_t psn_span(uint32_t len, uint32_t mtu)
+{
+	return len ? (len + mtu - 1) / mtu : 1;
+}
+
 #endif /* IBEMU_WIRE_H */

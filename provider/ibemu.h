@@ -344,6 +344,8 @@ int ibemu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		    struct ibv_recv_wr **bad_wr);
 void ibemu_qp_flush_locked(struct ibemu_qp *qp);
 void ibemu_qp_flush_sq_locked(struct ibemu_qp *qp);
+void ibemu_flush_wqe(struct ibemu_cq *cq, struct ibemu_qp *qp,
+		     const struct wqe *wqe, enum ibv_wc_opcode opcode);
 
 /* ah.c */
 struct ibv_ah *ibemu_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);

@@ -200,8 +200,9 @@ int ibemu_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	return ret;
 }
 
-static void flush_wqe(struct ibemu_cq *cq, struct ibemu_qp *qp,
-		      const struct wqe *wqe, enum ibv_wc_opcode opcode)
+/* Complete one WQE with IBV_WC_WR_FLUSH_ERR on cq. */
+void ibemu_flush_wqe(struct ibemu_cq *cq, struct ibemu_qp *qp,
+		     const struct wqe *wqe, enum ibv_wc_opcode opcode)
 {
 	struct ibv_wc wc = {
 		.wr_id = wqe->wr_id,
@@ -224,7 +225,7 @@ void ibemu_qp_flush_sq_locked(struct ibemu_qp *qp)
 	struct wqe *wqe;
 
 	while ((wqe = wqe_ring_head(&qp->sq))) {
-		flush_wqe(qp->scq, qp, wqe, wqe_wc_opcode(wqe->opcode));
+		ibemu_flush_wqe(qp->scq, qp, wqe, wqe_wc_opcode(wqe->opcode));
 		qp->sq.head++;
 	}
 	qp->req_next = qp->sq.head;
@@ -239,7 +240,7 @@ void ibemu_qp_flush_locked(struct ibemu_qp *qp)
 		return;
 	pthread_mutex_lock(&qp->rq.lock);
 	while ((wqe = wqe_ring_head(&qp->rq.ring))) {
-		flush_wqe(qp->rcq, qp, wqe, IBV_WC_RECV);
+		ibemu_flush_wqe(qp->rcq, qp, wqe, IBV_WC_RECV);
 		qp->rq.ring.head++;
 	}
 	pthread_mutex_unlock(&qp->rq.lock);
