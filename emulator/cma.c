@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -47,35 +48,97 @@ static struct pub_mr *pub_slot(struct inbox *ib, uint32_t key)
 	return &ib->mrs[idx];
 }
 
-/* Write mr's published record; withdraw: key 0, nothing placed. */
-static void cma_write_mr(const struct ibemu_mr *mr, bool withdraw)
+/*
+ * The placement fence (IBA 10.6.3.5: after deregistration returns, the
+ * region is not accessed; IBA 10.3.1: a QP in the error state executes
+ * nothing).  A requester announces each placement in the target's inbox,
+ * placing[its node slot] = target QPN << 32 | R_Key, before it checks
+ * what the target published, and clears it after the copy.  The target
+ * withdraws first and reads the announcements after; with a full fence on
+ * both sides either the requester sees the withdrawal, or the target sees
+ * the announcement and waits for the copy to end.  A requester that died
+ * is not waited for; one that is stopped is waited for at most
+ * CMA_FENCE_MAX_NS, and the fence says so.
+ */
+#define CMA_FENCE_MAX_NS (1000ull * 1000 * 1000)
+
+static bool cma_placer_alive(struct emu_hca *hca, unsigned int slot)
 {
-	struct engine *e = ibemu_process.engine;
+	const struct node_proc *p = &hca->node.seg->procs[slot];
+	pid_t pid = __atomic_load_n(&p->pid, __ATOMIC_RELAXED);
+
+	return pid && node_pid_alive(pid, p->start_time);
+}
+
+static bool cma_fence_match(uint64_t placing, uint32_t qpn, uint32_t key)
+{
+	if (!placing)
+		return false;
+	return key ? (uint32_t)placing == key : placing >> 32 == qpn;
+}
+
+/* Wait for the placements into (qpn, or key if non-zero) to end. */
+static void cma_fence(struct emu_hca *hca, uint32_t qpn, uint32_t key)
+{
+	struct inbox *ib = hca->engine ? hca->engine->inbox : NULL;
+	uint64_t deadline = 0;
+	unsigned int i;
+
+	if (!ib)
+		return;
+	atomic_thread_fence(memory_order_seq_cst);
+	for (i = 0; i < IBEMU_MAX_PROCS; i++) {
+		while (cma_fence_match(atomic_load(&ib->placing[i]), qpn,
+				       key) &&
+		       cma_placer_alive(hca, i)) {
+			if (!deadline)
+				deadline = engine_now_ns() + CMA_FENCE_MAX_NS;
+			if (engine_now_ns() > deadline) {
+				ibemu_log_warn("a stopped process is placing "
+					       "RDMA data; fence given up");
+				break;
+			}
+			sched_yield();
+		}
+	}
+}
+
+void cma_fence_qp(struct emu_hca *hca, uint32_t qpn)
+{
+	cma_fence(hca, qpn, 0);
+}
+
+/* Write mr's published record; withdraw: key 0, nothing placed. */
+static void cma_write_mr(struct emu_hca *hca, const struct emu_mr *mr,
+			 bool withdraw)
+{
+	struct engine *e = hca->engine;
 	struct pub_mr *p;
 
 	if (!e)
 		return;
-	p = pub_slot(e->inbox, mr->vmr.ibv_mr.rkey);
+	p = pub_slot(e->inbox, mr->key);
 	if (!p)
 		return;
 	seq_write_begin(&p->seq);
-	SEQ_SET(p->key, withdraw ? 0 : mr->vmr.ibv_mr.rkey);
-	SEQ_SET(p->access, (uint32_t)mr->vmr.access);
-	SEQ_SET(p->pd_id, (uint64_t)(uintptr_t)mr->vmr.ibv_mr.pd);
-	SEQ_SET(p->addr, (uint64_t)(uintptr_t)mr->vmr.ibv_mr.addr);
+	SEQ_SET(p->key, withdraw ? 0 : mr->key);
+	SEQ_SET(p->access, (uint32_t)mr->access);
+	SEQ_SET(p->pd_id, mr->pd_id);
+	SEQ_SET(p->addr, (uint64_t)(uintptr_t)mr->addr);
 	SEQ_SET(p->iova, mr->iova);
-	SEQ_SET(p->length, (uint64_t)mr->vmr.ibv_mr.length);
+	SEQ_SET(p->length, mr->length);
 	seq_write_end(&p->seq);
 }
 
-void cma_publish_mr(const struct ibemu_mr *mr)
+void cma_publish_mr(struct emu_hca *hca, const struct emu_mr *mr)
 {
-	cma_write_mr(mr, false);
+	cma_write_mr(hca, mr, false);
 }
 
-void cma_withdraw_mr(const struct ibemu_mr *mr)
+void cma_withdraw_mr(struct emu_hca *hca, const struct emu_mr *mr)
 {
-	cma_write_mr(mr, true);
+	cma_write_mr(hca, mr, true);
+	cma_fence(hca, 0, mr->key);
 }
 
 /* The target address of [va, va+len) if the published region allows it. */
@@ -107,63 +170,75 @@ static bool cma_check_rkey(struct inbox *ib, uint32_t rkey, uint64_t va,
 }
 
 /* Local iovecs of w's data (inline or SGEs, already checked). */
-static int cma_local_iov(struct ibemu_qp *qp, struct wqe *w,
+static int cma_local_iov(struct emu_qp *qp, struct wqe *w,
 			 struct iovec *iov)
 {
 	if (w->send_flags & IBV_SEND_INLINE) {
-		iov[0].iov_base = &w->sge[qp->cap.max_send_sge];
+		iov[0].iov_base = wqe_inline_data(qp, w);
 		iov[0].iov_len = w->length;
 		return 1;
 	}
-	return sge_iov(w->sge, w->num_sge, iov);
+	return sge_iov(qp, w->sge, w->num_sge, iov);
 }
 
-bool cma_try(struct ibemu_qp *qp, struct wqe *w)
+/* Whether the target QP, as its owner published it, takes a one-sided
+ * operation needing access (IBA 9.7.4.1.4, 10.3.1: RTR, RTS or SQD). */
+static bool cma_target_ok(struct emu_qp *qp, uint32_t need,
+			  uint64_t *pd_id_p)
 {
-	struct node_seg *seg = ibemu_process.node.seg;
-	bool write = w->opcode == IBV_WR_RDMA_WRITE;
-	uint32_t idx = qp->attr.dest_qp_num - IBEMU_QPN_FIRST, state, need;
-	struct iovec local[IBEMU_MAX_SGE], remote;
+	uint32_t idx = qp->attr.dest_qp_num - IBEMU_QPN_FIRST, state, access;
 	struct node_qp *tq;
-	uint64_t addr, pd_id;
-	uint32_t seq, access;
-	ssize_t n;
-	int nl;
+	uint32_t seq;
 
-	if (!cma_enabled() || !qp->peer || qp->peer == ibemu_process.engine->inbox ||
-	    qp->vqp.qp.qp_type != IBV_QPT_RC || !w->length)
+	if (qp->attr.dest_qp_num < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
 		return false;
-	if (!write && w->opcode != IBV_WR_RDMA_READ)
+	tq = &qp->hca->node.seg->qps[idx];
+	seq = seq_read_begin(&tq->seq);
+	state = SEQ_GET(tq->state);
+	access = SEQ_GET(tq->access);
+	*pd_id_p = SEQ_GET(tq->pd_id);
+	if (!seq_read_ok(&tq->seq, seq) ||
+	    __atomic_load_n(&tq->owner, __ATOMIC_RELAXED) != qp->peer_proc + 1)
+		return false;
+	if (state != IBV_QPS_RTR && state != IBV_QPS_RTS &&
+	    state != IBV_QPS_SQD)
+		return false;
+	return (access & need) != 0;
+}
+
+/* Whether w may be placed from here at all (before any check). */
+static bool cma_candidate(struct emu_qp *qp, const struct wqe *w)
+{
+	if (!cma_enabled() || !qp->peer || qp->peer == qp->hca->engine->inbox ||
+	    qp->type != IBV_QPT_RC || !w->length)
+		return false;
+	if (w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_READ)
 		return false;
 	/* Nothing in flight: this WQE cannot overtake another. */
-	if (qp->sq.head != qp->req_next)
+	if (qp->sq.head != qp->req.next)
 		return false;
 	/* A small transfer queued behind others is cheaper as a packet than
 	 * as a system call; alone it lands sooner placed from here (a
 	 * latency test, a target that spins on memory, not on its CQ). */
-	if (w->length < CMA_SMALL && qp->sq.tail - qp->req_next > 1)
-		return false;
-	if (qp->attr.dest_qp_num < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
-		return false;
-	tq = &seg->qps[idx];
-	seq = seq_read_begin(&tq->seq);
-	state = SEQ_GET(tq->state);
-	access = SEQ_GET(tq->access);
-	pd_id = SEQ_GET(tq->pd_id);
-	if (!seq_read_ok(&tq->seq, seq) ||
-	    __atomic_load_n(&tq->owner, __ATOMIC_RELAXED) != qp->peer_proc + 1 ||
-	    (state != IBV_QPS_RTR && state != IBV_QPS_RTS &&
-	     state != IBV_QPS_SQD))
-		return false;
-	need = write ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
-	if (!(access & need))
-		return false;
-	if (!cma_check_rkey(qp->peer, w->rkey, w->remote_addr, w->length, need,
+	return w->length >= CMA_SMALL || qp->sq.tail - qp->req.next <= 1;
+}
+
+/* Check and copy, announced in the target's placing[] (see cma_fence). */
+static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write)
+{
+	uint32_t need = write ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
+	struct iovec local[IBEMU_MAX_SGE], remote;
+	uint64_t addr, pd_id;
+	ssize_t n;
+	int nl;
+
+	if (!cma_target_ok(qp, need, &pd_id) ||
+	    !cma_check_rkey(qp->peer, w->rkey, w->remote_addr, w->length, need,
 			    pd_id, &addr))
-		return false;
+		return -1;
 	nl = cma_local_iov(qp, w, local);
 	if (nl <= 0)
-		return false;
+		return -1;
 	remote.iov_base = (void *)(uintptr_t)addr;
 	remote.iov_len = w->length;
 	if (write)
@@ -172,6 +247,22 @@ bool cma_try(struct ibemu_qp *qp, struct wqe *w)
 	else
 		n = process_vm_readv(qp->peer->pid, local, (unsigned long)nl,
 				     &remote, 1, 0);
+	return n;
+}
+
+bool cma_try(struct emu_qp *qp, struct wqe *w)
+{
+	bool write = w->opcode == IBV_WR_RDMA_WRITE;
+	_Atomic uint64_t *placing;
+	ssize_t n;
+
+	if (!cma_candidate(qp, w))
+		return false;
+	placing = &qp->peer->placing[qp->hca->node.proc_slot];
+	atomic_store(placing, (uint64_t)qp->attr.dest_qp_num << 32 | w->rkey);
+	atomic_thread_fence(memory_order_seq_cst);
+	n = cma_place(qp, w, write);
+	atomic_store_explicit(placing, 0, memory_order_release);
 	if (n == (ssize_t)w->length)
 		return true;
 	if (n < 0 && (errno == EPERM || errno == ENOSYS)) {
@@ -189,9 +280,9 @@ bool cma_try(struct ibemu_qp *qp, struct wqe *w)
  * (seccomp, ptrace scope) is the same both ways between two processes of
  * one user, so this stands for the peer reading us too.
  */
-static bool cma_peer_ok(struct ibemu_qp *qp)
+static bool cma_peer_ok(struct emu_qp *qp)
 {
-	struct engine *e = ibemu_process.engine;
+	struct engine *e = qp->hca->engine;
 	struct peer_map *pm;
 	struct iovec local, remote;
 	uint64_t v;
@@ -222,13 +313,13 @@ static bool cma_peer_ok(struct ibemu_qp *qp)
  * the permission it needs is the same both ways between two processes of
  * one user.
  */
-bool cma_pull_ok(struct ibemu_qp *qp, const struct wqe *w)
+bool cma_pull_ok(struct emu_qp *qp, const struct wqe *w)
 {
-	return qp->vqp.qp.qp_type == IBV_QPT_RC &&
+	return qp->type == IBV_QPT_RC &&
 	       (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) &&
 	       w->length >= CMA_PULL_MIN &&
 	       !(w->send_flags & IBV_SEND_INLINE) && cma_enabled() &&
-	       qp->peer && qp->peer != ibemu_process.engine->inbox &&
+	       qp->peer && qp->peer != qp->hca->engine->inbox &&
 	       !pcap_enabled() &&
 	       w->num_sge * sizeof(((struct pull_desc *)0)->seg[0]) +
 			       sizeof(struct pull_desc) <=
@@ -237,7 +328,7 @@ bool cma_pull_ok(struct ibemu_qp *qp, const struct wqe *w)
 }
 
 /* Describe w's data for the responder; the descriptor's size. */
-uint32_t cma_pull_desc(struct ibemu_qp *qp, struct wqe *w, void *buf)
+uint32_t cma_pull_desc(struct emu_qp *qp, struct wqe *w, void *buf)
 {
 	struct pull_desc *d = buf;
 	struct iovec iov[IBEMU_MAX_SGE];
@@ -257,7 +348,7 @@ uint32_t cma_pull_desc(struct ibemu_qp *qp, struct wqe *w, void *buf)
  * Responder: copy a pulled SEND's data from the sender into the receive
  * SGEs (already checked).  0, or -1 if the sender cannot be read.
  */
-int cma_pull(struct ibemu_qp *qp, const struct wqe *rwqe,
+int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
 	     const struct pull_desc *d)
 {
 	struct iovec local[IBEMU_MAX_SGE], remote[IBEMU_MAX_SGE];
@@ -267,7 +358,7 @@ int cma_pull(struct ibemu_qp *qp, const struct wqe *rwqe,
 
 	if (d->nr > IBEMU_MAX_SGE)
 		return -1;
-	nl = sge_iov(rwqe->sge, rwqe->num_sge, local);
+	nl = sge_iov(qp, rwqe->sge, rwqe->num_sge, local);
 	if (nl < 0)
 		return -1;
 	for (i = 0; i < d->nr; i++) {

@@ -18,20 +18,25 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct ibemu_qp;
-struct ibemu_mr;
+struct emu_hca;
+struct emu_qp;
+struct emu_mr;
 struct wqe;
 
 /* Try to execute w (RDMA WRITE or READ) directly; true if done. */
-bool cma_try(struct ibemu_qp *qp, struct wqe *w);
+bool cma_try(struct emu_qp *qp, struct wqe *w);
 struct pull_desc;
 /* Large SENDs: the requester describes, the responder pulls. */
-bool cma_pull_ok(struct ibemu_qp *qp, const struct wqe *w);
-uint32_t cma_pull_desc(struct ibemu_qp *qp, struct wqe *w, void *buf);
-int cma_pull(struct ibemu_qp *qp, const struct wqe *rwqe,
+bool cma_pull_ok(struct emu_qp *qp, const struct wqe *w);
+uint32_t cma_pull_desc(struct emu_qp *qp, struct wqe *w, void *buf);
+int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
 	     const struct pull_desc *d);
-/* Publish / withdraw a region of ours (mr.c; one writer per region). */
-void cma_publish_mr(const struct ibemu_mr *mr);
-void cma_withdraw_mr(const struct ibemu_mr *mr);
+/* Publish / withdraw a region of ours (mr.c; one writer per region).
+ * Withdrawing returns once no requester is placing into it. */
+void cma_publish_mr(struct emu_hca *hca, const struct emu_mr *mr);
+void cma_withdraw_mr(struct emu_hca *hca, const struct emu_mr *mr);
+/* Our QP qpn stopped taking one-sided operations: returns once no
+ * requester is placing into it. */
+void cma_fence_qp(struct emu_hca *hca, uint32_t qpn);
 
 #endif /* IBEMU_CMA_H */

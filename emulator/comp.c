@@ -27,7 +27,7 @@ static const uint32_t rnr_timer_us[32] = {
 
 /* Local ACK timeout 4.096 us * 2^timeout; 0 means infinite (IBA 11.2.5.2
  * / 9.7.6.1.3). */
-static uint64_t comp_timeout_ns(const struct ibemu_qp *qp)
+static uint64_t comp_timeout_ns(const struct emu_qp *qp)
 {
 	uint64_t ns;
 
@@ -37,14 +37,14 @@ static uint64_t comp_timeout_ns(const struct ibemu_qp *qp)
 	return ns < COMP_MIN_TIMEOUT_NS ? COMP_MIN_TIMEOUT_NS : ns;
 }
 
-void comp_arm_timer_locked(struct ibemu_qp *qp)
+void comp_arm_timer_locked(struct emu_qp *qp)
 {
 	uint64_t t = comp_timeout_ns(qp);
 
-	if (!t || qp->comp_deadline)
+	if (!t || qp->comp.deadline)
 		return;
 	/* Milliseconds matter here: the coarse clock is enough and cheap. */
-	qp->comp_deadline = engine_coarse_ns() + t;
+	qp->comp.deadline = engine_coarse_ns() + t;
 	/* Already queued: its pass comes no later than the deadline it knew,
 	 * which is older than this one; nothing to wake. */
 	if (__atomic_load_n(&qp->on_pending, __ATOMIC_RELAXED))
@@ -52,86 +52,30 @@ void comp_arm_timer_locked(struct ibemu_qp *qp)
 	engine_pending_add_locked(qp);
 }
 
-static void wqe_done(struct ibemu_qp *qp, struct wqe *w)
+static void wqe_done(struct emu_qp *qp, struct wqe *w)
 {
-	if (wqe_is_read_atomic(w) && w->state != WQE_DONE && qp->req_rd_atomic)
-		qp->req_rd_atomic--;
+	if (wr_is(w->opcode, WR_RD_ATOMIC) && w->state != WQE_DONE && qp->req.rd_atomic)
+		qp->req.rd_atomic--;
 	w->state = WQE_DONE;
 }
 
-static void wqe_fail(struct ibemu_qp *qp, struct wqe *w,
+static void wqe_fail(struct emu_qp *qp, struct wqe *w,
 		     enum ibv_wc_status status)
 {
-	if (wqe_is_read_atomic(w) && qp->req_rd_atomic)
-		qp->req_rd_atomic--;
+	if (wr_is(w->opcode, WR_RD_ATOMIC) && qp->req.rd_atomic)
+		qp->req.rd_atomic--;
 	w->state = WQE_ERROR;
 	w->status = status;
 }
 
-/*
- * Move the QP to the error state on its own (IBA 10.3.1): every
- * outstanding WR is flushed, timers stop.  Caller holds qp.lock.
- */
-void qp_error_locked(struct ibemu_qp *qp)
-{
-	if (qp->attr.qp_state == IBV_QPS_ERR)
-		return;
-	qp->attr.qp_state = IBV_QPS_ERR;
-	qp->attr.cur_qp_state = IBV_QPS_ERR;
-	qp->vqp.qp.state = IBV_QPS_ERR;
-	node_qp_publish(&ibemu_process.node, qp->vqp.qp.qp_num, IBV_QPS_ERR,
-			qp->attr.qp_access_flags, (uintptr_t)qp->vqp.qp.pd);
-	qp->comp_deadline = 0;
-	qp->rnr_resume = 0;
-	qp->req_blocked = false;
-	resp_flush_open_locked(qp);
-	resp_reset_locked(qp);
-	ibemu_qp_flush_locked(qp);
-	qp->req_next = qp->sq.head;
-	qp->req_rd_atomic = 0;
-	if (qp->srq)
-		ibemu_async_event(to_ectx(qp->vqp.qp.context),
-				  IBV_EVENT_QP_LAST_WQE_REACHED,
-				  (uintptr_t)&qp->vqp.qp);
-}
-
-/*
- * A UC or UD send error stops the send queue only: Send Queue Error, the
- * receive queue keeps working (IBA 10.3.1, 11.6.2).  The remaining send
- * WRs are flushed.
- */
-static void qp_sq_error_locked(struct ibemu_qp *qp)
-{
-	qp->attr.qp_state = IBV_QPS_SQE;
-	qp->attr.cur_qp_state = IBV_QPS_SQE;
-	qp->vqp.qp.state = IBV_QPS_SQE;
-	node_qp_publish(&ibemu_process.node, qp->vqp.qp.qp_num, IBV_QPS_SQE,
-			qp->attr.qp_access_flags, (uintptr_t)qp->vqp.qp.pd);
-	ibemu_qp_flush_sq_locked(qp);
-}
-
-/*
- * A completion was lost to a CQ overrun: the QP cannot report its work any
- * more (manual 6.1.1, 6.1.2): IBV_EVENT_QP_FATAL and the error state.
- */
-void qp_fatal_locked(struct ibemu_qp *qp)
-{
-	if (qp->attr.qp_state == IBV_QPS_ERR)
-		return;
-	ibemu_async_event(to_ectx(qp->vqp.qp.context), IBV_EVENT_QP_FATAL,
-			  (uintptr_t)&qp->vqp.qp);
-	qp_error_locked(qp);
-}
-
 /* The SQ of a QP in SQD has drained: say so once (manual 6.1.6). */
-static void comp_check_drained(struct ibemu_qp *qp)
+static void comp_check_drained(struct emu_qp *qp)
 {
-	if (!qp->sqd_notify || qp->attr.qp_state != IBV_QPS_SQD ||
-	    qp->sq.head != qp->req_next)
+	if (!qp->comp.sqd_notify || qp->state != IBV_QPS_SQD ||
+	    qp->sq.head != qp->req.next)
 		return;
-	qp->sqd_notify = false;
-	ibemu_async_event(to_ectx(qp->vqp.qp.context), IBV_EVENT_SQ_DRAINED,
-			  (uintptr_t)&qp->vqp.qp);
+	qp->comp.sqd_notify = false;
+	emu_event(&qp->owner, IBV_EVENT_SQ_DRAINED);
 }
 
 /*
@@ -139,7 +83,7 @@ static void comp_check_drained(struct ibemu_qp *qp)
  * a success only if signaled (IBA 10.8.3.1 / sq_sig_all), an error always,
  * after which the QP enters the error state.
  */
-void comp_retire_locked(struct ibemu_qp *qp)
+void comp_retire_locked(struct emu_qp *qp)
 {
 	struct ibv_wc wc;
 	struct wqe *w;
@@ -151,16 +95,16 @@ void comp_retire_locked(struct ibemu_qp *qp)
 			break;
 		memset(&wc, 0, sizeof(wc));
 		wc.wr_id = w->wr_id;
-		wc.opcode = wqe_wc_opcode(w->opcode);
-		wc.qp_num = qp->vqp.qp.qp_num;
+		wc.opcode = wr_opcode_get(w->opcode)->wc_opcode;
+		wc.qp_num = qp->qpn;
 		if (w->state == WQE_ERROR) {
 			wc.status = w->status;
 			qp->sq.head++;
-			if (qp->req_next == qp->sq.head - 1)
-				qp->req_next = qp->sq.head;
-			if (!ibemu_cq_push(qp->scq, &wc))
+			if (qp->req.next == qp->sq.head - 1)
+				qp->req.next = qp->sq.head;
+			if (!cq_push(qp->scq, &wc, false))
 				qp_fatal_locked(qp);
-			else if (qp->vqp.qp.qp_type == IBV_QPT_RC)
+			else if (qp->type == IBV_QPT_RC)
 				qp_error_locked(qp);
 			else
 				qp_sq_error_locked(qp);
@@ -177,48 +121,48 @@ void comp_retire_locked(struct ibemu_qp *qp)
 		qp->sq.head++;
 		progress = true;
 		if (((w->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all) &&
-		    !ibemu_cq_push(qp->scq, &wc)) {
+		    !cq_push(qp->scq, &wc, false)) {
 			qp_fatal_locked(qp);
 			return;
 		}
 	}
 	if (progress) {
 		/* Forward progress restores the retry budgets (IBA 9.7.6). */
-		qp->retry_left = qp->attr.retry_cnt;
-		qp->rnr_left = qp->attr.rnr_retry;
-		qp->comp_deadline = 0;
-		if (qp->sq.head != qp->req_next)
+		qp->comp.retry_left = qp->attr.retry_cnt;
+		qp->comp.rnr_left = qp->attr.rnr_retry;
+		qp->comp.deadline = 0;
+		if (qp->sq.head != qp->req.next)
 			comp_arm_timer_locked(qp);
 	}
 	comp_check_drained(qp);
 }
 
 /* Everything up to and including psn is acknowledged (IBA 9.7.5.1). */
-static void comp_ack_upto(struct ibemu_qp *qp, uint32_t psn)
+static void comp_ack_upto(struct emu_qp *qp, uint32_t psn)
 {
 	struct wqe *w;
 	uint32_t i;
 
-	for (i = qp->sq.head; i != qp->req_next; i++) {
+	for (i = qp->sq.head; i != qp->req.next; i++) {
 		w = wqe_ring_at(&qp->sq, i);
 		if (w->state == WQE_DONE || w->state == WQE_ERROR)
 			continue;
 		if (psn_cmp(w->last_psn, psn) > 0)
 			break;
 		/* Reads and atomics complete with their responses. */
-		if (wqe_is_read_atomic(w))
+		if (wr_is(w->opcode, WR_RD_ATOMIC))
 			break;
 		wqe_done(qp, w);
 	}
 }
 
 /* The outstanding WQE whose PSN range holds psn, or NULL. */
-static struct wqe *comp_find(struct ibemu_qp *qp, uint32_t psn)
+static struct wqe *comp_find(struct emu_qp *qp, uint32_t psn)
 {
 	struct wqe *w;
 	uint32_t i;
 
-	for (i = qp->sq.head; i != qp->req_next; i++) {
+	for (i = qp->sq.head; i != qp->req.next; i++) {
 		w = wqe_ring_at(&qp->sq, i);
 		if (w->state != WQE_SENT && w->state != WQE_SENDING)
 			continue;
@@ -230,12 +174,12 @@ static struct wqe *comp_find(struct ibemu_qp *qp, uint32_t psn)
 }
 
 /* The oldest WQE still waiting for an answer. */
-static struct wqe *comp_oldest(struct ibemu_qp *qp)
+static struct wqe *comp_oldest(struct emu_qp *qp)
 {
 	struct wqe *w;
 	uint32_t i;
 
-	for (i = qp->sq.head; i != qp->req_next; i++) {
+	for (i = qp->sq.head; i != qp->req.next; i++) {
 		w = wqe_ring_at(&qp->sq, i);
 		if (w->state == WQE_SENT || w->state == WQE_SENDING)
 			return w;
@@ -243,7 +187,7 @@ static struct wqe *comp_oldest(struct ibemu_qp *qp)
 	return NULL;
 }
 
-static void comp_nak(struct ibemu_qp *qp, uint32_t psn, uint8_t code)
+static void comp_nak(struct emu_qp *qp, uint32_t psn, uint8_t code)
 {
 	static const enum ibv_wc_status status[] = {
 		[AETH_NAK_INVALID_REQ] = IBV_WC_REM_INV_REQ_ERR,
@@ -258,15 +202,15 @@ static void comp_nak(struct ibemu_qp *qp, uint32_t psn, uint8_t code)
 	if (code == AETH_NAK_PSN_SEQ_ERR) {
 		/* Sequence error: resend from psn (IBA 9.7.5.2.1); during an
 		 * RNR wait the resend is already scheduled. */
-		if (qp->rnr_resume)
+		if (qp->comp.rnr_resume)
 			return;
-		if (!qp->retry_left) {
+		if (!qp->comp.retry_left) {
 			w = comp_oldest(qp);
 			if (w)
 				wqe_fail(qp, w, IBV_WC_RETRY_EXC_ERR);
 			return;
 		}
-		qp->retry_left--;
+		qp->comp.retry_left--;
 		req_rewind_locked(qp);
 		return;
 	}
@@ -282,7 +226,7 @@ static void comp_nak(struct ibemu_qp *qp, uint32_t psn, uint8_t code)
 
 /* RNR NAK: wait the timer, then resend; rnr_retry 7 retries forever
  * (IBA 9.7.5.2.8). */
-static void comp_rnr(struct ibemu_qp *qp, uint32_t psn, uint8_t timer)
+static void comp_rnr(struct emu_qp *qp, uint32_t psn, uint8_t timer)
 {
 	struct wqe *w;
 
@@ -293,19 +237,19 @@ static void comp_rnr(struct ibemu_qp *qp, uint32_t psn, uint8_t timer)
 	if (!w)
 		return;
 	if (qp->attr.rnr_retry != 7) {
-		if (!qp->rnr_left) {
+		if (!qp->comp.rnr_left) {
 			wqe_fail(qp, w, IBV_WC_RNR_RETRY_EXC_ERR);
 			return;
 		}
-		qp->rnr_left--;
+		qp->comp.rnr_left--;
 	}
 	req_rewind_locked(qp);
-	qp->comp_deadline = 0;
-	qp->rnr_resume = engine_now_ns() + rnr_timer_us[timer & 31] * 1000ull;
+	qp->comp.deadline = 0;
+	qp->comp.rnr_resume = engine_now_ns() + rnr_timer_us[timer & 31] * 1000ull;
 	engine_pending_add_locked(qp);
 }
 
-static void comp_read_resp(struct ibemu_qp *qp, const struct pkt *p)
+static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 {
 	struct wqe *w = comp_find(qp, p->psn);
 	uint32_t off;
@@ -326,7 +270,7 @@ static void comp_read_resp(struct ibemu_qp *qp, const struct pkt *p)
 		wqe_done(qp, w);
 }
 
-static void comp_atomic_ack(struct ibemu_qp *qp, const struct pkt *p)
+static void comp_atomic_ack(struct emu_qp *qp, const struct pkt *p)
 {
 	const struct atmack *ack =
 		(const struct atmack *)(p->bth_base + p->op->atmack);
@@ -345,15 +289,15 @@ static void comp_atomic_ack(struct ibemu_qp *qp, const struct pkt *p)
 	wqe_done(qp, w);
 }
 
-void comp_recv_locked(struct ibemu_qp *qp, const struct pkt *p)
+void comp_recv_locked(struct emu_qp *qp, const struct pkt *p)
 {
-	enum ibv_qp_state st = qp->attr.qp_state;
+	enum ibv_qp_state st = qp->state;
 	uint32_t aeth = 0;
 	uint8_t syn;
 
 	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD)
 		return;
-	if (qp->vqp.qp.qp_type != IBV_QPT_RC ||
+	if (qp->type != IBV_QPT_RC ||
 	    p->hdr->src_qpn != qp->attr.dest_qp_num)
 		return; /* not from our connection */
 	if (p->op->mask & OPM_AETH)
@@ -383,29 +327,29 @@ void comp_recv_locked(struct ibemu_qp *qp, const struct pkt *p)
 }
 
 /* Timers: RNR wait and retransmit timeout.  Returns the next deadline. */
-uint64_t comp_timers_locked(struct ibemu_qp *qp, uint64_t now)
+uint64_t comp_timers_locked(struct emu_qp *qp, uint64_t now)
 {
 	uint64_t next = 0;
 	struct wqe *w;
 
-	if (qp->attr.qp_state != IBV_QPS_RTS &&
-	    qp->attr.qp_state != IBV_QPS_SQD) {
-		qp->comp_deadline = 0;
-		qp->rnr_resume = 0;
+	if (qp->state != IBV_QPS_RTS &&
+	    qp->state != IBV_QPS_SQD) {
+		qp->comp.deadline = 0;
+		qp->comp.rnr_resume = 0;
 		return 0;
 	}
-	if (qp->rnr_resume) {
-		if (now >= qp->rnr_resume) {
-			qp->rnr_resume = 0;
+	if (qp->comp.rnr_resume) {
+		if (now >= qp->comp.rnr_resume) {
+			qp->comp.rnr_resume = 0;
 			req_run_locked(qp);
 		} else {
-			next = qp->rnr_resume;
+			next = qp->comp.rnr_resume;
 		}
 	}
-	if (qp->comp_deadline && now >= qp->comp_deadline) {
-		qp->comp_deadline = 0;
+	if (qp->comp.deadline && now >= qp->comp.deadline) {
+		qp->comp.deadline = 0;
 		w = comp_oldest(qp);
-		if (w && !qp->retry_left) {
+		if (w && !qp->comp.retry_left) {
 			/* No answer within timeout * (retry_cnt + 1)
 			 * (IBA 9.7.6.1.3). */
 			wqe_fail(qp, w, IBV_WC_RETRY_EXC_ERR);
@@ -413,13 +357,13 @@ uint64_t comp_timers_locked(struct ibemu_qp *qp, uint64_t now)
 			return next;
 		}
 		if (w) {
-			qp->retry_left--;
+			qp->comp.retry_left--;
 			req_rewind_locked(qp);
 			req_run_locked(qp);
 			comp_arm_timer_locked(qp);
 		}
 	}
-	if (qp->comp_deadline && (!next || qp->comp_deadline < next))
-		next = qp->comp_deadline;
+	if (qp->comp.deadline && (!next || qp->comp.deadline < next))
+		next = qp->comp.deadline;
 	return next;
 }

@@ -20,21 +20,23 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "ibemu.h"
+#include "hca.h"
 #include "inbox.h"
 #include "opcode.h"
 #include "wire.h"
+#include "wr_opcode.h"
 
 struct engine {
+	struct emu_hca *hca; /* the HCA this engine drives */
 	pthread_mutex_t lock;
 	struct inbox *inbox; /* ours */
 	char inbox_name[160];
-	struct ibemu_qp **qps; /* by QPN - IBEMU_QPN_FIRST */
-	struct ibemu_qp *ack_list; /* ACKs owed by the current drain */
+	struct emu_qp **qps; /* by QPN - IBEMU_QPN_FIRST */
+	struct emu_qp *ack_list; /* ACKs owed by the current drain */
 	/* QPs with blocked or timed work; lock rule: pending_lock, taken
 	 * after a QP lock, never before one */
 	pthread_mutex_t pending_lock;
-	struct ibemu_qp *pending;
+	struct emu_qp *pending;
 	atomic_bool pending_new; /* added since the last pass */
 	atomic_bool busy; /* the last pass left work blocked */
 	_Atomic uint64_t next_deadline; /* earliest timer of the last pass */
@@ -77,21 +79,21 @@ struct pkt_out {
 };
 
 /* progress.c */
-int engine_start(struct ibemu_process *proc);
-void engine_stop(struct ibemu_process *proc);
-void engine_forget(struct ibemu_process *proc);
+int engine_start(struct emu_hca *hca);
+void engine_stop(struct emu_hca *hca);
+void engine_forget(struct emu_hca *hca);
 /* active: the application is polling, not about to block. */
-void engine_poll(struct ibemu_process *proc, bool active);
-void engine_app_blocks(struct ibemu_process *proc);
-void engine_qp_add(struct ibemu_qp *qp);
-void engine_qp_remove(struct ibemu_qp *qp);
-void engine_pending_add_locked(struct ibemu_qp *qp);
-struct inbox *engine_peer_inbox(int32_t proc_slot);
+void engine_poll(struct engine *e, bool active);
+void engine_app_blocks(struct engine *e);
+void engine_qp_add(struct engine *e, struct emu_qp *qp);
+void engine_qp_remove(struct engine *e, struct emu_qp *qp);
+void engine_pending_add_locked(struct emu_qp *qp);
+struct inbox *engine_peer_inbox(struct engine *e, int32_t proc_slot);
 uint64_t engine_now_ns(void);
 /* CLOCK_MONOTONIC_COARSE: for millisecond timers on the fast path. */
 uint64_t engine_coarse_ns(void);
 /* Claim a slot in dst and lay out BTH for opcode; false if dst is full. */
-bool pkt_begin(struct pkt_out *out, struct inbox *dst, struct ibemu_qp *qp,
+bool pkt_begin(struct pkt_out *out, struct inbox *dst, struct emu_qp *qp,
 	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
 	       uint32_t paylen);
 void pkt_send(struct pkt_out *out);
@@ -105,34 +107,33 @@ static inline uint8_t *pkt_payload(struct pkt_out *out)
 }
 
 /* req.c */
-void req_run_locked(struct ibemu_qp *qp);
-void req_rewind_locked(struct ibemu_qp *qp);
-int req_resolve_peer_locked(struct ibemu_qp *qp);
+void req_run_locked(struct emu_qp *qp);
+void req_rewind_locked(struct emu_qp *qp);
+int req_resolve_peer_locked(struct emu_qp *qp);
 
 /* resp.c */
-void resp_recv_locked(struct ibemu_qp *qp, const struct pkt *pkt);
-void resp_pending_locked(struct ibemu_qp *qp);
-void resp_reset_locked(struct ibemu_qp *qp);
-void resp_flush_open_locked(struct ibemu_qp *qp);
-void resp_ack_flush_locked(struct ibemu_qp *qp);
+void resp_recv_locked(struct emu_qp *qp, const struct pkt *pkt);
+void resp_pending_locked(struct emu_qp *qp);
+void resp_reset_locked(struct emu_qp *qp);
+void resp_flush_open_locked(struct emu_qp *qp);
+void resp_ack_flush_locked(struct emu_qp *qp);
 
 /* comp.c */
-void comp_recv_locked(struct ibemu_qp *qp, const struct pkt *pkt);
-uint64_t comp_timers_locked(struct ibemu_qp *qp, uint64_t now);
-void comp_retire_locked(struct ibemu_qp *qp);
-void comp_arm_timer_locked(struct ibemu_qp *qp);
-void qp_error_locked(struct ibemu_qp *qp);
-void qp_fatal_locked(struct ibemu_qp *qp);
+void comp_recv_locked(struct emu_qp *qp, const struct pkt *pkt);
+uint64_t comp_timers_locked(struct emu_qp *qp, uint64_t now);
+void comp_retire_locked(struct emu_qp *qp);
+void comp_arm_timer_locked(struct emu_qp *qp);
 
 /* Copy between a message and a list of local SGEs (MR-checked). */
-int sge_copy(struct ibemu_qp *qp, const struct ibv_sge *sge,
+int sge_copy(struct emu_qp *qp, const struct ibv_sge *sge,
 	     uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
 	     bool to_sge);
 /* sge.c: where [addr, addr+len) of mr is here, or NULL if outside. */
-uint8_t *sge_mr_addr(const struct ibemu_mr *mr, uint64_t addr, uint64_t len);
-int sge_iov(const struct ibv_sge *sge, uint32_t num_sge, struct iovec *iov);
+uint8_t *sge_mr_addr(const struct emu_mr *mr, uint64_t addr, uint64_t len);
+int sge_iov(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
+	    struct iovec *iov);
 /* Check the SGEs of a WQE against their MRs; an IBV_WC_* status. */
-enum ibv_wc_status sge_check(struct ibemu_qp *qp, const struct ibv_sge *sge,
+enum ibv_wc_status sge_check(struct emu_qp *qp, const struct ibv_sge *sge,
 			     uint32_t num_sge, bool write_access);
 
 #endif /* IBEMU_ENGINE_H */

@@ -69,6 +69,9 @@ struct inbox {
 	_Atomic uint32_t sleeping; /* the owner's thread waits on `wake` */
 	alignas(64) struct inbox_slot slots[INBOX_SLOTS];
 	struct pub_mr mrs[IBEMU_MAX_MR]; /* by key index */
+	/* Requester-placed RDMA in progress, by the placer's node slot:
+	 * target QPN << 32 | R_Key, 0 when none (cma.c, the fence). */
+	_Atomic uint64_t placing[IBEMU_MAX_PROCS];
 };
 
 /* Create the calling process's inbox; 0 or -errno.  name_p gets its name. */

@@ -45,17 +45,12 @@ uint64_t engine_coarse_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static struct engine *engine_get(void)
-{
-	return ibemu_process.engine;
-}
-
 /* ---- peers ---- */
 
-struct inbox *engine_peer_inbox(int32_t slot)
+struct inbox *engine_peer_inbox(struct engine *e, int32_t slot)
 {
-	struct engine *e = engine_get();
-	struct node_seg *seg = ibemu_process.node.seg;
+	struct node *node = &e->hca->node;
+	struct node_seg *seg = node->seg;
 	struct peer_map *pm;
 	struct inbox *ib = NULL, **grown;
 	uint64_t start;
@@ -64,10 +59,10 @@ struct inbox *engine_peer_inbox(int32_t slot)
 	if (slot < 0 || slot >= IBEMU_MAX_PROCS)
 		return NULL;
 	/* The slot's owner as the node segment says now. */
-	node_lock(&ibemu_process.node);
+	node_lock(node);
 	pid = seg->procs[slot].pid;
 	start = seg->procs[slot].start_time;
-	node_unlock(&ibemu_process.node);
+	node_unlock(node);
 	if (!pid)
 		return NULL;
 	if (pid == getpid())
@@ -79,7 +74,7 @@ struct inbox *engine_peer_inbox(int32_t slot)
 		ib = pm->ib;
 		goto out;
 	}
-	if (inbox_map(ibemu_process.node.name, pid, start, &ib))
+	if (inbox_map(node->name, pid, start, &ib))
 		goto out;
 	if (pm->ib) {
 		/* QPs may still point at the old mapping: keep it. */
@@ -104,7 +99,7 @@ out:
 
 /* ---- packets ---- */
 
-bool pkt_begin(struct pkt_out *out, struct inbox *dst, struct ibemu_qp *qp,
+bool pkt_begin(struct pkt_out *out, struct inbox *dst, struct emu_qp *qp,
 	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
 	       uint32_t paylen)
 {
@@ -119,10 +114,10 @@ bool pkt_begin(struct pkt_out *out, struct inbox *dst, struct ibemu_qp *qp,
 	out->op = op;
 	out->base = out->slot->data;
 	out->slot->hdr.len = op->hdr_len + paylen;
-	out->slot->hdr.slid = ibemu_process.node.seg->lid;
+	out->slot->hdr.slid = qp->hca->node.seg->lid;
 	out->slot->hdr.dlid = qp->attr.ah_attr.dlid;
-	out->slot->hdr.src_qpn = qp->vqp.qp.qp_num;
-	out->slot->hdr.src_proc = ibemu_process.node.proc_slot;
+	out->slot->hdr.src_qpn = qp->qpn;
+	out->slot->hdr.src_proc = qp->hca->node.proc_slot;
 	out->slot->hdr.flags = 0;
 	bth = (struct bth *)out->base;
 	bth->opcode = opcode;
@@ -165,7 +160,7 @@ static bool pkt_parse(const struct inbox_slot *s, struct pkt *p)
 
 /* ---- the QP table and the pending list (engine.lock) ---- */
 
-static struct ibemu_qp *engine_qp_lookup(struct engine *e, uint32_t qpn)
+static struct emu_qp *engine_qp_lookup(struct engine *e, uint32_t qpn)
 {
 	uint32_t idx = qpn - IBEMU_QPN_FIRST;
 
@@ -174,22 +169,19 @@ static struct ibemu_qp *engine_qp_lookup(struct engine *e, uint32_t qpn)
 	return e->qps[idx];
 }
 
-void engine_qp_add(struct ibemu_qp *qp)
+void engine_qp_add(struct engine *e, struct emu_qp *qp)
 {
-	struct engine *e = engine_get();
-
 	pthread_mutex_lock(&e->lock);
-	e->qps[qp->vqp.qp.qp_num - IBEMU_QPN_FIRST] = qp;
+	e->qps[qp->qpn - IBEMU_QPN_FIRST] = qp;
 	pthread_mutex_unlock(&e->lock);
 }
 
-void engine_qp_remove(struct ibemu_qp *qp)
+void engine_qp_remove(struct engine *e, struct emu_qp *qp)
 {
-	struct engine *e = engine_get();
-	struct ibemu_qp **pp;
+	struct emu_qp **pp;
 
 	pthread_mutex_lock(&e->lock);
-	e->qps[qp->vqp.qp.qp_num - IBEMU_QPN_FIRST] = NULL;
+	e->qps[qp->qpn - IBEMU_QPN_FIRST] = NULL;
 	for (pp = &e->ack_list; *pp; pp = &(*pp)->ack_next) {
 		if (*pp == qp) {
 			*pp = qp->ack_next;
@@ -214,7 +206,7 @@ void engine_qp_remove(struct ibemu_qp *qp)
  * send).  Caller holds qp.lock; the list has its own lock (pending_lock,
  * taken after qp.lock, never before).
  */
-static void engine_pending_requeue(struct engine *e, struct ibemu_qp *qp)
+static void engine_pending_requeue(struct engine *e, struct emu_qp *qp)
 {
 	pthread_mutex_lock(&e->pending_lock);
 	if (!qp->on_pending) {
@@ -226,9 +218,9 @@ static void engine_pending_requeue(struct engine *e, struct ibemu_qp *qp)
 	pthread_mutex_unlock(&e->pending_lock);
 }
 
-void engine_pending_add_locked(struct ibemu_qp *qp)
+void engine_pending_add_locked(struct emu_qp *qp)
 {
-	struct engine *e = engine_get();
+	struct engine *e = qp->hca->engine;
 
 	engine_pending_requeue(e, qp);
 	/* New timed or blocked work: a thread asleep on an older deadline
@@ -241,7 +233,7 @@ void engine_pending_add_locked(struct ibemu_qp *qp)
 
 static void engine_dispatch(struct engine *e, const struct pkt *p)
 {
-	struct ibemu_qp *qp = engine_qp_lookup(e, p->qpn);
+	struct emu_qp *qp = engine_qp_lookup(e, p->qpn);
 
 	/* No such QP here (destroyed, or never was): the packet is
 	 * silently dropped, as an HCA drops a packet for an invalid
@@ -260,7 +252,7 @@ static void engine_dispatch(struct engine *e, const struct pkt *p)
  * engine.lock. */
 static void engine_flush_acks(struct engine *e)
 {
-	struct ibemu_qp *qp;
+	struct emu_qp *qp;
 
 	while ((qp = e->ack_list)) {
 		e->ack_list = qp->ack_next;
@@ -298,7 +290,7 @@ static unsigned int engine_drain(struct engine *e, unsigned int max)
  */
 static uint64_t engine_run_pending(struct engine *e, bool *busy)
 {
-	struct ibemu_qp *list, *qp, *next_qp;
+	struct emu_qp *list, *qp, *next_qp;
 	uint64_t now = engine_now_ns(), next = 0, t;
 	bool blocked;
 
@@ -321,8 +313,8 @@ static uint64_t engine_run_pending(struct engine *e, bool *busy)
 		resp_pending_locked(qp);
 		t = comp_timers_locked(qp, now);
 		req_run_locked(qp);
-		blocked = qp->req_blocked || qp->resp_ack_pending ||
-			  qp->reads_head != qp->reads_tail;
+		blocked = qp->req.blocked || qp->resp.ack_pending ||
+			  qp->resp.reads_head != qp->resp.reads_tail;
 		if (blocked)
 			*busy = true;
 		if (t && (!next || t < next))
@@ -345,10 +337,8 @@ static bool engine_has_pending(struct engine *e)
  * The application is about to block (it armed a CQ for an event): from
  * now on the thread must be woken by producers, not nap unannounced.
  */
-void engine_app_blocks(struct ibemu_process *proc)
+void engine_app_blocks(struct engine *e)
 {
-	struct engine *e = proc->engine;
-
 	if (!e)
 		return;
 	atomic_store(&e->app_polled, 0);
@@ -358,9 +348,8 @@ void engine_app_blocks(struct ibemu_process *proc)
 /* engine_poll calls of this thread: when to look at the clock. */
 static __thread unsigned int engine_polls;
 
-void engine_poll(struct ibemu_process *proc, bool active)
+void engine_poll(struct engine *e, bool active)
 {
-	struct engine *e = proc->engine;
 	bool busy, run;
 	uint64_t due;
 
@@ -456,34 +445,35 @@ static void *engine_thread(void *arg)
 	return NULL;
 }
 
-int engine_start(struct ibemu_process *proc)
+int engine_start(struct emu_hca *hca)
 {
 	struct engine *e;
 	int ret;
 
 	e = calloc(1, sizeof(*e));
 	if (!e)
-		return -ENOMEM;
+		return ENOMEM;
+	e->hca = hca;
 	e->qps = calloc(IBEMU_MAX_QP, sizeof(*e->qps));
 	if (!e->qps) {
-		ret = -ENOMEM;
+		ret = ENOMEM;
 		goto err_free;
 	}
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->peer_lock, NULL);
 	pthread_mutex_init(&e->pending_lock, NULL);
-	ret = inbox_create(proc->node.name, &e->inbox, e->inbox_name,
-			   sizeof(e->inbox_name));
+	ret = -inbox_create(hca->node.name, &e->inbox, e->inbox_name,
+			    sizeof(e->inbox_name));
 	if (ret) {
 		ibemu_log_err("cannot create the process inbox: %s",
-			      strerror(-ret));
+			      strerror(ret));
 		goto err_qps;
 	}
-	proc->engine = e;
+	hca->engine = e;
 	pcap_open();
-	ret = -pthread_create(&e->thread, NULL, engine_thread, e);
+	ret = pthread_create(&e->thread, NULL, engine_thread, e);
 	if (ret) {
-		proc->engine = NULL;
+		hca->engine = NULL;
 		goto err_inbox;
 	}
 	return 0;
@@ -500,11 +490,11 @@ err_free:
 
 /* In a forked child: drop the copy of the parent's engine (its thread
  * does not exist here; its mappings are the parent's). */
-void engine_forget(struct ibemu_process *proc)
+void engine_forget(struct emu_hca *hca)
 {
-	struct engine *e = proc->engine;
+	struct engine *e = hca->engine;
 
-	proc->engine = NULL;
+	hca->engine = NULL;
 	if (!e)
 		return;
 	free(e->retired);
@@ -512,9 +502,9 @@ void engine_forget(struct ibemu_process *proc)
 	free(e);
 }
 
-void engine_stop(struct ibemu_process *proc)
+void engine_stop(struct emu_hca *hca)
 {
-	struct engine *e = proc->engine;
+	struct engine *e = hca->engine;
 	unsigned int i;
 
 	if (!e)
@@ -522,7 +512,7 @@ void engine_stop(struct ibemu_process *proc)
 	atomic_store(&e->stop, true);
 	inbox_wake(e->inbox);
 	pthread_join(e->thread, NULL);
-	proc->engine = NULL;
+	hca->engine = NULL;
 	for (i = 0; i < IBEMU_MAX_PROCS; i++)
 		if (e->peers[i].ib)
 			inbox_unmap(e->peers[i].ib);

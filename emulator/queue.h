@@ -33,7 +33,7 @@ struct wqe {
 	uint32_t rkey;
 	uint32_t inline_len; /* bytes stored after sge[] when inline */
 	uint64_t compare_add, swap; /* atomics */
-	void *ah; /* UD: the struct ibemu_ah */
+	struct ibv_ah_attr av; /* UD: the address vector, copied at post */
 	uint32_t remote_qpn, remote_qkey; /* UD */
 	/* requester state, under the QP lock */
 	uint8_t state; /* enum wqe_state */
@@ -44,31 +44,6 @@ struct wqe {
 	uint32_t sent; /* bytes sent */
 	struct ibv_sge sge[];
 };
-
-static inline bool wqe_is_read_atomic(const struct wqe *w)
-{
-	return w->opcode == IBV_WR_RDMA_READ ||
-	       w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
-/* The completion opcode of a send WR (manual 3.6.10). */
-static inline enum ibv_wc_opcode wqe_wc_opcode(uint32_t wr_opcode)
-{
-	switch (wr_opcode) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	default:
-		return IBV_WC_SEND;
-	}
-}
 
 struct wqe_ring {
 	unsigned char *buf;

@@ -20,7 +20,7 @@
 #include "engine.h"
 #include "log.h"
 
-static uint32_t wqe_npkts(const struct ibemu_qp *qp, const struct wqe *w)
+static uint32_t wqe_npkts(const struct emu_qp *qp, const struct wqe *w)
 {
 	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 	    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || !w->length ||
@@ -29,14 +29,14 @@ static uint32_t wqe_npkts(const struct ibemu_qp *qp, const struct wqe *w)
 	return psn_span(w->length, qp->mtu);
 }
 
-int req_resolve_peer_locked(struct ibemu_qp *qp)
+int req_resolve_peer_locked(struct emu_qp *qp)
 {
-	int32_t slot = node_qpn_owner_slot(&ibemu_process.node,
+	int32_t slot = node_qpn_owner_slot(&qp->hca->node,
 					   qp->attr.dest_qp_num);
 
 	if (slot < 0)
 		return -ENOENT;
-	qp->peer = engine_peer_inbox(slot);
+	qp->peer = engine_peer_inbox(qp->hca->engine, slot);
 	qp->peer_proc = slot;
 	return qp->peer ? 0 : -ENOENT;
 }
@@ -54,10 +54,10 @@ static uint8_t req_send_opcode(bool imm, bool first, bool last)
 }
 
 /* The opcode of a request packet (IBA 9.2 table 35). */
-static uint8_t req_opcode(const struct ibemu_qp *qp, const struct wqe *w,
+static uint8_t req_opcode(const struct emu_qp *qp, const struct wqe *w,
 			  bool first, bool last)
 {
-	uint8_t base = qp->vqp.qp.qp_type == IBV_QPT_UC ? IB_OPCODE_UC
+	uint8_t base = qp->type == IBV_QPT_UC ? IB_OPCODE_UC
 						      : IB_OPCODE_RC;
 	bool imm;
 
@@ -81,14 +81,14 @@ static uint8_t req_opcode(const struct ibemu_qp *qp, const struct wqe *w,
 }
 
 /* Local checks of a WQE before anything is sent; an IBV_WC_* status. */
-static enum ibv_wc_status req_check_wqe(struct ibemu_qp *qp, struct wqe *w)
+static enum ibv_wc_status req_check_wqe(struct emu_qp *qp, struct wqe *w)
 {
 	bool atomic = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 		      w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 
 	/* No initiator depth: the QP may not issue reads or atomics
 	 * (manual 6.2.3). */
-	if (wqe_is_read_atomic(w) && qp->attr.max_rd_atomic == 0)
+	if (wr_is(w->opcode, WR_RD_ATOMIC) && qp->attr.max_rd_atomic == 0)
 		return IBV_WC_LOC_QP_OP_ERR;
 	/* An atomic returns exactly 8 bytes into one segment (IBA 9.4.5). */
 	if (atomic && (w->num_sge != 1 || w->sge[0].length != 8))
@@ -96,11 +96,11 @@ static enum ibv_wc_status req_check_wqe(struct ibemu_qp *qp, struct wqe *w)
 	if (w->length > IBEMU_MAX_MSG_SZ)
 		return IBV_WC_LOC_LEN_ERR;
 	/* A datagram fits one packet (IBA 9.8.2). */
-	if (qp->vqp.qp.qp_type == IBV_QPT_UD && w->length > qp->mtu)
+	if (qp->type == IBV_QPT_UD && w->length > qp->mtu)
 		return IBV_WC_LOC_LEN_ERR;
 	if (w->send_flags & IBV_SEND_INLINE)
 		return IBV_WC_SUCCESS;
-	return sge_check(qp, w->sge, w->num_sge, wqe_is_read_atomic(w));
+	return sge_check(qp, w->sge, w->num_sge, wr_is(w->opcode, WR_RD_ATOMIC));
 }
 
 /*
@@ -108,10 +108,10 @@ static enum ibv_wc_status req_check_wqe(struct ibemu_qp *qp, struct wqe *w)
  * destination that does not exist on this node is a lost datagram; the
  * send still completes.  false if the destination inbox is full.
  */
-static bool req_send_ud(struct ibemu_qp *qp, struct wqe *w)
+static bool req_send_ud(struct emu_qp *qp, struct wqe *w)
 {
-	struct ibemu_ah *ah = w->ah;
-	struct node_seg *seg = ibemu_process.node.seg;
+	const struct ibv_ah_attr *av = &w->av;
+	struct node_seg *seg = qp->hca->node.seg;
 	uint8_t opcode = w->opcode == IBV_WR_SEND_WITH_IMM
 				 ? IB_OPCODE_UD + IB_OP_SEND_ONLY_IMM
 				 : IB_OPCODE_UD + IB_OP_SEND_ONLY;
@@ -121,41 +121,41 @@ static bool req_send_ud(struct ibemu_qp *qp, struct wqe *w)
 	int32_t slot;
 	uint64_t prefix, guid;
 
-	qp->req_psn = psn_add(qp->req_psn, 1);
-	if (ah->attr.dlid != seg->lid && !ah->attr.is_global)
+	qp->req.psn = psn_add(qp->req.psn, 1);
+	if (av->dlid != seg->lid && !av->is_global)
 		return true; /* another LID: no such node in this fabric */
-	slot = node_qpn_owner_slot(&ibemu_process.node, w->remote_qpn);
-	dst = slot >= 0 ? engine_peer_inbox(slot) : NULL;
+	slot = node_qpn_owner_slot(&qp->hca->node, w->remote_qpn);
+	dst = slot >= 0 ? engine_peer_inbox(qp->hca->engine, slot) : NULL;
 	if (!dst)
 		return true;
-	if (!pkt_begin(&out, dst, qp, opcode, w->remote_qpn, qp->req_psn,
+	if (!pkt_begin(&out, dst, qp, opcode, w->remote_qpn, qp->req.psn,
 		       false, w->length))
 		return false;
-	out.slot->hdr.dlid = ah->attr.dlid;
+	out.slot->hdr.dlid = av->dlid;
 	deth = pkt_ext(&out, out.op->deth);
 	/* A Q_Key with the high bit set means "use the QP's own" (IBA
 	 * 10.2.5). */
 	deth->qkey = htobe32((w->remote_qkey & 0x80000000u) ? qp->attr.qkey
 							    : w->remote_qkey);
-	deth->sqp = htobe32(qp->vqp.qp.qp_num & BTH_QPN_MASK);
+	deth->sqp = htobe32(qp->qpn & BTH_QPN_MASK);
 	if (out.op->mask & OPM_IMMDT)
 		((struct immdt *)pkt_ext(&out, out.op->immdt))->imm =
 			w->imm_data;
-	if (ah->attr.is_global) {
+	if (av->is_global) {
 		out.slot->hdr.flags |= PKT_F_GRH;
 		out.slot->grh.flow = 6u << 28 |
-					 (uint32_t)ah->attr.grh.traffic_class
+					 (uint32_t)av->grh.traffic_class
 						 << 20 |
-					 (ah->attr.grh.flow_label & 0xfffff);
-		out.slot->grh.hop_limit = ah->attr.grh.hop_limit;
+					 (av->grh.flow_label & 0xfffff);
+		out.slot->grh.hop_limit = av->grh.hop_limit;
 		prefix = htobe64(seg->gid_prefix);
 		guid = htobe64(seg->port_guid);
 		memcpy(out.slot->grh.sgid, &prefix, 8);
 		memcpy(out.slot->grh.sgid + 8, &guid, 8);
-		memcpy(out.slot->grh.dgid, ah->attr.grh.dgid.raw, 16);
+		memcpy(out.slot->grh.dgid, av->grh.dgid.raw, 16);
 	}
 	if (w->send_flags & IBV_SEND_INLINE)
-		memcpy(pkt_payload(&out), &w->sge[qp->cap.max_send_sge],
+		memcpy(pkt_payload(&out), wqe_inline_data(qp, w),
 		       w->length);
 	else if (w->length)
 		sge_copy(qp, w->sge, w->num_sge, 0, pkt_payload(&out),
@@ -177,7 +177,7 @@ static void req_fill_reth(struct pkt_out *out, const struct wqe *w)
 }
 
 /* Send the (remaining) packets of w; false if the peer's inbox is full. */
-static bool req_send_wqe(struct ibemu_qp *qp, struct wqe *w)
+static bool req_send_wqe(struct emu_qp *qp, struct wqe *w)
 {
 	uint32_t dqpn = qp->attr.dest_qp_num, off, paylen, psn;
 	struct inbox *dst = qp->peer;
@@ -188,7 +188,7 @@ static bool req_send_wqe(struct ibemu_qp *qp, struct wqe *w)
 	if (!dst && req_resolve_peer_locked(qp) == 0)
 		dst = qp->peer;
 
-	if (wqe_is_read_atomic(w)) {
+	if (wr_is(w->opcode, WR_RD_ATOMIC)) {
 		opcode = req_opcode(qp, w, true, true);
 		if (!dst)
 			return true; /* no such peer: lost, the timer fires */
@@ -255,7 +255,7 @@ static bool req_send_wqe(struct ibemu_qp *qp, struct wqe *w)
 				((struct bth *)out.base)->flags |= BTH_SE;
 			if (w->send_flags & IBV_SEND_INLINE)
 				memcpy(pkt_payload(&out),
-				       (uint8_t *)&w->sge[qp->cap.max_send_sge] +
+				       (uint8_t *)wqe_inline_data(qp, w) +
 					       off,
 				       paylen);
 			else if (paylen)
@@ -268,21 +268,21 @@ static bool req_send_wqe(struct ibemu_qp *qp, struct wqe *w)
 	return true;
 }
 
-void req_run_locked(struct ibemu_qp *qp)
+void req_run_locked(struct emu_qp *qp)
 {
 	struct wqe *w;
 	enum ibv_wc_status st;
 	uint32_t n;
 
-	if (qp->attr.qp_state != IBV_QPS_RTS || qp->rnr_resume)
+	if (qp->state != IBV_QPS_RTS || qp->comp.rnr_resume)
 		return;
-	qp->req_blocked = false;
-	while (qp->req_next != qp->sq.tail) {
-		w = wqe_ring_at(&qp->sq, qp->req_next);
+	qp->req.blocked = false;
+	while (qp->req.next != qp->sq.tail) {
+		w = wqe_ring_at(&qp->sq, qp->req.next);
 		switch (w->state) {
 		case WQE_DONE:
 		case WQE_SENT:
-			qp->req_next++;
+			qp->req.next++;
 			continue;
 		case WQE_ERROR:
 			/* Nothing after a failed WQE is sent. */
@@ -291,10 +291,10 @@ void req_run_locked(struct ibemu_qp *qp)
 			/* A fenced WQE waits for prior reads and atomics
 			 * (IBA 10.8.3.3). */
 			if ((w->send_flags & IBV_SEND_FENCE) &&
-			    qp->req_rd_atomic)
+			    qp->req.rd_atomic)
 				return;
-			if (wqe_is_read_atomic(w) && qp->attr.max_rd_atomic &&
-			    qp->req_rd_atomic >= qp->attr.max_rd_atomic)
+			if (wr_is(w->opcode, WR_RD_ATOMIC) && qp->attr.max_rd_atomic &&
+			    qp->req.rd_atomic >= qp->attr.max_rd_atomic)
 				return;
 			st = req_check_wqe(qp, w);
 			if (st != IBV_WC_SUCCESS) {
@@ -306,62 +306,62 @@ void req_run_locked(struct ibemu_qp *qp)
 			if (cma_try(qp, w)) {
 				/* Placed: complete, no packet, no PSN. */
 				w->state = WQE_DONE;
-				qp->req_next++;
+				qp->req.next++;
 				comp_retire_locked(qp);
 				continue;
 			}
-			w->pulled = qp->vqp.qp.qp_type != IBV_QPT_UD &&
+			w->pulled = qp->type != IBV_QPT_UD &&
 				    cma_pull_ok(qp, w);
 			n = wqe_npkts(qp, w);
-			w->first_psn = qp->req_psn;
+			w->first_psn = qp->req.psn;
 			w->last_psn = psn_add(w->first_psn, n - 1);
-			qp->req_psn = psn_add(w->first_psn, n);
+			qp->req.psn = psn_add(w->first_psn, n);
 			w->sent = 0;
 			w->state = WQE_SENDING;
-			if (wqe_is_read_atomic(w))
-				qp->req_rd_atomic++;
+			if (wr_is(w->opcode, WR_RD_ATOMIC))
+				qp->req.rd_atomic++;
 			/* fall through */
 		case WQE_SENDING:
-			if (qp->vqp.qp.qp_type == IBV_QPT_UD) {
+			if (qp->type == IBV_QPT_UD) {
 				if (!req_send_ud(qp, w)) {
-					qp->req_blocked = true;
+					qp->req.blocked = true;
 					engine_pending_add_locked(qp);
 					return;
 				}
 				/* Unreliable: complete once sent. */
 				w->state = WQE_DONE;
-				qp->req_next++;
+				qp->req.next++;
 				comp_retire_locked(qp);
 				continue;
 			}
 			if (!req_send_wqe(qp, w)) {
-				qp->req_blocked = true;
+				qp->req.blocked = true;
 				engine_pending_add_locked(qp);
 				return;
 			}
-			if (qp->vqp.qp.qp_type == IBV_QPT_UC) {
+			if (qp->type == IBV_QPT_UC) {
 				/* UC has no acknowledgements: a send is
 				 * complete once on the wire (IBA 9.8). */
 				w->state = WQE_DONE;
-				qp->req_next++;
+				qp->req.next++;
 				comp_retire_locked(qp);
 				continue;
 			}
 			w->state = WQE_SENT;
 			comp_arm_timer_locked(qp);
-			qp->req_next++;
+			qp->req.next++;
 			continue;
 		}
 	}
 }
 
 /* Resend from the oldest WQE not yet answered, with the same PSNs. */
-void req_rewind_locked(struct ibemu_qp *qp)
+void req_rewind_locked(struct emu_qp *qp)
 {
 	uint32_t i, first = qp->sq.tail;
 	struct wqe *w;
 
-	for (i = qp->sq.head; i != qp->req_next; i++) {
+	for (i = qp->sq.head; i != qp->req.next; i++) {
 		w = wqe_ring_at(&qp->sq, i);
 		if (w->state != WQE_SENT && w->state != WQE_SENDING)
 			continue;
@@ -371,5 +371,5 @@ void req_rewind_locked(struct ibemu_qp *qp)
 		w->sent = 0;
 	}
 	if (first != qp->sq.tail)
-		qp->req_next = first;
+		qp->req.next = first;
 }

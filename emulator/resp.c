@@ -32,12 +32,12 @@
 #include "engine.h"
 #include "log.h"
 
-static bool qp_is_rc(const struct ibemu_qp *qp)
+static bool qp_is_rc(const struct emu_qp *qp)
 {
-	return qp->vqp.qp.qp_type == IBV_QPT_RC;
+	return qp->type == IBV_QPT_RC;
 }
 
-static struct inbox *resp_peer(struct ibemu_qp *qp)
+static struct inbox *resp_peer(struct emu_qp *qp)
 {
 	if (!qp->peer)
 		req_resolve_peer_locked(qp);
@@ -45,7 +45,7 @@ static struct inbox *resp_peer(struct ibemu_qp *qp)
 }
 
 /* An ACK or NAK (RC_ACKNOWLEDGE with an AETH).  false if not sent. */
-static bool resp_send_aeth(struct ibemu_qp *qp, uint32_t psn, uint8_t syn)
+static bool resp_send_aeth(struct emu_qp *qp, uint32_t psn, uint8_t syn)
 {
 	struct inbox *dst = resp_peer(qp);
 	struct pkt_out out;
@@ -57,34 +57,34 @@ static bool resp_send_aeth(struct ibemu_qp *qp, uint32_t psn, uint8_t syn)
 		       psn, false, 0))
 		return false;
 	aeth = pkt_ext(&out, out.op->aeth);
-	aeth->smsn = htobe32((uint32_t)syn << 24 | (qp->resp_msn & 0xffffff));
+	aeth->smsn = htobe32((uint32_t)syn << 24 | (qp->resp.msn & 0xffffff));
 	pkt_send(&out);
 	return true;
 }
 
 /* Acknowledge everything before the expected PSN; if the requester's
  * inbox is full, owe it and let the pending pass send it. */
-static void resp_ack(struct ibemu_qp *qp)
+static void resp_ack(struct emu_qp *qp)
 {
 	if (!qp_is_rc(qp))
 		return;
-	if (!resp_send_aeth(qp, psn_add(qp->resp_epsn, BTH_PSN_MASK),
+	if (!resp_send_aeth(qp, psn_add(qp->resp.epsn, BTH_PSN_MASK),
 			    AETH_ACK | AETH_ACK_UNLIMITED)) {
-		qp->resp_ack_pending = true;
+		qp->resp.ack_pending = true;
 		engine_pending_add_locked(qp);
 	} else {
-		qp->resp_ack_pending = false;
+		qp->resp.ack_pending = false;
 	}
 }
 
 /* A receive WQE taken for a message that will not finish is flushed
  * with the rest of the receive queue (IBA 10.3.1). */
-void resp_flush_open_locked(struct ibemu_qp *qp)
+void resp_flush_open_locked(struct emu_qp *qp)
 {
-	if (!qp->resp_has_wqe)
+	if (!qp->resp.has_wqe)
 		return;
-	qp->resp_has_wqe = false;
-	ibemu_flush_wqe(qp->rcq, qp, qp->resp_wqe, IBV_WC_RECV);
+	qp->resp.has_wqe = false;
+	flush_wqe(qp->rcq, qp, qp->resp.wqe, IBV_WC_RECV);
 }
 
 /*
@@ -93,9 +93,9 @@ void resp_flush_open_locked(struct ibemu_qp *qp)
  * inbox, so a burst of messages costs one ACK per QP.  Caller holds
  * engine.lock (the responder always runs under it).
  */
-static void resp_ack_later(struct ibemu_qp *qp)
+static void resp_ack_later(struct emu_qp *qp)
 {
-	struct engine *e = ibemu_process.engine;
+	struct engine *e = qp->hca->engine;
 
 	if (!qp_is_rc(qp) || qp->ack_queued)
 		return;
@@ -105,36 +105,36 @@ static void resp_ack_later(struct ibemu_qp *qp)
 }
 
 /* The coalesced ACK of one QP; qp.lock held. */
-void resp_ack_flush_locked(struct ibemu_qp *qp)
+void resp_ack_flush_locked(struct emu_qp *qp)
 {
-	enum ibv_qp_state st = qp->attr.qp_state;
+	enum ibv_qp_state st = qp->state;
 
 	qp->ack_queued = false;
 	if (st == IBV_QPS_RTR || st == IBV_QPS_RTS || st == IBV_QPS_SQD)
 		resp_ack(qp);
 }
 
-void resp_reset_locked(struct ibemu_qp *qp)
+void resp_reset_locked(struct emu_qp *qp)
 {
-	qp->resp_op = 0;
-	qp->resp_has_wqe = false;
-	qp->resp_offset = 0;
-	qp->resp_remaining = 0;
-	qp->resp_ack_pending = false;
-	qp->resp_nak_sent = false;
-	qp->reads_head = qp->reads_tail = 0;
+	qp->resp.op = 0;
+	qp->resp.has_wqe = false;
+	qp->resp.offset = 0;
+	qp->resp.remaining = 0;
+	qp->resp.ack_pending = false;
+	qp->resp.nak_sent = false;
+	qp->resp.reads_head = qp->resp.reads_tail = 0;
 }
 
-static void resp_complete_recv(struct ibemu_qp *qp, enum ibv_wc_status st,
+static void resp_complete_recv(struct emu_qp *qp, enum ibv_wc_status st,
 			       enum ibv_wc_opcode opcode, uint32_t byte_len,
 			       const struct pkt *p)
 {
 	struct ibv_wc wc = {
-		.wr_id = qp->resp_wqe->wr_id,
+		.wr_id = qp->resp.wqe->wr_id,
 		.status = st,
 		.opcode = opcode,
 		.byte_len = byte_len,
-		.qp_num = qp->vqp.qp.qp_num,
+		.qp_num = qp->qpn,
 		.src_qp = qp->attr.dest_qp_num,
 		.slid = p ? p->hdr->slid : 0,
 		.pkey_index = qp->attr.pkey_index,
@@ -145,8 +145,8 @@ static void resp_complete_recv(struct ibemu_qp *qp, enum ibv_wc_status st,
 		wc.imm_data = ((const struct immdt *)(p->bth_base +
 						      p->op->immdt))->imm;
 	}
-	qp->resp_has_wqe = false;
-	if (!ibemu_cq_push_wc(qp->rcq, &wc,
+	qp->resp.has_wqe = false;
+	if (!cq_push(qp->rcq, &wc,
 			      p && (p->bth->flags & BTH_SE) != 0))
 		qp_fatal_locked(qp);
 }
@@ -155,14 +155,14 @@ static void resp_complete_recv(struct ibemu_qp *qp, enum ibv_wc_status st,
  * Fail the request: complete the open receive with recv_status (if any),
  * NAK the requester, enter the error state and raise event (0: none).
  */
-static void resp_fail(struct ibemu_qp *qp, const struct pkt *p, uint8_t nak,
+static void resp_fail(struct emu_qp *qp, const struct pkt *p, uint8_t nak,
 		      enum ibv_event_type event, enum ibv_wc_status recv_status)
 {
-	if (qp->resp_has_wqe && recv_status != IBV_WC_SUCCESS)
+	if (qp->resp.has_wqe && recv_status != IBV_WC_SUCCESS)
 		resp_complete_recv(qp, recv_status, IBV_WC_RECV, 0, NULL);
 	if (!qp_is_rc(qp)) {
 		/* UC drops the message; only a receive error ends the QP. */
-		qp->resp_op = 0;
+		qp->resp.op = 0;
 		if (recv_status != IBV_WC_SUCCESS)
 			qp_error_locked(qp);
 		return;
@@ -170,52 +170,49 @@ static void resp_fail(struct ibemu_qp *qp, const struct pkt *p, uint8_t nak,
 	resp_send_aeth(qp, p->psn, AETH_NAK | nak);
 	qp_error_locked(qp);
 	if (event)
-		ibemu_async_event(to_ectx(qp->vqp.qp.context), event,
-				  (uintptr_t)&qp->vqp.qp);
+		emu_event(&qp->owner, event);
 }
 
 /* Take the next receive WQE of the QP or its SRQ into resp_wqe. */
-static bool resp_take_wqe(struct ibemu_qp *qp)
+static bool resp_take_wqe(struct emu_qp *qp)
 {
-	struct ibemu_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
+	struct emu_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
 	struct wqe *w;
 	bool limit = false;
 
 	pthread_mutex_lock(&rq->lock);
 	w = wqe_ring_head(&rq->ring);
 	if (w) {
-		memcpy(qp->resp_wqe, w,
+		memcpy(qp->resp.wqe, w,
 		       sizeof(*w) + w->num_sge * sizeof(w->sge[0]));
 		rq->ring.head++;
 		/* SRQ limit: armed, and fewer WQEs left than it (IBA
 		 * 10.2.9.4, manual 6.1.16); the event disarms it. */
-		if (qp->srq && qp->srq->srq_limit &&
-		    wqe_ring_count(&rq->ring) < qp->srq->srq_limit) {
-			qp->srq->srq_limit = 0;
+		if (qp->srq && qp->srq->limit &&
+		    wqe_ring_count(&rq->ring) < qp->srq->limit) {
+			qp->srq->limit = 0;
 			limit = true;
 		}
 	}
 	pthread_mutex_unlock(&rq->lock);
 	if (limit)
-		ibemu_async_event(to_ectx(qp->vqp.qp.context),
-				  IBV_EVENT_SRQ_LIMIT_REACHED,
-				  (uintptr_t)&qp->srq->vsrq.srq);
+		emu_event(&qp->srq->owner, IBV_EVENT_SRQ_LIMIT_REACHED);
 	if (!w)
 		return false;
-	qp->resp_has_wqe = true;
+	qp->resp.has_wqe = true;
 	return true;
 }
 
-static void resp_rnr(struct ibemu_qp *qp, const struct pkt *p)
+static void resp_rnr(struct emu_qp *qp, const struct pkt *p)
 {
 	if (qp_is_rc(qp)) {
 		resp_send_aeth(qp, p->psn,
 			       AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f));
 		/* The requester resends from this PSN: the packets already
 		 * behind it need no sequence NAK of their own. */
-		qp->resp_nak_sent = true;
+		qp->resp.nak_sent = true;
 	} else {
-		qp->resp_op = 0; /* UC: the message is dropped */
+		qp->resp.op = 0; /* UC: the message is dropped */
 	}
 }
 
@@ -232,7 +229,7 @@ static uint32_t wqe_capacity(const struct wqe *w)
 /* A pulled SEND (cma.c): the same checks, then one copy from the sender
  * into the receive WQE.  A sender that cannot be read is a remote
  * operational error (manual 6.2.12). */
-static void resp_send_pull(struct ibemu_qp *qp, const struct pkt *p)
+static void resp_send_pull(struct emu_qp *qp, const struct pkt *p)
 {
 	const struct pull_desc *d = (const struct pull_desc *)p->payload;
 
@@ -241,24 +238,24 @@ static void resp_send_pull(struct ibemu_qp *qp, const struct pkt *p)
 			  IBV_WC_LOC_QP_OP_ERR);
 		return;
 	}
-	if (d->length > wqe_capacity(qp->resp_wqe)) {
+	if (d->length > wqe_capacity(qp->resp.wqe)) {
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, 0, IBV_WC_LOC_LEN_ERR);
 		return;
 	}
-	if (cma_pull(qp, qp->resp_wqe, d)) {
+	if (cma_pull(qp, qp->resp.wqe, d)) {
 		resp_fail(qp, p, AETH_NAK_REM_OP_ERR, 0, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
-	qp->resp_epsn = psn_add(qp->resp_epsn, 1);
-	qp->resp_msn++;
-	qp->resp_op = 0;
+	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
+	qp->resp.msn++;
+	qp->resp.op = 0;
 	resp_complete_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)d->length,
 			   p);
 	/* A pull is long: answer now rather than after the whole drain. */
 	resp_ack(qp);
 }
 
-static void resp_send(struct ibemu_qp *qp, const struct pkt *p)
+static void resp_send(struct emu_qp *qp, const struct pkt *p)
 {
 	uint32_t mask = p->op->mask;
 
@@ -267,9 +264,9 @@ static void resp_send(struct ibemu_qp *qp, const struct pkt *p)
 			resp_rnr(qp, p);
 			return;
 		}
-		qp->resp_op = OPM_SEND;
-		qp->resp_offset = 0;
-		if (sge_check(qp, qp->resp_wqe->sge, qp->resp_wqe->num_sge,
+		qp->resp.op = OPM_SEND;
+		qp->resp.offset = 0;
+		if (sge_check(qp, qp->resp.wqe->sge, qp->resp.wqe->num_sge,
 			      true) != IBV_WC_SUCCESS) {
 			resp_fail(qp, p, AETH_NAK_REM_OP_ERR, 0,
 				  IBV_WC_LOC_PROT_ERR);
@@ -280,41 +277,45 @@ static void resp_send(struct ibemu_qp *qp, const struct pkt *p)
 		resp_send_pull(qp, p);
 		return;
 	}
-	if (qp->resp_offset + (uint64_t)p->paylen >
-	    wqe_capacity(qp->resp_wqe)) {
+	if (qp->resp.offset + (uint64_t)p->paylen >
+	    wqe_capacity(qp->resp.wqe)) {
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, 0, IBV_WC_LOC_LEN_ERR);
 		return;
 	}
-	if (p->paylen && sge_copy(qp, qp->resp_wqe->sge, qp->resp_wqe->num_sge,
-				  qp->resp_offset, (void *)p->payload,
+	if (p->paylen && sge_copy(qp, qp->resp.wqe->sge, qp->resp.wqe->num_sge,
+				  qp->resp.offset, (void *)p->payload,
 				  p->paylen, true)) {
 		resp_fail(qp, p, AETH_NAK_REM_OP_ERR, 0, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
-	qp->resp_offset += p->paylen;
-	qp->resp_epsn = psn_add(qp->resp_epsn, 1);
+	qp->resp.offset += p->paylen;
+	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
 	if (mask & OPM_LAST) {
-		qp->resp_msn++;
-		qp->resp_op = 0;
+		qp->resp.msn++;
+		qp->resp.op = 0;
 		resp_complete_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV,
-				   qp->resp_offset, p);
+				   qp->resp.offset, p);
 		resp_ack_later(qp);
 	}
 }
 
-/* The local address of [va, va+len) under rkey with access, or NULL. */
-static uint8_t *resp_rkey(struct ibemu_qp *qp, uint32_t rkey, uint64_t va,
+/* The local address of [va, va+len) under rkey with access, or NULL
+ * (IBA 10.6.3.2 / C9-88: key valid, same PD, access right, in range). */
+static uint8_t *resp_rkey(struct emu_qp *qp, uint32_t rkey, uint64_t va,
 			  uint64_t len, int access)
 {
-	struct ibemu_mr *mr = ibemu_mr_lookup(rkey, true);
+	struct emu_mr *mr = mr_get(qp->hca, rkey, true);
+	uint8_t *addr = NULL;
 
-	if (!mr || mr->vmr.ibv_mr.pd != qp->vqp.qp.pd ||
-	    !(mr->vmr.access & access))
+	if (!mr)
 		return NULL;
-	return sge_mr_addr(mr, va, len);
+	if (mr->pd_id == qp->pd_id && (mr->access & access))
+		addr = sge_mr_addr(mr, va, len);
+	mr_put(mr);
+	return addr;
 }
 
-static void resp_write(struct ibemu_qp *qp, const struct pkt *p)
+static void resp_write(struct emu_qp *qp, const struct pkt *p)
 {
 	uint32_t mask = p->op->mask;
 
@@ -331,87 +332,87 @@ static void resp_write(struct ibemu_qp *qp, const struct pkt *p)
 		}
 		/* An immediate needs a receive WQE before anything lands. */
 		if ((mask & OPM_LAST) && (mask & OPM_IMMDT) &&
-		    !qp->resp_has_wqe && !resp_take_wqe(qp)) {
+		    !qp->resp.has_wqe && !resp_take_wqe(qp)) {
 			resp_rnr(qp, p);
 			return;
 		}
 		/* A zero-length write names no memory (IBA 9.7.4.1.4). */
-		qp->resp_va = len ? resp_rkey(qp, be32toh(reth->rkey), va, len,
+		qp->resp.va = len ? resp_rkey(qp, be32toh(reth->rkey), va, len,
 					      IBV_ACCESS_REMOTE_WRITE)
 				  : NULL;
-		if (len && !qp->resp_va) {
+		if (len && !qp->resp.va) {
 			resp_fail(qp, p, AETH_NAK_REM_ACC_ERR,
 				  IBV_EVENT_QP_ACCESS_ERR, IBV_WC_SUCCESS);
 			return;
 		}
-		qp->resp_op = OPM_WRITE;
-		qp->resp_remaining = len;
-		qp->resp_wlen = len;
+		qp->resp.op = OPM_WRITE;
+		qp->resp.remaining = len;
+		qp->resp.wlen = len;
 	}
-	if (p->paylen > qp->resp_remaining) {
+	if (p->paylen > qp->resp.remaining) {
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_ACCESS_ERR,
 			  IBV_WC_SUCCESS);
 		return;
 	}
-	if ((mask & OPM_LAST) && (mask & OPM_IMMDT) && !qp->resp_has_wqe &&
+	if ((mask & OPM_LAST) && (mask & OPM_IMMDT) && !qp->resp.has_wqe &&
 	    !resp_take_wqe(qp)) {
 		resp_rnr(qp, p);
 		return;
 	}
 	if (p->paylen) {
-		memcpy(qp->resp_va, p->payload, p->paylen);
-		qp->resp_va += p->paylen;
-		qp->resp_remaining -= p->paylen;
+		memcpy(qp->resp.va, p->payload, p->paylen);
+		qp->resp.va += p->paylen;
+		qp->resp.remaining -= p->paylen;
 	}
-	qp->resp_epsn = psn_add(qp->resp_epsn, 1);
+	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
 	if (mask & OPM_LAST) {
-		if (qp->resp_remaining) {
+		if (qp->resp.remaining) {
 			/* Fewer bytes than the RETH said (IBA 9.7.4.1.4). */
 			resp_fail(qp, p, AETH_NAK_INVALID_REQ,
 				  IBV_EVENT_QP_ACCESS_ERR, IBV_WC_SUCCESS);
 			return;
 		}
-		qp->resp_msn++;
-		qp->resp_op = 0;
+		qp->resp.msn++;
+		qp->resp.op = 0;
 		if (mask & OPM_IMMDT)
 			resp_complete_recv(qp, IBV_WC_SUCCESS,
 					   IBV_WC_RECV_RDMA_WITH_IMM,
-					   qp->resp_wlen, p);
+					   qp->resp.wlen, p);
 		resp_ack_later(qp);
 	}
 }
 
 /* Queue the responses to a READ request (IBA 9.7.4.1.5). */
-static bool resp_read_queue(struct ibemu_qp *qp, const struct pkt *p,
+static bool resp_read_queue(struct emu_qp *qp, const struct pkt *p,
 			    uint8_t *va, uint32_t len)
 {
 	uint32_t size = IBEMU_MAX_QP_INIT_RD_ATOM + 1;
 	struct resp_read *r;
 
-	if (!qp->reads) {
-		qp->reads = calloc(size, sizeof(*qp->reads));
-		if (!qp->reads)
+	if (!qp->resp.reads) {
+		qp->resp.reads = calloc(size, sizeof(*qp->resp.reads));
+		if (!qp->resp.reads)
 			return false;
-		qp->reads_size = size;
+		qp->resp.reads_size = size;
 	}
 	/* No more outstanding than the responder resources granted
 	 * (max_dest_rd_atomic, IBA 9.7.4.1.5). */
-	if ((qp->reads_tail + qp->reads_size - qp->reads_head) %
-		    qp->reads_size >=
+	if ((qp->resp.reads_tail + qp->resp.reads_size - qp->resp.reads_head) %
+		    qp->resp.reads_size >=
 	    qp->attr.max_dest_rd_atomic)
 		return false;
-	r = &qp->reads[qp->reads_tail];
+	r = &qp->resp.reads[qp->resp.reads_tail];
 	r->psn = p->psn;
 	r->va = va;
 	r->left = len;
 	r->total = len;
 	r->first = true;
-	qp->reads_tail = (qp->reads_tail + 1) % qp->reads_size;
+	qp->resp.reads_tail = (qp->resp.reads_tail + 1) % qp->resp.reads_size;
 	return true;
 }
 
 /* Send queued READ responses until done or the inbox is full. */
-static void resp_read_send(struct ibemu_qp *qp)
+static void resp_read_send(struct emu_qp *qp)
 {
 	struct inbox *dst = resp_peer(qp);
 	struct pkt_out out;
@@ -420,10 +421,10 @@ static void resp_read_send(struct ibemu_qp *qp)
 	uint8_t opcode;
 	bool last;
 
-	while (qp->reads_head != qp->reads_tail) {
-		r = &qp->reads[qp->reads_head];
+	while (qp->resp.reads_head != qp->resp.reads_tail) {
+		r = &qp->resp.reads[qp->resp.reads_head];
 		if (!dst) {
-			qp->reads_head = (qp->reads_head + 1) % qp->reads_size;
+			qp->resp.reads_head = (qp->resp.reads_head + 1) % qp->resp.reads_size;
 			continue;
 		}
 		do {
@@ -449,7 +450,7 @@ static void resp_read_send(struct ibemu_qp *qp)
 				a->smsn = htobe32(
 					(uint32_t)(AETH_ACK |
 						   AETH_ACK_UNLIMITED) << 24 |
-					(qp->resp_msn & 0xffffff));
+					(qp->resp.msn & 0xffffff));
 			}
 			if (paylen)
 				memcpy(pkt_payload(&out), r->va, paylen);
@@ -459,13 +460,13 @@ static void resp_read_send(struct ibemu_qp *qp)
 			r->psn = psn_add(r->psn, 1);
 			r->first = false;
 		} while (!last);
-		qp->reads_head = (qp->reads_head + 1) % qp->reads_size;
+		qp->resp.reads_head = (qp->resp.reads_head + 1) % qp->resp.reads_size;
 	}
 }
 
 /* Execute a READ request: check it and queue its responses.  A
  * duplicate that finds the queue full is dropped: the requester resends. */
-static bool resp_read_exec(struct ibemu_qp *qp, const struct pkt *p,
+static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
 			   bool dup)
 {
 	const struct reth *reth =
@@ -499,7 +500,7 @@ static bool resp_read_exec(struct ibemu_qp *qp, const struct pkt *p,
 	return true;
 }
 
-static void resp_read(struct ibemu_qp *qp, const struct pkt *p)
+static void resp_read(struct emu_qp *qp, const struct pkt *p)
 {
 	const struct reth *reth =
 		(const struct reth *)(p->bth_base + p->op->reth);
@@ -508,12 +509,12 @@ static void resp_read(struct ibemu_qp *qp, const struct pkt *p)
 
 	if (!resp_read_exec(qp, p, false))
 		return;
-	qp->resp_epsn = psn_add(qp->resp_epsn, npkts);
-	qp->resp_msn++;
+	qp->resp.epsn = psn_add(qp->resp.epsn, npkts);
+	qp->resp.msn++;
 	resp_read_send(qp);
 }
 
-static void resp_atomic_ack(struct ibemu_qp *qp, uint32_t psn, uint64_t orig)
+static void resp_atomic_ack(struct emu_qp *qp, uint32_t psn, uint64_t orig)
 {
 	struct inbox *dst = resp_peer(qp);
 	struct pkt_out out;
@@ -527,13 +528,13 @@ static void resp_atomic_ack(struct ibemu_qp *qp, uint32_t psn, uint64_t orig)
 		return;
 	a = pkt_ext(&out, out.op->aeth);
 	a->smsn = htobe32((uint32_t)(AETH_ACK | AETH_ACK_UNLIMITED) << 24 |
-			  (qp->resp_msn & 0xffffff));
+			  (qp->resp.msn & 0xffffff));
 	ack = pkt_ext(&out, out.op->atmack);
 	ack->orig = htobe64(orig);
 	pkt_send(&out);
 }
 
-static void resp_atomic(struct ibemu_qp *qp, const struct pkt *p)
+static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 {
 	const struct atmeth *a =
 		(const struct atmeth *)(p->bth_base + p->op->atmeth);
@@ -571,17 +572,17 @@ static void resp_atomic(struct ibemu_qp *qp, const struct pkt *p)
 		orig = __atomic_fetch_add(target, be64toh(a->swap_add),
 					  __ATOMIC_SEQ_CST);
 	}
-	qp->atomic_psn = p->psn;
-	qp->atomic_orig = orig;
-	qp->atomic_valid = true;
-	qp->resp_epsn = psn_add(qp->resp_epsn, 1);
-	qp->resp_msn++;
+	qp->resp.atomic_psn = p->psn;
+	qp->resp.atomic_orig = orig;
+	qp->resp.atomic_valid = true;
+	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
+	qp->resp.msn++;
 	resp_atomic_ack(qp, p->psn, orig);
 }
 
 /* A request we have seen: answer again, execute nothing twice except a
  * READ, which has no side effect (IBA 9.7.4.1.2). */
-static void resp_duplicate(struct ibemu_qp *qp, const struct pkt *p)
+static void resp_duplicate(struct emu_qp *qp, const struct pkt *p)
 {
 	if (!qp_is_rc(qp))
 		return;
@@ -589,8 +590,8 @@ static void resp_duplicate(struct ibemu_qp *qp, const struct pkt *p)
 		if (resp_read_exec(qp, p, true))
 			resp_read_send(qp);
 	} else if (p->op->mask & OPM_ATOMIC) {
-		if (qp->atomic_valid && qp->atomic_psn == p->psn)
-			resp_atomic_ack(qp, p->psn, qp->atomic_orig);
+		if (qp->resp.atomic_valid && qp->resp.atomic_psn == p->psn)
+			resp_atomic_ack(qp, p->psn, qp->resp.atomic_orig);
 	} else if (be32toh(p->bth->apsn) & BTH_ACKREQ) {
 		resp_ack(qp);
 	}
@@ -601,7 +602,7 @@ static void resp_duplicate(struct ibemu_qp *qp, const struct pkt *p)
  * the datagram silently (no RNR on UD); the first 40 bytes of the receive
  * buffer hold the GRH when the packet had one (IBV_WC_GRH).
  */
-static void resp_ud(struct ibemu_qp *qp, const struct pkt *p)
+static void resp_ud(struct emu_qp *qp, const struct pkt *p)
 {
 	const struct deth *deth =
 		(const struct deth *)(p->bth_base + p->op->deth);
@@ -613,18 +614,18 @@ static void resp_ud(struct ibemu_qp *qp, const struct pkt *p)
 	if (!resp_take_wqe(qp))
 		return;
 	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = qp->resp_wqe->wr_id;
+	wc.wr_id = qp->resp.wqe->wr_id;
 	wc.opcode = IBV_WC_RECV;
-	wc.qp_num = qp->vqp.qp.qp_num;
+	wc.qp_num = qp->qpn;
 	wc.src_qp = be32toh(deth->sqp) & BTH_QPN_MASK;
 	wc.slid = p->hdr->slid;
 	wc.pkey_index = qp->attr.pkey_index;
 	wc.byte_len = p->paylen + sizeof(grh);
-	qp->resp_has_wqe = false;
-	if (sge_check(qp, qp->resp_wqe->sge, qp->resp_wqe->num_sge, true) !=
+	qp->resp.has_wqe = false;
+	if (sge_check(qp, qp->resp.wqe->sge, qp->resp.wqe->num_sge, true) !=
 	    IBV_WC_SUCCESS) {
 		wc.status = IBV_WC_LOC_PROT_ERR;
-	} else if (wc.byte_len > wqe_capacity(qp->resp_wqe)) {
+	} else if (wc.byte_len > wqe_capacity(qp->resp.wqe)) {
 		wc.status = IBV_WC_LOC_LEN_ERR;
 	} else {
 		if (p->hdr->flags & PKT_F_GRH) {
@@ -636,12 +637,12 @@ static void resp_ud(struct ibemu_qp *qp, const struct pkt *p)
 			grh.hop_limit = p->grh->hop_limit;
 			memcpy(grh.sgid.raw, p->grh->sgid, 16);
 			memcpy(grh.dgid.raw, p->grh->dgid, 16);
-			sge_copy(qp, qp->resp_wqe->sge, qp->resp_wqe->num_sge,
+			sge_copy(qp, qp->resp.wqe->sge, qp->resp.wqe->num_sge,
 				 0, &grh, sizeof(grh), true);
 			wc.wc_flags |= IBV_WC_GRH;
 		}
 		if (p->paylen)
-			sge_copy(qp, qp->resp_wqe->sge, qp->resp_wqe->num_sge,
+			sge_copy(qp, qp->resp.wqe->sge, qp->resp.wqe->num_sge,
 				 sizeof(grh), (void *)p->payload, p->paylen,
 				 true);
 		if (p->op->mask & OPM_IMMDT) {
@@ -652,20 +653,20 @@ static void resp_ud(struct ibemu_qp *qp, const struct pkt *p)
 		}
 		wc.status = IBV_WC_SUCCESS;
 	}
-	if (!ibemu_cq_push_wc(qp->rcq, &wc, (p->bth->flags & BTH_SE) != 0))
+	if (!cq_push(qp->rcq, &wc, (p->bth->flags & BTH_SE) != 0))
 		qp_fatal_locked(qp);
 }
 
-void resp_recv_locked(struct ibemu_qp *qp, const struct pkt *p)
+void resp_recv_locked(struct emu_qp *qp, const struct pkt *p)
 {
-	enum ibv_qp_state st = qp->attr.qp_state;
+	enum ibv_qp_state st = qp->state;
 	uint32_t mask = p->op->mask, kind;
 	int32_t d;
 
 	if (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD &&
 	    st != IBV_QPS_SQE)
 		return;
-	if (qp->vqp.qp.qp_type == IBV_QPT_UD) {
+	if (qp->type == IBV_QPT_UD) {
 		resp_ud(qp, p);
 		return;
 	}
@@ -674,7 +675,7 @@ void resp_recv_locked(struct ibemu_qp *qp, const struct pkt *p)
 	if (p->hdr->src_qpn != qp->attr.dest_qp_num)
 		return;
 
-	d = psn_cmp(p->psn, qp->resp_epsn);
+	d = psn_cmp(p->psn, qp->resp.epsn);
 	if (d < 0) {
 		resp_duplicate(qp, p);
 		return;
@@ -683,28 +684,28 @@ void resp_recv_locked(struct ibemu_qp *qp, const struct pkt *p)
 		if (!qp_is_rc(qp)) {
 			/* UC: packets were lost; drop the open message and
 			 * resynchronise on the next first packet (9.8.3). */
-			qp->resp_op = 0;
+			qp->resp.op = 0;
 			if (!(mask & OPM_FIRST))
 				return;
-			qp->resp_epsn = p->psn;
+			qp->resp.epsn = p->psn;
 		} else {
-			if (!qp->resp_nak_sent) {
-				qp->resp_nak_sent = true;
-				resp_send_aeth(qp, qp->resp_epsn,
+			if (!qp->resp.nak_sent) {
+				qp->resp.nak_sent = true;
+				resp_send_aeth(qp, qp->resp.epsn,
 					       AETH_NAK | AETH_NAK_PSN_SEQ_ERR);
 			}
 			return;
 		}
 	}
-	qp->resp_nak_sent = false;
+	qp->resp.nak_sent = false;
 
 	/* Opcode sequence (IBA 9.7.4.1.1): inside a message only its
 	 * MIDDLE/LAST may come; outside, only FIRST/ONLY. */
 	kind = mask & (OPM_SEND | OPM_WRITE | OPM_READ | OPM_ATOMIC);
-	if (qp->resp_op ? (kind != qp->resp_op || (mask & OPM_FIRST))
+	if (qp->resp.op ? (kind != qp->resp.op || (mask & OPM_FIRST))
 			: !(mask & OPM_FIRST)) {
 		if (!qp_is_rc(qp)) {
-			qp->resp_op = 0;
+			qp->resp.op = 0;
 			return;
 		}
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_REQ_ERR,
@@ -725,18 +726,17 @@ void resp_recv_locked(struct ibemu_qp *qp, const struct pkt *p)
 
 	/* The first packet processed in RTR establishes communication
 	 * (manual 6.1.5). */
-	if (qp->attr.qp_state == IBV_QPS_RTR && !qp->resp_comm_est) {
-		qp->resp_comm_est = true;
-		ibemu_async_event(to_ectx(qp->vqp.qp.context),
-				  IBV_EVENT_COMM_EST, (uintptr_t)&qp->vqp.qp);
+	if (qp->state == IBV_QPS_RTR && !qp->resp.comm_est) {
+		qp->resp.comm_est = true;
+		emu_event(&qp->owner, IBV_EVENT_COMM_EST);
 	}
 }
 
 /* Work owed to the requester: a delayed ACK, READ responses. */
-void resp_pending_locked(struct ibemu_qp *qp)
+void resp_pending_locked(struct emu_qp *qp)
 {
-	if (qp->resp_ack_pending)
+	if (qp->resp.ack_pending)
 		resp_ack(qp);
-	if (qp->reads_head != qp->reads_tail)
+	if (qp->resp.reads_head != qp->resp.reads_tail)
 		resp_read_send(qp);
 }

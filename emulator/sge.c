@@ -12,30 +12,34 @@
 #include "engine.h"
 
 /* The local address of [addr, addr+len) in mr, or NULL if outside. */
-uint8_t *sge_mr_addr(const struct ibemu_mr *mr, uint64_t addr, uint64_t len)
+uint8_t *sge_mr_addr(const struct emu_mr *mr, uint64_t addr, uint64_t len)
 {
-	uint64_t start = mr->iova, end = mr->iova + mr->vmr.ibv_mr.length;
+	uint64_t start = mr->iova, end = mr->iova + mr->length;
 
 	if (addr < start || addr > end || len > end - addr)
 		return NULL;
-	return (uint8_t *)mr->vmr.ibv_mr.addr + (addr - start);
+	return mr->addr + (addr - start);
 }
 
-enum ibv_wc_status sge_check(struct ibemu_qp *qp, const struct ibv_sge *sge,
+enum ibv_wc_status sge_check(struct emu_qp *qp, const struct ibv_sge *sge,
 			     uint32_t num_sge, bool write_access)
 {
-	struct ibemu_mr *mr;
+	struct emu_mr *mr;
 	uint32_t i;
+	bool ok;
 
 	for (i = 0; i < num_sge; i++) {
 		/* A zero-length SGE names no memory (IBA 10.7.2.1). */
 		if (!sge[i].length)
 			continue;
-		mr = ibemu_mr_lookup(sge[i].lkey, false);
-		if (!mr || mr->vmr.ibv_mr.pd != qp->vqp.qp.pd ||
-		    !sge_mr_addr(mr, sge[i].addr, sge[i].length))
+		mr = mr_get(qp->hca, sge[i].lkey, false);
+		if (!mr)
 			return IBV_WC_LOC_PROT_ERR;
-		if (write_access && !(mr->vmr.access & IBV_ACCESS_LOCAL_WRITE))
+		ok = mr->pd_id == qp->pd_id &&
+		     sge_mr_addr(mr, sge[i].addr, sge[i].length) &&
+		     (!write_access || (mr->access & IBV_ACCESS_LOCAL_WRITE));
+		mr_put(mr);
+		if (!ok)
 			return IBV_WC_LOC_PROT_ERR;
 	}
 	return IBV_WC_SUCCESS;
@@ -46,12 +50,12 @@ enum ibv_wc_status sge_check(struct ibemu_qp *qp, const struct ibv_sge *sge,
  * list (to_sge: into local memory).  Returns 0, or -1 if the SGEs are too
  * short or their keys went away.
  */
-int sge_copy(struct ibemu_qp *qp, const struct ibv_sge *sge,
+int sge_copy(struct emu_qp *qp, const struct ibv_sge *sge,
 	     uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
 	     bool to_sge)
 {
 	uint8_t *p = buf, *local;
-	struct ibemu_mr *mr;
+	struct emu_mr *mr;
 	uint32_t i, n;
 
 	for (i = 0; i < num_sge && len; i++) {
@@ -62,16 +66,19 @@ int sge_copy(struct ibemu_qp *qp, const struct ibv_sge *sge,
 		n = sge[i].length - offset;
 		if (n > len)
 			n = len;
-		mr = ibemu_mr_lookup(sge[i].lkey, false);
+		/* The region stays registered until the copy is done
+		 * (mr.c: dereg waits for mr_put). */
+		mr = mr_get(qp->hca, sge[i].lkey, false);
 		if (!mr)
 			return -1;
 		local = sge_mr_addr(mr, sge[i].addr + offset, n);
+		if (local && to_sge)
+			memcpy(local, p, n);
+		else if (local)
+			memcpy(p, local, n);
+		mr_put(mr);
 		if (!local)
 			return -1;
-		if (to_sge)
-			memcpy(local, p, n);
-		else
-			memcpy(p, local, n);
 		p += n;
 		len -= n;
 		offset = 0;
@@ -83,19 +90,22 @@ int sge_copy(struct ibemu_qp *qp, const struct ibv_sge *sge,
  * The local iovecs of an SGE list whose keys were checked; zero-length
  * SGEs are left out.  Returns the count, or -1 if a key went away.
  */
-int sge_iov(const struct ibv_sge *sge, uint32_t num_sge, struct iovec *iov)
+int sge_iov(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
+	    struct iovec *iov)
 {
-	struct ibemu_mr *mr;
+	struct emu_mr *mr;
 	uint32_t i;
 	int n = 0;
 
 	for (i = 0; i < num_sge; i++) {
 		if (!sge[i].length)
 			continue;
-		mr = ibemu_mr_lookup(sge[i].lkey, false);
+		mr = mr_get(qp->hca, sge[i].lkey, false);
 		iov[n].iov_base = mr ? sge_mr_addr(mr, sge[i].addr,
 						   sge[i].length)
 				     : NULL;
+		if (mr)
+			mr_put(mr);
 		if (!iov[n].iov_base)
 			return -1;
 		iov[n].iov_len = sge[i].length;

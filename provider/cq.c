@@ -1,18 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * Completion queues (manual 3.3.7-3.3.9, 3.6.7-3.6.10), channels and the
- * extended poll API (ibv_create_cq_ex, ibv_start_poll).
- *
- * Lock rule: cq.lock protects the ring, armed, overflow and cur.
+ * Completion queues as libibverbs sees them (manual 3.3.7-3.3.9,
+ * 3.6.7-3.6.10): argument checks, the completion channel's non-blocking
+ * write end handed to the HCA, and the extended poll API
+ * (ibv_create_cq_ex, ibv_start_poll) read from the HCA's CQ.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
-#include "engine.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -24,9 +22,8 @@
 static int cq_check_attr(struct ibv_context *context, int cqe,
 			 struct ibv_comp_channel *channel, int comp_vector)
 {
-	if (cqe < 1 || cqe > IBEMU_MAX_CQE) {
-		ibemu_log_dbg("create_cq: cqe %d not in [1, %d]", cqe,
-			      IBEMU_MAX_CQE);
+	if (cqe < 1) {
+		ibemu_log_dbg("create_cq: cqe %d < 1", cqe);
 		return EINVAL;
 	}
 	if (comp_vector < 0 || comp_vector >= context->num_comp_vectors) {
@@ -39,29 +36,50 @@ static int cq_check_attr(struct ibv_context *context, int cqe,
 	return 0;
 }
 
-static struct ibemu_cq *cq_alloc(struct ibv_context *context, int cqe)
+static struct ibemu_cq *cq_create(struct ibv_context *context, int cqe,
+				  struct ibv_comp_channel *channel,
+				  int comp_vector)
 {
 	struct ibemu_context *ctx = to_ectx(context);
+	struct emu_owner owner;
 	struct ibemu_cq *cq;
+	int ret;
 
+	ret = ibemu_ctx_stale(context) ? EIO
+				       : cq_check_attr(context, cqe, channel,
+						       comp_vector);
+	if (ret)
+		goto err;
+	ret = ENOMEM;
 	if (atomic_fetch_add(&ctx->nr_cqs, 1) >= IBEMU_MAX_CQ)
 		goto err_count;
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		goto err_count;
-	if (wc_ring_init(&cq->ring, (uint32_t)cqe)) {
-		free(cq);
-		goto err_count;
+	/* The HCA writes completion events without ever blocking. */
+	cq->comp_wfd = channel ? ibemu_fd_nonblock_writer(channel->fd) : -1;
+	if (channel && cq->comp_wfd < 0) {
+		ret = errno;
+		goto err_free;
 	}
-	pthread_mutex_init(&cq->lock, NULL);
-	atomic_init(&cq->usecnt, 0);
+	owner = ibemu_owner(context, &cq->vcq.cq);
+	ret = emu_cq_create(ctx->hca, (uint32_t)cqe, cq->comp_wfd, &owner,
+			    &cq->ecq);
+	if (ret)
+		goto err_fd;
 	cq->vcq.cq.context = context;
 	cq->vcq.cq.cqe = cqe;
 	return cq;
 
+err_fd:
+	if (cq->comp_wfd >= 0)
+		close(cq->comp_wfd);
+err_free:
+	free(cq);
 err_count:
 	atomic_fetch_sub(&ctx->nr_cqs, 1);
-	errno = ENOMEM;
+err:
+	errno = ret;
 	return NULL;
 }
 
@@ -69,95 +87,48 @@ struct ibv_cq *ibemu_create_cq(struct ibv_context *context, int cqe,
 			       struct ibv_comp_channel *channel,
 			       int comp_vector)
 {
-	struct ibemu_cq *cq;
-	int ret;
+	struct ibemu_cq *cq = cq_create(context, cqe, channel, comp_vector);
 
-	ret = cq_check_attr(context, cqe, channel, comp_vector);
-	if (ret) {
-		errno = ret;
-		return NULL;
-	}
-	cq = cq_alloc(context, cqe);
-	if (!cq)
-		return NULL;
-	cq->wc_flags = IBV_WC_STANDARD_FLAGS;
-	return &cq->vcq.cq;
+	return cq ? &cq->vcq.cq : NULL;
 }
 
 int ibemu_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct ibemu_cq *cq = to_ecq(ibcq);
+	int ret;
 
-	/* Destroying a CQ that a QP still uses fails (manual 3.3.9). */
-	if (atomic_load(&cq->usecnt))
-		return EBUSY;
+	if (ibemu_ctx_stale(ibcq->context))
+		return EIO;
+	ret = emu_cq_destroy(cq->ecq);
+	if (ret)
+		return ret;
+	if (cq->comp_wfd >= 0)
+		close(cq->comp_wfd);
 	atomic_fetch_sub(&to_ectx(ibcq->context)->nr_cqs, 1);
-	wc_ring_fini(&cq->ring);
-	pthread_mutex_destroy(&cq->lock);
 	free(cq);
 	return 0;
 }
 
 int ibemu_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	struct ibemu_cq *cq = to_ecq(ibcq);
 	int ret;
 
-	if (cqe < 1 || cqe > IBEMU_MAX_CQE)
+	if (cqe < 1)
 		return EINVAL;
-	pthread_mutex_lock(&cq->lock);
-	/* The new size must hold what is already queued (manual 3.3.8). */
-	if ((uint32_t)cqe < wc_ring_count(&cq->ring)) {
-		pthread_mutex_unlock(&cq->lock);
-		return EINVAL;
-	}
-	ret = -wc_ring_resize(&cq->ring, (uint32_t)cqe);
+	ret = emu_cq_resize(to_ecq(ibcq)->ecq, (uint32_t)cqe);
 	if (!ret)
 		ibcq->cqe = cqe;
-	pthread_mutex_unlock(&cq->lock);
 	return ret;
 }
 
 int ibemu_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
-	struct ibemu_cq *cq = to_ecq(ibcq);
-	int n = 0;
-
-	if (num_entries < 0)
-		return -EINVAL;
-	/* An empty CQ is seen without its lock: tail is only ever advanced
-	 * (under the lock) after the entry is written. */
-	if (wc_ring_peek_empty(&cq->ring)) {
-		/* The application's poll drives the engine (DESIGN.md 3);
-		 * polling an armed CQ is the check before blocking on its
-		 * channel. */
-		engine_poll(&ibemu_process,
-			    !__atomic_load_n(&cq->armed, __ATOMIC_RELAXED));
-		if (wc_ring_peek_empty(&cq->ring))
-			return 0;
-	}
-	pthread_mutex_lock(&cq->lock);
-	while (n < num_entries && wc_ring_get(&cq->ring, &wc[n]))
-		n++;
-	pthread_mutex_unlock(&cq->lock);
-	return n;
+	return emu_cq_poll(to_ecq(ibcq)->ecq, num_entries, wc);
 }
 
 int ibemu_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-	struct ibemu_cq *cq = to_ecq(ibcq);
-
-	pthread_mutex_lock(&cq->lock);
-	/* A pending "next" request is not weakened by a "solicited" one
-	 * (manual 3.6.7). */
-	if (!solicited_only)
-		__atomic_store_n(&cq->armed, IBEMU_CQ_ARM_NEXT, __ATOMIC_RELAXED);
-	else if (cq->armed != IBEMU_CQ_ARM_NEXT)
-		__atomic_store_n(&cq->armed, IBEMU_CQ_ARM_SOLICITED,
-				 __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&cq->lock);
-	if (cq->vcq.cq.channel)
-		engine_app_blocks(&ibemu_process);
+	emu_cq_arm(to_ecq(ibcq)->ecq, solicited_only != 0);
 	return 0;
 }
 
@@ -166,103 +137,40 @@ void ibemu_cq_event(struct ibv_cq *cq)
 	/* Nothing to do: the arm was consumed when the event was sent. */
 }
 
-static void cq_notify_locked(struct ibemu_cq *cq)
-{
-	struct ibv_comp_channel *channel = cq->vcq.cq.channel;
-	struct pabi_comp_event_desc ev = {
-		.cq_handle = (uintptr_t)&cq->vcq.cq,
-	};
-
-	__atomic_store_n(&cq->armed, 0, __ATOMIC_RELAXED);
-	if (!channel)
-		return;
-	if (write(channel->fd, &ev, sizeof(ev)) != sizeof(ev))
-		ibemu_log_warn("completion event lost: %s", strerror(errno));
-}
-
-/*
- * Add a completion.  An armed CQ raises one completion event: for any
- * completion when armed for "next", for a solicited or an unsuccessful
- * completion when armed for "solicited" (manual 3.6.7).  A full CQ is an
- * overrun: the entry is lost and IBV_EVENT_CQ_ERR raised (manual 6.1.1).
- */
-bool ibemu_cq_push_wc(struct ibemu_cq *cq, const struct ibv_wc *wc,
-		      bool solicited)
-{
-	bool overrun = false;
-
-	/* An overrun CQ takes no more entries (manual 6.1.1). */
-	pthread_mutex_lock(&cq->lock);
-	if (cq->overflow || !wc_ring_put(&cq->ring, wc)) {
-		overrun = !cq->overflow;
-		cq->overflow = true;
-	} else if (cq->armed == IBEMU_CQ_ARM_NEXT ||
-		   (cq->armed == IBEMU_CQ_ARM_SOLICITED &&
-		    (solicited || wc->status != IBV_WC_SUCCESS))) {
-		cq_notify_locked(cq);
-	}
-	pthread_mutex_unlock(&cq->lock);
-	if (overrun) {
-		ibemu_log_dbg("CQ %p overrun", (void *)&cq->vcq.cq);
-		ibemu_async_event(to_ectx(cq->vcq.cq.context), IBV_EVENT_CQ_ERR,
-				  (uintptr_t)&cq->vcq.cq);
-	}
-	return !cq->overflow;
-}
-
-bool ibemu_cq_push(struct ibemu_cq *cq, const struct ibv_wc *wc)
-{
-	return ibemu_cq_push_wc(cq, wc, false);
-}
-
 /* ---- extended CQ: ibv_start_poll / ibv_next_poll / ibv_end_poll ---- */
 
-static int cq_ex_next_locked(struct ibemu_cq *cq)
+static int cq_ex_current(struct ibemu_cq *cq, const struct ibv_wc *wc)
 {
-	struct ibv_cq_ex *cqx = &cq->vcq.cq_ex;
-
-	cq->cur = wc_ring_count(&cq->ring) ?
-			  &cq->ring.buf[cq->ring.head % cq->ring.size] :
-			  NULL;
-	if (!cq->cur)
+	cq->cur = wc;
+	if (!wc)
 		return ENOENT;
-	cqx->wr_id = cq->cur->wr_id;
-	cqx->status = cq->cur->status;
+	cq->vcq.cq_ex.wr_id = wc->wr_id;
+	cq->vcq.cq_ex.status = wc->status;
 	return 0;
 }
 
 static int cq_ex_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 {
 	struct ibemu_cq *cq = to_ecq_ex(cqx);
-	int ret;
 
 	if (attr && attr->comp_mask)
 		return EINVAL;
-	engine_poll(&ibemu_process, !cq->armed);
-	pthread_mutex_lock(&cq->lock);
-	ret = cq_ex_next_locked(cq);
-	/* On ENOENT the lock is released: no end_poll follows. */
-	if (ret)
-		pthread_mutex_unlock(&cq->lock);
-	return ret;
+	return cq_ex_current(cq, emu_cq_poll_start(cq->ecq));
 }
 
 static int cq_ex_next_poll(struct ibv_cq_ex *cqx)
 {
 	struct ibemu_cq *cq = to_ecq_ex(cqx);
 
-	cq->ring.head++;
-	return cq_ex_next_locked(cq);
+	return cq_ex_current(cq, emu_cq_poll_next(cq->ecq));
 }
 
 static void cq_ex_end_poll(struct ibv_cq_ex *cqx)
 {
 	struct ibemu_cq *cq = to_ecq_ex(cqx);
 
-	if (cq->cur)
-		cq->ring.head++;
 	cq->cur = NULL;
-	pthread_mutex_unlock(&cq->lock);
+	emu_cq_poll_end(cq->ecq);
 }
 
 static enum ibv_wc_opcode cq_ex_read_opcode(struct ibv_cq_ex *cqx)
@@ -306,62 +214,63 @@ static uint8_t cq_ex_read_dlid_path_bits(struct ibv_cq_ex *cqx)
 	return to_ecq_ex(cqx)->cur->dlid_path_bits;
 }
 
-struct ibv_cq_ex *ibemu_create_cq_ex(struct ibv_context *context,
-				     struct ibv_cq_init_attr_ex *attr)
+static int cq_ex_check_attr(const struct ibv_cq_init_attr_ex *attr)
 {
-	struct ibv_cq_ex *cqx;
-	struct ibemu_cq *cq;
-	int ret;
-
-	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS)) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && attr->flags) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
+	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS))
+		return EOPNOTSUPP;
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && attr->flags)
+		return EOPNOTSUPP;
 	if (attr->wc_flags & ~(uint64_t)CQ_WC_FLAGS_SUPPORTED) {
 		ibemu_log_dbg("create_cq_ex: wc_flags %#llx not offered",
 			      (unsigned long long)(attr->wc_flags &
 						   ~(uint64_t)CQ_WC_FLAGS_SUPPORTED));
-		errno = EOPNOTSUPP;
-		return NULL;
+		return EOPNOTSUPP;
 	}
-	if (attr->cqe > INT32_MAX) {
-		errno = EINVAL;
-		return NULL;
-	}
-	ret = cq_check_attr(context, (int)attr->cqe, attr->channel,
-			    (int)attr->comp_vector);
-	if (ret) {
-		errno = ret;
-		return NULL;
-	}
-	cq = cq_alloc(context, (int)attr->cqe);
-	if (!cq)
-		return NULL;
-	cq->wc_flags = attr->wc_flags;
-	cqx = &cq->vcq.cq_ex;
+	if (attr->cqe > INT32_MAX)
+		return EINVAL;
+	return 0;
+}
+
+/* The readers the application asked for (ibv_create_cq_ex(3)). */
+static void cq_ex_set_readers(struct ibv_cq_ex *cqx, uint64_t wc_flags)
+{
 	cqx->start_poll = cq_ex_start_poll;
 	cqx->next_poll = cq_ex_next_poll;
 	cqx->end_poll = cq_ex_end_poll;
 	cqx->read_opcode = cq_ex_read_opcode;
 	cqx->read_vendor_err = cq_ex_read_vendor_err;
 	cqx->read_wc_flags = cq_ex_read_wc_flags;
-	if (attr->wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
+	if (wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
 		cqx->read_byte_len = cq_ex_read_byte_len;
-	if (attr->wc_flags & IBV_WC_EX_WITH_IMM)
+	if (wc_flags & IBV_WC_EX_WITH_IMM)
 		cqx->read_imm_data = cq_ex_read_imm_data;
-	if (attr->wc_flags & IBV_WC_EX_WITH_QP_NUM)
+	if (wc_flags & IBV_WC_EX_WITH_QP_NUM)
 		cqx->read_qp_num = cq_ex_read_qp_num;
-	if (attr->wc_flags & IBV_WC_EX_WITH_SRC_QP)
+	if (wc_flags & IBV_WC_EX_WITH_SRC_QP)
 		cqx->read_src_qp = cq_ex_read_src_qp;
-	if (attr->wc_flags & IBV_WC_EX_WITH_SLID)
+	if (wc_flags & IBV_WC_EX_WITH_SLID)
 		cqx->read_slid = cq_ex_read_slid;
-	if (attr->wc_flags & IBV_WC_EX_WITH_SL)
+	if (wc_flags & IBV_WC_EX_WITH_SL)
 		cqx->read_sl = cq_ex_read_sl;
-	if (attr->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+	if (wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
 		cqx->read_dlid_path_bits = cq_ex_read_dlid_path_bits;
-	return cqx;
+}
+
+struct ibv_cq_ex *ibemu_create_cq_ex(struct ibv_context *context,
+				     struct ibv_cq_init_attr_ex *attr)
+{
+	struct ibemu_cq *cq;
+	int ret;
+
+	ret = cq_ex_check_attr(attr);
+	if (ret) {
+		errno = ret;
+		return NULL;
+	}
+	cq = cq_create(context, (int)attr->cqe, attr->channel,
+		       (int)attr->comp_vector);
+	if (!cq)
+		return NULL;
+	cq_ex_set_readers(&cq->vcq.cq_ex, attr->wc_flags);
+	return &cq->vcq.cq_ex;
 }

@@ -16,14 +16,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine.h"
-#include "pcap.h"
 #include "ibemu.h"
 #include "log.h"
 
-struct ibemu_process ibemu_process = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
-};
+pid_t ibemu_pid;
+
+/* The HCA's async event record is what stock ibv_get_async_event reads. */
+_Static_assert(sizeof(struct emu_event_desc) ==
+		       sizeof(struct pabi_async_event_desc),
+	       "async event record");
 
 static struct verbs_context *ibemu_alloc_context(struct ibv_device *device,
 						 int cmd_fd,
@@ -42,25 +43,11 @@ static const struct verbs_device_ops ibemu_dev_ops = {
 static struct ibemu_device ibemu_dev;
 static pthread_once_t ibemu_dev_once = PTHREAD_ONCE_INIT;
 
-/*
- * A forked child must not use its parent's verbs objects (as with an HCA
- * without fork support): above all it must not drain the parent's inbox.
- * It starts unattached and may open contexts of its own; its copies of the
- * parent's engine and key table are freed (the shared mappings stay, they
- * are the parent's).
- */
+/* A forked child's contexts are its parent's (see ibemu_ctx_stale). */
 static void ibemu_atfork_child(void)
 {
-	pthread_mutex_init(&ibemu_process.lock, NULL);
-	ibemu_process.pid = getpid();
-	ibemu_process.refs = 0;
-	engine_forget(&ibemu_process);
-	pcap_forget();
-	ibemu_mr_table_fini(&ibemu_process);
-	ibemu_process.nr_mrs = 0;
-	ibemu_process.mr_cursor = 0;
-	ibemu_process.node.seg = NULL;
-	ibemu_process.node.proc_slot = -1;
+	ibemu_pid = getpid();
+	emu_hca_fork_child();
 }
 
 static void ibemu_device_init(void)
@@ -82,6 +69,7 @@ static void ibemu_device_init(void)
 	ibemu_dev.port_count = IBEMU_NUM_PORTS;
 	/* The permanent reference. */
 	atomic_store(&ibemu_dev.vdev.refcount, 1);
+	ibemu_pid = getpid();
 	pthread_atfork(NULL, NULL, ibemu_atfork_child);
 }
 
@@ -96,77 +84,6 @@ struct ibv_device *ibemu_device_get(void)
 static void ibemu_uninit_device(struct verbs_device *vdev)
 {
 	/* Static storage; the permanent reference keeps us from here. */
-}
-
-/* Attach the process to its node; the first context opens the segment. */
-static int ibemu_process_get(void)
-{
-	struct ibemu_process *proc = &ibemu_process;
-	int ret = 0;
-
-	pthread_mutex_lock(&proc->lock);
-	if (proc->refs++ == 0) {
-		proc->pid = getpid();
-		ret = node_open(&proc->node);
-		if (ret)
-			goto err;
-		ret = node_proc_attach(&proc->node);
-		if (ret)
-			goto err_close;
-		ret = ibemu_mr_table_init(proc);
-		if (ret)
-			goto err_detach;
-		ret = engine_start(proc);
-		if (ret)
-			goto err_mr;
-	}
-	pthread_mutex_unlock(&proc->lock);
-	return 0;
-
-err_mr:
-	ibemu_mr_table_fini(proc);
-err_detach:
-	node_proc_detach(&proc->node);
-err_close:
-	node_close(&proc->node);
-err:
-	proc->refs--;
-	pthread_mutex_unlock(&proc->lock);
-	return ret;
-}
-
-static void ibemu_process_put(void)
-{
-	struct ibemu_process *proc = &ibemu_process;
-
-	pthread_mutex_lock(&proc->lock);
-	if (--proc->refs == 0) {
-		engine_stop(proc);
-		ibemu_mr_table_fini(proc);
-		node_proc_detach(&proc->node);
-		node_close(&proc->node);
-	}
-	pthread_mutex_unlock(&proc->lock);
-}
-
-uint64_t ibemu_process_node_guid(void)
-{
-	struct node node;
-	uint64_t guid;
-
-	/* Without an open context, read the identity from the segment. */
-	pthread_mutex_lock(&ibemu_process.lock);
-	if (ibemu_process.refs) {
-		guid = ibemu_process.node.seg->node_guid;
-		pthread_mutex_unlock(&ibemu_process.lock);
-		return guid;
-	}
-	pthread_mutex_unlock(&ibemu_process.lock);
-	if (node_open(&node))
-		return 0;
-	guid = node.seg->node_guid;
-	node_close(&node);
-	return guid;
 }
 
 static const struct verbs_context_ops ibemu_ctx_ops = {
@@ -203,9 +120,16 @@ static const struct verbs_context_ops ibemu_ctx_ops = {
 	.resize_cq = ibemu_resize_cq,
 };
 
-static int ibemu_async_fd_open(struct ibemu_context *ctx)
+int ibemu_fd_nonblock_writer(int fd)
 {
 	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+}
+
+static int ibemu_async_fd_open(struct ibemu_context *ctx)
+{
 	int fd, ret;
 
 	ret = ibemu_pipe_rdwr(&fd);
@@ -214,8 +138,7 @@ static int ibemu_async_fd_open(struct ibemu_context *ctx)
 	/* A second, non-blocking description of the same pipe: an
 	 * application that never reads its async events must not stall
 	 * the emulated HCA. */
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	ctx->async_wfd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	ctx->async_wfd = ibemu_fd_nonblock_writer(fd);
 	if (ctx->async_wfd < 0) {
 		ret = -errno;
 		close(fd);
@@ -223,6 +146,16 @@ static int ibemu_async_fd_open(struct ibemu_context *ctx)
 	}
 	ctx->vctx.context.async_fd = fd;
 	return 0;
+}
+
+struct emu_owner ibemu_owner(struct ibv_context *context, void *object)
+{
+	struct emu_owner owner = {
+		.handle = (uintptr_t)object,
+		.async_fd = to_ectx(context)->async_wfd,
+	};
+
+	return owner;
 }
 
 static struct verbs_context *ibemu_alloc_context(struct ibv_device *device,
@@ -238,11 +171,10 @@ static struct verbs_context *ibemu_alloc_context(struct ibv_device *device,
 	if (!ctx)
 		return NULL;
 	ctx->async_wfd = -1;
-	ret = ibemu_process_get();
+	ret = -emu_hca_get(&ctx->hca);
 	if (ret)
 		goto err_uninit;
-	ctx->node = &ibemu_process.node;
-	ctx->pid = ibemu_process.pid;
+	ctx->pid = ibemu_pid;
 	ret = ibemu_async_fd_open(ctx);
 	if (ret) {
 		ibemu_log_err("cannot create the async event queue: %s",
@@ -254,7 +186,7 @@ static struct verbs_context *ibemu_alloc_context(struct ibv_device *device,
 	return &ctx->vctx;
 
 err_put:
-	ibemu_process_put();
+	emu_hca_put(ctx->hca);
 err_uninit:
 	pabi.uninit_context(&ctx->vctx);
 	free(ctx);
@@ -270,25 +202,8 @@ static void ibemu_free_context(struct ibv_context *context)
 		close(ctx->async_wfd);
 	/* A forked child closing its parent's context: nothing of ours. */
 	if (!ibemu_ctx_stale(context))
-		ibemu_process_put();
+		emu_hca_put(ctx->hca);
 	/* Closes async_fd and drops the device reference. */
 	pabi.uninit_context(&ctx->vctx);
 	free(ctx);
-}
-
-/*
- * Queue an affiliated or unaffiliated async event (IBA 11.6.3) for stock
- * ibv_get_async_event().  element is the CQ/QP/SRQ pointer or port number.
- */
-void ibemu_async_event(struct ibemu_context *ctx, enum ibv_event_type type,
-		       uint64_t element)
-{
-	struct pabi_async_event_desc desc = {
-		.element = element,
-		.event_type = type,
-	};
-
-	if (write(ctx->async_wfd, &desc, sizeof(desc)) != sizeof(desc))
-		ibemu_log_warn("async event %d dropped: queue full (%s)",
-			       (int)type, strerror(errno));
 }

@@ -16,11 +16,9 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
-#include "inbox.h"
-#include "node.h"
+#include "emu.h"
 #include "pabi.h"
 #include "params.h"
-#include "queue.h"
 
 #define IBEMU_EXPORT __attribute__((visibility("default")))
 
@@ -29,24 +27,9 @@
 	((type *)((char *)(ptr)-offsetof(type, member)))
 #endif
 
-/*
- * The process's attachment to its node, shared by every context.
- * Lock rule: process.lock protects refs, node attach/detach and the MR
- * key table (mr_table, mr_cursor, mr_variant).
- */
-struct ibemu_process {
-	pthread_mutex_t lock;
-	unsigned int refs; /* open contexts */
-	struct node node;
-	struct ibemu_mr **mr_table; /* IBEMU_MAX_MR entries, by key index */
-	uint8_t *mr_variant; /* per index: low 8 bits of the next key */
-	uint32_t mr_cursor;
-	uint32_t nr_mrs;
-	struct engine *engine; /* the data path; see emulator/engine.h */
-	pid_t pid; /* who attached: a forked child sees its parent's here */
-};
-
-extern struct ibemu_process ibemu_process;
+/* The process's pid as the provider last saw it (device.c): a forked
+ * child's contexts are its parent's. */
+extern pid_t ibemu_pid;
 
 struct ibemu_device {
 	struct verbs_device vdev;
@@ -56,7 +39,7 @@ struct ibemu_device {
 struct ibemu_context {
 	struct verbs_context vctx;
 	pid_t pid; /* the process that opened it */
-	struct node *node;
+	struct emu_hca *hca;
 	int async_wfd; /* non-blocking write end of context.async_fd */
 	/* Lock rule: counts only, atomically updated. */
 	atomic_int nr_pds, nr_cqs, nr_qps, nr_srqs, nr_ahs;
@@ -69,129 +52,36 @@ struct ibemu_pd {
 
 struct ibemu_mr {
 	struct verbs_mr vmr;
-	uint64_t iova; /* address the HCA sees (ibv_reg_mr_iova) */
-	uint32_t index; /* in ibemu_process.mr_table */
+	struct emu_mr *emr;
 };
 
-/*
- * Completion queue.  Lock rule: cq.lock protects the ring, armed and
- * overflow; it may be taken while holding a QP lock (QP -> CQ order),
- * never the reverse.
- */
 struct ibemu_cq {
 	struct verbs_cq vcq;
-	pthread_mutex_t lock;
-	struct wc_ring ring;
-	int armed; /* 0, IBEMU_CQ_ARM_NEXT or IBEMU_CQ_ARM_SOLICITED */
-	bool overflow;
-	atomic_int usecnt; /* QPs and SRQs using this CQ */
-	uint64_t wc_flags; /* ibv_create_cq_ex: which fields to report */
-	struct ibv_wc *cur; /* extended poll: the entry being read */
-};
-
-enum {
-	IBEMU_CQ_ARM_NEXT = 1,
-	IBEMU_CQ_ARM_SOLICITED = 2,
-};
-
-/* Receive queue: the QP's own or an SRQ's.  Lock rule: its own lock. */
-struct ibemu_rq {
-	pthread_mutex_t lock;
-	struct wqe_ring ring;
-	uint32_t max_sge;
+	struct emu_cq *ecq;
+	int comp_wfd; /* non-blocking write end of the channel, or -1 */
+	const struct ibv_wc *cur; /* extended poll: the entry being read */
 };
 
 struct ibemu_srq {
 	struct verbs_srq vsrq;
-	struct ibemu_rq rq;
-	uint32_t srq_limit; /* armed limit, 0 = not armed (IBA 10.2.9.4) */
-	atomic_int usecnt; /* QPs attached */
+	struct emu_srq *esrq;
 };
 
 /*
- * Queue pair.  Lock rule: qp.lock protects attr, state, the send queue;
- * the receive queue has its own lock (rq.lock).  Order: qp.lock, then
- * rq.lock, then cq.lock.
+ * Queue pair.  The extended send API stages work requests here, under
+ * wr_lock from ibv_wr_start to ibv_wr_complete/abort, and posts them
+ * whole (qp_ex.c); nothing else of the QP lives in the provider.
  */
 struct ibemu_qp {
 	struct verbs_qp vqp;
-	pthread_mutex_t lock;
-	struct ibv_qp_attr attr; /* everything set by modify_qp */
-	struct ibv_qp_cap cap; /* what create_qp granted */
-	int sq_sig_all;
-	struct wqe_ring sq;
-	struct ibemu_rq rq; /* unused when attached to an SRQ */
-	struct ibemu_cq *scq, *rcq;
-	struct ibemu_srq *srq;
-	struct ibemu_mcast_attach *mcast; /* groups joined (UD only) */
-	unsigned int nr_mcast;
-
-	/* Extended send API, under qp.lock from wr_start to wr_complete. */
-	uint64_t send_ops_flags;
-	uint32_t wr_tail; /* WRs built but not yet posted end here */
-	int wr_err; /* first builder error of the batch */
-	struct wqe *wr_cur; /* the WR the setters fill */
-
-	/* Engine state, under qp.lock (emulator/req.c, resp.c, comp.c). */
-	struct ibemu_qp *pending_next; /* engine's pending list */
-	struct ibemu_qp *pass_next; /* the pending pass's own walk */
-	struct ibemu_qp *ack_next; /* engine's ACK list (engine.lock) */
-	bool ack_queued; /* on it (engine.lock) */
-	bool on_pending;
-	struct inbox *peer; /* the connected QP's process inbox (RC/UC) */
-	int32_t peer_proc;
-	uint32_t mtu; /* path MTU in bytes */
-	/* requester */
-	uint32_t req_psn; /* PSN of the next new packet */
-	uint32_t req_next; /* SQ position of the next WQE to (re)send */
-	uint32_t req_rd_atomic; /* READ/ATOMIC outstanding */
-	bool req_blocked; /* the peer's inbox was full */
-	/* completer */
-	uint64_t comp_deadline; /* retransmit timer, ns; 0 = idle */
-	uint64_t rnr_resume; /* RNR wait ends, ns; 0 = none */
-	uint8_t retry_left, rnr_left;
-	/* responder */
-	uint32_t resp_epsn; /* expected PSN */
-	uint32_t resp_msn; /* message sequence number */
-	bool resp_nak_sent; /* one PSN sequence NAK per gap */
-	bool resp_comm_est; /* COMM_EST raised */
-	uint32_t resp_op; /* OPM_SEND/OPM_WRITE while a message is open */
-	struct wqe *resp_wqe; /* receive WQE of the open message */
-	bool resp_has_wqe;
-	uint32_t resp_offset; /* bytes placed in the open message */
-	uint8_t *resp_va; /* RDMA WRITE: where the next byte goes */
-	uint32_t resp_remaining; /* RDMA WRITE: bytes still expected */
-	uint32_t resp_wlen; /* RDMA WRITE: total length */
-	bool resp_ack_pending; /* an ACK could not be sent yet */
-	bool sqd_notify; /* raise SQ_DRAINED when the SQ drains */
-	/* READ responses still to send (IBA 9.7.4.1.5 responder resources) */
-	struct resp_read *reads;
-	uint32_t reads_head, reads_tail, reads_size;
-	/* last atomic, replayed on a duplicate (IBA 9.7.4.1.6) */
-	uint32_t atomic_psn;
-	uint64_t atomic_orig;
-	bool atomic_valid;
-};
-
-/* A READ request the responder is answering. */
-struct resp_read {
-	uint32_t psn; /* of the next response packet */
-	uint8_t *va; /* next byte to send */
-	uint32_t left; /* bytes still to send */
-	bool first; /* no response packet sent yet */
-	uint32_t total;
-	uint32_t dst_qpn;
-	int32_t dst_proc;
-};
-
-struct ibemu_mcast_attach {
-	union ibv_gid gid;
-	uint16_t lid;
+	struct emu_qp *eqp;
+	bool sq_sig_all;
+	struct ibv_qp_cap cap; /* what create granted */
+	struct ibemu_wr_stage *stage; /* extended send API */
 };
 
 struct ibemu_ah {
-	struct ibv_ah ibv_ah;
-	struct ibv_ah_attr attr;
+	struct ibv_ah ibv_ah; /* handle: the HCA's address vector */
 };
 
 /*
@@ -202,7 +92,7 @@ struct ibemu_ah {
 static inline bool ibemu_ctx_stale(const struct ibv_context *c)
 {
 	return container_of(c, struct ibemu_context, vctx.context)->pid !=
-	       ibemu_process.pid;
+	       ibemu_pid;
 }
 
 static inline struct ibemu_device *to_edev(struct ibv_device *d)
@@ -258,9 +148,10 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 
 /* device.c: devices and contexts */
 struct ibv_device *ibemu_device_get(void);
-uint64_t ibemu_process_node_guid(void);
-void ibemu_async_event(struct ibemu_context *ctx, enum ibv_event_type type,
-		       uint64_t element);
+/* Where events of an object of this context go. */
+struct emu_owner ibemu_owner(struct ibv_context *context, void *object);
+/* A non-blocking write descriptor for fd's pipe; -1 on failure. */
+int ibemu_fd_nonblock_writer(int fd);
 
 /* query.c: device, port, GID and P_Key attributes */
 int ibemu_query_device_ex(struct ibv_context *context,
@@ -272,7 +163,6 @@ int ibemu_query_gid_entry(struct ibv_context *context, uint32_t port_num,
 			  uint32_t index, struct ibv_gid_entry *entry);
 int ibemu_query_pkey_value(struct ibv_context *context, uint8_t port_num,
 			   int index, uint16_t *pkey_p);
-bool ibemu_port_valid(struct ibv_context *context, unsigned int port_num);
 
 /* pd.c */
 struct ibv_pd *ibemu_alloc_pd(struct ibv_context *context);
@@ -284,9 +174,6 @@ struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 int ibemu_dereg_mr(struct verbs_mr *vmr);
 int ibemu_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		   void *addr, size_t length, int access);
-struct ibemu_mr *ibemu_mr_lookup(uint32_t key, bool remote);
-int ibemu_mr_table_init(struct ibemu_process *proc);
-void ibemu_mr_table_fini(struct ibemu_process *proc);
 
 /* cq.c */
 struct ibv_cq *ibemu_create_cq(struct ibv_context *context, int cqe,
@@ -299,10 +186,6 @@ int ibemu_resize_cq(struct ibv_cq *cq, int cqe);
 int ibemu_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 int ibemu_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 void ibemu_cq_event(struct ibv_cq *cq);
-/* Add a completion; false if the CQ has overrun (the entry is lost). */
-bool ibemu_cq_push(struct ibemu_cq *cq, const struct ibv_wc *wc);
-bool ibemu_cq_push_wc(struct ibemu_cq *cq, const struct ibv_wc *wc,
-		      bool solicited);
 
 /* srq.c */
 struct ibv_srq *ibemu_create_srq(struct ibv_pd *pd,
@@ -313,10 +196,6 @@ int ibemu_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int ibemu_destroy_srq(struct ibv_srq *srq);
 int ibemu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			struct ibv_recv_wr **bad_wr);
-int ibemu_rq_init(struct ibemu_rq *rq, uint32_t max_wr, uint32_t max_sge);
-void ibemu_rq_fini(struct ibemu_rq *rq);
-int ibemu_rq_post(struct ibemu_rq *rq, struct ibv_recv_wr *wr,
-		  struct ibv_recv_wr **bad_wr);
 
 /* qp.c */
 struct ibv_qp *ibemu_create_qp(struct ibv_pd *pd,
@@ -328,29 +207,22 @@ int ibemu_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		   struct ibv_qp_init_attr *init_attr);
 int ibemu_destroy_qp(struct ibv_qp *qp);
 
-/* mcast.c: multicast group attachment */
 int ibemu_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 		       uint16_t lid);
 int ibemu_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 		       uint16_t lid);
 
-/* qp_ex.c: the extended send API */
-int ibemu_qp_ex_init(struct ibemu_qp *qp, uint64_t send_ops_flags);
-
-/* post.c: posting work requests */
 int ibemu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad_wr);
 int ibemu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		    struct ibv_recv_wr **bad_wr);
-void ibemu_qp_flush_locked(struct ibemu_qp *qp);
-void ibemu_qp_flush_sq_locked(struct ibemu_qp *qp);
-void ibemu_flush_wqe(struct ibemu_cq *cq, struct ibemu_qp *qp,
-		     const struct wqe *wqe, enum ibv_wc_opcode opcode);
+
+/* qp_ex.c: the extended send API */
+int ibemu_qp_ex_init(struct ibemu_qp *qp, uint64_t send_ops_flags);
+void ibemu_qp_ex_fini(struct ibemu_qp *qp);
 
 /* ah.c */
 struct ibv_ah *ibemu_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int ibemu_destroy_ah(struct ibv_ah *ah);
-int ibemu_check_ah_attr(struct ibv_context *context,
-			const struct ibv_ah_attr *attr);
 
 #endif /* IBEMU_PROVIDER_H */

@@ -3,19 +3,22 @@
  * The extended send API (ibv_create_qp_ex with send_ops_flags, and
  * ibv_wr_start ... ibv_wr_complete, man ibv_wr_post(3)).
  *
- * ibv_wr_start takes qp.lock and ibv_wr_complete/ibv_wr_abort release it:
- * WRs are built in the send queue past its tail (at wr_tail) and become
- * visible to the requester all at once on complete; abort drops them.
- * An error in any builder call is remembered and returned by complete,
- * which then posts none of the batch (as ibv_post_send would stop at the
- * bad WR, ibv_wr_complete fails the batch).
+ * The builders stage plain work requests in the provider (inline data
+ * copied at once, as the buffers may be reused when the call returns);
+ * ibv_wr_complete posts the batch whole or not at all, and ibv_wr_abort
+ * drops it.  An error in any builder call is remembered and returned by
+ * complete.  Nothing of the HCA is locked in between: the application may
+ * poll its CQs while it builds.
+ *
+ * Lock rule: stage.lock is held from ibv_wr_start to ibv_wr_complete or
+ * ibv_wr_abort and protects the stage.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -25,6 +28,18 @@
 	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |       \
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 
+struct ibemu_wr_stage {
+	pthread_mutex_t lock;
+	uint64_t send_ops_flags;
+	uint32_t max; /* WRs a batch may hold: the send queue's size */
+	uint32_t n; /* WRs staged */
+	int err; /* first builder error of the batch */
+	struct ibv_send_wr *wrs; /* max entries */
+	struct ibv_sge *sges; /* max_send_sge per WR */
+	uint8_t *inline_buf; /* max_inline_data per WR */
+	struct ibv_send_wr *cur; /* the WR the setters fill */
+};
+
 static struct ibemu_qp *to_eqp_ex(struct ibv_qp_ex *qpx)
 {
 	return container_of(qpx, struct ibemu_qp, vqp.qp_ex);
@@ -33,46 +48,51 @@ static struct ibemu_qp *to_eqp_ex(struct ibv_qp_ex *qpx)
 static void wr_start(struct ibv_qp_ex *qpx)
 {
 	struct ibemu_qp *qp = to_eqp_ex(qpx);
+	struct ibemu_wr_stage *st = qp->stage;
 
-	pthread_mutex_lock(&qp->lock);
-	qp->wr_tail = qp->sq.tail;
-	qp->wr_err = 0;
-	qp->wr_cur = NULL;
-	if (ibemu_ctx_stale(qp->vqp.qp.context))
-		qp->wr_err = EIO;
-	/* Send WRs may be posted from RTS on (IBA 10.3.1). */
-	if (qp->attr.qp_state == IBV_QPS_RESET ||
-	    qp->attr.qp_state == IBV_QPS_INIT ||
-	    qp->attr.qp_state == IBV_QPS_RTR)
-		qp->wr_err = EINVAL;
+	pthread_mutex_lock(&st->lock);
+	st->n = 0;
+	st->err = ibemu_ctx_stale(qp->vqp.qp.context) ? EIO : 0;
+	st->cur = NULL;
 }
 
-/* A new WQE at wr_tail for opcode, or NULL (error recorded). */
-static struct wqe *wr_new(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode,
-			  uint64_t flag)
+/* A new staged WR for opcode, or NULL (error recorded). */
+static struct ibv_send_wr *wr_new(struct ibv_qp_ex *qpx,
+				  enum ibv_wr_opcode opcode, uint64_t flag)
 {
 	struct ibemu_qp *qp = to_eqp_ex(qpx);
-	struct wqe *w;
+	struct ibemu_wr_stage *st = qp->stage;
+	struct ibv_send_wr *wr;
 
-	qp->wr_cur = NULL;
-	if (qp->wr_err)
+	st->cur = NULL;
+	if (st->err)
 		return NULL;
-	if (!(qp->send_ops_flags & flag)) {
-		qp->wr_err = EINVAL;
-		return NULL;
-	}
-	if (qp->wr_tail - qp->sq.head >= qp->sq.size) {
-		qp->wr_err = ENOMEM;
+	if (!(st->send_ops_flags & flag)) {
+		st->err = EINVAL;
 		return NULL;
 	}
-	w = wqe_ring_at(&qp->sq, qp->wr_tail++);
-	memset(w, 0, sizeof(*w));
-	w->wr_id = qpx->wr_id;
-	w->opcode = opcode;
-	w->send_flags = qpx->wr_flags;
-	w->state = WQE_PENDING;
-	qp->wr_cur = w;
-	return w;
+	if (st->n >= st->max) {
+		st->err = ENOMEM;
+		return NULL;
+	}
+	wr = &st->wrs[st->n];
+	memset(wr, 0, sizeof(*wr));
+	if (st->n)
+		st->wrs[st->n - 1].next = wr;
+	st->n++;
+	wr->wr_id = qpx->wr_id;
+	wr->opcode = opcode;
+	wr->send_flags = qpx->wr_flags;
+	st->cur = wr;
+	return wr;
+}
+
+/* The setters need a WR to set; without one the batch fails. */
+static struct ibv_send_wr *wr_cur(struct ibemu_wr_stage *st)
+{
+	if (!st->cur && !st->err)
+		st->err = EINVAL;
+	return st->cur;
 }
 
 static void wr_send(struct ibv_qp_ex *qpx)
@@ -82,26 +102,25 @@ static void wr_send(struct ibv_qp_ex *qpx)
 
 static void wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm_data)
 {
-	struct wqe *w = wr_new(qpx, IBV_WR_SEND_WITH_IMM,
-			       IBV_QP_EX_WITH_SEND_WITH_IMM);
+	struct ibv_send_wr *wr = wr_new(qpx, IBV_WR_SEND_WITH_IMM,
+					IBV_QP_EX_WITH_SEND_WITH_IMM);
 
-	if (w)
-		w->imm_data = imm_data;
+	if (wr)
+		wr->imm_data = imm_data;
 }
 
 static void wr_rdma(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op,
 		    uint64_t flag, uint32_t rkey, uint64_t remote_addr,
 		    __be32 imm)
 {
-	struct wqe *w = wr_new(qpx, op, flag);
+	struct ibv_send_wr *wr = wr_new(qpx, op, flag);
 
-	if (!w)
+	if (!wr)
 		return;
-	w->rkey = rkey;
-	w->remote_addr = remote_addr;
-	w->imm_data = imm;
+	wr->wr.rdma.rkey = rkey;
+	wr->wr.rdma.remote_addr = remote_addr;
+	wr->imm_data = imm;
 }
-
 static void wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey,
 			  uint64_t remote_addr)
 {
@@ -128,14 +147,14 @@ static void wr_atomic(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op,
 		      uint64_t flag, uint32_t rkey, uint64_t remote_addr,
 		      uint64_t compare_add, uint64_t swap)
 {
-	struct wqe *w = wr_new(qpx, op, flag);
+	struct ibv_send_wr *wr = wr_new(qpx, op, flag);
 
-	if (!w)
+	if (!wr)
 		return;
-	w->rkey = rkey;
-	w->remote_addr = remote_addr;
-	w->compare_add = compare_add;
-	w->swap = swap;
+	wr->wr.atomic.rkey = rkey;
+	wr->wr.atomic.remote_addr = remote_addr;
+	wr->wr.atomic.compare_add = compare_add;
+	wr->wr.atomic.swap = swap;
 }
 
 static void wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey,
@@ -159,24 +178,22 @@ static void wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
 			    const struct ibv_sge *sg_list)
 {
 	struct ibemu_qp *qp = to_eqp_ex(qpx);
-	struct wqe *w = qp->wr_cur;
-	size_t i;
+	struct ibemu_wr_stage *st = qp->stage;
+	struct ibv_send_wr *wr = wr_cur(st);
+	uint32_t idx;
 
-	if (!w) {
-		if (!qp->wr_err)
-			qp->wr_err = EINVAL;
+	if (!wr)
 		return;
-	}
 	if (num_sge > qp->cap.max_send_sge) {
-		qp->wr_err = EINVAL;
+		st->err = EINVAL;
 		return;
 	}
-	w->num_sge = (uint32_t)num_sge;
-	w->length = 0;
-	for (i = 0; i < num_sge; i++) {
-		w->sge[i] = sg_list[i];
-		w->length += sg_list[i].length;
-	}
+	idx = (uint32_t)(wr - st->wrs);
+	wr->sg_list = &st->sges[(size_t)idx * qp->cap.max_send_sge];
+	if (num_sge)
+		memcpy(wr->sg_list, sg_list, num_sge * sizeof(*sg_list));
+	wr->num_sge = (int)num_sge;
+	wr->send_flags &= ~IBV_SEND_INLINE;
 }
 
 static void wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr,
@@ -191,34 +208,33 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 				    const struct ibv_data_buf *buf_list)
 {
 	struct ibemu_qp *qp = to_eqp_ex(qpx);
-	struct wqe *w = qp->wr_cur;
-	uint8_t *dst;
+	struct ibemu_wr_stage *st = qp->stage;
+	struct ibv_send_wr *wr = wr_cur(st);
+	uint8_t *buf, *dst;
 	size_t i, len = 0;
+	uint32_t idx;
 
-	if (!w) {
-		if (!qp->wr_err)
-			qp->wr_err = EINVAL;
+	if (!wr)
 		return;
-	}
 	for (i = 0; i < num_buf; i++)
 		len += buf_list[i].length;
-	if (len > qp->cap.max_inline_data ||
-	    w->opcode == IBV_WR_RDMA_READ ||
-	    w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-		qp->wr_err = EINVAL;
+	if (len > qp->cap.max_inline_data) {
+		st->err = EINVAL;
 		return;
 	}
 	/* Copied now: the buffers may be reused at once (ibv_wr_post(3)). */
-	dst = (uint8_t *)&w->sge[qp->cap.max_send_sge];
-	for (i = 0; i < num_buf; i++) {
+	idx = (uint32_t)(wr - st->wrs);
+	buf = st->inline_buf + (size_t)idx * qp->cap.max_inline_data;
+	for (dst = buf, i = 0; i < num_buf; i++) {
 		memcpy(dst, buf_list[i].addr, buf_list[i].length);
 		dst += buf_list[i].length;
 	}
-	w->send_flags |= IBV_SEND_INLINE;
-	w->inline_len = (uint32_t)len;
-	w->length = (uint32_t)len;
-	w->num_sge = 0;
+	wr->sg_list = &st->sges[(size_t)idx * qp->cap.max_send_sge];
+	wr->sg_list[0].addr = (uintptr_t)buf;
+	wr->sg_list[0].length = (uint32_t)len;
+	wr->sg_list[0].lkey = 0;
+	wr->num_sge = 1;
+	wr->send_flags |= IBV_SEND_INLINE;
 }
 
 static void wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
@@ -234,73 +250,113 @@ static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
 			   uint32_t remote_qpn, uint32_t remote_qkey)
 {
 	struct ibemu_qp *qp = to_eqp_ex(qpx);
-	struct wqe *w = qp->wr_cur;
+	struct ibv_send_wr *wr = wr_cur(qp->stage);
 
-	if (!w || qp->vqp.qp.qp_type != IBV_QPT_UD || !ah) {
-		if (!qp->wr_err)
-			qp->wr_err = EINVAL;
+	if (!wr)
+		return;
+	if (qp->vqp.qp.qp_type != IBV_QPT_UD || !ah) {
+		qp->stage->err = EINVAL;
 		return;
 	}
-	w->ah = to_eah(ah);
-	w->remote_qpn = remote_qpn;
-	w->remote_qkey = remote_qkey;
+	wr->wr.ud.ah = ah;
+	wr->wr.ud.remote_qpn = remote_qpn;
+	wr->wr.ud.remote_qkey = remote_qkey;
 }
 
 static int wr_complete(struct ibv_qp_ex *qpx)
 {
 	struct ibemu_qp *qp = to_eqp_ex(qpx);
-	int ret = qp->wr_err;
-	uint32_t i;
+	struct ibemu_wr_stage *st = qp->stage;
+	struct ibv_send_wr *bad;
+	int ret = st->err;
 
-	/* A UD WR without a destination cannot be posted. */
-	for (i = qp->sq.tail; !ret && qp->vqp.qp.qp_type == IBV_QPT_UD &&
-			      i != qp->wr_tail;
-	     i++)
-		if (!wqe_ring_at(&qp->sq, i)->ah)
-			ret = EINVAL;
-	if (!ret) {
-		qp->sq.tail = qp->wr_tail;
-		/* As ibv_post_send: flushed in SQE and ERR (IBA 10.3.1). */
-		if (qp->attr.qp_state == IBV_QPS_ERR ||
-		    qp->attr.qp_state == IBV_QPS_SQE)
-			ibemu_qp_flush_sq_locked(qp);
-		else
-			req_run_locked(qp);
-	}
-	qp->wr_cur = NULL;
-	pthread_mutex_unlock(&qp->lock);
+	/* As ibv_post_send, but the whole batch or none of it. */
+	if (!ret)
+		ret = emu_post_send(qp->eqp, st->n ? st->wrs : NULL, &bad,
+				    true);
+	st->n = 0;
+	st->cur = NULL;
+	pthread_mutex_unlock(&st->lock);
 	return ret;
 }
 
 static void wr_abort(struct ibv_qp_ex *qpx)
 {
-	struct ibemu_qp *qp = to_eqp_ex(qpx);
+	struct ibemu_wr_stage *st = to_eqp_ex(qpx)->stage;
 
-	qp->wr_tail = qp->sq.tail;
-	qp->wr_cur = NULL;
-	pthread_mutex_unlock(&qp->lock);
+	st->n = 0;
+	st->cur = NULL;
+	pthread_mutex_unlock(&st->lock);
+}
+
+static int qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags)
+{
+	if (send_ops_flags & ~(uint64_t)QP_EX_OPS_SUPPORTED) {
+		ibemu_log_dbg("create_qp_ex: send_ops_flags %#llx not offered",
+			      (unsigned long long)send_ops_flags);
+		return EOPNOTSUPP;
+	}
+	if (type != IBV_QPT_RC &&
+	    (send_ops_flags & (IBV_QP_EX_WITH_RDMA_READ |
+			       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+			       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)))
+		return EINVAL;
+	if (type == IBV_QPT_UD &&
+	    (send_ops_flags & (IBV_QP_EX_WITH_RDMA_WRITE |
+			       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)))
+		return EINVAL;
+	return 0;
+}
+
+static struct ibemu_wr_stage *qp_ex_stage_alloc(const struct ibv_qp_cap *cap)
+{
+	struct ibemu_wr_stage *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return NULL;
+	st->max = cap->max_send_wr;
+	st->wrs = calloc(st->max, sizeof(*st->wrs));
+	st->sges = calloc((size_t)st->max * cap->max_send_sge,
+			  sizeof(*st->sges));
+	st->inline_buf = calloc((size_t)st->max * cap->max_inline_data + 1, 1);
+	if (!st->wrs || !st->sges || !st->inline_buf) {
+		free(st->wrs);
+		free(st->sges);
+		free(st->inline_buf);
+		free(st);
+		return NULL;
+	}
+	pthread_mutex_init(&st->lock, NULL);
+	return st;
+}
+
+void ibemu_qp_ex_fini(struct ibemu_qp *qp)
+{
+	struct ibemu_wr_stage *st = qp->stage;
+
+	if (!st)
+		return;
+	pthread_mutex_destroy(&st->lock);
+	free(st->wrs);
+	free(st->sges);
+	free(st->inline_buf);
+	free(st);
+	qp->stage = NULL;
 }
 
 /* Install the builders the QP was created for; 0 or an errno. */
 int ibemu_qp_ex_init(struct ibemu_qp *qp, uint64_t send_ops_flags)
 {
 	struct ibv_qp_ex *qpx = &qp->vqp.qp_ex;
+	int ret;
 
-	if (send_ops_flags & ~(uint64_t)QP_EX_OPS_SUPPORTED) {
-		ibemu_log_dbg("create_qp_ex: send_ops_flags %#llx not offered",
-			      (unsigned long long)send_ops_flags);
-		return EOPNOTSUPP;
-	}
-	if (qp->vqp.qp.qp_type != IBV_QPT_RC &&
-	    (send_ops_flags & (IBV_QP_EX_WITH_RDMA_READ |
-			       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-			       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)))
-		return EINVAL;
-	if (qp->vqp.qp.qp_type == IBV_QPT_UD &&
-	    (send_ops_flags & (IBV_QP_EX_WITH_RDMA_WRITE |
-			       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)))
-		return EINVAL;
-	qp->send_ops_flags = send_ops_flags;
+	ret = qp_ex_check_ops(qp->vqp.qp.qp_type, send_ops_flags);
+	if (ret)
+		return ret;
+	qp->stage = qp_ex_stage_alloc(&qp->cap);
+	if (!qp->stage)
+		return ENOMEM;
+	qp->stage->send_ops_flags = send_ops_flags;
 	qp->vqp.comp_mask |= PABI_VERBS_QP_EX;
 	qpx->comp_mask = 0;
 	qpx->wr_start = wr_start;

@@ -12,25 +12,24 @@
 
 #include "ibemu.h"
 
-static struct node_seg *ctx_seg(struct ibv_context *context)
+/* The node's identity; only for a context that is not stale. */
+static struct emu_port_info ctx_port_info(struct ibv_context *context)
 {
-	return to_ectx(context)->node->seg;
-}
+	struct emu_port_info info;
 
-bool ibemu_port_valid(struct ibv_context *context, unsigned int port_num)
-{
-	return port_num >= 1 && port_num <= IBEMU_NUM_PORTS;
+	emu_hca_port_info(to_ectx(context)->hca, &info);
+	return info;
 }
 
 static void ibemu_fill_device_attr(struct ibv_context *context,
 				   struct ibv_device_attr *a)
 {
-	struct node_seg *seg = ctx_seg(context);
+	struct emu_port_info info = ctx_port_info(context);
 
 	memset(a, 0, sizeof(*a));
 	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", IBEMU_FW_VER);
-	a->node_guid = htobe64(seg->node_guid);
-	a->sys_image_guid = htobe64(seg->node_guid);
+	a->node_guid = htobe64(info.node_guid);
+	a->sys_image_guid = htobe64(info.node_guid);
 	a->max_mr_size = IBEMU_MAX_MR_SIZE;
 	a->page_size_cap = IBEMU_PAGE_SIZE_CAP;
 	a->vendor_id = IBEMU_VENDOR_ID;
@@ -103,12 +102,13 @@ int ibemu_query_device_ex(struct ibv_context *context,
 int ibemu_query_port(struct ibv_context *context, uint8_t port_num,
 		     struct ibv_port_attr *pa)
 {
-	struct node_seg *seg = ctx_seg(context);
+	struct emu_port_info info;
 
 	if (ibemu_ctx_stale(context))
 		return EIO;
-	if (!ibemu_port_valid(context, port_num) || !pa)
+	if (!emu_port_valid(port_num) || !pa)
 		return EINVAL;
+	info = ctx_port_info(context);
 	memset(pa, 0, sizeof(*pa));
 	pa->state = IBV_PORT_ACTIVE;
 	pa->max_mtu = IBEMU_MAX_MTU;
@@ -119,8 +119,8 @@ int ibemu_query_port(struct ibv_context *context, uint8_t port_num,
 	pa->bad_pkey_cntr = 0;
 	pa->qkey_viol_cntr = 0;
 	pa->pkey_tbl_len = IBEMU_PKEY_TBL_LEN;
-	pa->lid = seg->lid;
-	pa->sm_lid = seg->sm_lid;
+	pa->lid = info.lid;
+	pa->sm_lid = info.sm_lid;
 	pa->lmc = 0;
 	pa->max_vl_num = IBEMU_MAX_VL_NUM;
 	pa->sm_sl = 0;
@@ -139,20 +139,21 @@ int ibemu_query_port(struct ibv_context *context, uint8_t port_num,
 int ibemu_query_gid_entry(struct ibv_context *context, uint32_t port_num,
 			  uint32_t index, struct ibv_gid_entry *entry)
 {
-	struct node_seg *seg = ctx_seg(context);
+	struct emu_port_info info;
 	uint64_t prefix, guid;
 
 	if (ibemu_ctx_stale(context))
 		return EIO;
-	if (!ibemu_port_valid(context, port_num) || index >= IBEMU_GID_TBL_LEN)
+	if (!emu_port_valid(port_num) || index >= IBEMU_GID_TBL_LEN)
 		return EINVAL;
+	info = ctx_port_info(context);
 	/* GID 0 is the port's default GID: the link-local subnet prefix
 	 * followed by the port GUID (IBA 4.1.1). */
 	if (index != 0)
 		return ENODATA;
 	memset(entry, 0, sizeof(*entry));
-	prefix = htobe64(seg->gid_prefix);
-	guid = htobe64(seg->port_guid);
+	prefix = htobe64(info.gid_prefix);
+	guid = htobe64(info.port_guid);
 	memcpy(&entry->gid.raw[0], &prefix, 8);
 	memcpy(&entry->gid.raw[8], &guid, 8);
 	entry->gid_index = index;
@@ -167,9 +168,9 @@ int ibemu_query_pkey_value(struct ibv_context *context, uint8_t port_num,
 {
 	if (ibemu_ctx_stale(context))
 		return EIO;
-	if (!ibemu_port_valid(context, port_num) || index < 0 ||
+	if (!emu_port_valid(port_num) || index < 0 ||
 	    index >= IBEMU_PKEY_TBL_LEN || !pkey_p)
 		return EINVAL;
-	*pkey_p = ctx_seg(context)->pkeys[index];
+	*pkey_p = emu_hca_pkey(to_ectx(context)->hca, (unsigned int)index);
 	return 0;
 }

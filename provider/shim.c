@@ -272,7 +272,7 @@ IBEMU_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 {
 	shim_ensure_init();
 	if (device && device == ibemu_device_get())
-		return htobe64(ibemu_process_node_guid());
+		return htobe64(emu_node_guid());
 	return real.get_device_guid ? real.get_device_guid(device) : 0;
 }
 

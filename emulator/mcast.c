@@ -9,17 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ibemu.h"
+#include "hca.h"
 #include "log.h"
 
 /* Multicast LIDs are 0xc000..0xfffe (IBA 4.1.3); 0xffff is permissive. */
 #define MCAST_LID_BASE 0xc000
 #define PERMISSIVE_LID 0xffff
 
-static int mcast_check(struct ibv_qp *qp, const union ibv_gid *gid,
+static int mcast_check(struct emu_qp *qp, const union ibv_gid *gid,
 		       uint16_t lid)
 {
-	if (qp->qp_type != IBV_QPT_UD) {
+	if (qp->type != IBV_QPT_UD) {
 		ibemu_log_dbg("attach_mcast: only UD QPs join groups");
 		return EINVAL;
 	}
@@ -36,7 +36,7 @@ static int mcast_check(struct ibv_qp *qp, const union ibv_gid *gid,
 	return 0;
 }
 
-static int mcast_find_locked(struct ibemu_qp *qp, const union ibv_gid *gid,
+static int mcast_find_locked(struct emu_qp *qp, const union ibv_gid *gid,
 			     uint16_t lid)
 {
 	unsigned int i;
@@ -48,14 +48,13 @@ static int mcast_find_locked(struct ibemu_qp *qp, const union ibv_gid *gid,
 	return -1;
 }
 
-int ibemu_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
-		       uint16_t lid)
+int emu_mcast_attach(struct emu_qp *qp, const union ibv_gid *gid,
+		     uint16_t lid)
 {
-	struct ibemu_qp *qp = to_eqp(ibqp);
-	struct ibemu_mcast_attach *grown;
+	struct emu_mcast *grown;
 	int ret;
 
-	ret = mcast_check(ibqp, gid, lid);
+	ret = mcast_check(qp, gid, lid);
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&qp->lock);
@@ -79,13 +78,12 @@ out:
 	return ret;
 }
 
-int ibemu_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
-		       uint16_t lid)
+int emu_mcast_detach(struct emu_qp *qp, const union ibv_gid *gid,
+		     uint16_t lid)
 {
-	struct ibemu_qp *qp = to_eqp(ibqp);
 	int ret, i;
 
-	ret = mcast_check(ibqp, gid, lid);
+	ret = mcast_check(qp, gid, lid);
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&qp->lock);

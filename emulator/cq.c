@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Completion queues (manual 3.3.7-3.3.9, 3.6.7-3.6.10): the ring the
+ * engines complete into, arming and completion events, overrun.
+ *
+ * Lock rule: cq.lock protects the ring, armed, overflow and polling (see
+ * struct emu_cq).  A completion event is written to a non-blocking
+ * descriptor, so holding cq.lock across it cannot stall.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "hca.h"
+#include "log.h"
+
+int emu_cq_create(struct emu_hca *hca, uint32_t cqe, int comp_fd,
+		  const struct emu_owner *owner, struct emu_cq **cq_p)
+{
+	struct emu_cq *cq;
+
+	if (cqe < 1 || cqe > IBEMU_MAX_CQE) {
+		ibemu_log_dbg("create_cq: cqe %u not in [1, %d]", cqe,
+			      IBEMU_MAX_CQE);
+		return EINVAL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return ENOMEM;
+	if (wc_ring_init(&cq->ring, cqe)) {
+		free(cq);
+		return ENOMEM;
+	}
+	pthread_mutex_init(&cq->lock, NULL);
+	atomic_init(&cq->usecnt, 0);
+	cq->hca = hca;
+	cq->comp_fd = comp_fd;
+	cq->owner = *owner;
+	*cq_p = cq;
+	return 0;
+}
+
+int emu_cq_destroy(struct emu_cq *cq)
+{
+	/* Destroying a CQ that a QP still uses fails (manual 3.3.9). */
+	if (atomic_load(&cq->usecnt))
+		return EBUSY;
+	wc_ring_fini(&cq->ring);
+	pthread_mutex_destroy(&cq->lock);
+	free(cq);
+	return 0;
+}
+
+int emu_cq_resize(struct emu_cq *cq, uint32_t cqe)
+{
+	int ret;
+
+	if (cqe < 1 || cqe > IBEMU_MAX_CQE)
+		return EINVAL;
+	pthread_mutex_lock(&cq->lock);
+	/* The new size must hold what is already queued (manual 3.3.8). */
+	if (cqe < wc_ring_count(&cq->ring))
+		ret = EINVAL;
+	else
+		ret = -wc_ring_resize(&cq->ring, cqe);
+	pthread_mutex_unlock(&cq->lock);
+	return ret;
+}
+
+/* The application's poll drives the engine (doc/design.md, progress);
+ * polling an armed CQ is the check before blocking on its channel. */
+static void cq_drive(struct emu_cq *cq)
+{
+	engine_poll(cq->hca->engine,
+		    !__atomic_load_n(&cq->armed, __ATOMIC_RELAXED));
+}
+
+int emu_cq_poll(struct emu_cq *cq, int num_entries, struct ibv_wc *wc)
+{
+	int n = 0;
+
+	if (num_entries < 0)
+		return -EINVAL;
+	/* An empty CQ is seen without its lock: tail is only ever advanced
+	 * (under the lock) after the entry is written. */
+	if (wc_ring_peek_empty(&cq->ring)) {
+		cq_drive(cq);
+		if (wc_ring_peek_empty(&cq->ring))
+			return 0;
+	}
+	pthread_mutex_lock(&cq->lock);
+	while (n < num_entries && wc_ring_get(&cq->ring, &wc[n]))
+		n++;
+	pthread_mutex_unlock(&cq->lock);
+	return n;
+}
+
+void emu_cq_arm(struct emu_cq *cq, bool solicited_only)
+{
+	pthread_mutex_lock(&cq->lock);
+	/* A pending "next" request is not weakened by a "solicited" one
+	 * (manual 3.6.7). */
+	if (!solicited_only)
+		__atomic_store_n(&cq->armed, CQ_ARM_NEXT, __ATOMIC_RELAXED);
+	else if (cq->armed != CQ_ARM_NEXT)
+		__atomic_store_n(&cq->armed, CQ_ARM_SOLICITED,
+				 __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&cq->lock);
+	if (cq->comp_fd >= 0)
+		engine_app_blocks(cq->hca->engine);
+}
+
+/* One completion event: the arm is consumed (manual 3.6.7). */
+static void cq_notify_locked(struct emu_cq *cq)
+{
+	uint64_t handle = cq->owner.handle;
+
+	__atomic_store_n(&cq->armed, 0, __ATOMIC_RELAXED);
+	if (cq->comp_fd < 0)
+		return;
+	if (write(cq->comp_fd, &handle, sizeof(handle)) != sizeof(handle))
+		ibemu_log_warn("completion event lost: %s", strerror(errno));
+}
+
+/*
+ * Add a completion.  An armed CQ raises one completion event: for any
+ * completion when armed for "next", for a solicited or an unsuccessful
+ * completion when armed for "solicited" (manual 3.6.7).  A full CQ is an
+ * overrun: the entry is lost, IBV_EVENT_CQ_ERR is raised, and the CQ
+ * takes no more entries (manual 6.1.1).
+ */
+bool cq_push(struct emu_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	bool overrun = false, ok;
+
+	pthread_mutex_lock(&cq->lock);
+	if (cq->overflow || !wc_ring_put(&cq->ring, wc)) {
+		overrun = !cq->overflow;
+		cq->overflow = true;
+	} else if (cq->armed == CQ_ARM_NEXT ||
+		   (cq->armed == CQ_ARM_SOLICITED &&
+		    (solicited || wc->status != IBV_WC_SUCCESS))) {
+		cq_notify_locked(cq);
+	}
+	ok = !cq->overflow;
+	pthread_mutex_unlock(&cq->lock);
+	if (overrun) {
+		ibemu_log_dbg("CQ %#llx overrun",
+			      (unsigned long long)cq->owner.handle);
+		emu_event(&cq->owner, IBV_EVENT_CQ_ERR);
+	}
+	return ok;
+}
+
+/* ---- extended poll (ibv_start_poll / ibv_next_poll / ibv_end_poll) ---- */
+
+static const struct ibv_wc *cq_current_locked(struct emu_cq *cq)
+{
+	cq->polling = wc_ring_count(&cq->ring) != 0;
+	return cq->polling ? &cq->ring.buf[cq->ring.head % cq->ring.size]
+			   : NULL;
+}
+
+const struct ibv_wc *emu_cq_poll_start(struct emu_cq *cq)
+{
+	const struct ibv_wc *wc;
+
+	cq_drive(cq);
+	pthread_mutex_lock(&cq->lock);
+	wc = cq_current_locked(cq);
+	/* Empty: no end_poll follows (ibv_start_poll(3) returns ENOENT). */
+	if (!wc)
+		pthread_mutex_unlock(&cq->lock);
+	return wc;
+}
+
+const struct ibv_wc *emu_cq_poll_next(struct emu_cq *cq)
+{
+	if (cq->polling)
+		cq->ring.head++;
+	return cq_current_locked(cq);
+}
+
+void emu_cq_poll_end(struct emu_cq *cq)
+{
+	if (cq->polling)
+		cq->ring.head++;
+	cq->polling = false;
+	pthread_mutex_unlock(&cq->lock);
+}

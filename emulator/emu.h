@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The emulated HCA's interface: everything the verbs face (provider/) may
+ * ask of it.  The HCA owns all of its state (QPs with their requester,
+ * completer and responder, CQs, receive queues and SRQs, the memory
+ * translation and protection table, address vectors, multicast
+ * attachments) and knows nothing of libibverbs' objects: the provider
+ * names its PDs with a 64-bit id and hands each object a user handle and
+ * the file descriptors its events go to, as a process hands them to a
+ * kernel HCA driver through uverbs.
+ *
+ * Errors: every function that can fail returns 0 or a positive errno
+ * (EINVAL, ENOMEM, EBUSY, EOPNOTSUPP, EFAULT, EIO), the convention of the
+ * verbs ops it serves; constructors return the object through *_p.
+ *
+ * Events: an async event is a struct emu_event_desc written, without ever
+ * blocking, to the object's async_fd; a completion event is the CQ's
+ * 8-byte handle written to its comp_fd.  Both descriptors must be
+ * non-blocking; the HCA owns neither.
+ */
+#ifndef IBEMU_EMU_H
+#define IBEMU_EMU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+struct emu_hca;
+struct emu_cq;
+struct emu_qp;
+struct emu_srq;
+struct emu_mr;
+
+/* One async event record, the layout of the kernel's
+ * struct ib_uverbs_async_event_desc that ibv_get_async_event() reads. */
+struct emu_event_desc {
+	uint64_t element; /* the object's user handle, or the port number */
+	uint32_t event_type; /* enum ibv_event_type */
+	uint32_t reserved;
+};
+
+/* Where an object's events go: its user handle and the context's
+ * non-blocking async event descriptor. */
+struct emu_owner {
+	uint64_t handle;
+	int async_fd;
+};
+
+/* hca.c: the process's attachment to its node's HCA (reference counted:
+ * each open context holds one). */
+int emu_hca_get(struct emu_hca **hca_p);
+void emu_hca_put(struct emu_hca *hca);
+/* In a forked child: forget the parent's attachment without touching it
+ * (its engine thread does not exist here; its mappings are the parent's). */
+void emu_hca_fork_child(void);
+/* Node identity, read-only once the node exists (host byte order). */
+struct emu_port_info {
+	uint64_t node_guid;
+	uint64_t port_guid;
+	uint64_t gid_prefix;
+	uint16_t lid;
+	uint16_t sm_lid;
+};
+void emu_hca_port_info(struct emu_hca *hca, struct emu_port_info *info);
+uint16_t emu_hca_pkey(struct emu_hca *hca, unsigned int index);
+/* The node GUID without attaching (0 if the node cannot be opened). */
+uint64_t emu_node_guid(void);
+bool emu_port_valid(unsigned int port_num);
+
+/* cq.c: completion queues (manual 3.3.7-3.3.9, 3.6.7-3.6.10) */
+int emu_cq_create(struct emu_hca *hca, uint32_t cqe, int comp_fd,
+		  const struct emu_owner *owner, struct emu_cq **cq_p);
+int emu_cq_destroy(struct emu_cq *cq);
+int emu_cq_resize(struct emu_cq *cq, uint32_t cqe);
+int emu_cq_poll(struct emu_cq *cq, int num_entries, struct ibv_wc *wc);
+void emu_cq_arm(struct emu_cq *cq, bool solicited_only);
+/* Extended poll: the oldest entry, with the CQ locked until
+ * emu_cq_poll_end(); NULL (and unlocked) when empty. */
+const struct ibv_wc *emu_cq_poll_start(struct emu_cq *cq);
+/* Consume the current entry; the next one or NULL (still locked). */
+const struct ibv_wc *emu_cq_poll_next(struct emu_cq *cq);
+/* Consume the current entry, if any, and unlock. */
+void emu_cq_poll_end(struct emu_cq *cq);
+
+/* srq.c: shared receive queues (manual 3.4.5-3.4.7, IBA 10.2.9) */
+int emu_srq_create(struct emu_hca *hca, uint64_t pd_id,
+		   struct ibv_srq_attr *attr, const struct emu_owner *owner,
+		   struct emu_srq **srq_p);
+int emu_srq_modify(struct emu_srq *srq, const struct ibv_srq_attr *attr,
+		   int mask);
+void emu_srq_query(struct emu_srq *srq, struct ibv_srq_attr *attr);
+int emu_srq_destroy(struct emu_srq *srq);
+int emu_srq_post_recv(struct emu_srq *srq, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr);
+
+/* mr.c: the memory translation and protection table (IBA 10.6) */
+int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
+	       size_t length, uint64_t iova, int access, struct emu_mr **mr_p,
+	       uint32_t *key_p);
+/* Returns once no operation of the HCA can touch the region any more. */
+int emu_mr_dereg(struct emu_mr *mr);
+int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
+		 size_t length, int access);
+
+/* ah.c: address vectors (IBA 10.2.2.1); a UD work request names one by
+ * the handle of its struct ibv_ah, and the HCA copies it at post time. */
+int emu_av_check(const struct ibv_ah_attr *attr);
+int emu_ah_create(struct emu_hca *hca, uint64_t pd_id,
+		  const struct ibv_ah_attr *attr, uint32_t *handle_p);
+void emu_ah_destroy(struct emu_hca *hca, uint32_t handle);
+
+/* qp.c: queue pairs and their state machine (IBA 10.3, 11.2.5) */
+struct emu_qp_init {
+	enum ibv_qp_type qp_type;
+	uint64_t pd_id;
+	struct emu_cq *send_cq, *recv_cq;
+	struct emu_srq *srq; /* NULL: the QP has its own receive queue */
+	struct ibv_qp_cap cap; /* in: requested; out: granted */
+	bool sq_sig_all;
+	struct emu_owner owner;
+};
+int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
+		  struct emu_qp **qp_p, uint32_t *qpn_p);
+int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr,
+		  int mask);
+/* attr->qp_state and cur_qp_state: the QP's one state. */
+void emu_qp_query(struct emu_qp *qp, struct ibv_qp_attr *attr);
+int emu_qp_destroy(struct emu_qp *qp);
+int emu_mcast_attach(struct emu_qp *qp, const union ibv_gid *gid,
+		     uint16_t lid);
+int emu_mcast_detach(struct emu_qp *qp, const union ibv_gid *gid,
+		     uint16_t lid);
+
+/* post.c: work requests (manual 3.6.4, 3.6.5) */
+/* whole: post every WR of the chain or none (ibv_wr_complete(3)). */
+int emu_post_send(struct emu_qp *qp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad_wr, bool whole);
+int emu_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr);
+
+#endif /* IBEMU_EMU_H */

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Async events (IBA 11.6.3, manual 6.1): one record per event, written to
+ * the descriptor the object's owner handed in.  The descriptor is
+ * non-blocking: an application that never reads its events loses them
+ * (with a warning) and never stalls the HCA, which writes them while
+ * holding its locks.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hca.h"
+#include "log.h"
+
+void emu_event(const struct emu_owner *owner, enum ibv_event_type type)
+{
+	struct emu_event_desc desc = {
+		.element = owner->handle,
+		.event_type = type,
+	};
+
+	if (owner->async_fd < 0)
+		return;
+	if (write(owner->async_fd, &desc, sizeof(desc)) != sizeof(desc))
+		ibemu_log_warn("async event %d dropped: queue full (%s)",
+			       (int)type, strerror(errno));
+}

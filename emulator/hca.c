@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The process's attachment to its node's HCA (doc/design.md, "The node
+ * and its HCA"): the first open context attaches the process to the node
+ * segment, builds its key tables and starts its engine; the last one
+ * undoes it.  One attachment per process, as one process opens one
+ * uverbs device file.
+ *
+ * Lock rule: hca.lock protects refs and the attach/detach sequence.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "hca.h"
+#include "log.h"
+#include "pcap.h"
+
+static struct emu_hca emu_hca_instance = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.node = { .proc_slot = -1 },
+};
+
+static int hca_attach_locked(struct emu_hca *hca)
+{
+	int ret;
+
+	hca->pid = getpid();
+	ret = -node_open(&hca->node);
+	if (ret)
+		return ret;
+	ret = -node_proc_attach(&hca->node);
+	if (ret)
+		goto err_close;
+	ret = mr_table_init(hca);
+	if (ret)
+		goto err_detach;
+	ret = engine_start(hca);
+	if (ret)
+		goto err_mr;
+	return 0;
+
+err_mr:
+	mr_table_fini(hca);
+err_detach:
+	node_proc_detach(&hca->node);
+err_close:
+	node_close(&hca->node);
+	return ret;
+}
+
+int emu_hca_get(struct emu_hca **hca_p)
+{
+	struct emu_hca *hca = &emu_hca_instance;
+	int ret = 0;
+
+	pthread_mutex_lock(&hca->lock);
+	if (hca->refs == 0)
+		ret = hca_attach_locked(hca);
+	if (!ret) {
+		hca->refs++;
+		*hca_p = hca;
+	}
+	pthread_mutex_unlock(&hca->lock);
+	return ret;
+}
+
+void emu_hca_put(struct emu_hca *hca)
+{
+	pthread_mutex_lock(&hca->lock);
+	if (--hca->refs == 0) {
+		engine_stop(hca);
+		ah_table_fini(hca);
+		mr_table_fini(hca);
+		node_proc_detach(&hca->node);
+		node_close(&hca->node);
+	}
+	pthread_mutex_unlock(&hca->lock);
+}
+
+/*
+ * A forked child must not use its parent's verbs objects (as with an HCA
+ * without fork support): above all it must not drain the parent's inbox.
+ * It starts unattached and may open contexts of its own; its copies of
+ * the parent's engine and tables are freed (the shared mappings stay,
+ * they are the parent's).
+ */
+void emu_hca_fork_child(void)
+{
+	struct emu_hca *hca = &emu_hca_instance;
+
+	pthread_mutex_init(&hca->lock, NULL);
+	hca->pid = getpid();
+	hca->refs = 0;
+	engine_forget(hca);
+	pcap_forget();
+	ah_table_fini(hca);
+	mr_table_fini(hca);
+	hca->node.seg = NULL;
+	hca->node.proc_slot = -1;
+}
+
+void emu_hca_port_info(struct emu_hca *hca, struct emu_port_info *info)
+{
+	const struct node_seg *seg = hca->node.seg;
+
+	info->node_guid = seg->node_guid;
+	info->port_guid = seg->port_guid;
+	info->gid_prefix = seg->gid_prefix;
+	info->lid = seg->lid;
+	info->sm_lid = seg->sm_lid;
+}
+
+uint16_t emu_hca_pkey(struct emu_hca *hca, unsigned int index)
+{
+	return index < IBEMU_PKEY_TBL_LEN ? hca->node.seg->pkeys[index] : 0;
+}
+
+uint64_t emu_node_guid(void)
+{
+	struct emu_hca *hca = &emu_hca_instance;
+	struct node node;
+	uint64_t guid;
+
+	/* Without an attachment, read the identity from the segment. */
+	pthread_mutex_lock(&hca->lock);
+	if (hca->refs) {
+		guid = hca->node.seg->node_guid;
+		pthread_mutex_unlock(&hca->lock);
+		return guid;
+	}
+	pthread_mutex_unlock(&hca->lock);
+	if (node_open(&node))
+		return 0;
+	guid = node.seg->node_guid;
+	node_close(&node);
+	return guid;
+}

@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The emulated HCA's objects, as its engines see them.  Private to
+ * emulator/: the verbs face knows them only through emu.h.
+ *
+ * Lock order (outermost first):
+ *   engine.lock      the inbox consumer and the QP table (engine.h)
+ *   qp.lock          a QP: state, attributes, send queue, engine state
+ *   rq.lock          a receive queue (the QP's own or an SRQ's)
+ *   cq.lock          a completion queue
+ *   engine.pending_lock, hca.lock, peer_lock   leaves
+ * Async events and completion events are written to non-blocking
+ * descriptors, so no lock is held across a write that can block.
+ */
+#ifndef IBEMU_HCA_H
+#define IBEMU_HCA_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <infiniband/verbs.h>
+
+#include "emu.h"
+#include "node.h"
+#include "params.h"
+#include "queue.h"
+
+struct engine;
+
+/*
+ * The process's attachment to its node's HCA.
+ * Lock rule: hca.lock protects refs, attach/detach, and changes to the
+ * MR and AH tables (mr_table, mr_variant, mr_cursor, nr_mrs, ah_table);
+ * the data path reads table entries without it (acquire loads of
+ * entries published with release order).
+ */
+struct emu_hca {
+	pthread_mutex_t lock;
+	unsigned int refs; /* open contexts */
+	pid_t pid; /* who attached */
+	struct node node;
+	struct emu_mr **mr_table; /* IBEMU_MAX_MR entries, by key index */
+	uint8_t *mr_variant; /* per index: low 8 bits of the next key */
+	uint32_t mr_cursor;
+	uint32_t nr_mrs;
+	struct ibv_ah_attr **ah_table; /* IBEMU_MAX_AH entries, by handle */
+	uint32_t ah_cursor;
+	struct engine *engine; /* the data path (engine.h) */
+};
+
+/* A memory region as the HCA translates it (IBA 10.6.3).  Immutable
+ * while published in mr_table, except by rereg under hca.lock with the
+ * region withdrawn (mr.c). */
+struct emu_mr {
+	struct emu_hca *hca;
+	uint64_t pd_id;
+	uint8_t *addr;
+	uint64_t length;
+	uint64_t iova; /* address the requester names (ibv_reg_mr_iova) */
+	int access;
+	uint32_t key; /* lkey == rkey */
+	uint32_t index; /* in hca.mr_table */
+	/* Operations of the engine running on it: dereg waits for none. */
+	atomic_uint users;
+};
+
+/*
+ * Completion queue.  Lock rule: cq.lock protects the ring, armed,
+ * overflow and the extended poll's current entry; it may be taken while
+ * holding a QP or RQ lock, never the reverse.
+ */
+struct emu_cq {
+	struct emu_hca *hca;
+	pthread_mutex_t lock;
+	struct wc_ring ring;
+	int armed; /* 0, CQ_ARM_NEXT or CQ_ARM_SOLICITED */
+	bool overflow;
+	bool polling; /* extended poll: an entry is current */
+	int comp_fd; /* completion channel, non-blocking; -1: none */
+	struct emu_owner owner;
+	atomic_int usecnt; /* QPs using this CQ */
+};
+
+enum {
+	CQ_ARM_NEXT = 1,
+	CQ_ARM_SOLICITED = 2,
+};
+
+/* Receive queue: a QP's own or an SRQ's.  Lock rule: rq.lock protects
+ * the ring (and, for an SRQ, its limit). */
+struct emu_rq {
+	pthread_mutex_t lock;
+	struct wqe_ring ring;
+	uint32_t max_sge;
+};
+
+struct emu_srq {
+	struct emu_hca *hca;
+	struct emu_rq rq;
+	uint64_t pd_id;
+	uint32_t limit; /* armed limit, 0 = not armed (IBA 10.2.9.4) */
+	struct emu_owner owner;
+	atomic_int usecnt; /* QPs attached */
+};
+
+struct emu_mcast {
+	union ibv_gid gid;
+	uint16_t lid;
+};
+
+/* The requester's state (req.c). */
+struct qp_req {
+	uint32_t psn; /* PSN of the next new packet */
+	uint32_t next; /* SQ position of the next WQE to (re)send */
+	uint32_t rd_atomic; /* READ/ATOMIC outstanding */
+	bool blocked; /* the peer's inbox was full */
+};
+
+/* The completer's state (comp.c): timers and retry budgets. */
+struct qp_comp {
+	uint64_t deadline; /* retransmit timer, ns; 0 = idle */
+	uint64_t rnr_resume; /* RNR wait ends, ns; 0 = none */
+	uint8_t retry_left, rnr_left;
+	bool sqd_notify; /* raise SQ_DRAINED when the SQ drains */
+};
+
+/* A READ request the responder is answering. */
+struct resp_read {
+	uint32_t psn; /* of the next response packet */
+	uint8_t *va; /* next byte to send */
+	uint32_t left; /* bytes still to send */
+	bool first; /* no response packet sent yet */
+	uint32_t total;
+};
+
+/* The responder's state (resp.c). */
+struct qp_resp {
+	uint32_t epsn; /* expected PSN */
+	uint32_t msn; /* message sequence number */
+	bool nak_sent; /* one PSN sequence NAK per gap */
+	bool comm_est; /* COMM_EST raised */
+	uint32_t op; /* OPM_SEND/OPM_WRITE while a message is open */
+	struct wqe *wqe; /* receive WQE of the open message */
+	bool has_wqe;
+	uint32_t offset; /* bytes placed in the open message */
+	uint8_t *va; /* RDMA WRITE: where the next byte goes */
+	uint32_t remaining; /* RDMA WRITE: bytes still expected */
+	uint32_t wlen; /* RDMA WRITE: total length */
+	bool ack_pending; /* an ACK could not be sent yet */
+	/* READ responses still to send (IBA 9.7.4.1.5 responder resources) */
+	struct resp_read *reads;
+	uint32_t reads_head, reads_tail, reads_size;
+	/* last atomic, replayed on a duplicate (IBA 9.7.4.1.6) */
+	uint32_t atomic_psn;
+	uint64_t atomic_orig;
+	bool atomic_valid;
+};
+
+/*
+ * Queue pair.  Lock rule: qp.lock protects state, attr, the send queue,
+ * the multicast list and the req/comp/resp state; the receive queue has
+ * its own lock (rq.lock).  The engine links (pending_next, pass_next,
+ * on_pending) are under engine.pending_lock, ack_next and ack_queued
+ * under engine.lock.
+ */
+struct emu_qp {
+	pthread_mutex_t lock;
+	struct emu_hca *hca;
+	uint32_t qpn;
+	enum ibv_qp_type type;
+	uint64_t pd_id;
+	struct emu_owner owner;
+	enum ibv_qp_state state; /* the QP's one state */
+	struct ibv_qp_attr attr; /* as set by modify; qp_state unused */
+	struct ibv_qp_cap cap; /* what create granted */
+	bool sq_sig_all;
+	struct wqe_ring sq;
+	struct emu_rq rq; /* unused when attached to an SRQ */
+	struct emu_cq *scq, *rcq;
+	struct emu_srq *srq;
+	struct emu_mcast *mcast; /* groups joined (UD only) */
+	unsigned int nr_mcast;
+	uint32_t mtu; /* path MTU in bytes */
+	/* the connected QP (RC/UC) */
+	struct inbox *peer; /* its process's inbox */
+	int32_t peer_proc; /* its process's node slot, -1: unresolved */
+
+	struct qp_req req;
+	struct qp_comp comp;
+	struct qp_resp resp;
+
+	/* engine links */
+	struct emu_qp *pending_next; /* engine's pending list */
+	struct emu_qp *pass_next; /* the pending pass's own walk */
+	struct emu_qp *ack_next; /* engine's ACK list */
+	bool ack_queued;
+	bool on_pending;
+};
+
+/* The receive queue a QP takes its WQEs from. */
+static inline struct emu_rq *qp_rq(struct emu_qp *qp)
+{
+	return qp->srq ? &qp->srq->rq : &qp->rq;
+}
+
+/* Inline data of a send WQE is stored after its SGE array. */
+static inline uint8_t *wqe_inline_data(const struct emu_qp *qp,
+				       struct wqe *w)
+{
+	return (uint8_t *)&w->sge[qp->cap.max_send_sge];
+}
+
+/* event.c: async events to the owner's descriptor (never blocks) */
+void emu_event(const struct emu_owner *owner, enum ibv_event_type type);
+
+/* cq.c: add a completion; false if the CQ has overrun (entry lost). */
+bool cq_push(struct emu_cq *cq, const struct ibv_wc *wc, bool solicited);
+
+/* rq.c: receive queues */
+int rq_init(struct emu_rq *rq, uint32_t max_wr, uint32_t max_sge);
+void rq_fini(struct emu_rq *rq);
+int rq_post(struct emu_rq *rq, struct ibv_recv_wr *wr,
+	    struct ibv_recv_wr **bad_wr);
+
+/* mr.c: lookups for the engines (lock-free; see struct emu_hca) */
+int mr_table_init(struct emu_hca *hca);
+void mr_table_fini(struct emu_hca *hca);
+/* The region key names, holding a user reference, or NULL; drop it with
+ * mr_put().  remote: the key is an R_Key. */
+struct emu_mr *mr_get(struct emu_hca *hca, uint32_t key, bool remote);
+void mr_put(struct emu_mr *mr);
+
+/* ah.c */
+void ah_table_fini(struct emu_hca *hca);
+/* Copy the address vector of an AH handle; false if there is none. */
+bool ah_copy(struct emu_hca *hca, uint32_t handle, struct ibv_ah_attr *av);
+
+/* qp.c: the error transitions, one copy each (IBA 10.3.1) */
+void qp_error_locked(struct emu_qp *qp);
+void qp_sq_error_locked(struct emu_qp *qp);
+void qp_fatal_locked(struct emu_qp *qp);
+void qp_publish_locked(struct emu_qp *qp);
+
+/* flush.c: outstanding WRs complete with IBV_WC_WR_FLUSH_ERR */
+void flush_wqe(struct emu_cq *cq, struct emu_qp *qp, const struct wqe *wqe,
+	       enum ibv_wc_opcode opcode);
+void flush_sq_locked(struct emu_qp *qp);
+void flush_all_locked(struct emu_qp *qp);
+
+#endif /* IBEMU_HCA_H */

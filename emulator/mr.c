@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The memory translation and protection table (IBA 10.6).
+ *
+ * Keys: a key is (index + 1) << 8 | variant.  The index names a slot of
+ * the process's table; the 8-bit variant is the "key" part of IBA
+ * 10.6.3.1 and changes every time the slot is reused, and slots are handed
+ * out round robin, so a deregistered region's keys stop working and are
+ * not handed out again until the whole table and all 256 variants
+ * wrapped.  lkey == rkey, as on rxe.
+ *
+ * Lock rule: hca.lock serialises changes to the table (mr_table,
+ * mr_variant, mr_cursor, nr_mrs).  The engines look keys up without it:
+ * mr_get() announces itself in the slot's user count, then reads the
+ * entry; deregistration clears the entry, then waits for the count to
+ * drop, so once emu_mr_dereg() returns no operation of this process's
+ * HCA touches the region (IBA 10.6.3.5, 11.2.8.4: after deregistration
+ * the keys are invalid and the memory is not accessed).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cma.h"
+#include "hca.h"
+#include "log.h"
+
+#define MR_ACCESS_SUPPORTED                                                    \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                   \
+	 IBV_ACCESS_MW_BIND | IBV_ACCESS_RELAXED_ORDERING)
+#define MR_ACCESS_KNOWN                                                        \
+	(MR_ACCESS_SUPPORTED | IBV_ACCESS_ZERO_BASED |                         \
+	 IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)
+
+/* Per slot: engine operations between mr_get() and mr_put(). */
+static atomic_uint *mr_slot_users;
+
+int mr_table_init(struct emu_hca *hca)
+{
+	hca->mr_table = calloc(IBEMU_MAX_MR, sizeof(*hca->mr_table));
+	hca->mr_variant = calloc(IBEMU_MAX_MR, sizeof(*hca->mr_variant));
+	if (!mr_slot_users)
+		mr_slot_users = calloc(IBEMU_MAX_MR, sizeof(*mr_slot_users));
+	if (!hca->mr_table || !hca->mr_variant || !mr_slot_users) {
+		mr_table_fini(hca);
+		return ENOMEM;
+	}
+	hca->mr_cursor = 0;
+	hca->nr_mrs = 0;
+	return 0;
+}
+
+void mr_table_fini(struct emu_hca *hca)
+{
+	free(hca->mr_table);
+	free(hca->mr_variant);
+	hca->mr_table = NULL;
+	hca->mr_variant = NULL;
+	hca->nr_mrs = 0;
+	hca->mr_cursor = 0;
+}
+
+static int mr_key_alloc(struct emu_hca *hca, struct emu_mr *mr)
+{
+	uint32_t n, idx;
+
+	pthread_mutex_lock(&hca->lock);
+	if (hca->nr_mrs >= IBEMU_MAX_MR)
+		goto full;
+	for (n = 0; n < IBEMU_MAX_MR; n++) {
+		idx = (hca->mr_cursor + n) % IBEMU_MAX_MR;
+		if (hca->mr_table[idx])
+			continue;
+		hca->mr_cursor = (idx + 1) % IBEMU_MAX_MR;
+		hca->nr_mrs++;
+		mr->index = idx;
+		mr->key = (idx + 1) << 8 | hca->mr_variant[idx];
+		/* Published last: lookups run without the lock. */
+		__atomic_store_n(&hca->mr_table[idx], mr, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&hca->lock);
+		return 0;
+	}
+full:
+	pthread_mutex_unlock(&hca->lock);
+	ibemu_log_dbg("reg_mr: all %d memory regions in use", IBEMU_MAX_MR);
+	return ENOMEM;
+}
+
+/* Wait until no engine operation holds slot idx. */
+static void mr_slot_quiesce(uint32_t idx)
+{
+	while (atomic_load(&mr_slot_users[idx]))
+		sched_yield();
+}
+
+static void mr_key_free(struct emu_hca *hca, struct emu_mr *mr)
+{
+	pthread_mutex_lock(&hca->lock);
+	/* Sequentially consistent against mr_get(): either the lookup sees
+	 * the entry gone, or this sees its announcement and waits. */
+	__atomic_store_n(&hca->mr_table[mr->index], NULL, __ATOMIC_SEQ_CST);
+	hca->mr_variant[mr->index]++;
+	hca->nr_mrs--;
+	pthread_mutex_unlock(&hca->lock);
+	mr_slot_quiesce(mr->index);
+}
+
+struct emu_mr *mr_get(struct emu_hca *hca, uint32_t key, bool remote)
+{
+	uint32_t idx = (key >> 8) - 1;
+	struct emu_mr **table, *mr;
+
+	if ((key >> 8) == 0 || idx >= IBEMU_MAX_MR)
+		return NULL;
+	table = __atomic_load_n(&hca->mr_table, __ATOMIC_ACQUIRE);
+	if (!table)
+		return NULL;
+	atomic_fetch_add(&mr_slot_users[idx], 1);
+	mr = __atomic_load_n(&table[idx], __ATOMIC_SEQ_CST);
+	if (!mr || mr->key != key) {
+		atomic_fetch_sub(&mr_slot_users[idx], 1);
+		return NULL;
+	}
+	(void)remote; /* lkey == rkey: one key names both */
+	return mr;
+}
+
+void mr_put(struct emu_mr *mr)
+{
+	atomic_fetch_sub_explicit(&mr_slot_users[mr->index], 1,
+				  memory_order_release);
+}
+
+/*
+ * A real HCA pins the pages and fails with EFAULT when the range is not
+ * mapped; mincore() tells the same without touching the memory.
+ */
+static int mr_range_mapped(const void *addr, size_t length)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~((uintptr_t)page - 1);
+	uintptr_t end = (uintptr_t)addr + length;
+	unsigned char vec[4096];
+	size_t chunk = sizeof(vec) * (size_t)page;
+
+	while (start < end) {
+		size_t len = end - start < chunk ? end - start : chunk;
+
+		if (mincore((void *)start, len, vec))
+			return EFAULT;
+		start += len;
+	}
+	return 0;
+}
+
+static int mr_check_access(int access)
+{
+	if (access & ~MR_ACCESS_KNOWN) {
+		ibemu_log_dbg("reg_mr: unknown access bits %#x",
+			      access & ~MR_ACCESS_KNOWN);
+		return EINVAL;
+	}
+	if (access & ~MR_ACCESS_SUPPORTED) {
+		ibemu_log_dbg("reg_mr: access %#x not offered (no ODP, zero "
+			      "based or huge page MRs)",
+			      access & ~MR_ACCESS_SUPPORTED);
+		return EOPNOTSUPP;
+	}
+	/* Remote write and remote atomic access require local write
+	 * (IBA 10.6.3.1 memory access rights; the kernel enforces it for
+	 * every HCA in ib_check_mr_access). */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE)) {
+		ibemu_log_dbg("reg_mr: remote write/atomic needs local write");
+		return EINVAL;
+	}
+	return 0;
+}
+
+static int mr_check_range(void *addr, size_t length)
+{
+	if (length > IBEMU_MAX_MR_SIZE) {
+		ibemu_log_dbg("reg_mr: length %zu > max_mr_size", length);
+		return EINVAL;
+	}
+	if ((uintptr_t)addr + length < (uintptr_t)addr)
+		return EINVAL;
+	if (length && mr_range_mapped(addr, length)) {
+		ibemu_log_dbg("reg_mr: [%p, +%zu) is not mapped", addr, length);
+		return EFAULT;
+	}
+	return 0;
+}
+
+int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
+	       size_t length, uint64_t iova, int access, struct emu_mr **mr_p,
+	       uint32_t *key_p)
+{
+	struct emu_mr *mr;
+	int ret;
+
+	ret = mr_check_access(access);
+	if (!ret)
+		ret = mr_check_range(addr, length);
+	if (ret)
+		return ret;
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return ENOMEM;
+	mr->hca = hca;
+	mr->pd_id = pd_id;
+	mr->addr = addr;
+	mr->length = length;
+	mr->iova = iova;
+	mr->access = access;
+	ret = mr_key_alloc(hca, mr);
+	if (ret) {
+		free(mr);
+		return ret;
+	}
+	cma_publish_mr(hca, mr);
+	*mr_p = mr;
+	*key_p = mr->key;
+	return 0;
+}
+
+int emu_mr_dereg(struct emu_mr *mr)
+{
+	cma_withdraw_mr(mr->hca, mr);
+	mr_key_free(mr->hca, mr);
+	free(mr);
+	return 0;
+}
+
+/*
+ * Reregister a memory region (IBA 10.6.3.6): change PD, access,
+ * translation.  The region is withdrawn from lookups while it changes, so
+ * no operation sees half of the change.
+ */
+int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
+		 size_t length, int access)
+{
+	struct emu_hca *hca = mr->hca;
+	int ret = 0;
+
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		ret = mr_check_access(access);
+	if (!ret && (flags & IBV_REREG_MR_CHANGE_TRANSLATION))
+		ret = mr_check_range(addr, length);
+	if (ret)
+		return ret;
+	cma_withdraw_mr(hca, mr);
+	pthread_mutex_lock(&hca->lock);
+	__atomic_store_n(&hca->mr_table[mr->index], NULL, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&hca->lock);
+	mr_slot_quiesce(mr->index);
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		mr->access = access;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr->iova = (uintptr_t)addr;
+		mr->addr = addr;
+		mr->length = length;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		mr->pd_id = pd_id;
+	pthread_mutex_lock(&hca->lock);
+	__atomic_store_n(&hca->mr_table[mr->index], mr, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&hca->lock);
+	cma_publish_mr(hca, mr);
+	return 0;
+}

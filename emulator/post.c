@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Posting work requests (manual 3.6.4, 3.6.5): the checks that fail the
+ * post itself, and the WQE as the HCA keeps it.  Everything else a WR can
+ * get wrong fails later, in order, as a completion (req.c).
+ *
+ * Lock rule: post_send holds qp.lock and runs the requester under it;
+ * post_recv holds qp.lock (for the state), then rq.lock.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "engine.h"
+#include "hca.h"
+#include "log.h"
+#include "qp_state.h"
+#include "wr_opcode.h"
+
+/* A message's length; anything past 32 bits stays past the largest
+ * message, so the requester fails it (LOC_LEN_ERR) instead of sending a
+ * truncated length. */
+static uint32_t sge_total(const struct ibv_sge *sge, int n)
+{
+	uint64_t len = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		len += sge[i].length;
+	return len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+}
+
+/* Checks that fail the post itself; the rest fail as completions. */
+static int post_send_check(struct emu_qp *qp, const struct ibv_send_wr *wr)
+{
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge) {
+		ibemu_log_dbg("post_send: num_sge %d > max_send_sge %u",
+			      wr->num_sge, qp->cap.max_send_sge);
+		return EINVAL;
+	}
+	/* Which opcodes each transport carries (IBA 9.2, manual 2.2). */
+	if (!wr_opcode_valid(qp->type, wr->opcode)) {
+		ibemu_log_dbg("post_send: opcode %d on QP type %d",
+			      wr->opcode, qp->type);
+		return EINVAL;
+	}
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		if (!wr_is(wr->opcode, WR_PAYLOAD))
+			return EINVAL;
+		if (sge_total(wr->sg_list, wr->num_sge) >
+		    qp->cap.max_inline_data) {
+			ibemu_log_dbg("post_send: inline %u > max_inline %u",
+				      sge_total(wr->sg_list, wr->num_sge),
+				      qp->cap.max_inline_data);
+			return EINVAL;
+		}
+	}
+	if (qp->type == IBV_QPT_UD && !wr->wr.ud.ah) {
+		ibemu_log_dbg("post_send: UD send without an address handle");
+		return EINVAL;
+	}
+	return 0;
+}
+
+/* Fill the WQE at the tail of the send queue; EINVAL if a UD WR names
+ * an address handle the HCA does not have. */
+static int post_send_store(struct emu_qp *qp, uint32_t pos,
+			   const struct ibv_send_wr *wr)
+{
+	struct wqe *wqe = wqe_ring_at(&qp->sq, pos);
+	uint8_t *dst;
+	int i;
+
+	if (qp->type == IBV_QPT_UD) {
+		if (!ah_copy(qp->hca, wr->wr.ud.ah->handle, &wqe->av))
+			return EINVAL;
+		wqe->remote_qpn = wr->wr.ud.remote_qpn;
+		wqe->remote_qkey = wr->wr.ud.remote_qkey;
+	}
+	wqe->wr_id = wr->wr_id;
+	wqe->opcode = wr->opcode;
+	wqe->send_flags = wr->send_flags;
+	wqe->num_sge = (uint32_t)wr->num_sge;
+	wqe->imm_data = wr->imm_data;
+	if (wr_is(wr->opcode, WR_ATOMIC)) {
+		wqe->remote_addr = wr->wr.atomic.remote_addr;
+		wqe->rkey = wr->wr.atomic.rkey;
+		wqe->compare_add = wr->wr.atomic.compare_add;
+		wqe->swap = wr->wr.atomic.swap;
+	} else {
+		wqe->remote_addr = wr->wr.rdma.remote_addr;
+		wqe->rkey = wr->wr.rdma.rkey;
+	}
+	wqe->state = WQE_PENDING;
+	wqe->status = IBV_WC_SUCCESS;
+	wqe->length = sge_total(wr->sg_list, wr->num_sge);
+	wqe->inline_len = 0;
+	if (!(wr->send_flags & IBV_SEND_INLINE)) {
+		if (wr->num_sge)
+			memcpy(wqe->sge, wr->sg_list,
+			       wr->num_sge * sizeof(*wqe->sge));
+		return 0;
+	}
+	/* Inline data is copied at post time: the buffer may be reused as
+	 * soon as ibv_post_send returns (manual 3.6.5). */
+	dst = wqe_inline_data(qp, wqe);
+	for (i = 0; i < wr->num_sge; i++) {
+		memcpy(dst + wqe->inline_len,
+		       (void *)(uintptr_t)wr->sg_list[i].addr,
+		       wr->sg_list[i].length);
+		wqe->inline_len += wr->sg_list[i].length;
+	}
+	return 0;
+}
+
+/* Store the chain from wr; the first WR that cannot be posted, or NULL. */
+static struct ibv_send_wr *post_send_chain(struct emu_qp *qp,
+					   struct ibv_send_wr *wr, bool whole,
+					   int *ret_p)
+{
+	uint32_t tail = qp->sq.tail;
+	struct ibv_send_wr *bad = NULL;
+	int ret = 0;
+
+	for (; wr; wr = wr->next) {
+		ret = post_send_check(qp, wr);
+		if (!ret && tail - qp->sq.head >= qp->sq.size)
+			ret = ENOMEM;
+		if (!ret)
+			ret = post_send_store(qp, tail, wr);
+		if (ret) {
+			bad = wr;
+			break;
+		}
+		tail++;
+		/* One at a time unless the batch is posted whole. */
+		if (!whole)
+			qp->sq.tail = tail;
+	}
+	if (!ret)
+		qp->sq.tail = tail;
+	*ret_p = ret;
+	return bad;
+}
+
+int emu_post_send(struct emu_qp *qp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad_wr, bool whole)
+{
+	struct ibv_send_wr *bad = wr;
+	enum ibv_qp_state state;
+	int ret = 0;
+
+	pthread_mutex_lock(&qp->lock);
+	state = qp->state;
+	/* Send WRs may be posted from RTS on, including SQD, SQE and ERR
+	 * (where they are flushed); not before (IBA 10.3.1 / rxe). */
+	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT ||
+	    state == IBV_QPS_RTR) {
+		ibemu_log_dbg("post_send: QP %#x in %s", qp->qpn,
+			      qp_state_name(state));
+		ret = EINVAL;
+		goto out;
+	}
+	bad = post_send_chain(qp, wr, whole, &ret);
+	/* In SQE and ERR new send WRs complete flushed (IBA 10.3.1). */
+	if (state == IBV_QPS_ERR || state == IBV_QPS_SQE)
+		flush_sq_locked(qp);
+	else if (state == IBV_QPS_RTS)
+		req_run_locked(qp);
+out:
+	pthread_mutex_unlock(&qp->lock);
+	if (ret && bad_wr)
+		*bad_wr = bad;
+	return ret;
+}
+
+int emu_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr)
+{
+	int ret;
+
+	/* A QP on an SRQ takes receives from the SRQ only (manual 3.6.4). */
+	if (qp->srq) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return EINVAL;
+	}
+	pthread_mutex_lock(&qp->lock);
+	/* Receive WRs may be posted from INIT on (IBA 10.3.1). */
+	if (qp->state == IBV_QPS_RESET) {
+		pthread_mutex_unlock(&qp->lock);
+		ibemu_log_dbg("post_recv: QP %#x in RESET", qp->qpn);
+		if (bad_wr)
+			*bad_wr = wr;
+		return EINVAL;
+	}
+	ret = rq_post(&qp->rq, wr, bad_wr);
+	if (qp->state == IBV_QPS_ERR)
+		flush_all_locked(qp);
+	pthread_mutex_unlock(&qp->lock);
+	return ret;
+}

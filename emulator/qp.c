@@ -1,0 +1,505 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Queue pairs: create, modify (the state machine of qp_state.c plus the
+ * value checks of each attribute), query, destroy, and the transitions the
+ * HCA makes on its own: the error state and the send queue error state
+ * (IBA 10.3.1, 11.2.5; manual 3.5).  Each transition has one copy here,
+ * used by the verbs and by the engines alike.
+ *
+ * Lock rule: see struct emu_qp.  Every function here that ends in _locked
+ * runs under qp.lock; flushing takes rq.lock and the CQ locks inside it.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cma.h"
+#include "engine.h"
+#include "hca.h"
+#include "log.h"
+#include "qp_state.h"
+
+#define QP_ACCESS_SUPPORTED                                                    \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+static int qp_check_type(enum ibv_qp_type type)
+{
+	switch (type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+		return 0;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+	case IBV_QPT_RAW_PACKET:
+	case IBV_QPT_DRIVER:
+		ibemu_log_dbg("create_qp: QP type %d not offered", type);
+		return EOPNOTSUPP;
+	default:
+		return EINVAL;
+	}
+}
+
+static int qp_check_cap(const struct ibv_qp_cap *cap, bool srq)
+{
+	if (cap->max_send_wr > IBEMU_MAX_QP_WR ||
+	    (!srq && cap->max_recv_wr > IBEMU_MAX_QP_WR)) {
+		ibemu_log_dbg("create_qp: max_send_wr %u / max_recv_wr %u > %d",
+			      cap->max_send_wr, cap->max_recv_wr,
+			      IBEMU_MAX_QP_WR);
+		return EINVAL;
+	}
+	if (cap->max_send_sge > IBEMU_MAX_SGE ||
+	    (!srq && cap->max_recv_sge > IBEMU_MAX_SGE)) {
+		ibemu_log_dbg("create_qp: max_send_sge %u / max_recv_sge %u > %d",
+			      cap->max_send_sge, cap->max_recv_sge,
+			      IBEMU_MAX_SGE);
+		return EINVAL;
+	}
+	if (cap->max_inline_data > IBEMU_MAX_INLINE_DATA) {
+		ibemu_log_dbg("create_qp: max_inline_data %u > %d",
+			      cap->max_inline_data, IBEMU_MAX_INLINE_DATA);
+		return EINVAL;
+	}
+	return 0;
+}
+
+/* Grant at least one of each, so a zero request still works. */
+static void qp_grant_cap(struct ibv_qp_cap *cap, bool srq)
+{
+	if (!cap->max_send_wr)
+		cap->max_send_wr = 1;
+	if (!cap->max_send_sge)
+		cap->max_send_sge = 1;
+	if (srq) {
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+		return;
+	}
+	if (!cap->max_recv_wr)
+		cap->max_recv_wr = 1;
+	if (!cap->max_recv_sge)
+		cap->max_recv_sge = 1;
+}
+
+/* The attributes a QP has in RESET (IBA 11.2.5.2). */
+static void qp_attr_defaults(struct emu_qp *qp)
+{
+	memset(&qp->attr, 0, sizeof(qp->attr));
+	qp->attr.path_mtu = IBV_MTU_1024;
+	qp->attr.path_mig_state = IBV_MIG_MIGRATED;
+	qp->attr.port_num = 1;
+}
+
+static int qp_alloc_queues(struct emu_qp *qp)
+{
+	int ret;
+
+	ret = -wqe_ring_init(&qp->sq, qp->cap.max_send_wr,
+			     qp->cap.max_send_sge, qp->cap.max_inline_data);
+	if (ret)
+		return ret;
+	if (!qp->srq) {
+		ret = rq_init(&qp->rq, qp->cap.max_recv_wr,
+			      qp->cap.max_recv_sge);
+		if (ret)
+			goto err_sq;
+	}
+	qp->resp.wqe = calloc(1, sizeof(struct wqe) +
+				      IBEMU_MAX_SGE * sizeof(struct ibv_sge));
+	if (!qp->resp.wqe) {
+		ret = ENOMEM;
+		goto err_rq;
+	}
+	return 0;
+
+err_rq:
+	if (!qp->srq)
+		rq_fini(&qp->rq);
+err_sq:
+	wqe_ring_fini(&qp->sq);
+	return ret;
+}
+
+static void qp_free_queues(struct emu_qp *qp)
+{
+	if (!qp->srq)
+		rq_fini(&qp->rq);
+	wqe_ring_fini(&qp->sq);
+	free(qp->resp.wqe);
+	free(qp->resp.reads);
+	free(qp->mcast);
+}
+
+int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
+		  struct emu_qp **qp_p, uint32_t *qpn_p)
+{
+	struct emu_qp *qp;
+	int ret;
+
+	ret = qp_check_type(init->qp_type);
+	if (!ret)
+		ret = qp_check_cap(&init->cap, init->srq != NULL);
+	if (ret)
+		return ret;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return ENOMEM;
+	pthread_mutex_init(&qp->lock, NULL);
+	qp->hca = hca;
+	qp->type = init->qp_type;
+	qp->pd_id = init->pd_id;
+	qp->owner = init->owner;
+	qp->scq = init->send_cq;
+	qp->rcq = init->recv_cq;
+	qp->srq = init->srq;
+	qp->sq_sig_all = init->sq_sig_all;
+	qp->cap = init->cap;
+	qp->cap.max_inline_data = init->cap.max_inline_data;
+	qp_grant_cap(&qp->cap, qp->srq != NULL);
+	ret = qp_alloc_queues(qp);
+	if (ret)
+		goto err_free;
+	ret = -node_qpn_alloc(&hca->node, qp->type, &qp->qpn);
+	if (ret)
+		goto err_queues;
+	qp->state = IBV_QPS_RESET;
+	qp_attr_defaults(qp);
+	/* UD datagrams are bounded by the port's active MTU (IBA 9.8.2). */
+	qp->mtu = qp->type == IBV_QPT_UD ? 128u << IBEMU_MAX_MTU : 1024;
+	qp->peer_proc = -1;
+	atomic_fetch_add(&qp->scq->usecnt, 1);
+	atomic_fetch_add(&qp->rcq->usecnt, 1);
+	if (qp->srq)
+		atomic_fetch_add(&qp->srq->usecnt, 1);
+	engine_qp_add(hca->engine, qp);
+	/* Report what was granted (manual 3.4.3: cap is in/out). */
+	init->cap = qp->cap;
+	*qp_p = qp;
+	*qpn_p = qp->qpn;
+	return 0;
+
+err_queues:
+	qp_free_queues(qp);
+err_free:
+	pthread_mutex_destroy(&qp->lock);
+	free(qp);
+	return ret;
+}
+
+int emu_qp_destroy(struct emu_qp *qp)
+{
+	/* Out of the engine first: no packet reaches it from now on. */
+	engine_qp_remove(qp->hca->engine, qp);
+	node_qpn_free(&qp->hca->node, qp->qpn);
+	atomic_fetch_sub(&qp->scq->usecnt, 1);
+	atomic_fetch_sub(&qp->rcq->usecnt, 1);
+	if (qp->srq)
+		atomic_fetch_sub(&qp->srq->usecnt, 1);
+	qp_free_queues(qp);
+	pthread_mutex_destroy(&qp->lock);
+	free(qp);
+	return 0;
+}
+
+/* The value checks of each attribute present in mask (IBA 11.2.5.2). */
+static int qp_check_values(const struct ibv_qp_attr *a, int mask,
+			   const char **why_p)
+{
+	if ((mask & IBV_QP_PORT) && !emu_port_valid(a->port_num)) {
+		*why_p = "port_num";
+		return EINVAL;
+	}
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= IBEMU_PKEY_TBL_LEN) {
+		*why_p = "pkey_index";
+		return EINVAL;
+	}
+	if ((mask & IBV_QP_ACCESS_FLAGS) &&
+	    (a->qp_access_flags & ~QP_ACCESS_SUPPORTED)) {
+		*why_p = "qp_access_flags";
+		return EINVAL;
+	}
+	if ((mask & IBV_QP_PATH_MTU) &&
+	    (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBEMU_MAX_MTU)) {
+		*why_p = "path_mtu";
+		return EINVAL;
+	}
+	if ((mask & IBV_QP_AV) && emu_av_check(&a->ah_attr)) {
+		*why_p = "ah_attr";
+		return EINVAL;
+	}
+	/* Alternate paths need automatic path migration, not offered. */
+	if (mask & (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)) {
+		*why_p = "alternate path (no automatic path migration)";
+		return EINVAL;
+	}
+	/* 24-bit QPN and PSN fields (IBA 9.2 BTH). */
+	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > IBEMU_QPN_MASK) {
+		*why_p = "dest_qp_num";
+		return EINVAL;
+	}
+	if ((mask & IBV_QP_RQ_PSN) && a->rq_psn > 0xffffff) {
+		*why_p = "rq_psn";
+		return EINVAL;
+	}
+	if ((mask & IBV_QP_SQ_PSN) && a->sq_psn > 0xffffff) {
+		*why_p = "sq_psn";
+		return EINVAL;
+	}
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
+	    a->max_rd_atomic > IBEMU_MAX_QP_RD_ATOM) {
+		*why_p = "max_rd_atomic";
+		return EINVAL;
+	}
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
+	    a->max_dest_rd_atomic > IBEMU_MAX_QP_INIT_RD_ATOM) {
+		*why_p = "max_dest_rd_atomic";
+		return EINVAL;
+	}
+	/* 5-bit timer fields and 3-bit retry counts (IBA 9.7.5.2.8 RNR NAK
+	 * timer encoding, 11.2.5.2 local ACK timeout, retry counts). */
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31) {
+		*why_p = "timeout";
+		return EINVAL;
+	}
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31) {
+		*why_p = "min_rnr_timer";
+		return EINVAL;
+	}
+	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7) {
+		*why_p = "retry_cnt";
+		return EINVAL;
+	}
+	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7) {
+		*why_p = "rnr_retry";
+		return EINVAL;
+	}
+	if (mask & IBV_QP_CAP) {
+		*why_p = "cap cannot be modified";
+		return EINVAL;
+	}
+	return 0;
+}
+
+static void qp_apply(struct emu_qp *qp, const struct ibv_qp_attr *a,
+		     int mask)
+{
+	struct ibv_qp_attr *s = &qp->attr;
+
+	if (mask & IBV_QP_PKEY_INDEX)
+		s->pkey_index = a->pkey_index;
+	if (mask & IBV_QP_PORT)
+		s->port_num = a->port_num;
+	if (mask & IBV_QP_QKEY)
+		s->qkey = a->qkey;
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		s->qp_access_flags = a->qp_access_flags;
+	if (mask & IBV_QP_AV)
+		s->ah_attr = a->ah_attr;
+	if (mask & IBV_QP_PATH_MTU)
+		s->path_mtu = a->path_mtu;
+	if (mask & IBV_QP_DEST_QPN)
+		s->dest_qp_num = a->dest_qp_num;
+	if (mask & IBV_QP_RQ_PSN)
+		s->rq_psn = a->rq_psn;
+	if (mask & IBV_QP_SQ_PSN)
+		s->sq_psn = a->sq_psn;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		s->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		s->max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		s->min_rnr_timer = a->min_rnr_timer;
+	if (mask & IBV_QP_TIMEOUT)
+		s->timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		s->retry_cnt = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		s->rnr_retry = a->rnr_retry;
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		s->en_sqd_async_notify = a->en_sqd_async_notify;
+}
+
+/* The engines' state as it is after reset or an error: nothing in
+ * flight, no timer, nothing owed, nothing blocked. */
+static void qp_engine_idle_locked(struct emu_qp *qp)
+{
+	qp->req.next = qp->sq.head;
+	qp->req.rd_atomic = 0;
+	qp->req.blocked = false;
+	qp->comp.deadline = 0;
+	qp->comp.rnr_resume = 0;
+	resp_reset_locked(qp);
+}
+
+/* Leaving for RESET: every outstanding WR is discarded (IBA 10.3.1). */
+static void qp_reset_locked(struct emu_qp *qp)
+{
+	qp->sq.head = qp->sq.tail;
+	if (!qp->srq) {
+		pthread_mutex_lock(&qp->rq.lock);
+		qp->rq.ring.head = qp->rq.ring.tail;
+		pthread_mutex_unlock(&qp->rq.lock);
+	}
+	qp_engine_idle_locked(qp);
+	qp->resp.comm_est = false;
+	qp->resp.atomic_valid = false;
+	qp->peer = NULL;
+	qp->peer_proc = -1;
+	qp_attr_defaults(qp);
+}
+
+/*
+ * Publish the QP's state for requesters that place RDMA data themselves
+ * (cma.c).  Leaving the states that execute requests (RTR, RTS, SQD) waits
+ * for placements already under way, so none lands after the QP has left
+ * them (IBA 10.3.1).
+ */
+void qp_publish_locked(struct emu_qp *qp)
+{
+	node_qp_publish(&qp->hca->node, qp->qpn, qp->state,
+			qp->attr.qp_access_flags, qp->pd_id);
+	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS &&
+	    qp->state != IBV_QPS_SQD)
+		cma_fence_qp(qp->hca, qp->qpn);
+}
+
+/*
+ * Enter the error state (IBA 10.3.1): every outstanding WR is flushed,
+ * timers stop, nothing stays blocked; an SRQ-attached QP will take no
+ * more WQEs from the SRQ (manual 6.1 IBV_EVENT_QP_LAST_WQE_REACHED).
+ */
+void qp_error_locked(struct emu_qp *qp)
+{
+	if (qp->state == IBV_QPS_ERR)
+		return;
+	qp->state = IBV_QPS_ERR;
+	qp_publish_locked(qp);
+	resp_flush_open_locked(qp);
+	qp_engine_idle_locked(qp);
+	flush_all_locked(qp);
+	if (qp->srq)
+		emu_event(&qp->owner, IBV_EVENT_QP_LAST_WQE_REACHED);
+}
+
+/*
+ * A UC or UD send error stops the send queue only: Send Queue Error, the
+ * receive queue keeps working (IBA 10.3.1, 11.6.2).  The remaining send
+ * WRs are flushed.
+ */
+void qp_sq_error_locked(struct emu_qp *qp)
+{
+	qp->state = IBV_QPS_SQE;
+	qp_publish_locked(qp);
+	qp->req.blocked = false;
+	flush_sq_locked(qp);
+}
+
+/*
+ * A completion was lost to a CQ overrun: the QP cannot report its work any
+ * more (manual 6.1.1, 6.1.2): IBV_EVENT_QP_FATAL and the error state.
+ */
+void qp_fatal_locked(struct emu_qp *qp)
+{
+	if (qp->state == IBV_QPS_ERR)
+		return;
+	emu_event(&qp->owner, IBV_EVENT_QP_FATAL);
+	qp_error_locked(qp);
+}
+
+/* What the engines need from a transition: path MTU and expected PSN at
+ * RTR, the send PSN and retry budgets at RTS (manual 3.5.3, 3.5.4). */
+static void qp_engine_transition_locked(struct emu_qp *qp,
+					enum ibv_qp_state cur,
+					enum ibv_qp_state next, int mask)
+{
+	if ((mask & IBV_QP_PATH_MTU) && qp->type != IBV_QPT_UD)
+		qp->mtu = 128u << qp->attr.path_mtu;
+	if (next == IBV_QPS_RTR && cur == IBV_QPS_INIT) {
+		qp->resp.epsn = qp->attr.rq_psn;
+		qp->resp.msn = 0;
+		if (qp->type != IBV_QPT_UD)
+			req_resolve_peer_locked(qp);
+	}
+	if (mask & IBV_QP_SQ_PSN)
+		qp->req.psn = qp->attr.sq_psn;
+	if (next == IBV_QPS_RTS && cur != IBV_QPS_RTS) {
+		qp->comp.retry_left = qp->attr.retry_cnt;
+		qp->comp.rnr_left = qp->attr.rnr_retry;
+		/* Resume what SQD held back. */
+		req_run_locked(qp);
+	}
+}
+
+/* Entering SQD with en_sqd_async_notify: SQ_DRAINED once every
+ * outstanding message is acknowledged, now if nothing is in flight, else
+ * from the completer (manual 6.1.6). */
+static void qp_sqd_locked(struct emu_qp *qp, const struct ibv_qp_attr *a,
+			  int mask)
+{
+	if (!(mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) || !a->en_sqd_async_notify)
+		return;
+	if (qp->sq.head != qp->req.next)
+		qp->comp.sqd_notify = true;
+	else
+		emu_event(&qp->owner, IBV_EVENT_SQ_DRAINED);
+}
+
+int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr,
+		  int mask)
+{
+	enum ibv_qp_state cur, next;
+	const char *why = NULL;
+	int ret;
+
+	pthread_mutex_lock(&qp->lock);
+	cur = qp->state;
+	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	/* The consumer may assert the current state; it must be right. */
+	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) {
+		why = "cur_qp_state differs from the QP's state";
+		ret = EINVAL;
+		goto out;
+	}
+	ret = -qp_state_check(qp->type, cur, next, mask, &why);
+	if (!ret)
+		ret = qp_check_values(attr, mask, &why);
+	if (ret)
+		goto out;
+
+	if (next == IBV_QPS_ERR) {
+		qp_apply(qp, attr, mask);
+		qp_error_locked(qp);
+		goto out;
+	}
+	if (next == IBV_QPS_RESET)
+		qp_reset_locked(qp);
+	else
+		qp_apply(qp, attr, mask);
+	qp->state = next;
+	qp_engine_transition_locked(qp, cur, next, mask);
+	qp_publish_locked(qp);
+	if (next == IBV_QPS_SQD && cur != IBV_QPS_SQD)
+		qp_sqd_locked(qp, attr, mask);
+out:
+	pthread_mutex_unlock(&qp->lock);
+	if (ret)
+		ibemu_log_dbg("modify_qp %#x %s -> %s mask %#x: %s", qp->qpn,
+			      qp_state_name(cur), qp_state_name(next), mask,
+			      why);
+	return ret;
+}
+
+void emu_qp_query(struct emu_qp *qp, struct ibv_qp_attr *attr)
+{
+	pthread_mutex_lock(&qp->lock);
+	*attr = qp->attr;
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	attr->cap = qp->cap;
+	attr->sq_draining = 0;
+	pthread_mutex_unlock(&qp->lock);
+}

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+/* The work request opcode table (see wr_opcode.h). */
+#include "config.h"
+
+#include "wr_opcode.h"
+
+#define ALL_QPT (WR_RC | WR_UC | WR_UD)
+
+const struct wr_opcode_info wr_opcode_table[WR_OPCODE_MAX] = {
+	[IBV_WR_RDMA_WRITE] = { "RDMA_WRITE",
+				WR_WRITE | WR_PAYLOAD | WR_RC | WR_UC,
+				IBV_WC_RDMA_WRITE },
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = { "RDMA_WRITE_WITH_IMM",
+					 WR_WRITE | WR_IMM | WR_PAYLOAD |
+						 WR_RC | WR_UC,
+					 IBV_WC_RDMA_WRITE },
+	[IBV_WR_SEND] = { "SEND", WR_SEND | WR_PAYLOAD | ALL_QPT,
+			  IBV_WC_SEND },
+	[IBV_WR_SEND_WITH_IMM] = { "SEND_WITH_IMM",
+				   WR_SEND | WR_IMM | WR_PAYLOAD | ALL_QPT,
+				   IBV_WC_SEND },
+	[IBV_WR_RDMA_READ] = { "RDMA_READ", WR_READ | WR_RC,
+			       IBV_WC_RDMA_READ },
+	[IBV_WR_ATOMIC_CMP_AND_SWP] = { "ATOMIC_CMP_AND_SWP",
+					WR_ATOMIC | WR_RC, IBV_WC_COMP_SWAP },
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = { "ATOMIC_FETCH_AND_ADD",
+					  WR_ATOMIC | WR_RC,
+					  IBV_WC_FETCH_ADD },
+};
