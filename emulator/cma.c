@@ -78,9 +78,10 @@ static bool cma_fence_match(uint64_t placing, uint32_t qpn, uint32_t key)
 }
 
 /* Wait for the placements into (qpn, or key if non-zero) to end. */
-static void cma_fence(struct emu_hca *hca, uint32_t qpn, uint32_t key)
+static void cma_fence(struct engine *e, uint32_t qpn, uint32_t key)
 {
-	struct inbox *ib = hca->engine ? hca->engine->inbox : NULL;
+	struct inbox *ib = tp_shm_own_inbox(e);
+	struct emu_hca *hca = e->hca;
 	uint64_t deadline = 0;
 	unsigned int i;
 
@@ -103,21 +104,18 @@ static void cma_fence(struct emu_hca *hca, uint32_t qpn, uint32_t key)
 	}
 }
 
-void cma_fence_qp(struct emu_hca *hca, uint32_t qpn)
+void cma_fence_qp(struct engine *e, uint32_t qpn)
 {
-	cma_fence(hca, qpn, 0);
+	cma_fence(e, qpn, 0);
 }
 
 /* Write mr's published record; withdraw: key 0, nothing placed. */
-static void cma_write_mr(struct emu_hca *hca, const struct emu_mr *mr,
+static void cma_write_mr(struct engine *e, const struct emu_mr *mr,
 			 bool withdraw)
 {
-	struct engine *e = hca->engine;
-	struct pub_mr *p;
+	struct inbox *ib = tp_shm_own_inbox(e);
+	struct pub_mr *p = ib ? pub_slot(ib, mr->key) : NULL;
 
-	if (!e)
-		return;
-	p = pub_slot(e->inbox, mr->key);
 	if (!p)
 		return;
 	seq_write_begin(&p->seq);
@@ -130,15 +128,15 @@ static void cma_write_mr(struct emu_hca *hca, const struct emu_mr *mr,
 	seq_write_end(&p->seq);
 }
 
-void cma_publish_mr(struct emu_hca *hca, const struct emu_mr *mr)
+void cma_publish_mr(struct engine *e, const struct emu_mr *mr)
 {
-	cma_write_mr(hca, mr, false);
+	cma_write_mr(e, mr, false);
 }
 
-void cma_withdraw_mr(struct emu_hca *hca, const struct emu_mr *mr)
+void cma_withdraw_mr(struct engine *e, const struct emu_mr *mr)
 {
-	cma_write_mr(hca, mr, true);
-	cma_fence(hca, 0, mr->key);
+	cma_write_mr(e, mr, true);
+	cma_fence(e, 0, mr->key);
 }
 
 /* The target address of [va, va+len) if the published region allows it. */
@@ -209,7 +207,7 @@ static bool cma_target_ok(struct emu_qp *qp, uint32_t need,
 /* Whether w may be placed from here at all (before any check). */
 static bool cma_candidate(struct emu_qp *qp, const struct wqe *w)
 {
-	if (!cma_enabled() || !qp->peer || qp->peer == qp->hca->engine->inbox ||
+	if (!cma_enabled() || !qp->peer || qp->peer == (struct tp_peer *)tp_shm_own_inbox(qp->hca->engine) ||
 	    qp->type != IBV_QPT_RC || !w->length)
 		return false;
 	if (w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_READ)
@@ -233,7 +231,7 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write)
 	int nl;
 
 	if (!cma_target_ok(qp, need, &pd_id) ||
-	    !cma_check_rkey(qp->peer, w->rkey, w->remote_addr, w->length, need,
+	    !cma_check_rkey(tp_shm_inbox(qp->peer), w->rkey, w->remote_addr, w->length, need,
 			    pd_id, &addr))
 		return -1;
 	nl = cma_local_iov(qp, w, local);
@@ -242,10 +240,10 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write)
 	remote.iov_base = (void *)(uintptr_t)addr;
 	remote.iov_len = w->length;
 	if (write)
-		n = process_vm_writev(qp->peer->pid, local, (unsigned long)nl,
+		n = process_vm_writev(tp_shm_inbox(qp->peer)->pid, local, (unsigned long)nl,
 				      &remote, 1, 0);
 	else
-		n = process_vm_readv(qp->peer->pid, local, (unsigned long)nl,
+		n = process_vm_readv(tp_shm_inbox(qp->peer)->pid, local, (unsigned long)nl,
 				     &remote, 1, 0);
 	return n;
 }
@@ -258,7 +256,7 @@ bool cma_try(struct emu_qp *qp, struct wqe *w)
 
 	if (!cma_candidate(qp, w))
 		return false;
-	placing = &qp->peer->placing[qp->hca->node.proc_slot];
+	placing = &tp_shm_inbox(qp->peer)->placing[qp->hca->node.proc_slot];
 	atomic_store(placing, (uint64_t)qp->attr.dest_qp_num << 32 | w->rkey);
 	atomic_thread_fence(memory_order_seq_cst);
 	n = cma_place(qp, w, write);
@@ -280,29 +278,40 @@ bool cma_try(struct emu_qp *qp, struct wqe *w)
  * (seccomp, ptrace scope) is the same both ways between two processes of
  * one user, so this stands for the peer reading us too.
  */
+/* Per node slot: whether cross-memory attach worked with the process
+ * there (pid); lock rule: relaxed atomics, a stale answer is re-learnt. */
+static struct {
+	_Atomic pid_t pid;
+	atomic_int ok; /* 1 works, -1 refused, 0 untried */
+} cma_peers[IBEMU_MAX_PROCS];
+
 static bool cma_peer_ok(struct emu_qp *qp)
 {
-	struct engine *e = qp->hca->engine;
-	struct peer_map *pm;
+	struct inbox *ib = tp_shm_inbox(qp->peer);
 	struct iovec local, remote;
 	uint64_t v;
 	int ok;
 
 	if (qp->peer_proc < 0 || qp->peer_proc >= IBEMU_MAX_PROCS)
 		return false;
-	pm = &e->peers[qp->peer_proc];
-	ok = __atomic_load_n(&pm->cma, __ATOMIC_RELAXED);
-	if (ok)
-		return ok > 0;
+	if (atomic_load_explicit(&cma_peers[qp->peer_proc].pid,
+				 memory_order_relaxed) == ib->pid) {
+		ok = atomic_load_explicit(&cma_peers[qp->peer_proc].ok,
+					  memory_order_relaxed);
+		if (ok)
+			return ok > 0;
+	}
 	local.iov_base = &v;
 	local.iov_len = sizeof(v);
-	remote.iov_base = (void *)(uintptr_t)qp->peer->self_addr;
+	remote.iov_base = (void *)(uintptr_t)ib->self_addr;
 	remote.iov_len = sizeof(v);
-	ok = process_vm_readv(qp->peer->pid, &local, 1, &remote, 1, 0) ==
-			     sizeof(v)
+	ok = process_vm_readv(ib->pid, &local, 1, &remote, 1, 0) == sizeof(v)
 		     ? 1
 		     : -1;
-	__atomic_store_n(&pm->cma, ok, __ATOMIC_RELAXED);
+	atomic_store_explicit(&cma_peers[qp->peer_proc].ok, ok,
+			      memory_order_relaxed);
+	atomic_store_explicit(&cma_peers[qp->peer_proc].pid, ib->pid,
+			      memory_order_relaxed);
 	return ok > 0;
 }
 
@@ -319,7 +328,7 @@ bool cma_pull_ok(struct emu_qp *qp, const struct wqe *w)
 	       (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) &&
 	       w->length >= CMA_PULL_MIN &&
 	       !(w->send_flags & IBV_SEND_INLINE) && cma_enabled() &&
-	       qp->peer && qp->peer != qp->hca->engine->inbox &&
+	       qp->peer && qp->peer != (struct tp_peer *)tp_shm_own_inbox(qp->hca->engine) &&
 	       !pcap_enabled() &&
 	       w->num_sge * sizeof(((struct pull_desc *)0)->seg[0]) +
 			       sizeof(struct pull_desc) <=

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One-sided operations placed by the requester (DESIGN.md section 3):
+ * One-sided operations placed by the requester, the shared-memory
+ * transport's placement capability (transport.h, doc/design.md):
  * with cross-memory attach (process_vm_writev/readv) an RDMA WRITE or
  * READ moves its data in one copy and one system call, and lands while
  * the target process runs no verb at all.  The requester checks
@@ -19,6 +20,7 @@
 #include <stdint.h>
 
 struct emu_hca;
+struct engine;
 struct emu_qp;
 struct emu_mr;
 struct wqe;
@@ -33,10 +35,15 @@ int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
 	     const struct pull_desc *d);
 /* Publish / withdraw a region of ours (mr.c; one writer per region).
  * Withdrawing returns once no requester is placing into it. */
-void cma_publish_mr(struct emu_hca *hca, const struct emu_mr *mr);
-void cma_withdraw_mr(struct emu_hca *hca, const struct emu_mr *mr);
+void cma_publish_mr(struct engine *e, const struct emu_mr *mr);
+void cma_withdraw_mr(struct engine *e, const struct emu_mr *mr);
 /* Our QP qpn stopped taking one-sided operations: returns once no
  * requester is placing into it. */
-void cma_fence_qp(struct emu_hca *hca, uint32_t qpn);
+void cma_fence_qp(struct engine *e, uint32_t qpn);
+
+/* tp_shm.c: the inboxes behind the shared-memory transport's peers. */
+struct tp_peer;
+struct inbox *tp_shm_inbox(struct tp_peer *peer);
+struct inbox *tp_shm_own_inbox(struct engine *e);
 
 #endif /* IBEMU_CMA_H */

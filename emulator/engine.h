@@ -22,15 +22,16 @@
 
 #include "hca.h"
 #include "inbox.h"
+#include "transport.h"
 #include "opcode.h"
 #include "wire.h"
 #include "wr_opcode.h"
 
 struct engine {
 	struct emu_hca *hca; /* the HCA this engine drives */
+	const struct transport_ops *tp; /* how packets travel */
+	void *tp_priv; /* the transport's state */
 	pthread_mutex_t lock;
-	struct inbox *inbox; /* ours */
-	char inbox_name[160];
 	struct emu_qp **qps; /* by QPN - IBEMU_QPN_FIRST */
 	struct emu_qp *ack_list; /* ACKs owed by the current drain */
 	/* QPs with blocked or timed work; lock rule: pending_lock, taken
@@ -43,16 +44,6 @@ struct engine {
 	pthread_t thread;
 	atomic_bool stop;
 	atomic_uint app_polled; /* poll_cq ran since the thread looked */
-	/* peer inboxes by node process slot; lock rule: peer_lock */
-	pthread_mutex_t peer_lock;
-	struct peer_map {
-		pid_t pid;
-		uint64_t start_time;
-		struct inbox *ib;
-		int cma; /* cross-memory attach with it: 1 works, -1 not, 0 ? */
-	} peers[IBEMU_MAX_PROCS];
-	struct inbox **retired; /* replaced peer mappings, unmapped at stop */
-	unsigned int nr_retired;
 };
 
 /* A received packet, parsed. */
@@ -69,11 +60,11 @@ struct pkt {
 	uint32_t paylen;
 };
 
-/* A packet being built in a claimed inbox slot. */
+/* A packet being built in room the transport gave. */
 struct pkt_out {
-	struct inbox *dst;
-	struct inbox_slot *slot;
-	uint64_t pos;
+	struct engine *e;
+	struct tp_peer *dst;
+	struct tp_pkt pkt;
 	uint8_t *base; /* BTH */
 	const struct opcode_info *op;
 };
@@ -88,12 +79,35 @@ void engine_app_blocks(struct engine *e);
 void engine_qp_add(struct engine *e, struct emu_qp *qp);
 void engine_qp_remove(struct engine *e, struct emu_qp *qp);
 void engine_pending_add_locked(struct emu_qp *qp);
-struct inbox *engine_peer_inbox(struct engine *e, int32_t proc_slot);
+/* The process in node slot proc_slot, or NULL if unreachable. */
+struct tp_peer *engine_peer(struct engine *e, int32_t proc_slot);
+/* Placement capability of the transport, or NULL. */
+static inline const struct tp_place_ops *engine_place(const struct engine *e)
+{
+	return e->tp->place;
+}
+/* Regions and QPs requesters may place into (transport.h). */
+static inline void engine_mr_publish(struct engine *e, const struct emu_mr *mr)
+{
+	if (e && e->tp->place)
+		e->tp->place->mr_publish(e, mr);
+}
+static inline void engine_mr_withdraw(struct engine *e,
+				      const struct emu_mr *mr)
+{
+	if (e && e->tp->place)
+		e->tp->place->mr_withdraw(e, mr);
+}
+static inline void engine_qp_fence(struct engine *e, uint32_t qpn)
+{
+	if (e && e->tp->place)
+		e->tp->place->qp_fence(e, qpn);
+}
 uint64_t engine_now_ns(void);
 /* CLOCK_MONOTONIC_COARSE: for millisecond timers on the fast path. */
 uint64_t engine_coarse_ns(void);
-/* Claim a slot in dst and lay out BTH for opcode; false if dst is full. */
-bool pkt_begin(struct pkt_out *out, struct inbox *dst, struct emu_qp *qp,
+/* Claim room to dst and lay out BTH for opcode; false if dst is full. */
+bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
 	       uint32_t paylen);
 void pkt_send(struct pkt_out *out);

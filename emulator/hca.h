@@ -28,6 +28,7 @@
 #include "queue.h"
 
 struct engine;
+struct tp_peer;
 
 /*
  * The process's attachment to its node's HCA.
@@ -184,7 +185,7 @@ struct emu_qp {
 	unsigned int nr_mcast;
 	uint32_t mtu; /* path MTU in bytes */
 	/* the connected QP (RC/UC) */
-	struct inbox *peer; /* its process's inbox */
+	struct tp_peer *peer; /* its process, as the transport reaches it */
 	int32_t peer_proc; /* its process's node slot, -1: unresolved */
 
 	struct qp_req req;

@@ -26,7 +26,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cma.h"
+#include "engine.h"
 #include "hca.h"
 #include "log.h"
 
@@ -224,7 +224,7 @@ int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 		free(mr);
 		return ret;
 	}
-	cma_publish_mr(hca, mr);
+	engine_mr_publish(hca->engine, mr);
 	*mr_p = mr;
 	*key_p = mr->key;
 	return 0;
@@ -232,7 +232,7 @@ int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 
 int emu_mr_dereg(struct emu_mr *mr)
 {
-	cma_withdraw_mr(mr->hca, mr);
+	engine_mr_withdraw(mr->hca->engine, mr);
 	mr_key_free(mr->hca, mr);
 	free(mr);
 	return 0;
@@ -255,7 +255,7 @@ int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 		ret = mr_check_range(addr, length);
 	if (ret)
 		return ret;
-	cma_withdraw_mr(hca, mr);
+	engine_mr_withdraw(hca->engine, mr);
 	pthread_mutex_lock(&hca->lock);
 	__atomic_store_n(&hca->mr_table[mr->index], NULL, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&hca->lock);
@@ -272,6 +272,6 @@ int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 	pthread_mutex_lock(&hca->lock);
 	__atomic_store_n(&hca->mr_table[mr->index], mr, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&hca->lock);
-	cma_publish_mr(hca, mr);
+	engine_mr_publish(hca->engine, mr);
 	return 0;
 }

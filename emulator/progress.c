@@ -47,78 +47,36 @@ uint64_t engine_coarse_ns(void)
 
 /* ---- peers ---- */
 
-struct inbox *engine_peer_inbox(struct engine *e, int32_t slot)
+struct tp_peer *engine_peer(struct engine *e, int32_t slot)
 {
-	struct node *node = &e->hca->node;
-	struct node_seg *seg = node->seg;
-	struct peer_map *pm;
-	struct inbox *ib = NULL, **grown;
-	uint64_t start;
-	pid_t pid;
-
-	if (slot < 0 || slot >= IBEMU_MAX_PROCS)
-		return NULL;
-	/* The slot's owner as the node segment says now. */
-	node_lock(node);
-	pid = seg->procs[slot].pid;
-	start = seg->procs[slot].start_time;
-	node_unlock(node);
-	if (!pid)
-		return NULL;
-	if (pid == getpid())
-		return e->inbox;
-
-	pthread_mutex_lock(&e->peer_lock);
-	pm = &e->peers[slot];
-	if (pm->ib && pm->pid == pid && pm->start_time == start) {
-		ib = pm->ib;
-		goto out;
-	}
-	if (inbox_map(node->name, pid, start, &ib))
-		goto out;
-	if (pm->ib) {
-		/* QPs may still point at the old mapping: keep it. */
-		grown = realloc(e->retired,
-				(e->nr_retired + 1) * sizeof(*grown));
-		if (!grown) {
-			inbox_unmap(ib);
-			ib = NULL;
-			goto out;
-		}
-		e->retired = grown;
-		e->retired[e->nr_retired++] = pm->ib;
-	}
-	pm->pid = pid;
-	pm->start_time = start;
-	pm->ib = ib;
-	pm->cma = 0;
-out:
-	pthread_mutex_unlock(&e->peer_lock);
-	return ib;
+	return e->tp->peer_get(e, slot);
 }
 
 /* ---- packets ---- */
 
-bool pkt_begin(struct pkt_out *out, struct inbox *dst, struct emu_qp *qp,
+bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
 	       uint32_t paylen)
 {
 	const struct opcode_info *op = opcode_get(opcode);
+	struct engine *e = qp->hca->engine;
+	struct pkt_hdr *hdr;
 	struct bth *bth;
 	uint32_t pad = (4 - (paylen & 3)) & 3;
 
-	out->slot = inbox_claim(dst, &out->pos);
-	if (!out->slot)
+	if (!e->tp->pkt_claim(dst, &out->pkt))
 		return false;
+	out->e = e;
 	out->dst = dst;
 	out->op = op;
-	out->base = out->slot->data;
-	out->slot->hdr.len = op->hdr_len + paylen;
-	out->slot->hdr.slid = qp->hca->node.seg->lid;
-	out->slot->hdr.dlid = qp->attr.ah_attr.dlid;
-	out->slot->hdr.src_qpn = qp->qpn;
-	out->slot->hdr.src_proc = qp->hca->node.proc_slot;
-	out->slot->hdr.flags = 0;
+	out->base = out->pkt.data;
+	hdr = out->pkt.hdr;
+	hdr->len = op->hdr_len + paylen;
+	hdr->slid = qp->hca->node.seg->lid;
+	hdr->dlid = qp->attr.ah_attr.dlid;
+	hdr->src_qpn = qp->qpn;
+	hdr->src_proc = qp->hca->node.proc_slot;
+	hdr->flags = 0;
 	bth = (struct bth *)out->base;
 	bth->opcode = opcode;
 	/* Pad to 4 bytes as the wire does (IBA 9.2.3); TVer 0. */
@@ -133,27 +91,27 @@ void pkt_send(struct pkt_out *out)
 {
 	/* Captured before publishing: the receiver may reuse the slot. */
 	if (pcap_enabled())
-		pcap_write(&out->slot->hdr, out->base);
-	inbox_publish(out->dst, out->slot, out->pos);
+		pcap_write(out->pkt.hdr, out->base);
+	out->e->tp->pkt_send(out->dst, &out->pkt);
 }
 
-static bool pkt_parse(const struct inbox_slot *s, struct pkt *p)
+static bool pkt_parse(const struct tp_pkt *in, struct pkt *p)
 {
-	uint32_t len = s->hdr.len;
+	uint32_t len = in->hdr->len;
 
 	if (len < sizeof(struct bth) || len > PKT_MAX_LEN)
 		return false;
-	p->hdr = &s->hdr;
-	p->grh = &s->grh;
-	p->bth_base = s->data;
-	p->bth = (const struct bth *)s->data;
+	p->hdr = in->hdr;
+	p->grh = in->grh;
+	p->bth_base = in->data;
+	p->bth = (const struct bth *)in->data;
 	p->opcode = p->bth->opcode;
 	p->op = opcode_get(p->opcode);
 	if (!p->op->mask || len < p->op->hdr_len)
 		return false;
 	p->psn = bth_psn(p->bth);
 	p->qpn = bth_qpn(p->bth);
-	p->payload = s->data + p->op->hdr_len;
+	p->payload = in->data + p->op->hdr_len;
 	p->paylen = len - p->op->hdr_len;
 	return true;
 }
@@ -227,8 +185,8 @@ void engine_pending_add_locked(struct emu_qp *qp)
 	 * must look again (the application may not call a verb soon).
 	 * Sequentially consistent against the sleeper's flag-then-check. */
 	atomic_store(&e->pending_new, true);
-	if (atomic_load(&e->inbox->sleeping))
-		inbox_wake(e->inbox);
+	if (e->tp->is_sleeping(e))
+		e->tp->wake(e);
 }
 
 static void engine_dispatch(struct engine *e, const struct pkt *p)
@@ -265,14 +223,14 @@ static void engine_flush_acks(struct engine *e)
 /* Drain up to max packets; caller holds engine.lock.  Returns count. */
 static unsigned int engine_drain(struct engine *e, unsigned int max)
 {
-	struct inbox_slot *s;
+	struct tp_pkt in;
 	unsigned int n = 0;
 	struct pkt p;
 
-	while (n < max && (s = inbox_peek(e->inbox))) {
-		if (pkt_parse(s, &p))
+	while (n < max && e->tp->pkt_peek(e, &in)) {
+		if (pkt_parse(&in, &p))
 			engine_dispatch(e, &p);
-		inbox_release(e->inbox, s);
+		e->tp->pkt_release(e, &in);
 		n++;
 	}
 	/* The ACKs the burst earned, one per QP, before anything else can
@@ -328,6 +286,14 @@ static uint64_t engine_run_pending(struct engine *e, bool *busy)
 	return next;
 }
 
+/* Whether a packet is waiting (a peek: nothing is consumed). */
+static bool engine_has_packet(struct engine *e)
+{
+	struct tp_pkt in;
+
+	return e->tp->pkt_peek(e, &in);
+}
+
 static bool engine_has_pending(struct engine *e)
 {
 	return __atomic_load_n(&e->pending, __ATOMIC_RELAXED) != NULL;
@@ -342,7 +308,7 @@ void engine_app_blocks(struct engine *e)
 	if (!e)
 		return;
 	atomic_store(&e->app_polled, 0);
-	inbox_wake(e->inbox);
+	e->tp->wake(e);
 }
 
 /* engine_poll calls of this thread: when to look at the clock. */
@@ -364,7 +330,7 @@ void engine_poll(struct engine *e, bool active)
 	run = atomic_load_explicit(&e->pending_new, memory_order_relaxed) ||
 	      atomic_load_explicit(&e->busy, memory_order_relaxed) ||
 	      (due && (++engine_polls & 63) == 0 && engine_now_ns() >= due);
-	if (!run && !inbox_peek(e->inbox))
+	if (!run && !engine_has_packet(e))
 		return;
 	if (pthread_mutex_trylock(&e->lock))
 		return; /* the thread is at it */
@@ -387,7 +353,7 @@ static bool engine_spin(struct engine *e)
 
 	do {
 		for (i = 0; i < 64; i++) {
-			if (inbox_peek(e->inbox) || atomic_load(&e->stop) ||
+			if (engine_has_packet(e) || atomic_load(&e->stop) ||
 			    atomic_load_explicit(&e->pending_new,
 						 memory_order_relaxed) ||
 			    atomic_load_explicit(&e->app_polled,
@@ -411,7 +377,7 @@ static void *engine_thread(void *arg)
 			/* The application drives progress: stay out of its
 			 * way (never hold engine.lock while it spins) and nap
 			 * unannounced, so producers make no system call. */
-			inbox_nap(e->inbox, ENGINE_NAP_NS);
+			e->tp->nap(e, ENGINE_NAP_NS);
 			continue;
 		}
 		pthread_mutex_lock(&e->lock);
@@ -434,13 +400,13 @@ static void *engine_thread(void *arg)
 			nanosleep(&ts, NULL);
 			continue;
 		}
-		if (atomic_load(&e->app_polled) || inbox_peek(e->inbox))
+		if (atomic_load(&e->app_polled) || engine_has_packet(e))
 			continue;
 		if (served && engine_spin(e))
 			continue;
 		now = engine_now_ns();
 		timeout = next ? (next > now ? next - now : 1) : 0;
-		inbox_sleep(e->inbox, timeout, &e->pending_new);
+		e->tp->sleep(e, timeout, &e->pending_new);
 	}
 	return NULL;
 }
@@ -454,33 +420,28 @@ int engine_start(struct emu_hca *hca)
 	if (!e)
 		return ENOMEM;
 	e->hca = hca;
+	e->tp = &tp_shm_ops;
 	e->qps = calloc(IBEMU_MAX_QP, sizeof(*e->qps));
 	if (!e->qps) {
 		ret = ENOMEM;
 		goto err_free;
 	}
 	pthread_mutex_init(&e->lock, NULL);
-	pthread_mutex_init(&e->peer_lock, NULL);
 	pthread_mutex_init(&e->pending_lock, NULL);
-	ret = -inbox_create(hca->node.name, &e->inbox, e->inbox_name,
-			    sizeof(e->inbox_name));
-	if (ret) {
-		ibemu_log_err("cannot create the process inbox: %s",
-			      strerror(ret));
+	ret = e->tp->open(e);
+	if (ret)
 		goto err_qps;
-	}
 	hca->engine = e;
 	pcap_open();
 	ret = pthread_create(&e->thread, NULL, engine_thread, e);
 	if (ret) {
 		hca->engine = NULL;
-		goto err_inbox;
+		goto err_tp;
 	}
 	return 0;
 
-err_inbox:
-	shm_unlink(e->inbox_name);
-	inbox_unmap(e->inbox);
+err_tp:
+	e->tp->close(e);
 err_qps:
 	free(e->qps);
 err_free:
@@ -497,7 +458,7 @@ void engine_forget(struct emu_hca *hca)
 	hca->engine = NULL;
 	if (!e)
 		return;
-	free(e->retired);
+	e->tp->forget(e);
 	free(e->qps);
 	free(e);
 }
@@ -505,22 +466,14 @@ void engine_forget(struct emu_hca *hca)
 void engine_stop(struct emu_hca *hca)
 {
 	struct engine *e = hca->engine;
-	unsigned int i;
 
 	if (!e)
 		return;
 	atomic_store(&e->stop, true);
-	inbox_wake(e->inbox);
+	e->tp->wake(e);
 	pthread_join(e->thread, NULL);
 	hca->engine = NULL;
-	for (i = 0; i < IBEMU_MAX_PROCS; i++)
-		if (e->peers[i].ib)
-			inbox_unmap(e->peers[i].ib);
-	for (i = 0; i < e->nr_retired; i++)
-		inbox_unmap(e->retired[i]);
-	free(e->retired);
-	shm_unlink(e->inbox_name);
-	inbox_unmap(e->inbox);
+	e->tp->close(e);
 	free(e->qps);
 	free(e);
 	pcap_close();

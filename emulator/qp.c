@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cma.h"
 #include "engine.h"
 #include "hca.h"
 #include "log.h"
@@ -364,7 +363,7 @@ void qp_publish_locked(struct emu_qp *qp)
 			qp->attr.qp_access_flags, qp->pd_id);
 	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS &&
 	    qp->state != IBV_QPS_SQD)
-		cma_fence_qp(qp->hca, qp->qpn);
+		engine_qp_fence(qp->hca->engine, qp->qpn);
 }
 
 /*

@@ -16,7 +16,6 @@
 
 #include <string.h>
 
-#include "cma.h"
 #include "engine.h"
 #include "log.h"
 
@@ -36,7 +35,7 @@ int req_resolve_peer_locked(struct emu_qp *qp)
 
 	if (slot < 0)
 		return -ENOENT;
-	qp->peer = engine_peer_inbox(qp->hca->engine, slot);
+	qp->peer = engine_peer(qp->hca->engine, slot);
 	qp->peer_proc = slot;
 	return qp->peer ? 0 : -ENOENT;
 }
@@ -116,7 +115,7 @@ static bool req_send_ud(struct emu_qp *qp, struct wqe *w)
 				 ? IB_OPCODE_UD + IB_OP_SEND_ONLY_IMM
 				 : IB_OPCODE_UD + IB_OP_SEND_ONLY;
 	struct pkt_out out;
-	struct inbox *dst;
+	struct tp_peer *dst;
 	struct deth *deth;
 	int32_t slot;
 	uint64_t prefix, guid;
@@ -125,13 +124,13 @@ static bool req_send_ud(struct emu_qp *qp, struct wqe *w)
 	if (av->dlid != seg->lid && !av->is_global)
 		return true; /* another LID: no such node in this fabric */
 	slot = node_qpn_owner_slot(&qp->hca->node, w->remote_qpn);
-	dst = slot >= 0 ? engine_peer_inbox(qp->hca->engine, slot) : NULL;
+	dst = slot >= 0 ? engine_peer(qp->hca->engine, slot) : NULL;
 	if (!dst)
 		return true;
 	if (!pkt_begin(&out, dst, qp, opcode, w->remote_qpn, qp->req.psn,
 		       false, w->length))
 		return false;
-	out.slot->hdr.dlid = av->dlid;
+	out.pkt.hdr->dlid = av->dlid;
 	deth = pkt_ext(&out, out.op->deth);
 	/* A Q_Key with the high bit set means "use the QP's own" (IBA
 	 * 10.2.5). */
@@ -142,17 +141,17 @@ static bool req_send_ud(struct emu_qp *qp, struct wqe *w)
 		((struct immdt *)pkt_ext(&out, out.op->immdt))->imm =
 			w->imm_data;
 	if (av->is_global) {
-		out.slot->hdr.flags |= PKT_F_GRH;
-		out.slot->grh.flow = 6u << 28 |
+		out.pkt.hdr->flags |= PKT_F_GRH;
+		out.pkt.grh->flow = 6u << 28 |
 					 (uint32_t)av->grh.traffic_class
 						 << 20 |
 					 (av->grh.flow_label & 0xfffff);
-		out.slot->grh.hop_limit = av->grh.hop_limit;
+		out.pkt.grh->hop_limit = av->grh.hop_limit;
 		prefix = htobe64(seg->gid_prefix);
 		guid = htobe64(seg->port_guid);
-		memcpy(out.slot->grh.sgid, &prefix, 8);
-		memcpy(out.slot->grh.sgid + 8, &guid, 8);
-		memcpy(out.slot->grh.dgid, av->grh.dgid.raw, 16);
+		memcpy(out.pkt.grh->sgid, &prefix, 8);
+		memcpy(out.pkt.grh->sgid + 8, &guid, 8);
+		memcpy(out.pkt.grh->dgid, av->grh.dgid.raw, 16);
 	}
 	if (w->send_flags & IBV_SEND_INLINE)
 		memcpy(pkt_payload(&out), wqe_inline_data(qp, w),
@@ -180,7 +179,7 @@ static void req_fill_reth(struct pkt_out *out, const struct wqe *w)
 static bool req_send_wqe(struct emu_qp *qp, struct wqe *w)
 {
 	uint32_t dqpn = qp->attr.dest_qp_num, off, paylen, psn;
-	struct inbox *dst = qp->peer;
+	struct tp_peer *dst = qp->peer;
 	struct pkt_out out;
 	bool first, last;
 	uint8_t opcode;
@@ -218,8 +217,9 @@ static bool req_send_wqe(struct emu_qp *qp, struct wqe *w)
 		if (!pkt_begin(&out, dst, qp, opcode, dqpn, w->first_psn, true,
 			       0))
 			return false;
-		out.slot->hdr.flags |= PKT_F_PULL;
-		out.slot->hdr.len += cma_pull_desc(qp, w, pkt_payload(&out));
+		out.pkt.hdr->flags |= PKT_F_PULL;
+		out.pkt.hdr->len += engine_place(qp->hca->engine)
+						->pull_desc(qp, w, pkt_payload(&out));
 		if (out.op->mask & OPM_IMMDT)
 			((struct immdt *)pkt_ext(&out, out.op->immdt))->imm =
 				w->imm_data;
@@ -270,6 +270,7 @@ static bool req_send_wqe(struct emu_qp *qp, struct wqe *w)
 
 void req_run_locked(struct emu_qp *qp)
 {
+	const struct tp_place_ops *place = engine_place(qp->hca->engine);
 	struct wqe *w;
 	enum ibv_wc_status st;
 	uint32_t n;
@@ -303,7 +304,7 @@ void req_run_locked(struct emu_qp *qp)
 				comp_retire_locked(qp);
 				return;
 			}
-			if (cma_try(qp, w)) {
+			if (place && place->rdma(qp, w)) {
 				/* Placed: complete, no packet, no PSN. */
 				w->state = WQE_DONE;
 				qp->req.next++;
@@ -311,7 +312,7 @@ void req_run_locked(struct emu_qp *qp)
 				continue;
 			}
 			w->pulled = qp->type != IBV_QPT_UD &&
-				    cma_pull_ok(qp, w);
+				    place && place->pull_ok(qp, w);
 			n = wqe_npkts(qp, w);
 			w->first_psn = qp->req.psn;
 			w->last_psn = psn_add(w->first_psn, n - 1);

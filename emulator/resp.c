@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cma.h"
 #include "engine.h"
 #include "log.h"
 
@@ -37,7 +36,7 @@ static bool qp_is_rc(const struct emu_qp *qp)
 	return qp->type == IBV_QPT_RC;
 }
 
-static struct inbox *resp_peer(struct emu_qp *qp)
+static struct tp_peer *resp_peer(struct emu_qp *qp)
 {
 	if (!qp->peer)
 		req_resolve_peer_locked(qp);
@@ -47,7 +46,7 @@ static struct inbox *resp_peer(struct emu_qp *qp)
 /* An ACK or NAK (RC_ACKNOWLEDGE with an AETH).  false if not sent. */
 static bool resp_send_aeth(struct emu_qp *qp, uint32_t psn, uint8_t syn)
 {
-	struct inbox *dst = resp_peer(qp);
+	struct tp_peer *dst = resp_peer(qp);
 	struct pkt_out out;
 	struct aeth *aeth;
 
@@ -242,7 +241,7 @@ static void resp_send_pull(struct emu_qp *qp, const struct pkt *p)
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, 0, IBV_WC_LOC_LEN_ERR);
 		return;
 	}
-	if (cma_pull(qp, qp->resp.wqe, d)) {
+	if (engine_place(qp->hca->engine)->pull(qp, qp->resp.wqe, d)) {
 		resp_fail(qp, p, AETH_NAK_REM_OP_ERR, 0, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
@@ -414,7 +413,7 @@ static bool resp_read_queue(struct emu_qp *qp, const struct pkt *p,
 /* Send queued READ responses until done or the inbox is full. */
 static void resp_read_send(struct emu_qp *qp)
 {
-	struct inbox *dst = resp_peer(qp);
+	struct tp_peer *dst = resp_peer(qp);
 	struct pkt_out out;
 	struct resp_read *r;
 	uint32_t paylen;
@@ -516,7 +515,7 @@ static void resp_read(struct emu_qp *qp, const struct pkt *p)
 
 static void resp_atomic_ack(struct emu_qp *qp, uint32_t psn, uint64_t orig)
 {
-	struct inbox *dst = resp_peer(qp);
+	struct tp_peer *dst = resp_peer(qp);
 	struct pkt_out out;
 	struct aeth *a;
 	struct atmack *ack;

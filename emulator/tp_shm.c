@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The shared-memory transport: every process of a node owns one inbox
+ * (inbox.h), into which the node's other processes write its packets in
+ * place.  A peer is the mapping of that process's inbox; requester-placed
+ * RDMA through cross-memory attach is this transport's placement
+ * capability (cma.c).
+ *
+ * Lock rule: struct tp_shm.peer_lock protects peers[] and retired; the
+ * own inbox's consumer side runs under engine.lock (transport.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cma.h"
+#include "engine.h"
+#include "log.h"
+
+/* The transport's state, one per engine. */
+struct tp_shm {
+	struct inbox *inbox; /* ours */
+	char inbox_name[160];
+	pthread_mutex_t peer_lock;
+	/* peer inboxes by node process slot */
+	struct tp_shm_peer {
+		pid_t pid;
+		uint64_t start_time;
+		struct inbox *ib;
+	} peers[IBEMU_MAX_PROCS];
+	struct inbox **retired; /* replaced peer mappings, unmapped at close */
+	unsigned int nr_retired;
+};
+
+static struct tp_shm *tp_shm(struct engine *e)
+{
+	return e->tp_priv;
+}
+
+struct inbox *tp_shm_inbox(struct tp_peer *peer)
+{
+	return (struct inbox *)peer;
+}
+
+struct inbox *tp_shm_own_inbox(struct engine *e)
+{
+	return e->tp_priv ? tp_shm(e)->inbox : NULL;
+}
+
+static int tp_shm_open(struct engine *e)
+{
+	struct tp_shm *t = calloc(1, sizeof(*t));
+	int ret;
+
+	if (!t)
+		return ENOMEM;
+	pthread_mutex_init(&t->peer_lock, NULL);
+	ret = -inbox_create(e->hca->node.name, &t->inbox, t->inbox_name,
+			    sizeof(t->inbox_name));
+	if (ret) {
+		ibemu_log_err("cannot create the process inbox: %s",
+			      strerror(ret));
+		free(t);
+		return ret;
+	}
+	e->tp_priv = t;
+	return 0;
+}
+
+static void tp_shm_close(struct engine *e)
+{
+	struct tp_shm *t = tp_shm(e);
+	unsigned int i;
+
+	for (i = 0; i < IBEMU_MAX_PROCS; i++)
+		if (t->peers[i].ib)
+			inbox_unmap(t->peers[i].ib);
+	for (i = 0; i < t->nr_retired; i++)
+		inbox_unmap(t->retired[i]);
+	free(t->retired);
+	shm_unlink(t->inbox_name);
+	inbox_unmap(t->inbox);
+	free(t);
+	e->tp_priv = NULL;
+}
+
+static void tp_shm_forget(struct engine *e)
+{
+	struct tp_shm *t = tp_shm(e);
+
+	if (!t)
+		return;
+	free(t->retired);
+	free(t);
+	e->tp_priv = NULL;
+}
+
+/* Map the inbox of (pid, start) for slot; caller holds peer_lock. */
+static struct inbox *tp_shm_map_locked(struct engine *e, int32_t slot,
+				       pid_t pid, uint64_t start)
+{
+	struct tp_shm *t = tp_shm(e);
+	struct tp_shm_peer *pm = &t->peers[slot];
+	struct inbox *ib, **grown;
+
+	if (pm->ib && pm->pid == pid && pm->start_time == start)
+		return pm->ib;
+	if (inbox_map(e->hca->node.name, pid, start, &ib))
+		return NULL;
+	if (pm->ib) {
+		/* QPs may still point at the old mapping: keep it. */
+		grown = realloc(t->retired,
+				(t->nr_retired + 1) * sizeof(*grown));
+		if (!grown) {
+			inbox_unmap(ib);
+			return NULL;
+		}
+		t->retired = grown;
+		t->retired[t->nr_retired++] = pm->ib;
+	}
+	pm->pid = pid;
+	pm->start_time = start;
+	pm->ib = ib;
+	return ib;
+}
+
+static struct tp_peer *tp_shm_peer_get(struct engine *e, int32_t slot)
+{
+	struct tp_shm *t = tp_shm(e);
+	struct node *node = &e->hca->node;
+	struct inbox *ib;
+	uint64_t start;
+	pid_t pid;
+
+	if (slot < 0 || slot >= IBEMU_MAX_PROCS)
+		return NULL;
+	/* The slot's owner as the node segment says now. */
+	node_lock(node);
+	pid = node->seg->procs[slot].pid;
+	start = node->seg->procs[slot].start_time;
+	node_unlock(node);
+	if (!pid)
+		return NULL;
+	if (pid == getpid())
+		return (struct tp_peer *)t->inbox;
+	pthread_mutex_lock(&t->peer_lock);
+	ib = tp_shm_map_locked(e, slot, pid, start);
+	pthread_mutex_unlock(&t->peer_lock);
+	return (struct tp_peer *)ib;
+}
+
+static bool tp_shm_peer_is_self(struct engine *e, const struct tp_peer *peer)
+{
+	return (const struct inbox *)peer == tp_shm(e)->inbox;
+}
+
+static bool tp_shm_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
+{
+	struct inbox_slot *s = inbox_claim(tp_shm_inbox(peer), &pkt->pos);
+
+	if (!s)
+		return false;
+	pkt->slot = s;
+	pkt->hdr = &s->hdr;
+	pkt->data = s->data;
+	pkt->grh = &s->grh;
+	return true;
+}
+
+static void tp_shm_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
+{
+	inbox_publish(tp_shm_inbox(peer), pkt->slot, pkt->pos);
+}
+
+static bool tp_shm_pkt_peek(struct engine *e, struct tp_pkt *pkt)
+{
+	struct inbox_slot *s = inbox_peek(tp_shm(e)->inbox);
+
+	if (!s)
+		return false;
+	pkt->slot = s;
+	pkt->hdr = &s->hdr;
+	pkt->data = s->data;
+	pkt->grh = &s->grh;
+	return true;
+}
+
+static void tp_shm_pkt_release(struct engine *e, struct tp_pkt *pkt)
+{
+	inbox_release(tp_shm(e)->inbox, pkt->slot);
+}
+
+static void tp_shm_sleep(struct engine *e, uint64_t timeout_ns,
+			 atomic_bool *more)
+{
+	inbox_sleep(tp_shm(e)->inbox, timeout_ns, more);
+}
+
+static void tp_shm_nap(struct engine *e, uint64_t timeout_ns)
+{
+	inbox_nap(tp_shm(e)->inbox, timeout_ns);
+}
+
+static void tp_shm_wake(struct engine *e)
+{
+	inbox_wake(tp_shm(e)->inbox);
+}
+
+static bool tp_shm_is_sleeping(struct engine *e)
+{
+	return atomic_load(&tp_shm(e)->inbox->sleeping) != 0;
+}
+
+static const struct tp_place_ops tp_shm_place_ops = {
+	.rdma = cma_try,
+	.pull_ok = cma_pull_ok,
+	.pull_desc = cma_pull_desc,
+	.pull = cma_pull,
+	.mr_publish = cma_publish_mr,
+	.mr_withdraw = cma_withdraw_mr,
+	.qp_fence = cma_fence_qp,
+};
+
+const struct transport_ops tp_shm_ops = {
+	.name = "shm",
+	.open = tp_shm_open,
+	.close = tp_shm_close,
+	.forget = tp_shm_forget,
+	.peer_get = tp_shm_peer_get,
+	.peer_is_self = tp_shm_peer_is_self,
+	.pkt_claim = tp_shm_pkt_claim,
+	.pkt_send = tp_shm_pkt_send,
+	.pkt_peek = tp_shm_pkt_peek,
+	.pkt_release = tp_shm_pkt_release,
+	.sleep = tp_shm_sleep,
+	.nap = tp_shm_nap,
+	.wake = tp_shm_wake,
+	.is_sleeping = tp_shm_is_sleeping,
+	.place = &tp_shm_place_ops,
+};

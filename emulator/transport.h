@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The transport interface: how the engine moves packets between the
+ * processes of the fabric.  A transport carries packets to a peer process
+ * (claim room, fill it in place, send), hands the engine the packets
+ * addressed to this process (peek, release), lets the progress thread
+ * wait for them (sleep, nap, wake), and says which processes it can reach
+ * (peer_get).  One-sided placement, where the requester moves RDMA data
+ * itself, is an optional capability (place); without it every operation
+ * travels as packets.
+ *
+ * The shared-memory transport (tp_shm.c, with its placement in cma.c) is
+ * the first implementation; a transport is one file set behind these
+ * ops.  Lock rule: the consumer calls (pkt_peek, pkt_release) run under
+ * engine.lock; the producer calls under the sending QP's lock; peer_get
+ * may be called from anywhere and serialises itself.
+ */
+#ifndef IBEMU_TRANSPORT_H
+#define IBEMU_TRANSPORT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+struct engine;
+struct emu_qp;
+struct emu_mr;
+struct wqe;
+/* A process a transport reaches; opaque outside the transport. */
+struct tp_peer;
+
+/* One packet in a transport's buffer, being built or being received. */
+struct tp_pkt {
+	struct pkt_hdr *hdr; /* the link: who sent it, to which process */
+	uint8_t *data; /* BTH, extended headers, payload */
+	struct pkt_grh *grh; /* valid when hdr->flags has PKT_F_GRH */
+	void *slot; /* the transport's own */
+	uint64_t pos;
+};
+
+/* Requester-placed RDMA (optional). */
+struct tp_place_ops {
+	/* Execute w (RDMA WRITE or READ) directly; true if done. */
+	bool (*rdma)(struct emu_qp *qp, struct wqe *w);
+	/* Large SENDs: the requester describes, the responder pulls. */
+	bool (*pull_ok)(struct emu_qp *qp, const struct wqe *w);
+	uint32_t (*pull_desc)(struct emu_qp *qp, struct wqe *w, void *buf);
+	int (*pull)(struct emu_qp *qp, const struct wqe *rwqe,
+		    const struct pull_desc *d);
+	/* Regions and QPs of ours that requesters may place into; withdraw
+	 * and fence return once no placement into them is under way. */
+	void (*mr_publish)(struct engine *e, const struct emu_mr *mr);
+	void (*mr_withdraw)(struct engine *e, const struct emu_mr *mr);
+	void (*qp_fence)(struct engine *e, uint32_t qpn);
+};
+
+struct transport_ops {
+	const char *name;
+	int (*open)(struct engine *e); /* 0 or a positive errno */
+	void (*close)(struct engine *e);
+	/* In a forked child: drop the parent's state without touching it. */
+	void (*forget)(struct engine *e);
+
+	/* The process in node slot proc_slot, or NULL if unreachable. */
+	struct tp_peer *(*peer_get)(struct engine *e, int32_t proc_slot);
+	bool (*peer_is_self)(struct engine *e, const struct tp_peer *peer);
+
+	/* Out: room for one packet to peer (false: full, try later). */
+	bool (*pkt_claim)(struct tp_peer *peer, struct tp_pkt *pkt);
+	void (*pkt_send)(struct tp_peer *peer, struct tp_pkt *pkt);
+
+	/* In: the next packet for this process, released once consumed. */
+	bool (*pkt_peek)(struct engine *e, struct tp_pkt *pkt);
+	void (*pkt_release)(struct engine *e, struct tp_pkt *pkt);
+
+	/* The progress thread waits for packets: sleep until one comes, a
+	 * wake, *more, or the timeout (0: none); nap without asking
+	 * producers to wake it; wake a sleeper or napper. */
+	void (*sleep)(struct engine *e, uint64_t timeout_ns, atomic_bool *more);
+	void (*nap)(struct engine *e, uint64_t timeout_ns);
+	void (*wake)(struct engine *e);
+	bool (*is_sleeping)(struct engine *e);
+
+	const struct tp_place_ops *place; /* NULL: not offered */
+};
+
+/* tp_shm.c */
+extern const struct transport_ops tp_shm_ops;
+
+#endif /* IBEMU_TRANSPORT_H */
