@@ -71,6 +71,9 @@ struct pkt_out {
 
 /* progress.c */
 int engine_start(struct emu_hca *hca);
+/* The transport engines started from now on use (default: tp_shm_ops);
+ * the engine's unit tests hand in their own. */
+void engine_use_transport(const struct transport_ops *tp);
 void engine_stop(struct emu_hca *hca);
 void engine_forget(struct emu_hca *hca);
 /* active: the application is polling, not about to block. */

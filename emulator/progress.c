@@ -411,6 +411,14 @@ static void *engine_thread(void *arg)
 	return NULL;
 }
 
+/* The transport new engines use (engine_use_transport). */
+static const struct transport_ops *engine_transport = &tp_shm_ops;
+
+void engine_use_transport(const struct transport_ops *tp)
+{
+	engine_transport = tp;
+}
+
 int engine_start(struct emu_hca *hca)
 {
 	struct engine *e;
@@ -420,7 +428,7 @@ int engine_start(struct emu_hca *hca)
 	if (!e)
 		return ENOMEM;
 	e->hca = hca;
-	e->tp = &tp_shm_ops;
+	e->tp = engine_transport;
 	e->qps = calloc(IBEMU_MAX_QP, sizeof(*e->qps));
 	if (!e->qps) {
 		ret = ENOMEM;
