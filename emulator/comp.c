@@ -272,16 +272,13 @@ static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 
 static void comp_atomic_ack(struct emu_qp *qp, const struct pkt *p)
 {
-	const struct atmack *ack =
-		(const struct atmack *)(p->bth_base + p->op->atmack);
 	struct wqe *w = comp_find(qp, p->psn);
 	uint64_t orig;
 
-	if (!w || (w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
-		   w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD))
+	if (!w || !wr_is(w->opcode, WR_ATOMIC))
 		return;
 	comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK));
-	orig = be64toh(ack->orig);
+	orig = pkt_atmack_orig(p);
 	if (sge_copy(qp, w->sge, 1, 0, &orig, 8, true)) {
 		wqe_fail(qp, w, IBV_WC_LOC_PROT_ERR);
 		return;
@@ -289,38 +286,80 @@ static void comp_atomic_ack(struct emu_qp *qp, const struct pkt *p)
 	wqe_done(qp, w);
 }
 
-void comp_recv_locked(struct emu_qp *qp, const struct pkt *p)
+/* What the completer makes of a response (traced with IBEMU_DEBUG). */
+enum comp_outcome {
+	COMP_IGNORED, /* not in RTS/SQD, or not from our connection */
+	COMP_ACK, /* IBA 9.7.5.1 */
+	COMP_RNR_NAK, /* IBA 9.7.5.2.8 */
+	COMP_NAK, /* IBA 9.7.5.2.1-5 */
+	COMP_READ_RESPONSE, /* IBA 9.7.5.1.3 */
+	COMP_ATOMIC_ACK, /* IBA 9.7.5.1.4 */
+	COMP_UNEXPECTED, /* a response opcode we do not take */
+};
+
+static const char *const comp_outcome_name[] = {
+	[COMP_IGNORED] = "ignored",
+	[COMP_ACK] = "ack",
+	[COMP_RNR_NAK] = "rnr-nak",
+	[COMP_NAK] = "nak",
+	[COMP_READ_RESPONSE] = "read-response",
+	[COMP_ATOMIC_ACK] = "atomic-ack",
+	[COMP_UNEXPECTED] = "unexpected",
+};
+
+static enum comp_outcome comp_classify(struct emu_qp *qp, const struct pkt *p)
 {
-	enum ibv_qp_state st = qp->state;
-	uint32_t aeth = 0;
 	uint8_t syn;
 
-	if (st != IBV_QPS_RTS && st != IBV_QPS_SQD)
-		return;
-	if (qp->type != IBV_QPT_RC ||
-	    p->hdr->src_qpn != qp->attr.dest_qp_num)
-		return; /* not from our connection */
-	if (p->op->mask & OPM_AETH)
-		aeth = be32toh(((const struct aeth *)(p->bth_base +
-						       p->op->aeth))->smsn);
-	syn = (uint8_t)(aeth >> 24);
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return COMP_IGNORED;
+	if (qp->type != IBV_QPT_RC || p->hdr->src_qpn != qp->attr.dest_qp_num)
+		return COMP_IGNORED;
+	if (p->opcode == IB_OP_ATOMIC_ACKNOWLEDGE)
+		return COMP_ATOMIC_ACK;
+	if (p->op->mask & OPM_READ)
+		return COMP_READ_RESPONSE;
+	if (p->opcode != IB_OP_ACKNOWLEDGE)
+		return COMP_UNEXPECTED;
+	syn = pkt_aeth_syndrome(p);
+	switch (syn & AETH_TYPE_MASK) {
+	case AETH_ACK:
+		return COMP_ACK;
+	case AETH_RNR_NAK:
+		return COMP_RNR_NAK;
+	case AETH_NAK:
+		return COMP_NAK;
+	default:
+		return COMP_UNEXPECTED; /* reserved syndrome (table 44) */
+	}
+}
 
-	if (p->opcode == IB_OP_ACKNOWLEDGE) {
-		switch (syn & AETH_TYPE_MASK) {
-		case AETH_ACK:
-			comp_ack_upto(qp, p->psn);
-			break;
-		case AETH_RNR_NAK:
-			comp_rnr(qp, p->psn, syn & 0x1f);
-			break;
-		case AETH_NAK:
-			comp_nak(qp, p->psn, syn & 0x1f);
-			break;
-		}
-	} else if (p->op->mask & OPM_READ) {
+void comp_recv_locked(struct emu_qp *qp, const struct pkt *p)
+{
+	enum comp_outcome o = comp_classify(qp, p);
+
+	ibemu_trace("comp qp %#x psn %#x %s: %s", qp->qpn, p->psn,
+		    p->op->name, comp_outcome_name[o]);
+	switch (o) {
+	case COMP_IGNORED:
+		return;
+	case COMP_ACK:
+		comp_ack_upto(qp, p->psn);
+		break;
+	case COMP_RNR_NAK:
+		comp_rnr(qp, p->psn, pkt_aeth_syndrome(p) & 0x1f);
+		break;
+	case COMP_NAK:
+		comp_nak(qp, p->psn, pkt_aeth_syndrome(p) & 0x1f);
+		break;
+	case COMP_READ_RESPONSE:
 		comp_read_resp(qp, p);
-	} else if (p->opcode == IB_OP_ATOMIC_ACKNOWLEDGE) {
+		break;
+	case COMP_ATOMIC_ACK:
 		comp_atomic_ack(qp, p);
+		break;
+	case COMP_UNEXPECTED:
+		break;
 	}
 	comp_retire_locked(qp);
 	req_run_locked(qp);

@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 
 #include "hca.h"
+#include "hdr.h"
 #include "inbox.h"
 #include "transport.h"
 #include "opcode.h"
@@ -46,28 +47,6 @@ struct engine {
 	atomic_uint app_polled; /* poll_cq ran since the thread looked */
 };
 
-/* A received packet, parsed. */
-struct pkt {
-	const struct pkt_hdr *hdr;
-	const struct pkt_grh *grh; /* when hdr->flags has PKT_F_GRH */
-	const uint8_t *bth_base;
-	const struct bth *bth;
-	const struct opcode_info *op;
-	uint8_t opcode;
-	uint32_t psn;
-	uint32_t qpn;
-	const uint8_t *payload;
-	uint32_t paylen;
-};
-
-/* A packet being built in room the transport gave. */
-struct pkt_out {
-	struct engine *e;
-	struct tp_peer *dst;
-	struct tp_pkt pkt;
-	uint8_t *base; /* BTH */
-	const struct opcode_info *op;
-};
 
 /* progress.c */
 int engine_start(struct emu_hca *hca);
@@ -114,14 +93,6 @@ bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
 	       uint32_t paylen);
 void pkt_send(struct pkt_out *out);
-static inline void *pkt_ext(struct pkt_out *out, uint8_t off)
-{
-	return out->base + off;
-}
-static inline uint8_t *pkt_payload(struct pkt_out *out)
-{
-	return out->base + out->op->hdr_len;
-}
 
 /* req.c */
 void req_run_locked(struct emu_qp *qp);

@@ -16,6 +16,19 @@ static int env_flag(const char *name)
 	return v && *v && strcmp(v, "0") != 0;
 }
 
+int ibemu_debug_enabled(void)
+{
+	/* 0: not read yet, 1: off, 2: on; a race reads the same value. */
+	static int state;
+	int st = __atomic_load_n(&state, __ATOMIC_RELAXED);
+
+	if (!st) {
+		st = env_flag("IBEMU_DEBUG") ? 2 : 1;
+		__atomic_store_n(&state, st, __ATOMIC_RELAXED);
+	}
+	return st == 2;
+}
+
 void ibemu_log(enum ibemu_log_level level, const char *fmt, ...)
 {
 	static const char *const prefix[] = {
@@ -27,7 +40,7 @@ void ibemu_log(enum ibemu_log_level level, const char *fmt, ...)
 	int saved_errno = errno;
 	va_list ap;
 
-	if (level == IBEMU_LOG_DEBUG ? !env_flag("IBEMU_DEBUG")
+	if (level == IBEMU_LOG_DEBUG ? !ibemu_debug_enabled()
 				     : env_flag("IBEMU_QUIET"))
 		goto out;
 	va_start(ap, fmt);

@@ -20,4 +20,13 @@ void ibemu_log(enum ibemu_log_level level, const char *fmt, ...)
 #define ibemu_log_warn(fmt, ...) ibemu_log(IBEMU_LOG_WARN, fmt, ##__VA_ARGS__)
 #define ibemu_log_dbg(fmt, ...) ibemu_log(IBEMU_LOG_DEBUG, fmt, ##__VA_ARGS__)
 
+/* Whether IBEMU_DEBUG is on (read once). */
+int ibemu_debug_enabled(void);
+/* A decision of the engines, for IBEMU_DEBUG: costs one load when off. */
+#define ibemu_trace(fmt, ...)                                                  \
+	do {                                                                   \
+		if (ibemu_debug_enabled())                                     \
+			ibemu_log(IBEMU_LOG_DEBUG, fmt, ##__VA_ARGS__);        \
+	} while (0)
+
 #endif /* IBEMU_LOG_H */

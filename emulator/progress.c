@@ -61,7 +61,6 @@ bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 	const struct opcode_info *op = opcode_get(opcode);
 	struct engine *e = qp->hca->engine;
 	struct pkt_hdr *hdr;
-	struct bth *bth;
 	uint32_t pad = (4 - (paylen & 3)) & 3;
 
 	if (!e->tp->pkt_claim(dst, &out->pkt))
@@ -77,13 +76,9 @@ bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 	hdr->src_qpn = qp->qpn;
 	hdr->src_proc = qp->hca->node.proc_slot;
 	hdr->flags = 0;
-	bth = (struct bth *)out->base;
-	bth->opcode = opcode;
-	/* Pad to 4 bytes as the wire does (IBA 9.2.3); TVer 0. */
-	bth->flags = (uint8_t)(pad << BTH_PAD_SHIFT);
-	bth->pkey = htobe16(IBEMU_DEFAULT_PKEY);
-	bth->qpn = htobe32(dst_qpn & BTH_QPN_MASK);
-	bth->apsn = htobe32((psn & BTH_PSN_MASK) | (ackreq ? BTH_ACKREQ : 0));
+	/* Pad to 4 bytes as the wire does (IBA 9.2.3). */
+	out_bth_init(out, opcode, pad, IBEMU_DEFAULT_PKEY, dst_qpn, psn,
+		     ackreq);
 	return true;
 }
 

@@ -116,7 +116,6 @@ static bool req_send_ud(struct emu_qp *qp, struct wqe *w)
 				 : IB_OPCODE_UD + IB_OP_SEND_ONLY;
 	struct pkt_out out;
 	struct tp_peer *dst;
-	struct deth *deth;
 	int32_t slot;
 	uint64_t prefix, guid;
 
@@ -131,15 +130,14 @@ static bool req_send_ud(struct emu_qp *qp, struct wqe *w)
 		       false, w->length))
 		return false;
 	out.pkt.hdr->dlid = av->dlid;
-	deth = pkt_ext(&out, out.op->deth);
 	/* A Q_Key with the high bit set means "use the QP's own" (IBA
 	 * 10.2.5). */
-	deth->qkey = htobe32((w->remote_qkey & 0x80000000u) ? qp->attr.qkey
-							    : w->remote_qkey);
-	deth->sqp = htobe32(qp->qpn & BTH_QPN_MASK);
+	out_set_deth(&out,
+		     (w->remote_qkey & 0x80000000u) ? qp->attr.qkey
+						    : w->remote_qkey,
+		     qp->qpn);
 	if (out.op->mask & OPM_IMMDT)
-		((struct immdt *)pkt_ext(&out, out.op->immdt))->imm =
-			w->imm_data;
+		out_set_immdt(&out, w->imm_data);
 	if (av->is_global) {
 		out.pkt.hdr->flags |= PKT_F_GRH;
 		out.pkt.grh->flow = 6u << 28 |
@@ -154,13 +152,13 @@ static bool req_send_ud(struct emu_qp *qp, struct wqe *w)
 		memcpy(out.pkt.grh->dgid, av->grh.dgid.raw, 16);
 	}
 	if (w->send_flags & IBV_SEND_INLINE)
-		memcpy(pkt_payload(&out), wqe_inline_data(qp, w),
+		memcpy(out_payload(&out), wqe_inline_data(qp, w),
 		       w->length);
 	else if (w->length)
-		sge_copy(qp, w->sge, w->num_sge, 0, pkt_payload(&out),
+		sge_copy(qp, w->sge, w->num_sge, 0, out_payload(&out),
 			 w->length, false);
 	if (w->send_flags & IBV_SEND_SOLICITED)
-		((struct bth *)out.base)->flags |= BTH_SE;
+		out_set_se(&out);
 	pkt_send(&out);
 	return true;
 }
@@ -168,11 +166,7 @@ static bool req_send_ud(struct emu_qp *qp, struct wqe *w)
 /* The RDMA extended header of a WRITE's first packet or a READ request. */
 static void req_fill_reth(struct pkt_out *out, const struct wqe *w)
 {
-	struct reth *reth = pkt_ext(out, out->op->reth);
-
-	reth->va = htobe64(w->remote_addr);
-	reth->rkey = htobe32(w->rkey);
-	reth->len = htobe32(w->length);
+	out_set_reth(out, w->remote_addr, w->rkey, w->length);
 }
 
 /* Send the (remaining) packets of w; false if the peer's inbox is full. */
@@ -197,13 +191,11 @@ static bool req_send_wqe(struct emu_qp *qp, struct wqe *w)
 		if (out.op->mask & OPM_RETH) {
 			req_fill_reth(&out, w);
 		} else {
-			struct atmeth *a = pkt_ext(&out, out.op->atmeth);
 			bool cas = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
 
-			a->va = htobe64(w->remote_addr);
-			a->rkey = htobe32(w->rkey);
-			a->swap_add = htobe64(cas ? w->swap : w->compare_add);
-			a->compare = htobe64(cas ? w->compare_add : 0);
+			out_set_atmeth(&out, w->remote_addr, w->rkey,
+				       cas ? w->swap : w->compare_add,
+				       cas ? w->compare_add : 0);
 		}
 		pkt_send(&out);
 		return true;
@@ -219,12 +211,11 @@ static bool req_send_wqe(struct emu_qp *qp, struct wqe *w)
 			return false;
 		out.pkt.hdr->flags |= PKT_F_PULL;
 		out.pkt.hdr->len += engine_place(qp->hca->engine)
-						->pull_desc(qp, w, pkt_payload(&out));
+						->pull_desc(qp, w, out_payload(&out));
 		if (out.op->mask & OPM_IMMDT)
-			((struct immdt *)pkt_ext(&out, out.op->immdt))->imm =
-				w->imm_data;
+			out_set_immdt(&out, w->imm_data);
 		if (w->send_flags & IBV_SEND_SOLICITED)
-			((struct bth *)out.base)->flags |= BTH_SE;
+			out_set_se(&out);
 		pkt_send(&out);
 		w->sent = w->length;
 		return true;
@@ -245,22 +236,17 @@ static bool req_send_wqe(struct emu_qp *qp, struct wqe *w)
 				return false;
 			if (out.op->mask & OPM_RETH)
 				req_fill_reth(&out, w);
-			if (out.op->mask & OPM_IMMDT) {
-				struct immdt *imm = pkt_ext(&out, out.op->immdt);
-
-				imm->imm = w->imm_data;
-			}
+			if (out.op->mask & OPM_IMMDT)
+				out_set_immdt(&out, w->imm_data);
 			/* Solicited event on the last packet (IBA 9.2.2). */
 			if (last && (w->send_flags & IBV_SEND_SOLICITED))
-				((struct bth *)out.base)->flags |= BTH_SE;
+				out_set_se(&out);
 			if (w->send_flags & IBV_SEND_INLINE)
-				memcpy(pkt_payload(&out),
-				       (uint8_t *)wqe_inline_data(qp, w) +
-					       off,
-				       paylen);
+				memcpy(out_payload(&out),
+				       wqe_inline_data(qp, w) + off, paylen);
 			else if (paylen)
 				sge_copy(qp, w->sge, w->num_sge, off,
-					 pkt_payload(&out), paylen, false);
+					 out_payload(&out), paylen, false);
 			pkt_send(&out);
 		}
 		w->sent += paylen;
@@ -268,90 +254,132 @@ static bool req_send_wqe(struct emu_qp *qp, struct wqe *w)
 	return true;
 }
 
-void req_run_locked(struct emu_qp *qp)
+/* What the requester did with a WQE (traced with IBEMU_DEBUG). */
+enum req_step {
+	REQ_NEXT, /* nothing more to do with it now: the next one */
+	REQ_WAIT_FENCE, /* fenced behind reads and atomics (IBA 10.8.3.3) */
+	REQ_WAIT_RD_ATOMIC, /* max_rd_atomic outstanding (IBA 11.2.5.2) */
+	REQ_STOPPED, /* behind a failed WQE: nothing more is sent */
+	REQ_LOCAL_ERROR, /* failed its local checks: completes in error */
+	REQ_PLACED, /* executed by the requester itself (transport.h) */
+	REQ_SENT, /* every packet out; RC waits for the answer */
+	REQ_COMPLETE, /* UC and UD: complete once sent (IBA 9.8) */
+	REQ_BLOCKED, /* the peer takes no more packets now */
+};
+
+static const char *const req_step_name[] = {
+	[REQ_NEXT] = "next",
+	[REQ_WAIT_FENCE] = "wait: fence",
+	[REQ_WAIT_RD_ATOMIC] = "wait: max_rd_atomic",
+	[REQ_STOPPED] = "stopped behind an error",
+	[REQ_LOCAL_ERROR] = "local error",
+	[REQ_PLACED] = "placed",
+	[REQ_SENT] = "sent",
+	[REQ_COMPLETE] = "complete",
+	[REQ_BLOCKED] = "blocked",
+};
+
+/* A new WQE: check it, try to place it, else give it its PSNs. */
+static enum req_step req_start_wqe(struct emu_qp *qp, struct wqe *w)
 {
 	const struct tp_place_ops *place = engine_place(qp->hca->engine);
-	struct wqe *w;
-	enum ibv_wc_status st;
+	bool rd_atomic = wr_is(w->opcode, WR_RD_ATOMIC);
 	uint32_t n;
+
+	if ((w->send_flags & IBV_SEND_FENCE) && qp->req.rd_atomic)
+		return REQ_WAIT_FENCE;
+	if (rd_atomic && qp->attr.max_rd_atomic &&
+	    qp->req.rd_atomic >= qp->attr.max_rd_atomic)
+		return REQ_WAIT_RD_ATOMIC;
+	w->status = req_check_wqe(qp, w);
+	if (w->status != IBV_WC_SUCCESS)
+		return REQ_LOCAL_ERROR;
+	if (place && place->rdma(qp, w))
+		return REQ_PLACED;
+	w->pulled = qp->type != IBV_QPT_UD && place && place->pull_ok(qp, w);
+	n = wqe_npkts(qp, w);
+	w->first_psn = qp->req.psn;
+	w->last_psn = psn_add(w->first_psn, n - 1);
+	qp->req.psn = psn_add(w->first_psn, n);
+	w->sent = 0;
+	w->state = WQE_SENDING;
+	if (rd_atomic)
+		qp->req.rd_atomic++;
+	return REQ_NEXT;
+}
+
+/* Send what is left of w. */
+static enum req_step req_send(struct emu_qp *qp, struct wqe *w)
+{
+	if (qp->type == IBV_QPT_UD)
+		return req_send_ud(qp, w) ? REQ_COMPLETE : REQ_BLOCKED;
+	if (!req_send_wqe(qp, w))
+		return REQ_BLOCKED;
+	return qp->type == IBV_QPT_UC ? REQ_COMPLETE : REQ_SENT;
+}
+
+static enum req_step req_step(struct emu_qp *qp, struct wqe *w)
+{
+	enum req_step step;
+
+	switch (w->state) {
+	case WQE_ERROR:
+		return REQ_STOPPED;
+	case WQE_PENDING:
+		step = req_start_wqe(qp, w);
+		if (step != REQ_NEXT)
+			return step;
+		/* fall through */
+	case WQE_SENDING:
+		return req_send(qp, w);
+	default: /* WQE_SENT, WQE_DONE */
+		return REQ_NEXT;
+	}
+}
+
+void req_run_locked(struct emu_qp *qp)
+{
+	enum req_step step;
+	struct wqe *w;
 
 	if (qp->state != IBV_QPS_RTS || qp->comp.rnr_resume)
 		return;
 	qp->req.blocked = false;
 	while (qp->req.next != qp->sq.tail) {
 		w = wqe_ring_at(&qp->sq, qp->req.next);
-		switch (w->state) {
-		case WQE_DONE:
-		case WQE_SENT:
+		step = req_step(qp, w);
+		if (step != REQ_NEXT)
+			ibemu_trace("req qp %#x wqe %u %s: %s", qp->qpn,
+				    qp->req.next,
+				    wr_opcode_get(w->opcode)->name,
+				    req_step_name[step]);
+		switch (step) {
+		case REQ_NEXT:
 			qp->req.next++;
-			continue;
-		case WQE_ERROR:
-			/* Nothing after a failed WQE is sent. */
+			break;
+		case REQ_LOCAL_ERROR:
+			w->state = WQE_ERROR;
+			comp_retire_locked(qp);
 			return;
-		case WQE_PENDING:
-			/* A fenced WQE waits for prior reads and atomics
-			 * (IBA 10.8.3.3). */
-			if ((w->send_flags & IBV_SEND_FENCE) &&
-			    qp->req.rd_atomic)
-				return;
-			if (wr_is(w->opcode, WR_RD_ATOMIC) && qp->attr.max_rd_atomic &&
-			    qp->req.rd_atomic >= qp->attr.max_rd_atomic)
-				return;
-			st = req_check_wqe(qp, w);
-			if (st != IBV_WC_SUCCESS) {
-				w->state = WQE_ERROR;
-				w->status = st;
-				comp_retire_locked(qp);
-				return;
-			}
-			if (place && place->rdma(qp, w)) {
-				/* Placed: complete, no packet, no PSN. */
-				w->state = WQE_DONE;
-				qp->req.next++;
-				comp_retire_locked(qp);
-				continue;
-			}
-			w->pulled = qp->type != IBV_QPT_UD &&
-				    place && place->pull_ok(qp, w);
-			n = wqe_npkts(qp, w);
-			w->first_psn = qp->req.psn;
-			w->last_psn = psn_add(w->first_psn, n - 1);
-			qp->req.psn = psn_add(w->first_psn, n);
-			w->sent = 0;
-			w->state = WQE_SENDING;
-			if (wr_is(w->opcode, WR_RD_ATOMIC))
-				qp->req.rd_atomic++;
-			/* fall through */
-		case WQE_SENDING:
-			if (qp->type == IBV_QPT_UD) {
-				if (!req_send_ud(qp, w)) {
-					qp->req.blocked = true;
-					engine_pending_add_locked(qp);
-					return;
-				}
-				/* Unreliable: complete once sent. */
-				w->state = WQE_DONE;
-				qp->req.next++;
-				comp_retire_locked(qp);
-				continue;
-			}
-			if (!req_send_wqe(qp, w)) {
-				qp->req.blocked = true;
-				engine_pending_add_locked(qp);
-				return;
-			}
-			if (qp->type == IBV_QPT_UC) {
-				/* UC has no acknowledgements: a send is
-				 * complete once on the wire (IBA 9.8). */
-				w->state = WQE_DONE;
-				qp->req.next++;
-				comp_retire_locked(qp);
-				continue;
-			}
+		case REQ_PLACED:
+		case REQ_COMPLETE:
+			w->state = WQE_DONE;
+			qp->req.next++;
+			comp_retire_locked(qp);
+			break;
+		case REQ_SENT:
 			w->state = WQE_SENT;
 			comp_arm_timer_locked(qp);
 			qp->req.next++;
-			continue;
+			break;
+		case REQ_BLOCKED:
+			qp->req.blocked = true;
+			engine_pending_add_locked(qp);
+			return;
+		case REQ_WAIT_FENCE:
+		case REQ_WAIT_RD_ATOMIC:
+		case REQ_STOPPED:
+			return;
 		}
 	}
 }

@@ -48,15 +48,13 @@ static bool resp_send_aeth(struct emu_qp *qp, uint32_t psn, uint8_t syn)
 {
 	struct tp_peer *dst = resp_peer(qp);
 	struct pkt_out out;
-	struct aeth *aeth;
 
 	if (!dst)
 		return true; /* the requester is gone: nothing to answer */
 	if (!pkt_begin(&out, dst, qp, IB_OP_ACKNOWLEDGE, qp->attr.dest_qp_num,
 		       psn, false, 0))
 		return false;
-	aeth = pkt_ext(&out, out.op->aeth);
-	aeth->smsn = htobe32((uint32_t)syn << 24 | (qp->resp.msn & 0xffffff));
+	out_set_aeth(&out, syn, qp->resp.msn);
 	pkt_send(&out);
 	return true;
 }
@@ -141,12 +139,11 @@ static void resp_complete_recv(struct emu_qp *qp, enum ibv_wc_status st,
 
 	if (p && st == IBV_WC_SUCCESS && (p->op->mask & OPM_IMMDT)) {
 		wc.wc_flags |= IBV_WC_WITH_IMM;
-		wc.imm_data = ((const struct immdt *)(p->bth_base +
-						      p->op->immdt))->imm;
+		wc.imm_data = pkt_immdt(p);
 	}
 	qp->resp.has_wqe = false;
 	if (!cq_push(qp->rcq, &wc,
-			      p && (p->bth->flags & BTH_SE) != 0))
+			      p && pkt_se(p)))
 		qp_fatal_locked(qp);
 }
 
@@ -319,10 +316,8 @@ static void resp_write(struct emu_qp *qp, const struct pkt *p)
 	uint32_t mask = p->op->mask;
 
 	if (mask & OPM_FIRST) {
-		const struct reth *reth =
-			(const struct reth *)(p->bth_base + p->op->reth);
-		uint64_t va = be64toh(reth->va);
-		uint32_t len = be32toh(reth->len);
+		uint64_t va = pkt_reth_va(p);
+		uint32_t len = pkt_reth_len(p);
 
 		if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE)) {
 			resp_fail(qp, p, AETH_NAK_INVALID_REQ,
@@ -336,7 +331,7 @@ static void resp_write(struct emu_qp *qp, const struct pkt *p)
 			return;
 		}
 		/* A zero-length write names no memory (IBA 9.7.4.1.4). */
-		qp->resp.va = len ? resp_rkey(qp, be32toh(reth->rkey), va, len,
+		qp->resp.va = len ? resp_rkey(qp, pkt_reth_rkey(p), va, len,
 					      IBV_ACCESS_REMOTE_WRITE)
 				  : NULL;
 		if (len && !qp->resp.va) {
@@ -444,15 +439,12 @@ static void resp_read_send(struct emu_qp *qp)
 				return;
 			}
 			if (out.op->mask & OPM_AETH) {
-				struct aeth *a = pkt_ext(&out, out.op->aeth);
-
-				a->smsn = htobe32(
-					(uint32_t)(AETH_ACK |
-						   AETH_ACK_UNLIMITED) << 24 |
-					(qp->resp.msn & 0xffffff));
+				out_set_aeth(&out,
+					     AETH_ACK | AETH_ACK_UNLIMITED,
+					     qp->resp.msn);
 			}
 			if (paylen)
-				memcpy(pkt_payload(&out), r->va, paylen);
+				memcpy(out_payload(&out), r->va, paylen);
 			pkt_send(&out);
 			r->va += paylen;
 			r->left -= paylen;
@@ -468,9 +460,7 @@ static void resp_read_send(struct emu_qp *qp)
 static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
 			   bool dup)
 {
-	const struct reth *reth =
-		(const struct reth *)(p->bth_base + p->op->reth);
-	uint32_t len = be32toh(reth->len);
+	uint32_t len = pkt_reth_len(p);
 	uint8_t *va = NULL;
 
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ)) {
@@ -479,7 +469,7 @@ static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
 		return false;
 	}
 	if (len) {
-		va = resp_rkey(qp, be32toh(reth->rkey), be64toh(reth->va), len,
+		va = resp_rkey(qp, pkt_reth_rkey(p), pkt_reth_va(p), len,
 			       IBV_ACCESS_REMOTE_READ);
 		if (!va) {
 			resp_fail(qp, p, AETH_NAK_REM_ACC_ERR,
@@ -501,9 +491,7 @@ static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
 
 static void resp_read(struct emu_qp *qp, const struct pkt *p)
 {
-	const struct reth *reth =
-		(const struct reth *)(p->bth_base + p->op->reth);
-	uint32_t len = be32toh(reth->len);
+	uint32_t len = pkt_reth_len(p);
 	uint32_t npkts = psn_span(len, qp->mtu);
 
 	if (!resp_read_exec(qp, p, false))
@@ -517,27 +505,20 @@ static void resp_atomic_ack(struct emu_qp *qp, uint32_t psn, uint64_t orig)
 {
 	struct tp_peer *dst = resp_peer(qp);
 	struct pkt_out out;
-	struct aeth *a;
-	struct atmack *ack;
 
 	/* If the inbox is full the requester times out and resends; the
 	 * duplicate is answered from the replay cache. */
 	if (!dst || !pkt_begin(&out, dst, qp, IB_OP_ATOMIC_ACKNOWLEDGE,
 			       qp->attr.dest_qp_num, psn, false, 0))
 		return;
-	a = pkt_ext(&out, out.op->aeth);
-	a->smsn = htobe32((uint32_t)(AETH_ACK | AETH_ACK_UNLIMITED) << 24 |
-			  (qp->resp.msn & 0xffffff));
-	ack = pkt_ext(&out, out.op->atmack);
-	ack->orig = htobe64(orig);
+	out_set_aeth(&out, AETH_ACK | AETH_ACK_UNLIMITED, qp->resp.msn);
+	out_set_atmack(&out, orig);
 	pkt_send(&out);
 }
 
 static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 {
-	const struct atmeth *a =
-		(const struct atmeth *)(p->bth_base + p->op->atmeth);
-	uint64_t va = be64toh(a->va), orig, expected;
+	uint64_t va = pkt_atmeth_va(p), orig, expected;
 	uint64_t *target;
 
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)) {
@@ -552,7 +533,7 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 			  IBV_WC_SUCCESS);
 		return;
 	}
-	target = (uint64_t *)resp_rkey(qp, be32toh(a->rkey), va, 8,
+	target = (uint64_t *)resp_rkey(qp, pkt_atmeth_rkey(p), va, 8,
 				       IBV_ACCESS_REMOTE_ATOMIC);
 	if (!target) {
 		resp_fail(qp, p, AETH_NAK_REM_ACC_ERR, IBV_EVENT_QP_ACCESS_ERR,
@@ -562,13 +543,13 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 	/* Atomic with respect to every other atomic of this HCA, and to
 	 * the CPU as well (IBV_ATOMIC_HCA asks only the former). */
 	if (p->opcode == IB_OP_COMPARE_SWAP) {
-		expected = be64toh(a->compare);
+		expected = pkt_atmeth_compare(p);
 		__atomic_compare_exchange_n(target, &expected,
-					    be64toh(a->swap_add), false,
+					    pkt_atmeth_swap_add(p), false,
 					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 		orig = expected;
 	} else {
-		orig = __atomic_fetch_add(target, be64toh(a->swap_add),
+		orig = __atomic_fetch_add(target, pkt_atmeth_swap_add(p),
 					  __ATOMIC_SEQ_CST);
 	}
 	qp->resp.atomic_psn = p->psn;
@@ -591,7 +572,7 @@ static void resp_duplicate(struct emu_qp *qp, const struct pkt *p)
 	} else if (p->op->mask & OPM_ATOMIC) {
 		if (qp->resp.atomic_valid && qp->resp.atomic_psn == p->psn)
 			resp_atomic_ack(qp, p->psn, qp->resp.atomic_orig);
-	} else if (be32toh(p->bth->apsn) & BTH_ACKREQ) {
+	} else if (pkt_ackreq(p)) {
 		resp_ack(qp);
 	}
 }
@@ -603,12 +584,10 @@ static void resp_duplicate(struct emu_qp *qp, const struct pkt *p)
  */
 static void resp_ud(struct emu_qp *qp, const struct pkt *p)
 {
-	const struct deth *deth =
-		(const struct deth *)(p->bth_base + p->op->deth);
 	struct ibv_grh grh;
 	struct ibv_wc wc;
 
-	if (!(p->op->mask & OPM_UD) || be32toh(deth->qkey) != qp->attr.qkey)
+	if (!(p->op->mask & OPM_UD) || pkt_deth_qkey(p) != qp->attr.qkey)
 		return;
 	if (!resp_take_wqe(qp))
 		return;
@@ -616,7 +595,7 @@ static void resp_ud(struct emu_qp *qp, const struct pkt *p)
 	wc.wr_id = qp->resp.wqe->wr_id;
 	wc.opcode = IBV_WC_RECV;
 	wc.qp_num = qp->qpn;
-	wc.src_qp = be32toh(deth->sqp) & BTH_QPN_MASK;
+	wc.src_qp = pkt_deth_sqp(p);
 	wc.slid = p->hdr->slid;
 	wc.pkey_index = qp->attr.pkey_index;
 	wc.byte_len = p->paylen + sizeof(grh);
@@ -646,72 +625,97 @@ static void resp_ud(struct emu_qp *qp, const struct pkt *p)
 				 true);
 		if (p->op->mask & OPM_IMMDT) {
 			wc.wc_flags |= IBV_WC_WITH_IMM;
-			wc.imm_data = ((const struct immdt *)(p->bth_base +
-							      p->op->immdt))
-					      ->imm;
+			wc.imm_data = pkt_immdt(p);
 		}
 		wc.status = IBV_WC_SUCCESS;
 	}
-	if (!cq_push(qp->rcq, &wc, (p->bth->flags & BTH_SE) != 0))
+	if (!cq_push(qp->rcq, &wc, pkt_se(p)))
 		qp_fatal_locked(qp);
 }
 
-void resp_recv_locked(struct emu_qp *qp, const struct pkt *p)
+/* The responder's first decision on a request (traced with IBEMU_DEBUG),
+ * in the order of the checks listed at the top of this file. */
+enum resp_check {
+	RESP_DROP_STATE, /* RESET, INIT, ERR take nothing (IBA 10.3.1) */
+	RESP_DATAGRAM, /* UD: its own path (IBA 9.8) */
+	RESP_DROP_FOREIGN, /* another transport, or not the connected QP */
+	RESP_DUPLICATE, /* PSN behind: answer again (IBA 9.7.4.1.2) */
+	RESP_NAK_SEQUENCE, /* PSN ahead, RC: one NAK per gap (9.7.5.2.1) */
+	RESP_DROP_GAP, /* PSN ahead, RC, the gap was NAKed already */
+	RESP_DROP_UC_GAP, /* PSN ahead, UC, not a first packet (9.8.3) */
+	RESP_UC_RESYNC, /* PSN ahead, UC, a first packet: start over */
+	RESP_NAK_OPCODE_SEQ, /* opcode out of sequence (IBA 9.7.4.1.1) */
+	RESP_DROP_UC_OPCODE, /* the same on UC: the message is dropped */
+	RESP_EXECUTE,
+};
+
+static const char *const resp_check_name[] = {
+	[RESP_DROP_STATE] = "drop: QP state",
+	[RESP_DATAGRAM] = "datagram",
+	[RESP_DROP_FOREIGN] = "drop: not our connection",
+	[RESP_DUPLICATE] = "duplicate",
+	[RESP_NAK_SEQUENCE] = "NAK: PSN sequence error",
+	[RESP_DROP_GAP] = "drop: gap already NAKed",
+	[RESP_DROP_UC_GAP] = "drop: UC gap",
+	[RESP_UC_RESYNC] = "UC resynchronise",
+	[RESP_NAK_OPCODE_SEQ] = "NAK: opcode sequence",
+	[RESP_DROP_UC_OPCODE] = "drop: UC opcode sequence",
+	[RESP_EXECUTE] = "execute",
+};
+
+/* The message kind of a request: OPM_SEND, OPM_WRITE, OPM_READ or
+ * OPM_ATOMIC. */
+static uint32_t resp_kind(const struct pkt *p)
+{
+	return p->op->mask & (OPM_SEND | OPM_WRITE | OPM_READ | OPM_ATOMIC);
+}
+
+static enum resp_check resp_check_psn(struct emu_qp *qp, const struct pkt *p)
+{
+	int32_t d = psn_cmp(p->psn, qp->resp.epsn);
+
+	if (d < 0)
+		return RESP_DUPLICATE;
+	if (d == 0)
+		return RESP_EXECUTE;
+	if (qp_is_rc(qp))
+		return qp->resp.nak_sent ? RESP_DROP_GAP : RESP_NAK_SEQUENCE;
+	return (p->op->mask & OPM_FIRST) ? RESP_UC_RESYNC : RESP_DROP_UC_GAP;
+}
+
+static enum resp_check resp_check(struct emu_qp *qp, const struct pkt *p)
 {
 	enum ibv_qp_state st = qp->state;
-	uint32_t mask = p->op->mask, kind;
-	int32_t d;
+	uint32_t mask = p->op->mask, kind = resp_kind(p);
+	enum resp_check c;
 
 	if (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD &&
 	    st != IBV_QPS_SQE)
-		return;
-	if (qp->type == IBV_QPT_UD) {
-		resp_ud(qp, p);
-		return;
-	}
-	if (!(mask & (qp_is_rc(qp) ? OPM_RC : OPM_UC)))
-		return;
-	if (p->hdr->src_qpn != qp->attr.dest_qp_num)
-		return;
-
-	d = psn_cmp(p->psn, qp->resp.epsn);
-	if (d < 0) {
-		resp_duplicate(qp, p);
-		return;
-	}
-	if (d > 0) {
-		if (!qp_is_rc(qp)) {
-			/* UC: packets were lost; drop the open message and
-			 * resynchronise on the next first packet (9.8.3). */
-			qp->resp.op = 0;
-			if (!(mask & OPM_FIRST))
-				return;
-			qp->resp.epsn = p->psn;
-		} else {
-			if (!qp->resp.nak_sent) {
-				qp->resp.nak_sent = true;
-				resp_send_aeth(qp, qp->resp.epsn,
-					       AETH_NAK | AETH_NAK_PSN_SEQ_ERR);
-			}
-			return;
-		}
-	}
-	qp->resp.nak_sent = false;
-
-	/* Opcode sequence (IBA 9.7.4.1.1): inside a message only its
-	 * MIDDLE/LAST may come; outside, only FIRST/ONLY. */
-	kind = mask & (OPM_SEND | OPM_WRITE | OPM_READ | OPM_ATOMIC);
+		return RESP_DROP_STATE;
+	if (qp->type == IBV_QPT_UD)
+		return RESP_DATAGRAM;
+	if (!(mask & (qp_is_rc(qp) ? OPM_RC : OPM_UC)) ||
+	    p->hdr->src_qpn != qp->attr.dest_qp_num)
+		return RESP_DROP_FOREIGN;
+	c = resp_check_psn(qp, p);
+	if (c != RESP_EXECUTE && c != RESP_UC_RESYNC)
+		return c;
+	/* Inside a message only its MIDDLE/LAST may come; outside, only
+	 * FIRST/ONLY (IBA 9.7.4.1.1).  A UC resync starts afresh. */
+	if (c == RESP_UC_RESYNC)
+		return c;
 	if (qp->resp.op ? (kind != qp->resp.op || (mask & OPM_FIRST))
-			: !(mask & OPM_FIRST)) {
-		if (!qp_is_rc(qp)) {
-			qp->resp.op = 0;
-			return;
-		}
-		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_REQ_ERR,
-			  IBV_WC_SUCCESS);
-		return;
-	}
+			: !(mask & OPM_FIRST))
+		return qp_is_rc(qp) ? RESP_NAK_OPCODE_SEQ : RESP_DROP_UC_OPCODE;
+	return RESP_EXECUTE;
+}
 
+/* Execute an in-sequence request of the connected QP. */
+static void resp_execute(struct emu_qp *qp, const struct pkt *p)
+{
+	uint32_t kind = resp_kind(p);
+
+	qp->resp.nak_sent = false;
 	if (kind == OPM_SEND)
 		resp_send(qp, p);
 	else if (kind == OPM_WRITE)
@@ -722,12 +726,55 @@ void resp_recv_locked(struct emu_qp *qp, const struct pkt *p)
 		resp_atomic(qp, p);
 	else
 		return;
-
 	/* The first packet processed in RTR establishes communication
 	 * (manual 6.1.5). */
 	if (qp->state == IBV_QPS_RTR && !qp->resp.comm_est) {
 		qp->resp.comm_est = true;
 		emu_event(&qp->owner, IBV_EVENT_COMM_EST);
+	}
+}
+
+void resp_recv_locked(struct emu_qp *qp, const struct pkt *p)
+{
+	enum resp_check c = resp_check(qp, p);
+
+	ibemu_trace("resp qp %#x psn %#x (expected %#x) %s: %s", qp->qpn,
+		    p->psn, qp->resp.epsn, p->op->name, resp_check_name[c]);
+	switch (c) {
+	case RESP_DATAGRAM:
+		resp_ud(qp, p);
+		break;
+	case RESP_DUPLICATE:
+		resp_duplicate(qp, p);
+		break;
+	case RESP_NAK_SEQUENCE:
+		qp->resp.nak_sent = true;
+		resp_send_aeth(qp, qp->resp.epsn,
+			       AETH_NAK | AETH_NAK_PSN_SEQ_ERR);
+		break;
+	case RESP_DROP_UC_GAP:
+	case RESP_DROP_UC_OPCODE:
+		/* UC: packets were lost; drop the open message and
+		 * resynchronise on the next first packet (IBA 9.8.3). */
+		qp->resp.op = 0;
+		break;
+	case RESP_UC_RESYNC:
+		qp->resp.op = 0;
+		qp->resp.epsn = p->psn;
+		resp_execute(qp, p);
+		break;
+	case RESP_NAK_OPCODE_SEQ:
+		qp->resp.nak_sent = false;
+		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_REQ_ERR,
+			  IBV_WC_SUCCESS);
+		break;
+	case RESP_EXECUTE:
+		resp_execute(qp, p);
+		break;
+	case RESP_DROP_STATE:
+	case RESP_DROP_FOREIGN:
+	case RESP_DROP_GAP:
+		break;
 	}
 }
 
