@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu.h"
 #include "median.h"
 
 #define CACHE_LINE 64
@@ -43,13 +44,6 @@ static double now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
 }
 
 static void pin(int cpu)

@@ -65,7 +65,7 @@ static struct pub_mr *pub_slot(struct inbox *ib, uint32_t key)
 static bool cma_placer_alive(struct emu_hca *hca, unsigned int slot)
 {
 	const struct node_proc *p = &hca->node.seg->procs[slot];
-	pid_t pid = __atomic_load_n(&p->pid, __ATOMIC_RELAXED);
+	pid_t pid = atomic_load_explicit(&p->pid, memory_order_relaxed);
 
 	return pid && node_pid_alive(pid, p->start_time);
 }
@@ -196,7 +196,8 @@ static bool cma_target_ok(struct emu_qp *qp, uint32_t need,
 	access = SEQ_GET(tq->access);
 	*pd_id_p = SEQ_GET(tq->pd_id);
 	if (!seq_read_ok(&tq->seq, seq) ||
-	    __atomic_load_n(&tq->owner, __ATOMIC_RELAXED) != qp->peer_proc + 1)
+	    atomic_load_explicit(&tq->owner, memory_order_relaxed) !=
+		    qp->peer_proc + 1)
 		return false;
 	if (state != IBV_QPS_RTR && state != IBV_QPS_RTS &&
 	    state != IBV_QPS_SQD)

@@ -47,7 +47,7 @@ void comp_arm_timer_locked(struct emu_qp *qp)
 	qp->comp.deadline = engine_coarse_ns() + t;
 	/* Already queued: its pass comes no later than the deadline it knew,
 	 * which is older than this one; nothing to wake. */
-	if (__atomic_load_n(&qp->on_pending, __ATOMIC_RELAXED))
+	if (atomic_load_explicit(&qp->on_pending, memory_order_relaxed))
 		return;
 	engine_pending_add_locked(qp);
 }

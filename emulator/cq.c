@@ -76,7 +76,7 @@ int emu_cq_resize(struct emu_cq *cq, uint32_t cqe)
 static void cq_drive(struct emu_cq *cq)
 {
 	engine_poll(cq->hca->engine,
-		    !__atomic_load_n(&cq->armed, __ATOMIC_RELAXED));
+		    !atomic_load_explicit(&cq->armed, memory_order_relaxed));
 }
 
 int emu_cq_poll(struct emu_cq *cq, int num_entries, struct ibv_wc *wc)
@@ -105,10 +105,11 @@ void emu_cq_arm(struct emu_cq *cq, bool solicited_only)
 	/* A pending "next" request is not weakened by a "solicited" one
 	 * (manual 3.6.7). */
 	if (!solicited_only)
-		__atomic_store_n(&cq->armed, CQ_ARM_NEXT, __ATOMIC_RELAXED);
+		atomic_store_explicit(&cq->armed, CQ_ARM_NEXT,
+				      memory_order_relaxed);
 	else if (cq->armed != CQ_ARM_NEXT)
-		__atomic_store_n(&cq->armed, CQ_ARM_SOLICITED,
-				 __ATOMIC_RELAXED);
+		atomic_store_explicit(&cq->armed, CQ_ARM_SOLICITED,
+				      memory_order_relaxed);
 	pthread_mutex_unlock(&cq->lock);
 	if (cq->comp_fd >= 0)
 		engine_app_blocks(cq->hca->engine);
@@ -119,7 +120,7 @@ static void cq_notify_locked(struct emu_cq *cq)
 {
 	uint64_t handle = cq->owner.handle;
 
-	__atomic_store_n(&cq->armed, 0, __ATOMIC_RELAXED);
+	atomic_store_explicit(&cq->armed, 0, memory_order_relaxed);
 	if (cq->comp_fd < 0)
 		return;
 	if (write(cq->comp_fd, &handle, sizeof(handle)) != sizeof(handle))

@@ -38,7 +38,7 @@ struct engine {
 	/* QPs with blocked or timed work; lock rule: pending_lock, taken
 	 * after a QP lock, never before one */
 	pthread_mutex_t pending_lock;
-	struct emu_qp *pending;
+	struct emu_qp *_Atomic pending; /* read unlocked: engine_has_pending */
 	atomic_bool pending_new; /* added since the last pass */
 	atomic_bool busy; /* the last pass left work blocked */
 	_Atomic uint64_t next_deadline; /* earliest timer of the last pass */

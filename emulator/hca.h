@@ -42,7 +42,7 @@ struct emu_hca {
 	unsigned int refs; /* open contexts */
 	pid_t pid; /* who attached */
 	struct node node;
-	struct emu_mr **mr_table; /* IBEMU_MAX_MR entries, by key index */
+	struct emu_mr *_Atomic *mr_table; /* IBEMU_MAX_MR entries, by index */
 	uint8_t *mr_variant; /* per index: low 8 bits of the next key */
 	uint32_t mr_cursor;
 	uint32_t nr_mrs;
@@ -76,7 +76,7 @@ struct emu_cq {
 	struct emu_hca *hca;
 	pthread_mutex_t lock;
 	struct wc_ring ring;
-	int armed; /* 0, CQ_ARM_NEXT or CQ_ARM_SOLICITED */
+	atomic_int armed; /* 0, CQ_ARM_NEXT or CQ_ARM_SOLICITED */
 	bool overflow;
 	bool polling; /* extended poll: an entry is current */
 	int comp_fd; /* completion channel, non-blocking; -1: none */
@@ -193,11 +193,11 @@ struct emu_qp {
 	struct qp_resp resp;
 
 	/* engine links */
-	struct emu_qp *pending_next; /* engine's pending list */
+	struct emu_qp *_Atomic pending_next; /* engine's pending list */
 	struct emu_qp *pass_next; /* the pending pass's own walk */
 	struct emu_qp *ack_next; /* engine's ACK list */
 	bool ack_queued;
-	bool on_pending;
+	atomic_bool on_pending; /* read unlocked by comp_arm_timer_locked */
 };
 
 /* The receive queue a QP takes its WQEs from. */

@@ -51,10 +51,10 @@ _Static_assert(offsetof(struct inbox_slot, data) == 32,
  */
 struct pub_mr {
 	_Atomic uint32_t seq;
-	uint32_t key; /* rkey; 0: no region */
-	uint32_t access;
-	uint64_t pd_id;
-	uint64_t addr, iova, length;
+	_Atomic uint32_t key; /* rkey; 0: no region */
+	_Atomic uint32_t access;
+	_Atomic uint64_t pd_id;
+	_Atomic uint64_t addr, iova, length;
 };
 
 struct inbox {

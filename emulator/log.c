@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +20,12 @@ static int env_flag(const char *name)
 int ibemu_debug_enabled(void)
 {
 	/* 0: not read yet, 1: off, 2: on; a race reads the same value. */
-	static int state;
-	int st = __atomic_load_n(&state, __ATOMIC_RELAXED);
+	static atomic_int state;
+	int st = atomic_load_explicit(&state, memory_order_relaxed);
 
 	if (!st) {
 		st = env_flag("IBEMU_DEBUG") ? 2 : 1;
-		__atomic_store_n(&state, st, __ATOMIC_RELAXED);
+		atomic_store_explicit(&state, st, memory_order_relaxed);
 	}
 	return st == 2;
 }

@@ -82,7 +82,8 @@ static int mr_key_alloc(struct emu_hca *hca, struct emu_mr *mr)
 		mr->index = idx;
 		mr->key = (idx + 1) << 8 | hca->mr_variant[idx];
 		/* Published last: lookups run without the lock. */
-		__atomic_store_n(&hca->mr_table[idx], mr, __ATOMIC_RELEASE);
+		atomic_store_explicit(&hca->mr_table[idx], mr,
+				      memory_order_release);
 		pthread_mutex_unlock(&hca->lock);
 		return 0;
 	}
@@ -104,7 +105,7 @@ static void mr_key_free(struct emu_hca *hca, struct emu_mr *mr)
 	pthread_mutex_lock(&hca->lock);
 	/* Sequentially consistent against mr_get(): either the lookup sees
 	 * the entry gone, or this sees its announcement and waits. */
-	__atomic_store_n(&hca->mr_table[mr->index], NULL, __ATOMIC_SEQ_CST);
+	atomic_store(&hca->mr_table[mr->index], NULL);
 	hca->mr_variant[mr->index]++;
 	hca->nr_mrs--;
 	pthread_mutex_unlock(&hca->lock);
@@ -114,15 +115,15 @@ static void mr_key_free(struct emu_hca *hca, struct emu_mr *mr)
 struct emu_mr *mr_get(struct emu_hca *hca, uint32_t key, bool remote)
 {
 	uint32_t idx = (key >> 8) - 1;
-	struct emu_mr **table, *mr;
+	struct emu_mr *_Atomic *table, *mr;
 
 	if ((key >> 8) == 0 || idx >= IBEMU_MAX_MR)
 		return NULL;
-	table = __atomic_load_n(&hca->mr_table, __ATOMIC_ACQUIRE);
+	table = hca->mr_table;
 	if (!table)
 		return NULL;
 	atomic_fetch_add(&mr_slot_users[idx], 1);
-	mr = __atomic_load_n(&table[idx], __ATOMIC_SEQ_CST);
+	mr = atomic_load(&table[idx]);
 	if (!mr || mr->key != key) {
 		atomic_fetch_sub(&mr_slot_users[idx], 1);
 		return NULL;
@@ -257,7 +258,7 @@ int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 		return ret;
 	engine_mr_withdraw(hca->engine, mr);
 	pthread_mutex_lock(&hca->lock);
-	__atomic_store_n(&hca->mr_table[mr->index], NULL, __ATOMIC_SEQ_CST);
+	atomic_store(&hca->mr_table[mr->index], NULL);
 	pthread_mutex_unlock(&hca->lock);
 	mr_slot_quiesce(mr->index);
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
@@ -270,7 +271,8 @@ int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 	if (flags & IBV_REREG_MR_CHANGE_PD)
 		mr->pd_id = pd_id;
 	pthread_mutex_lock(&hca->lock);
-	__atomic_store_n(&hca->mr_table[mr->index], mr, __ATOMIC_RELEASE);
+	atomic_store_explicit(&hca->mr_table[mr->index], mr,
+			      memory_order_release);
 	pthread_mutex_unlock(&hca->lock);
 	engine_mr_publish(hca->engine, mr);
 	return 0;

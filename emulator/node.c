@@ -532,7 +532,8 @@ int32_t node_qpn_owner_slot(struct node *node, uint32_t qpn)
 
 	if (qpn < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
 		return -1;
-	owner = __atomic_load_n(&node->seg->qps[idx].owner, __ATOMIC_ACQUIRE);
+	owner = atomic_load_explicit(&node->seg->qps[idx].owner,
+				     memory_order_acquire);
 	return owner > 0 && owner <= IBEMU_MAX_PROCS ? owner - 1 : -1;
 }
 

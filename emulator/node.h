@@ -30,23 +30,23 @@
 
 /* One attached process; pid plus start time defeats pid reuse. */
 struct node_proc {
-	pid_t pid; /* 0: free slot */
+	_Atomic pid_t pid; /* 0: free slot */
 	uint32_t refs; /* contexts this process holds open */
 	uint64_t start_time; /* /proc/PID/stat field 22, clock ticks */
 };
 
 /* One QPN of the node's 24-bit QPN space. */
 struct node_qp {
-	int32_t owner; /* index in procs[] + 1; 0: free */
+	_Atomic int32_t owner; /* index in procs[] + 1; 0: free */
 	uint32_t qp_type; /* enum ibv_qp_type */
 	/* Published by the owner for requesters that place RDMA data
 	 * themselves (emulator/cma.c).  Lock rule: seqlock.h; one writer
 	 * (the owner under its QP lock, or a locker of the segment when
 	 * the entry changes hands). */
 	_Atomic uint32_t seq;
-	uint32_t state; /* enum ibv_qp_state */
-	uint32_t access; /* qp_access_flags */
-	uint64_t pd_id; /* the owner's PD, as the owner names it */
+	_Atomic uint32_t state; /* enum ibv_qp_state */
+	_Atomic uint32_t access; /* qp_access_flags */
+	_Atomic uint64_t pd_id; /* the owner's PD, as the owner names it */
 };
 
 struct node_seg {

@@ -18,6 +18,7 @@
 
 #include <endian.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,7 @@
 #define ROCEV2_UDP_PORT 4791 /* IBA Annex A17.2.1 */
 #define ICRC_LEN 4
 
-static FILE *pcap_file;
+static FILE *_Atomic pcap_file;
 static pthread_mutex_t pcap_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct pcap_file_hdr {
@@ -101,7 +102,7 @@ void pcap_forget(void)
 
 bool pcap_enabled(void)
 {
-	return __atomic_load_n(&pcap_file, __ATOMIC_RELAXED) != NULL;
+	return atomic_load_explicit(&pcap_file, memory_order_relaxed) != NULL;
 }
 
 static uint16_t ip_checksum(const uint8_t *p, size_t len)

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu.h"
 #include "engine.h"
 #include "log.h"
 #include "pcap.h"
@@ -131,25 +132,26 @@ void engine_qp_add(struct engine *e, struct emu_qp *qp)
 
 void engine_qp_remove(struct engine *e, struct emu_qp *qp)
 {
-	struct emu_qp **pp;
+	struct emu_qp *_Atomic *pp;
+	struct emu_qp **ap;
 
 	pthread_mutex_lock(&e->lock);
 	e->qps[qp->qpn - IBEMU_QPN_FIRST] = NULL;
-	for (pp = &e->ack_list; *pp; pp = &(*pp)->ack_next) {
-		if (*pp == qp) {
-			*pp = qp->ack_next;
+	for (ap = &e->ack_list; *ap; ap = &(*ap)->ack_next) {
+		if (*ap == qp) {
+			*ap = qp->ack_next;
 			break;
 		}
 	}
 	pthread_mutex_lock(&e->pending_lock);
 	for (pp = &e->pending; *pp; pp = &(*pp)->pending_next) {
 		if (*pp == qp) {
-			__atomic_store_n(pp, qp->pending_next,
-					 __ATOMIC_RELAXED);
+			atomic_store_explicit(pp, qp->pending_next,
+					      memory_order_relaxed);
 			break;
 		}
 	}
-	__atomic_store_n(&qp->on_pending, false, __ATOMIC_RELAXED);
+	atomic_store_explicit(&qp->on_pending, false, memory_order_relaxed);
 	pthread_mutex_unlock(&e->pending_lock);
 	pthread_mutex_unlock(&e->lock);
 }
@@ -163,10 +165,10 @@ static void engine_pending_requeue(struct engine *e, struct emu_qp *qp)
 {
 	pthread_mutex_lock(&e->pending_lock);
 	if (!qp->on_pending) {
-		__atomic_store_n(&qp->on_pending, true, __ATOMIC_RELAXED);
+		atomic_store_explicit(&qp->on_pending, true, memory_order_relaxed);
 		qp->pending_next = e->pending;
 		/* Read unlocked by engine_has_pending(). */
-		__atomic_store_n(&e->pending, qp, __ATOMIC_RELAXED);
+		atomic_store_explicit(&e->pending, qp, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&e->pending_lock);
 }
@@ -251,11 +253,11 @@ static uint64_t engine_run_pending(struct engine *e, bool *busy)
 	pthread_mutex_lock(&e->pending_lock);
 	atomic_store_explicit(&e->pending_new, false, memory_order_relaxed);
 	list = e->pending;
-	__atomic_store_n(&e->pending, NULL, __ATOMIC_RELAXED);
+	atomic_store_explicit(&e->pending, NULL, memory_order_relaxed);
 	/* The pass walks its own links: pending_next may be reused at once
 	 * by a QP that is queued again while the pass runs. */
 	for (qp = list; qp; qp = qp->pending_next) {
-		__atomic_store_n(&qp->on_pending, false, __ATOMIC_RELAXED);
+		atomic_store_explicit(&qp->on_pending, false, memory_order_relaxed);
 		qp->pass_next = qp->pending_next;
 	}
 	pthread_mutex_unlock(&e->pending_lock);
@@ -291,7 +293,7 @@ static bool engine_has_packet(struct engine *e)
 
 static bool engine_has_pending(struct engine *e)
 {
-	return __atomic_load_n(&e->pending, __ATOMIC_RELAXED) != NULL;
+	return atomic_load_explicit(&e->pending, memory_order_relaxed) != NULL;
 }
 
 /*
@@ -354,7 +356,7 @@ static bool engine_spin(struct engine *e)
 			    atomic_load_explicit(&e->app_polled,
 						 memory_order_relaxed))
 				return true;
-			__builtin_ia32_pause();
+			cpu_relax();
 		}
 	} while (engine_now_ns() < end);
 	return false;

@@ -72,7 +72,7 @@ bool wc_ring_put(struct wc_ring *r, const struct ibv_wc *wc)
 	if (wc_ring_count(r) >= r->size)
 		return false;
 	r->buf[r->tail % r->size] = *wc;
-	__atomic_store_n(&r->tail, r->tail + 1, __ATOMIC_RELEASE);
+	atomic_store_explicit(&r->tail, r->tail + 1, memory_order_release);
 	return true;
 }
 
@@ -81,6 +81,6 @@ bool wc_ring_get(struct wc_ring *r, struct ibv_wc *wc)
 	if (!wc_ring_count(r))
 		return false;
 	*wc = r->buf[r->head % r->size];
-	__atomic_store_n(&r->head, r->head + 1, __ATOMIC_RELAXED);
+	atomic_store_explicit(&r->head, r->head + 1, memory_order_relaxed);
 	return true;
 }

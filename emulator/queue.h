@@ -9,6 +9,7 @@
 #ifndef IBEMU_QUEUE_H
 #define IBEMU_QUEUE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
@@ -77,10 +78,11 @@ static inline struct wqe *wqe_ring_head(const struct wqe_ring *r)
 	return wqe_ring_count(r) ? wqe_ring_at(r, r->head) : NULL;
 }
 
+/* head and tail are atomic for the unlocked emptiness test only. */
 struct wc_ring {
 	struct ibv_wc *buf;
 	uint32_t size;
-	uint32_t head, tail;
+	_Atomic uint32_t head, tail;
 };
 
 int wc_ring_init(struct wc_ring *r, uint32_t size);
@@ -94,8 +96,8 @@ static inline uint32_t wc_ring_count(const struct wc_ring *r)
 /* Unlocked emptiness test (a hint: the owner's lock decides). */
 static inline bool wc_ring_peek_empty(const struct wc_ring *r)
 {
-	return __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) ==
-	       __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+	return atomic_load_explicit(&r->tail, memory_order_acquire) ==
+	       atomic_load_explicit(&r->head, memory_order_relaxed);
 }
 /* false if full */
 bool wc_ring_put(struct wc_ring *r, const struct ibv_wc *wc);

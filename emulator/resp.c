@@ -541,7 +541,9 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 		return;
 	}
 	/* Atomic with respect to every other atomic of this HCA, and to
-	 * the CPU as well (IBV_ATOMIC_HCA asks only the former). */
+	 * the CPU as well (IBV_ATOMIC_HCA asks only the former).  The
+	 * word is the application's, not an _Atomic object of ours: the
+	 * one place the compiler's __atomic builtins are used. */
 	if (p->opcode == IB_OP_COMPARE_SWAP) {
 		expected = pkt_atmeth_compare(p);
 		__atomic_compare_exchange_n(target, &expected,

@@ -43,7 +43,8 @@ static inline bool seq_read_ok(_Atomic uint32_t *seq, uint32_t start)
 	       atomic_load_explicit(seq, memory_order_relaxed) == start;
 }
 
-#define SEQ_SET(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
-#define SEQ_GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+#define SEQ_SET(field, v)                                                      \
+	atomic_store_explicit(&(field), (v), memory_order_relaxed)
+#define SEQ_GET(field) atomic_load_explicit(&(field), memory_order_relaxed)
 
 #endif /* IBEMU_SEQLOCK_H */
