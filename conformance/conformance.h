@@ -90,8 +90,17 @@ void cf_qp_fill_attr(const struct cf_ctx *c, struct ibv_qp *qp,
 		     enum ibv_qp_state cur, enum ibv_qp_state next,
 		     struct ibv_qp_attr *attr);
 /*
- * Walk a RESET QP to target (INIT, RTR, RTS, SQD or ERR) with exactly the
- * required masks.  Returns 0 or the errno of the step that failed.
+ * The one QP state walker: Modify QP from state from to target along
+ * RESET, INIT, RTR, RTS, SQD (ERR straight from INIT), each step with
+ * exactly the required masks of cf_qp_trans and the values in attr (its
+ * qp_state and cur_qp_state are set on the way).  Returns 0 or the errno
+ * of the step that failed.
+ */
+int cf_qp_walk(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+	       enum ibv_qp_state from, enum ibv_qp_state target);
+/*
+ * Walk a RESET QP to target (INIT, RTR, RTS, SQD or ERR) with the
+ * attributes of cf_qp_fill_attr.  0 or an errno, as cf_qp_walk.
  */
 int cf_qp_to_state(const struct cf_ctx *c, struct ibv_qp *qp,
 		   enum ibv_qp_state target);

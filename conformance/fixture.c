@@ -422,30 +422,55 @@ int cf_qp_to_state(const struct cf_ctx *c, struct ibv_qp *qp,
 int cf_qp_to_state_dest(const struct cf_ctx *c, struct ibv_qp *qp,
 			enum ibv_qp_state target, uint32_t dest_qpn)
 {
-	static const enum ibv_qp_state walk[] = {
-		IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
-		IBV_QPS_SQD,
-	};
 	struct ibv_qp_attr attr;
-	enum ibv_qp_state to;
-	size_t i;
+
+	cf_qp_fill_attr(c, qp, IBV_QPS_RESET, target, &attr);
+	attr.dest_qp_num = dest_qpn;
+	return cf_qp_walk(qp, &attr, IBV_QPS_RESET, target);
+}
+
+/*
+ * The state after cur on the walk RESET, INIT, RTR, RTS, SQD toward
+ * target; ERR is entered from INIT (any state -> ERR is legal).
+ * IBV_QPS_UNKNOWN when the walk does not lead to target.
+ */
+static enum ibv_qp_state cf_qp_walk_next(enum ibv_qp_state cur,
+					 enum ibv_qp_state target)
+{
+	if (target == IBV_QPS_ERR && cur == IBV_QPS_INIT)
+		return IBV_QPS_ERR;
+	switch (cur) {
+	case IBV_QPS_RESET:
+		return IBV_QPS_INIT;
+	case IBV_QPS_INIT:
+		return IBV_QPS_RTR;
+	case IBV_QPS_RTR:
+		return IBV_QPS_RTS;
+	case IBV_QPS_RTS:
+		return IBV_QPS_SQD;
+	default:
+		return IBV_QPS_UNKNOWN;
+	}
+}
+
+int cf_qp_walk(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+	       enum ibv_qp_state from, enum ibv_qp_state target)
+{
+	enum ibv_qp_state cur, next;
 	int req, ret;
 
-	if (target == IBV_QPS_RESET)
-		return 0;
-	for (i = 1; i < CF_ARRAY_SIZE(walk); i++) {
-		/* ERR is reached from INIT: any state -> ERR is legal. */
-		to = target == IBV_QPS_ERR && i == 2 ? IBV_QPS_ERR : walk[i];
-		cf_qp_trans(qp->qp_type, walk[i - 1], to, &req, NULL);
-		cf_qp_fill_attr(c, qp, walk[i - 1], to, &attr);
-		attr.dest_qp_num = dest_qpn;
-		ret = cf_rc(ibv_modify_qp(qp, &attr, req | IBV_QP_STATE));
+	for (cur = from; cur != target; cur = next) {
+		next = cf_qp_walk_next(cur, target);
+		if (next == IBV_QPS_UNKNOWN)
+			return EINVAL;
+		cf_qp_trans(qp->qp_type, cur, next, &req, NULL);
+		attr->qp_state = next;
+		attr->cur_qp_state = cur;
+		ret = cf_rc(ibv_modify_qp(qp, attr, req | IBV_QP_STATE));
 		if (ret)
 			return ret;
-		if (to == target)
-			return 0;
 	}
-	return EINVAL;
+	return 0;
 }
 
 int cf_poll_cq_wait(struct ibv_cq *cq, struct ibv_wc *wc, int n,

@@ -697,83 +697,52 @@ struct ibv_ah *cf_ep_peer_ah(struct cf_ep *ep, bool global)
 	return ah;
 }
 
-static int qp_step(struct cf_ep *ep, int i, enum ibv_qp_state to)
+/* The smaller of a device limit and 16, or the test's value (>= 0). */
+static uint8_t rd_atomic(int want, int dev_max)
+{
+	if (want >= 0)
+		return (uint8_t)want;
+	return (uint8_t)(dev_max < 16 ? dev_max : 16);
+}
+
+/*
+ * Every attribute the walk of QP #i to RTS uses; cf_qp_walk picks the
+ * ones each step requires for the service type.  INIT: pkey index, port,
+ * access flags or Q_Key (manual 3.5.2).  RTR: path, dest QPN, rq_psn,
+ * responder resources and min_rnr_timer (manual 3.5.3).  RTS: timeout,
+ * retries, sq_psn and initiator depth (manual 3.5.4).
+ */
+static void ep_qp_attr(const struct cf_ep *ep, int i, struct ibv_qp_attr *a)
 {
 	const struct cf_peer_params *p = ep->p;
-	const bool ud = p->qp_type == IBV_QPT_UD;
-	struct ibv_qp_attr a;
-	int mask = IBV_QP_STATE, ret;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = to;
-	switch (to) {
-	case IBV_QPS_INIT:
-		/* Manual 3.5.2: pkey index, port, access flags. */
-		a.pkey_index = 0;
-		a.port_num = (uint8_t)cf_port;
-		mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-		if (ud) {
-			a.qkey = p->qkey;
-			mask |= IBV_QP_QKEY;
-		} else {
-			a.qp_access_flags = (unsigned int)p->qp_access;
-			mask |= IBV_QP_ACCESS_FLAGS;
-		}
-		break;
-	case IBV_QPS_RTR:
-		/* Manual 3.5.3: a UD QP needs nothing more for RTR. */
-		if (ud)
-			break;
-		/* Manual 3.5.3: path, dest QPN, rq_psn, responder
-		 * resources and min_rnr_timer. */
-		a.path_mtu = ep->port.active_mtu < ep->peer.mtu ?
-				     ep->port.active_mtu :
-				     (enum ibv_mtu)ep->peer.mtu;
-		a.dest_qp_num = ep->peer.qpn[i];
-		a.rq_psn = ep->peer.psn[i];
-		a.max_dest_rd_atomic = (uint8_t)(
-			p->max_dest_rd_atomic >= 0 ? p->max_dest_rd_atomic :
-			ep->dev->max_qp_rd_atom < 16 ?
-			ep->dev->max_qp_rd_atom : 16);
-		a.min_rnr_timer = p->min_rnr_timer;
-		peer_av(ep, &a.ah_attr, false);
-		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			IBV_QP_RQ_PSN;
-		/* Responder resources and the RNR timer are RC only. */
-		if (p->qp_type == IBV_QPT_RC)
-			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
-				IBV_QP_MIN_RNR_TIMER;
-		break;
-	case IBV_QPS_RTS:
-		/* Manual 3.5.4: timeout, retries, sq_psn, initiator
-		 * depth. */
-		a.timeout = p->timeout;
-		a.retry_cnt = p->retry_cnt;
-		a.rnr_retry = p->rnr_retry;
-		a.sq_psn = ep->me.psn[i];
-		a.max_rd_atomic = (uint8_t)(
-			p->max_rd_atomic >= 0 ? p->max_rd_atomic :
-			ep->dev->max_qp_init_rd_atom < 16 ?
-			ep->dev->max_qp_init_rd_atom : 16);
-		mask |= IBV_QP_SQ_PSN;
-		/* Manual 3.5.4: UC and UD need only the sq_psn. */
-		if (p->qp_type == IBV_QPT_RC)
-			mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-		break;
-	default:
-		return -1;
-	}
-	ret = cf_rc(ibv_modify_qp(ep->qps[i], &a, mask));
-	EP_REQUIRE(ep, !ret, "%s: QP #%d to %s: %s", cf_side_name(ep), i,
-		   cf_state_name(to), cf_errname(ret));
-	return 0;
+	memset(a, 0, sizeof(*a));
+	a->pkey_index = 0;
+	a->port_num = (uint8_t)cf_port;
+	a->qkey = p->qkey;
+	a->qp_access_flags = (unsigned int)p->qp_access;
+	a->path_mtu = ep->port.active_mtu < ep->peer.mtu ?
+			      ep->port.active_mtu :
+			      (enum ibv_mtu)ep->peer.mtu;
+	a->dest_qp_num = ep->peer.qpn[i];
+	a->rq_psn = ep->peer.psn[i];
+	a->max_dest_rd_atomic = rd_atomic(p->max_dest_rd_atomic,
+					  ep->dev->max_qp_rd_atom);
+	a->min_rnr_timer = p->min_rnr_timer;
+	peer_av(ep, &a->ah_attr, false);
+	a->timeout = p->timeout;
+	a->retry_cnt = p->retry_cnt;
+	a->rnr_retry = p->rnr_retry;
+	a->sq_psn = ep->me.psn[i];
+	a->max_rd_atomic = rd_atomic(p->max_rd_atomic,
+				     ep->dev->max_qp_init_rd_atom);
 }
 
 int cf_ep_connect(struct cf_ep *ep, enum ibv_qp_state target)
 {
+	struct ibv_qp_attr a;
 	enum ibv_qp_state s;
-	int i;
+	int i, ret;
 
 	if (target >= IBV_QPS_RTR && exchange(ep))
 		return -1;
@@ -783,10 +752,15 @@ int cf_ep_connect(struct cf_ep *ep, enum ibv_qp_state target)
 		if (!ep->ah)
 			return -1;
 	}
+	/* One state at a time over every QP, as both sides do. */
 	for (s = ep->state + 1; s <= target && s <= IBV_QPS_RTS; s++) {
-		for (i = 0; i < ep->p->nqp; i++)
-			if (qp_step(ep, i, s))
-				return -1;
+		for (i = 0; i < ep->p->nqp; i++) {
+			ep_qp_attr(ep, i, &a);
+			ret = cf_qp_walk(ep->qps[i], &a, s - 1, s);
+			EP_REQUIRE(ep, !ret, "%s: QP #%d to %s: %s",
+				   cf_side_name(ep), i, cf_state_name(s),
+				   cf_errname(ret));
+		}
 		ep->state = s;
 	}
 	return 0;
