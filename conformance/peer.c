@@ -423,21 +423,6 @@ int cf_ep_post_recv(struct cf_ep *ep, struct ibv_qp *qp, size_t off,
 	return cf_rc(ibv_post_recv(qp, &wr, &bad));
 }
 
-int cf_ep_qp_state(struct ibv_qp *qp)
-{
-	return cf_qp_state(qp);
-}
-
-int cf_ep_poll(struct cf_ep *ep, struct ibv_wc *wc, int n, int timeout_ms)
-{
-	return cf_poll_cq_wait(ep->cq, wc, n, timeout_ms);
-}
-
-const char *cf_event_name(enum ibv_event_type type)
-{
-	return ibv_event_type_str(type);
-}
-
 int cf_ep_wait_async(struct cf_ep *ep, enum ibv_event_type type,
 		     int timeout_ms, struct ibv_async_event *ev_p,
 		     char *seen, size_t seen_len)
@@ -460,9 +445,10 @@ int cf_ep_wait_async(struct cf_ep *ep, enum ibv_event_type type,
 			return 0;
 		}
 		if (seen && used + 40 < seen_len)
-			used += (size_t)snprintf(seen + used, seen_len - used,
-						 "%s%s", used ? ", " : "",
-						 cf_event_name(ev.event_type));
+			used += (size_t)snprintf(
+				seen + used, seen_len - used, "%s%s",
+				used ? ", " : "",
+				ibv_event_type_str(ev.event_type));
 		ibv_ack_async_event(&ev);
 	}
 }
@@ -487,11 +473,6 @@ static uint32_t clamp_u32(uint32_t v, int max)
 	return max >= 0 && v > (uint32_t)max ? (uint32_t)max : v;
 }
 
-static struct ibv_context *open_device(void)
-{
-	return cf_open_device();
-}
-
 static int ep_setup(struct cf_ep *ep)
 {
 	const struct cf_peer_params *p = ep->p;
@@ -499,7 +480,7 @@ static int ep_setup(struct cf_ep *ep)
 	int i, ret;
 
 	ep->dev = &ep->dev_ex.orig_attr;
-	ep->ctx = open_device();
+	ep->ctx = cf_open_device();
 	EP_REQUIRE(ep, ep->ctx, "%s: cannot open device %s", cf_side_name(ep),
 		   cf_dev_name ? cf_dev_name : "(first)");
 	if (ibv_query_device_ex(ep->ctx, NULL, &ep->dev_ex))

@@ -154,8 +154,6 @@ int cf_ep_recv_val(struct cf_ep *ep, uint64_t *val_p, int timeout_ms);
  */
 int cf_ep_sync_blocking(struct cf_ep *ep, int timeout_ms);
 
-/* Completions: poll ep->cq until n arrive or timeout; returns the count. */
-int cf_ep_poll(struct cf_ep *ep, struct ibv_wc *wc, int n, int timeout_ms);
 /*
  * Wait for an async event of type on ctx->async_fd (poll + get + ack);
  * other events are skipped and named in *seen (may be NULL).  0 or -1.
@@ -210,11 +208,7 @@ void cf_ep_check_state(struct cf_ep *ep, struct ibv_qp *qp, int want,
  * (checked).
  */
 struct ibv_ah *cf_ep_peer_ah(struct cf_ep *ep, bool global);
-/* ibv_query_qp state, or -1. */
-int cf_ep_qp_state(struct ibv_qp *qp);
 long long cf_now_ms(void);
-
-const char *cf_event_name(enum ibv_event_type type);
 
 void register_rc_ops_suite(void);
 void register_rc_errors_suite(void);

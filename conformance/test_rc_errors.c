@@ -36,7 +36,7 @@ static int body_loc_len(struct cf_ep *ep)
 			   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc[0], got, 1, IBV_WC_LOC_LEN_ERR, -1,
 				"200 B SEND into a 100 B receive");
 		cf_ep_expect_wc(ep, &wc[1], got - 1, 2, IBV_WC_WR_FLUSH_ERR,
@@ -52,7 +52,7 @@ static int body_loc_len(struct cf_ep *ep)
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 8, 2);
 	if (cf_ep_post_send(ep, ep->qp, &wr))
 		return -1;
-	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 	cf_ep_expect_wc(ep, &wc[0], got, 1, IBV_WC_REM_INV_REQ_ERR, -1,
 			"200 B SEND into a 100 B receive");
 	cf_ep_expect_wc(ep, &wc[1], got - 1, 2, IBV_WC_WR_FLUSH_ERR, -1,
@@ -85,7 +85,7 @@ static int body_loc_prot(struct cf_ep *ep)
 			   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS) || cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 1, 200);
+		got = cf_poll_cq_wait(ep->cq, wc, 1, 200);
 		EP_CHECK(ep, got == 0 || wc[0].status != IBV_WC_SUCCESS,
 			 "%s: the peer received a SEND whose SGE was bad",
 			 names[kind]);
@@ -103,7 +103,7 @@ static int body_loc_prot(struct cf_ep *ep)
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 8, 2);
 	if (cf_ep_post_send(ep, ep->qp, &wr))
 		return -1;
-	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 	cf_ep_expect_wc(ep, &wc[0], got, 1, IBV_WC_LOC_PROT_ERR, -1,
 			names[kind]);
 	cf_ep_expect_wc(ep, &wc[1], got - 1, 2, IBV_WC_WR_FLUSH_ERR, -1,
@@ -140,7 +140,7 @@ static int body_loc_qp_op(struct cf_ep *ep)
 	wr.wr.rdma.remote_addr = ep->peer.addr;
 	wr.wr.rdma.rkey = ep->peer.rkey;
 	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_LOC_QP_OP_ERR, -1,
 				"RDMA READ with max_rd_atomic 0");
 		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR,
@@ -257,7 +257,7 @@ static int body_rem_access(struct cf_ep *ep)
 		wr.wr.atomic.compare_add = 1;
 	}
 	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_REM_ACCESS_ERR, -1,
 				what);
 		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, what);
@@ -305,7 +305,7 @@ static int body_rem_op(struct cf_ep *ep)
 			   "ibv_post_recv(bad lkey) refused at post time");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_LOC_PROT_ERR, -1,
 				"SEND into a receive with a bad lkey");
 		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, "responder");
@@ -315,7 +315,7 @@ static int body_rem_op(struct cf_ep *ep)
 		return -1;
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 64, 1);
 	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_REM_OP_ERR, -1,
 				"SEND into a receive with a bad lkey");
 		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, "requester");
@@ -357,7 +357,7 @@ static int body_rnr(struct cf_ep *ep)
 		return -1;
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 64, 1);
 	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_RNR_RETRY_EXC_ERR, -1,
 				what);
 		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, what);
@@ -400,7 +400,7 @@ static int body_rnr_infinite(struct cf_ep *ep)
 		memset(ep->buf, 0, 64);
 		EP_REQUIRE(ep, !cf_ep_post_recv(ep, ep->qp, 0, 64, 1),
 			   "ibv_post_recv failed");
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_SUCCESS,
 				    IBV_WC_RECV, "late receive"))
 			EP_CHECK(ep, wc.byte_len == 64 &&
@@ -413,12 +413,12 @@ static int body_rnr_infinite(struct cf_ep *ep)
 		return -1;
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 64, 1);
 	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
-		got = cf_ep_poll(ep, &wc, 1, 150);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, 150);
 		EP_CHECK(ep, got == 0, "the SEND completed (%s) before the "
 			 "receive was posted", got ?
 			 ibv_wc_status_str(wc.status) : "");
 		if (!got) {
-			got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+			got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 			cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_SUCCESS,
 					IBV_WC_SEND,
 					"SEND with rnr_retry 7 (infinite)");
@@ -473,7 +473,7 @@ static int body_retry(struct cf_ep *ep)
 	t0 = cf_now_ms();
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 64, 1);
 	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_RETRY_EXC_ERR, -1,
 				kill_it ? "SEND to a killed process" :
 				"SEND to a destroyed QP");
@@ -534,7 +534,7 @@ static int body_flush(struct cf_ep *ep)
 	sge[0].lkey ^= 0x5a5a5a00u;	/* LOC_PROT_ERR (manual 6.2.5) */
 	ret = cf_rc(ibv_post_send(ep->qp, wr, &bad));
 	EP_CHECK(ep, !ret, "ibv_post_send(4): %s", cf_errname(ret));
-	got = cf_ep_poll(ep, wc, 8, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 8, WAIT_MS);
 	EP_CHECK(ep, got == 8, "%d completions of 8 (4 sends, 4 receives)",
 		 got);
 	for (i = 0; i < got; i++) {
@@ -561,7 +561,7 @@ static int body_flush(struct cf_ep *ep)
 	EP_CHECK(ep, !ret, "ibv_post_send in ERR: %s", cf_errname(ret));
 	EP_CHECK(ep, !cf_ep_post_recv(ep, ep->qp, 8192, 64, 109),
 		 "ibv_post_recv in ERR failed");
-	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 	EP_CHECK(ep, got == 2 && wc[0].status == IBV_WC_WR_FLUSH_ERR &&
 		 wc[1].status == IBV_WC_WR_FLUSH_ERR,
 		 "WRs posted in ERR: %d flush completions of 2", got);

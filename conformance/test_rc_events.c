@@ -48,7 +48,7 @@ static int body_cq_overflow(struct cf_ep *ep)
 		/* Say what the CQ holds, to tell a lost event from lost
 		 * completions. */
 		struct ibv_wc wc[8];
-		int got = cf_ep_poll(ep, wc, 8, 1000);
+		int got = cf_poll_cq_wait(ep->cq, wc, 8, 1000);
 
 		EP_CHECK(ep, 0, "%d completions on a CQ of %d entries: no "
 			 "IBV_EVENT_CQ_ERR (other events: %s; polled for 1 s: "
@@ -92,7 +92,7 @@ static int body_comm_est(struct cf_ep *ep)
 			   "ibv_post_recv in INIT failed");
 		if (cf_ep_connect(ep, IBV_QPS_RTR) || cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_SUCCESS,
 				    IBV_WC_RECV, "SEND to a QP in RTR"))
 			EP_CHECK(ep, cf_pattern_check(ep->buf, 64, 9) < 0,
@@ -112,7 +112,7 @@ static int body_comm_est(struct cf_ep *ep)
 	if (cf_ep_connect(ep, IBV_QPS_RTS) || cf_ep_sync(ep, WAIT_MS))
 		return -1;
 	if (!post_send(ep, IBV_WR_SEND, 64, 1)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_SUCCESS, IBV_WC_SEND,
 				"SEND to a QP in RTR");
 	}
@@ -150,7 +150,7 @@ static int body_sq_drained(struct cf_ep *ep)
 				   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 4, 3 * WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 4, 3 * WAIT_MS);
 		EP_CHECK(ep, got == 4, "%d receives of 4 (3 before SQD, 1 "
 			 "after SQD -> RTS)", got);
 		return cf_ep_sync(ep, WAIT_MS);
@@ -160,7 +160,7 @@ static int body_sq_drained(struct cf_ep *ep)
 	for (i = 0; i < 3; i++)
 		if (post_send(ep, IBV_WR_SEND, 64, (uint64_t)i))
 			return -1;
-	got = cf_ep_poll(ep, wc, 3, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 3, WAIT_MS);
 	EP_CHECK(ep, got == 3, "%d send completions of 3", got);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_SQD;
@@ -183,7 +183,7 @@ static int body_sq_drained(struct cf_ep *ep)
 	ret = cf_rc(ibv_modify_qp(ep->qp, &a, IBV_QP_STATE));
 	EP_CHECK(ep, !ret, "SQD -> RTS: %s", cf_errname(ret));
 	if (!post_send(ep, IBV_WR_SEND, 64, 3)) {
-		got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, wc, got, 3, IBV_WC_SUCCESS, IBV_WC_SEND,
 				"SEND after SQD -> RTS");
 	}
@@ -214,7 +214,7 @@ static int body_last_wqe(struct cf_ep *ep)
 			   "ibv_post_srq_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_SUCCESS,
 				    IBV_WC_RECV, "SEND through the SRQ"))
 			EP_CHECK(ep, wc.qp_num == ep->qp->qp_num &&
@@ -233,7 +233,7 @@ static int body_last_wqe(struct cf_ep *ep)
 			     "(other events: %s)", seen[0] ? seen : "none"))
 			EP_CHECK(ep, ev.element.qp == ep->qp,
 				 "LAST_WQE_REACHED names another QP");
-		got = cf_ep_poll(ep, &wc, 1, 200);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, 200);
 		EP_CHECK(ep, got == 0, "a receive WQE of the SRQ was flushed "
 			 "with the QP (%s)", got ?
 			 ibv_wc_status_str(wc.status) : "");
@@ -245,7 +245,7 @@ static int body_last_wqe(struct cf_ep *ep)
 	if (!post_send(ep, IBV_WR_SEND, 64, 1)) {
 		struct ibv_wc swc;
 
-		got = cf_ep_poll(ep, &swc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &swc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &swc, got, 1, IBV_WC_SUCCESS, IBV_WC_SEND,
 				"SEND through the SRQ");
 	}

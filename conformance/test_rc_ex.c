@@ -51,7 +51,7 @@ static int body_wr_ops(struct cf_ep *ep)
 				   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 3, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 3, WAIT_MS);
 		EP_CHECK(ep, got == 3, "%d receives of 3", got);
 		for (i = 0; i < got; i++)
 			cf_ep_expect_wc(ep, &wc[i], 1, (uint64_t)i,
@@ -123,7 +123,7 @@ static int body_wr_ops(struct cf_ep *ep)
 	ret = cf_rc(ibv_wr_complete(qx));
 	EP_REQUIRE(ep, !ret, "ibv_wr_complete: %s", cf_errname(ret));
 
-	got = cf_ep_poll(ep, wc, 5, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 5, WAIT_MS);
 	EP_CHECK(ep, got == 5, "%d send completions of 5", got);
 	if (got == 5) {
 		static const enum ibv_wc_opcode op[5] = {
@@ -195,7 +195,7 @@ static int body_wr_atomics(struct cf_ep *ep)
 	ibv_wr_set_sge(qx, ep->mr->lkey, (uintptr_t)r2, 8);
 	ret = cf_rc(ibv_wr_complete(qx));
 	EP_REQUIRE(ep, !ret, "ibv_wr_complete: %s", cf_errname(ret));
-	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 	EP_CHECK(ep, got == 2, "%d completions of 2", got);
 	if (got == 2) {
 		cf_ep_expect_wc(ep, &wc[0], 1, 1, IBV_WC_SUCCESS,
@@ -238,7 +238,7 @@ static int body_wr_abort(struct cf_ep *ep)
 			   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 1, WAIT_MS);
 		if (cf_ep_expect_wc(ep, wc, got, 1, IBV_WC_SUCCESS,
 				    IBV_WC_RECV, "SEND after an aborted one"))
 			EP_CHECK(ep, wc[0].byte_len == 300 &&
@@ -246,7 +246,7 @@ static int body_wr_abort(struct cf_ep *ep)
 				 "the first message received is not the one "
 				 "after ibv_wr_abort (byte_len %u)",
 				 wc[0].byte_len);
-		got = cf_ep_poll(ep, wc, 1, 200);
+		got = cf_poll_cq_wait(ep->cq, wc, 1, 200);
 		EP_CHECK(ep, got == 0, "a second message arrived: the aborted "
 			 "WR executed");
 		return cf_ep_sync(ep, WAIT_MS);
@@ -268,7 +268,7 @@ static int body_wr_abort(struct cf_ep *ep)
 	ibv_wr_set_sge(qx, ep->mr->lkey, (uintptr_t)ep->buf + 4096, 300);
 	ret = cf_rc(ibv_wr_complete(qx));
 	EP_REQUIRE(ep, !ret, "ibv_wr_complete: %s", cf_errname(ret));
-	got = cf_ep_poll(ep, wc, 2, 500);
+	got = cf_poll_cq_wait(ep->cq, wc, 2, 500);
 	EP_CHECK(ep, got == 1, "%d send completions, expected 1 (wr_id 8)",
 		 got);
 	if (got >= 1)

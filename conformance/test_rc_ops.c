@@ -75,7 +75,7 @@ static int body_send_sizes(struct cf_ep *ep)
 				   "ibv_post_recv failed");
 			if (cf_ep_sync(ep, WAIT_MS))
 				return -1;
-			got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+			got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 			if (!cf_ep_wc_ok(ep, &wc, got, 10 + i, IBV_WC_RECV,
 					 what))
 				return -1;
@@ -100,7 +100,7 @@ static int body_send_sizes(struct cf_ep *ep)
 			if (post_send1(ep, IBV_WR_SEND, 0, len, 20 + i,
 				       IBV_SEND_SIGNALED))
 				return -1;
-			got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+			got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 			if (!cf_ep_wc_ok(ep, &wc, got, 20 + i, IBV_WC_SEND,
 					 what))
 				return -1;
@@ -136,7 +136,7 @@ static int body_send_imm(struct cf_ep *ep)
 			   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 		EP_REQUIRE(ep, got == 2, "%d receive completions of 2", got);
 		if (cf_ep_wc_ok(ep, &wc[0], 1, 1, IBV_WC_RECV, "SEND_WITH_IMM"))
 			EP_CHECK(ep, (wc[0].wc_flags & IBV_WC_WITH_IMM) &&
@@ -164,7 +164,7 @@ static int body_send_imm(struct cf_ep *ep)
 		if (post_send1(ep, IBV_WR_SEND, 4096, 50, 2,
 			       IBV_SEND_SIGNALED))
 			return -1;
-		got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 		EP_REQUIRE(ep, got == 2, "%d send completions of 2", got);
 		cf_ep_wc_ok(ep, &wc[0], 1, 1, IBV_WC_SEND, "SEND_WITH_IMM");
 		cf_ep_wc_ok(ep, &wc[1], 1, 2, IBV_WC_SEND, "SEND");
@@ -202,7 +202,7 @@ static int body_inline(struct cf_ep *ep)
 			   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_wc_ok(ep, &wc, got, 1, IBV_WC_RECV, "inline SEND"))
 			EP_CHECK(ep, wc.byte_len == len,
 				 "inline SEND: byte_len %u, expected %u",
@@ -235,7 +235,7 @@ static int body_inline(struct cf_ep *ep)
 		free(priv);
 		EP_REQUIRE(ep, !ret, "ibv_post_send(INLINE, %u): %s", len,
 			   cf_errname(ret));
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_wc_ok(ep, &wc, got, 1, IBV_WC_SEND, "inline SEND");
 	}
 	return cf_ep_sync(ep, WAIT_MS);
@@ -296,7 +296,7 @@ static int body_sge(struct cf_ep *ep)
 			   cf_errname(ret));
 		if (cf_ep_sync(ep, WAIT_MS))
 			goto out;
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_wc_ok(ep, &wc, got, 5, IBV_WC_RECV, "SEND 3 SGEs"))
 			EP_CHECK(ep, wc.byte_len == total,
 				 "byte_len %u, expected %u", wc.byte_len,
@@ -328,7 +328,7 @@ static int body_sge(struct cf_ep *ep)
 		ret = cf_rc(ibv_post_send(ep->qp, &wr, &bad));
 		EP_CHECK(ep, !ret, "ibv_post_send(3 SGEs): %s",
 			 cf_errname(ret));
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_wc_ok(ep, &wc, got, 6, IBV_WC_SEND, "SEND 3 SGEs");
 	}
 	cf_ep_sync(ep, WAIT_MS);
@@ -382,7 +382,7 @@ static int body_write(struct cf_ep *ep)
 			if (post_rdma(ep, IBV_WR_RDMA_WRITE, 0, len, roff,
 				      i))
 				return -1;
-			got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+			got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 			cf_ep_wc_ok(ep, &wc, got, i, IBV_WC_RDMA_WRITE,
 			      "RDMA WRITE");
 			if (cf_ep_sync(ep, WAIT_MS))
@@ -418,7 +418,7 @@ static int body_write_imm(struct cf_ep *ep)
 			   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_wc_ok(ep, &wc, got, 9, IBV_WC_RECV_RDMA_WITH_IMM,
 			  "RDMA_WRITE_WITH_IMM"))
 			EP_CHECK(ep, (wc.wc_flags & IBV_WC_WITH_IMM) &&
@@ -443,7 +443,7 @@ static int body_write_imm(struct cf_ep *ep)
 		wr.wr.rdma.rkey = ep->peer.rkey;
 		EP_REQUIRE(ep, !ibv_post_send(ep->qp, &wr, &bad),
 			   "ibv_post_send(RDMA_WRITE_WITH_IMM) failed");
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_wc_ok(ep, &wc, got, 3, IBV_WC_RDMA_WRITE,
 		      "RDMA_WRITE_WITH_IMM");
 	}
@@ -486,7 +486,7 @@ static int body_read(struct cf_ep *ep)
 		memset(ep->buf + loff, 0xee, len + 64);
 		if (post_rdma(ep, IBV_WR_RDMA_READ, loff, len, 0, i))
 			break;
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_wc_ok(ep, &wc, got, i, IBV_WC_RDMA_READ, "RDMA READ"))
 			EP_CHECK(ep, wc.byte_len == len,
 				 "RDMA READ %u: byte_len %u", len, wc.byte_len);
@@ -520,7 +520,7 @@ static int body_read(struct cf_ep *ep)
 		wr.wr.rdma.rkey = ep->peer.rkey;
 		EP_CHECK(ep, !ibv_post_send(ep->qp, &wr, &bad),
 			 "ibv_post_send(RDMA READ, 3 SGEs) failed");
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_wc_ok(ep, &wc, got, 99, IBV_WC_RDMA_READ,
 			    "RDMA READ 3 SGEs");
 		for (k = 0; k < 3; pos += l[k], k++)
@@ -572,7 +572,7 @@ static int body_atomics(struct cf_ep *ep)
 	*res = 0xdead;
 	post_atomic(ep, ep->qp, IBV_WR_ATOMIC_CMP_AND_SWP, 128, 64, 0x1111,
 		    0x2222, 1);
-	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 	if (cf_ep_wc_ok(ep, &wc, got, 1, IBV_WC_COMP_SWAP,
 			"CMP_AND_SWP (equal)"))
 		EP_CHECK(ep, *res == 0x1111 && wc.byte_len == 8,
@@ -581,7 +581,7 @@ static int body_atomics(struct cf_ep *ep)
 	*res = 0xdead;
 	post_atomic(ep, ep->qp, IBV_WR_ATOMIC_CMP_AND_SWP, 128, 64, 0x9999,
 		    0x7777, 2);
-	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 	if (cf_ep_wc_ok(ep, &wc, got, 2, IBV_WC_COMP_SWAP,
 			"CMP_AND_SWP (differ)"))
 		EP_CHECK(ep, *res == 0x2222,
@@ -590,7 +590,7 @@ static int body_atomics(struct cf_ep *ep)
 	*res = 0xdead;
 	post_atomic(ep, ep->qp, IBV_WR_ATOMIC_FETCH_AND_ADD, 128, 64, 5, 0,
 		    3);
-	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 	if (cf_ep_wc_ok(ep, &wc, got, 3, IBV_WC_FETCH_ADD, "FETCH_AND_ADD"))
 		EP_CHECK(ep, *res == 0x2222,
 			 "FETCH_AND_ADD returned 0x%llx, expected 0x2222",
@@ -720,7 +720,7 @@ static int body_unsignaled(struct cf_ep *ep)
 				   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 10, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 10, WAIT_MS);
 		EP_CHECK(ep, got == 10, "%d receives of 10 completed", got);
 		for (i = 0; i < got; i++)
 			EP_CHECK(ep, wc[i].status == IBV_WC_SUCCESS &&
@@ -740,13 +740,13 @@ static int body_unsignaled(struct cf_ep *ep)
 		if (post_send1(ep, IBV_WR_SEND, (size_t)i * 64, 16, (uint64_t)i,
 			       i == 4 || i == 9 ? IBV_SEND_SIGNALED : 0))
 			return -1;
-	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 	EP_CHECK(ep, got == 2, "%d send completions, expected 2", got);
 	if (got == 2) {
 		cf_ep_wc_ok(ep, &wc[0], 1, 4, IBV_WC_SEND, "signaled SEND #4");
 		cf_ep_wc_ok(ep, &wc[1], 1, 9, IBV_WC_SEND, "signaled SEND #9");
 	}
-	got = cf_ep_poll(ep, wc, 1, 200);
+	got = cf_poll_cq_wait(ep->cq, wc, 1, 200);
 	EP_CHECK(ep, got == 0, "an unsignaled SEND completed (wr_id %llu)",
 		 (unsigned long long)wc[0].wr_id);
 	return cf_ep_sync(ep, WAIT_MS);
@@ -798,7 +798,7 @@ static int body_fence(struct cf_ep *ep)
 	ret = cf_rc(ibv_post_send(ep->qp, wr, &bad));
 	EP_REQUIRE(ep, !ret, "ibv_post_send(READ; FENCE WRITE): %s",
 		   cf_errname(ret));
-	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 	EP_REQUIRE(ep, got == 2, "%d completions of 2", got);
 	cf_ep_wc_ok(ep, &wc[0], 1, 1, IBV_WC_RDMA_READ, "RDMA READ");
 	cf_ep_wc_ok(ep, &wc[1], 1, 2, IBV_WC_RDMA_WRITE, "fenced RDMA WRITE");
@@ -837,7 +837,7 @@ static void send8(struct cf_ep *ep, uint64_t wr_id, unsigned int flags,
 
 	if (post_send1(ep, IBV_WR_SEND, 0, 8, wr_id, flags))
 		return;
-	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 	cf_ep_wc_ok(ep, &wc, got, wr_id, IBV_WC_SEND, what);
 }
 
@@ -865,7 +865,7 @@ static int body_solicited(struct cf_ep *ep)
 		ev = cf_ep_wait_cq_event(ep, WAIT_MS);
 		EP_CHECK(ep, ev == 1, "no CQ event for a solicited SEND (%d)",
 			 ev);
-		got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 		EP_CHECK(ep, got == 2 && wc[0].wr_id == 1 && wc[1].wr_id == 2 &&
 			 wc[0].status == IBV_WC_SUCCESS &&
 			 wc[1].status == IBV_WC_SUCCESS,
@@ -906,14 +906,14 @@ static int body_channel(struct cf_ep *ep)
 			return -1;
 		ev = cf_ep_wait_cq_event(ep, WAIT_MS);
 		EP_CHECK(ep, ev == 1, "no CQ event for a SEND (%d)", ev);
-		got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 1, WAIT_MS);
 		EP_CHECK(ep, got == 1 && wc[0].wr_id == 1 &&
 			 wc[0].status == IBV_WC_SUCCESS,
 			 "first receive did not complete");
 		/* Not re-armed: the second SEND raises no event. */
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 1, WAIT_MS);
 		EP_CHECK(ep, got == 1 && wc[0].wr_id == 2,
 			 "second receive did not complete");
 		ev = cf_ep_wait_cq_event(ep, 200);
@@ -951,7 +951,7 @@ static int body_order(struct cf_ep *ep)
 				   "ibv_post_recv %d failed", i);
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 100, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 100, WAIT_MS);
 		EP_CHECK(ep, got == 100, "%d receives of 100", got);
 		for (i = 0; i < got; i++) {
 			uint32_t want = 4 + (uint32_t)i * 61;
@@ -980,7 +980,7 @@ static int body_order(struct cf_ep *ep)
 			       4 + (uint32_t)i * 61, (uint64_t)i,
 			       IBV_SEND_SIGNALED))
 			return -1;
-	got = cf_ep_poll(ep, wc, 100, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 100, WAIT_MS);
 	EP_CHECK(ep, got == 100, "%d send completions of 100", got);
 	for (i = 0; i < got; i++)
 		if (!EP_CHECK(ep, wc[i].status == IBV_WC_SUCCESS &&
@@ -1023,7 +1023,7 @@ static int body_write_send(struct cf_ep *ep)
 			   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 1, WAIT_MS);
 		if (cf_ep_wc_ok(ep, wc, got, 1, IBV_WC_RECV,
 				"SEND after WRITE"))
 			EP_CHECK(ep, cf_pattern_check(ep->buf + roff, len, 5) <
@@ -1043,7 +1043,7 @@ static int body_write_send(struct cf_ep *ep)
 	ret = cf_rc(ibv_post_send(ep->qp, wr, &bad));
 	EP_REQUIRE(ep, !ret, "ibv_post_send(WRITE; SEND): %s",
 		   cf_errname(ret));
-	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 	EP_CHECK(ep, got == 2 && wc[0].wr_id == 1 && wc[1].wr_id == 2,
 		 "%d completions (in order) of 2", got);
 	return cf_ep_sync(ep, WAIT_MS);
@@ -1095,20 +1095,20 @@ static int body_async(struct cf_ep *ep)
 	usleep(50000);
 	memset(ep->buf + loff, 0, len);
 	if (!post_rdma(ep, IBV_WR_RDMA_READ, loff, len, 0, 1)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_wc_ok(ep, &wc, got, 1, IBV_WC_RDMA_READ,
 		      "RDMA READ of a target in read()");
 		EP_CHECK(ep, cf_pattern_check(ep->buf + loff, len, 61) < 0,
 			 "RDMA READ of a target in read(): data differs");
 	}
 	if (!post_rdma(ep, IBV_WR_RDMA_WRITE, woff, len, woff, 2)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_wc_ok(ep, &wc, got, 2, IBV_WC_RDMA_WRITE,
 		      "RDMA WRITE to a target in read()");
 	}
 	if (atomics && !post_atomic(ep, ep->qp, IBV_WR_ATOMIC_FETCH_AND_ADD,
 				    aoff, aoff, 2, 0, 3)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_wc_ok(ep, &wc, got, 3, IBV_WC_FETCH_ADD,
 			  "FETCH_AND_ADD on a target in read()"))
 			EP_CHECK(ep, *word == 40,

@@ -105,7 +105,7 @@ static int body_ops(struct cf_ep *ep)
 					IBV_WC_RECV_RDMA_WITH_IMM :
 					IBV_WC_RECV;
 
-				got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+				got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 				if (cf_ep_wc_ok(ep, &wc, got, seed, rop, what))
 					EP_CHECK(ep, wc.byte_len == len &&
 						 !(wc.wc_flags &
@@ -143,7 +143,7 @@ static int body_ops(struct cf_ep *ep)
 			wr.wr.rdma.rkey = ep->peer.rkey;
 			if (cf_ep_post_send(ep, ep->qp, &wr))
 				return -1;
-			got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+			got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 			cf_ep_wc_ok(ep, &wc, got, seed, send_wc[k], what);
 			if (cf_ep_sync(ep, WAIT_MS))
 				return -1;
@@ -193,7 +193,7 @@ static int body_no_ack(struct cf_ep *ep)
 	if (ep->side == CF_CHILD) {
 		if (cf_ep_sync(ep, WAIT_MS) || cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, &wc, 1, QUIET_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, QUIET_MS);
 		EP_CHECK(ep, got == 0, "a UC SEND that found no receive "
 			 "produced a completion (%s) within %d ms",
 			 got > 0 ? ibv_wc_status_str(wc.status) : "-",
@@ -203,7 +203,7 @@ static int body_no_ack(struct cf_ep *ep)
 			   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_wc_ok(ep, &wc, got, 7, IBV_WC_RECV,
 				"the SEND after the dropped one"))
 			EP_CHECK(ep, wc.byte_len == 96 &&
@@ -217,7 +217,7 @@ static int body_no_ack(struct cf_ep *ep)
 		return -1;
 	if (cf_ep_post1(ep, IBV_WR_SEND, 0, 64, 0, 1, IBV_SEND_SIGNALED))
 		return -1;
-	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 	cf_ep_wc_ok(ep, &wc, got, 1, IBV_WC_SEND,
 		    "UC SEND with no receive posted at the peer");
 	if (cf_ep_sync(ep, WAIT_MS) || cf_ep_sync(ep, WAIT_MS))
@@ -225,7 +225,7 @@ static int body_no_ack(struct cf_ep *ep)
 	cf_pattern_fill(ep->buf, 96, 2);
 	if (cf_ep_post1(ep, IBV_WR_SEND, 0, 96, 0, 2, IBV_SEND_SIGNALED))
 		return -1;
-	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 	cf_ep_wc_ok(ep, &wc, got, 2, IBV_WC_SEND, "the SEND after it");
 	return cf_ep_sync(ep, WAIT_MS);
 }

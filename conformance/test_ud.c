@@ -73,7 +73,7 @@ static void send_ok(struct cf_ep *ep, struct ibv_ah *ah, uint32_t qkey,
 
 	if (ud_send(ep, ep->qp, ah, ep->peer.qpn[0], qkey, len, imm, wr_id))
 		return;
-	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 	cf_ep_wc_ok(ep, &wc, got, wr_id, IBV_WC_SEND, what);
 }
 
@@ -90,7 +90,7 @@ static int post_ud_recv(struct cf_ep *ep, uint32_t max, uint64_t wr_id)
 static void expect_quiet(struct cf_ep *ep, const char *what)
 {
 	struct ibv_wc wc;
-	int got = cf_ep_poll(ep, &wc, 1, QUIET_MS);
+	int got = cf_poll_cq_wait(ep->cq, &wc, 1, QUIET_MS);
 
 	EP_CHECK(ep, got == 0, "%s: the receiver got a completion (%s, "
 		 "wr_id %llu) within %d ms, expected the datagram dropped",
@@ -114,7 +114,7 @@ static void check_ud_recv(struct cf_ep *ep, uint64_t wr_id, uint32_t len,
 	long bad;
 	int got;
 
-	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 	if (!cf_ep_wc_ok(ep, &wc, got, wr_id, IBV_WC_RECV, what))
 		return;
 	EP_CHECK(ep, wc.byte_len == len + GRH_LEN, "%s: byte_len %u, "
@@ -306,7 +306,7 @@ static int body_too_long(struct cf_ep *ep)
 		return -1;
 	if (!ud_send(ep, ep->qp, ep->ah, ep->peer.qpn[0], ep->peer.qkey,
 		     mtu + 1, 0, 1)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_LOC_LEN_ERR, -1,
 				"UD SEND of path MTU + 1 bytes");
 	}
@@ -378,7 +378,7 @@ static int body_loopback(struct cf_ep *ep)
 		cf_pattern_fill(ep->buf, 200, 4);
 		if (!ud_send(ep, ep->qps[0], ah, ep->qps[1]->qp_num,
 			     ep->p->qkey, 200, 0, 8)) {
-			got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+			got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 			EP_CHECK(ep, got == 2, "loopback: %d completions of 2",
 				 got);
 			for (int i = 0; i < got; i++) {
