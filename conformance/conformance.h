@@ -108,12 +108,24 @@ int cf_qp_to_state(const struct cf_ctx *c, struct ibv_qp *qp,
 int cf_qp_to_state_dest(const struct cf_ctx *c, struct ibv_qp *qp,
 			enum ibv_qp_state target, uint32_t dest_qpn);
 
+/* Poll ibv_query_qp until the state is want or timeout; the last state. */
+int cf_qp_wait_state(struct ibv_qp *qp, int want, int timeout_ms);
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+long long cf_now_ms(void);
 /* Poll up to n completions, waiting up to timeout_ms; returns the count. */
 int cf_poll_cq_wait(struct ibv_cq *cq, struct ibv_wc *wc, int n,
 		    int timeout_ms);
 /* Post n one-SGE receives on mr, wr_ids first_wr_id...; 0 or errno. */
 int cf_post_recvs(struct ibv_qp *qp, struct ibv_mr *mr, int n,
 		  uint64_t first_wr_id);
+
+/* Deterministic data (pattern.c): fill, and the first offset that
+ * differs (-1: none). */
+void cf_pattern_fill(void *buf, size_t len, uint64_t seed);
+long cf_pattern_check(const void *buf, size_t len, uint64_t seed);
+/* First byte of buf[0..len) that is not c, or -1. */
+long cf_bytes_check(const void *buf, size_t len, uint8_t c);
 
 /* Skips: CUnit 2.1-3 has none, so they are printed and counted here. */
 extern unsigned int cf_skip_count;

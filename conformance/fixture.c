@@ -473,13 +473,33 @@ int cf_qp_walk(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	return 0;
 }
 
+long long cf_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int cf_qp_wait_state(struct ibv_qp *qp, int want, int timeout_ms)
+{
+	long long deadline = cf_now_ms() + timeout_ms;
+	int st;
+
+	for (;;) {
+		st = cf_qp_state(qp);
+		if (st == want || cf_now_ms() >= deadline)
+			return st;
+		usleep(1000);
+	}
+}
+
 int cf_poll_cq_wait(struct ibv_cq *cq, struct ibv_wc *wc, int n,
 		    int timeout_ms)
 {
-	struct timespec start, now;
+	long long deadline = cf_now_ms() + timeout_ms;
 	int got = 0, ret;
 
-	clock_gettime(CLOCK_MONOTONIC, &start);
 	while (got < n) {
 		ret = ibv_poll_cq(cq, n - got, wc + got);
 		if (ret < 0)
@@ -487,9 +507,7 @@ int cf_poll_cq_wait(struct ibv_cq *cq, struct ibv_wc *wc, int n,
 		got += ret;
 		if (ret)
 			continue;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if ((now.tv_sec - start.tv_sec) * 1000 +
-		    (now.tv_nsec - start.tv_nsec) / 1000000 >= timeout_ms)
+		if (cf_now_ms() >= deadline)
 			break;
 		usleep(100);
 	}

@@ -14,6 +14,11 @@
  *
  * Every wait is bounded: socket reads, CQ polls, event waits and the child
  * itself (killed by PID when it overstays).
+ *
+ * The harness, one file per concern: peer_run.c (fork, wait, kill,
+ * deadlines), peer_setup.c (verbs objects and connection), peer_msg.c
+ * (framing on the socketpair), peer_check.c (assertions and verdicts),
+ * peer_wr.c (work requests), peer_event.c (async and CQ events).
  */
 #ifndef IBEMU_CONFORMANCE_PEER_H
 #define IBEMU_CONFORMANCE_PEER_H
@@ -145,8 +150,6 @@ int cf_ep_sync(struct cf_ep *ep, int timeout_ms);
 int cf_ep_send_val(struct cf_ep *ep, uint64_t val);
 /* Wait until the peer closed its socket (it died); 0, or -1 on timeout. */
 int cf_ep_wait_peer_gone(struct cf_ep *ep, int timeout_ms);
-/* Poll ibv_query_qp until the state is want or timeout; the last state. */
-int cf_ep_wait_state(struct ibv_qp *qp, int want, int timeout_ms);
 int cf_ep_recv_val(struct cf_ep *ep, uint64_t *val_p, int timeout_ms);
 /*
  * Wait for the peer's next cf_ep_sync in one plain blocking read() on the
@@ -163,12 +166,6 @@ int cf_ep_wait_async(struct cf_ep *ep, enum ibv_event_type type,
 		     char *seen, size_t seen_len);
 /* Wait for a CQ event on ep->ch: 1 (got and acked), 0 timeout, -1 error. */
 int cf_ep_wait_cq_event(struct cf_ep *ep, int timeout_ms);
-
-/* Deterministic data: fill, and the first offset that differs (-1: none). */
-void cf_pattern_fill(void *buf, size_t len, uint64_t seed);
-long cf_pattern_check(const void *buf, size_t len, uint64_t seed);
-/* First byte of buf[0..len) that is not c, or -1. */
-long cf_bytes_check(const void *buf, size_t len, uint8_t c);
 
 /* A one-SGE WR on ep->mr at offset off (NULL next, signaled). */
 void cf_ep_send_wr(struct cf_ep *ep, struct ibv_send_wr *wr,
@@ -208,7 +205,6 @@ void cf_ep_check_state(struct cf_ep *ep, struct ibv_qp *qp, int want,
  * (checked).
  */
 struct ibv_ah *cf_ep_peer_ah(struct cf_ep *ep, bool global);
-long long cf_now_ms(void);
 
 void register_rc_ops_suite(void);
 void register_rc_errors_suite(void);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "peer.h"
+#include "conformance.h"
 
 #define SQE_WAIT_MS 5000
 
@@ -155,7 +155,7 @@ static bool held_enter_sqe(struct held_qp *h, uint32_t dest_qpn)
 		 "%s: SEND with a bad lkey: %d completions, status %s, "
 		 "expected LOC_PROT_ERR", cf_qpt_name(h->type), got,
 		 got == 1 ? ibv_wc_status_str(wc.status) : "-");
-	st = cf_ep_wait_state(h->qp, IBV_QPS_SQE, 1000);
+	st = cf_qp_wait_state(h->qp, IBV_QPS_SQE, 1000);
 	CF_CHECK(st == IBV_QPS_SQE, "%s: after a send completed in error "
 		 "the QP is in %s, expected SQE (IBA 10.3.1)",
 		 cf_qpt_name(h->type), cf_state_name(st));

@@ -25,7 +25,7 @@ static void tune_uc(struct cf_peer_params *p, void *arg)
 	p->mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 }
 
-/* The path MTU in bytes (the RTR path_mtu peer.c set). */
+/* The path MTU in bytes (the RTR path_mtu peer_setup.c set). */
 static uint32_t path_mtu(const struct cf_ep *ep)
 {
 	enum ibv_mtu m = ep->port.active_mtu < ep->peer.mtu ?
