@@ -148,24 +148,13 @@ void cf_expect_err(int got, int want, const char *what, unsigned int line,
 	cf_expect_err((got), (want), (what), __LINE__, __FILE__, __func__)
 #define CF_EXPECT_OK(got, what) CF_EXPECT_ERR(got, 0, what)
 
-/* Suite registration honouring -s. */
-void cf_set_suite_filter(const char *filter);
-CU_pSuite cf_add_suite(const char *name, CU_InitializeFunc init,
-		       CU_CleanupFunc clean);
-void cf_add_test(CU_pSuite suite, const char *name, CU_TestFunc fn);
+/*
+ * Register every suite and test of test-list.h (registry.c) whose suite
+ * name contains suite_filter (NULL: all), leaving out the -x ones.
+ */
+void cf_tests_register(const char *suite_filter);
 /* Leave SUITE/TEST out of the run (-x); -1 if malformed or too many. */
 int cf_exclude(const char *suite_test);
-
-void register_device_suite(void);
-void register_pd_suite(void);
-void register_mr_suite(void);
-void register_cq_suite(void);
-void register_channel_suite(void);
-void register_qp_create_suite(void);
-void register_qp_state_suite(void);
-void register_srq_suite(void);
-void register_ah_suite(void);
-void register_post_suite(void);
 
 #define CF_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

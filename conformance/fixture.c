@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Fixture helpers shared by every suite: opening the device under test,
- * formatted assertions, skips, and the QP state table.
+ * formatted assertions, skips, the QP state table and the one walker
+ * through it, and bounded waits for a QP state and for completions.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -534,56 +535,4 @@ int cf_post_recvs(struct ibv_qp *qp, struct ibv_mr *mr, int n,
 			return ret;
 	}
 	return 0;
-}
-
-static const char *cf_suite_filter;
-
-void cf_set_suite_filter(const char *filter)
-{
-	cf_suite_filter = filter;
-}
-
-CU_pSuite cf_add_suite(const char *name, CU_InitializeFunc init,
-		       CU_CleanupFunc clean)
-{
-	if (cf_suite_filter && !strstr(name, cf_suite_filter))
-		return NULL;
-	return CU_add_suite(name, init, clean);
-}
-
-/* Tests excluded with -x SUITE/TEST, as fabtests' exclude lists do. */
-#define CF_MAX_EXCLUDES 32
-static const char *cf_excludes[CF_MAX_EXCLUDES];
-static unsigned int cf_nr_excludes;
-
-int cf_exclude(const char *suite_test)
-{
-	if (cf_nr_excludes >= CF_MAX_EXCLUDES || !strchr(suite_test, '/'))
-		return -1;
-	cf_excludes[cf_nr_excludes++] = suite_test;
-	return 0;
-}
-
-static bool cf_excluded(CU_pSuite suite, const char *name)
-{
-	size_t n = strlen(suite->pName);
-	unsigned int i;
-
-	for (i = 0; i < cf_nr_excludes; i++)
-		if (!strncmp(cf_excludes[i], suite->pName, n) &&
-		    cf_excludes[i][n] == '/' && !strcmp(cf_excludes[i] + n + 1, name))
-			return true;
-	return false;
-}
-
-void cf_add_test(CU_pSuite suite, const char *name, CU_TestFunc fn)
-{
-	if (!suite)
-		return;
-	if (cf_excluded(suite, name)) {
-		printf("SKIP: %s/%s: excluded by -x\n", suite->pName, name);
-		cf_skip_count++;
-		return;
-	}
-	CU_add_test(suite, name, fn);
 }

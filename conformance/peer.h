@@ -75,7 +75,7 @@ struct cf_ep {
 	enum cf_side side;
 	const struct cf_peer_params *p;
 	int sock;
-	void *arg;		/* the test's argument */
+	long arg;		/* the run's argument (test-list.h) */
 	/* Verbs objects. */
 	struct ibv_context *ctx;
 	struct ibv_device_attr_ex dev_ex;
@@ -110,7 +110,7 @@ struct cf_ep {
 
 typedef int (*cf_peer_body)(struct cf_ep *ep);
 /* Adjusts the default parameters of a run; arg is cf_peer_run's arg. */
-typedef void (*cf_peer_tune)(struct cf_peer_params *p, void *arg);
+typedef void (*cf_peer_tune)(struct cf_peer_params *p, long arg);
 
 void cf_peer_params_init(struct cf_peer_params *p);
 /*
@@ -118,9 +118,7 @@ void cf_peer_params_init(struct cf_peer_params *p);
  * Returns 0 when both sides passed, -1 otherwise (failures are already
  * CUnit assertions).
  */
-int cf_peer_run(const struct cf_peer_params *p, cf_peer_body body, void *arg);
-/* cf_peer_run with the default parameters, adjusted by tune (or NULL). */
-int cf_peer_run_tuned(cf_peer_body body, cf_peer_tune tune, void *arg);
+int cf_peer_run(const struct cf_peer_params *p, cf_peer_body body, long arg);
 
 /* Assertions usable on both sides. */
 int cf_ep_check(struct cf_ep *ep, int ok, unsigned int line, const char *file,
@@ -205,13 +203,5 @@ void cf_ep_check_state(struct cf_ep *ep, struct ibv_qp *qp, int want,
  * (checked).
  */
 struct ibv_ah *cf_ep_peer_ah(struct cf_ep *ep, bool global);
-
-void register_rc_ops_suite(void);
-void register_rc_errors_suite(void);
-void register_rc_events_suite(void);
-void register_rc_ex_suite(void);
-void register_rc_stress_suite(void);
-void register_ud_suite(void);
-void register_uc_suite(void);
 
 #endif /* IBEMU_CONFORMANCE_PEER_H */

@@ -78,7 +78,7 @@ static pid_t cf_peer_fork(int sv[2])
 }
 
 static void cf_ep_init(struct cf_ep *ep, const struct cf_peer_params *p,
-		       void *arg, enum cf_side side, int sock)
+		       long arg, enum cf_side side, int sock)
 {
 	memset(ep, 0, sizeof(*ep));
 	ep->p = p;
@@ -151,7 +151,7 @@ static void cf_peer_reap(pid_t pid, const struct cf_peer_params *p,
 	}
 }
 
-int cf_peer_run(const struct cf_peer_params *p, cf_peer_body body, void *arg)
+int cf_peer_run(const struct cf_peer_params *p, cf_peer_body body, long arg)
 {
 	long long deadline = cf_now_ms() + p->deadline_s * 1000LL;
 	unsigned int child_fails = 0;
@@ -186,14 +186,4 @@ int cf_peer_run(const struct cf_peer_params *p, cf_peer_body body, void *arg)
 	free(ep.report);
 	free(ep.peer_done);
 	return ep.nfail || child_fails ? -1 : 0;
-}
-
-int cf_peer_run_tuned(cf_peer_body body, cf_peer_tune tune, void *arg)
-{
-	struct cf_peer_params p;
-
-	cf_peer_params_init(&p);
-	if (tune)
-		tune(&p, arg);
-	return cf_peer_run(&p, body, arg);
 }

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "peer.h"
+#include "tests.h"
 
 #define WAIT_MS 5000
 
@@ -25,7 +25,7 @@ static int post_send(struct cf_ep *ep, enum ibv_wr_opcode op, uint32_t len,
  * holds raise IBV_EVENT_CQ_ERR for that CQ.  RDMA WRITEs, so that the
  * peer's CQ (as small) gets nothing.
  */
-static int body_cq_overflow(struct cf_ep *ep)
+CF_BODY_IMPL(rc_events, cq_overflow)
 {
 	struct ibv_async_event ev;
 	char seen[200];
@@ -62,15 +62,10 @@ static int body_cq_overflow(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_cq2(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(cq2)
 {
 	p->cq_size = 2;
 	p->max_send_wr = 64;
-}
-
-static void test_cq_overflow(void)
-{
-	cf_peer_run_tuned(body_cq_overflow, tune_cq2, NULL);
 }
 
 /*
@@ -78,7 +73,7 @@ static void test_cq_overflow(void)
  * in RTR that receives its first packet raises IBV_EVENT_COMM_EST; the
  * receive completes; the QP stays in RTR until the consumer moves it.
  */
-static int body_comm_est(struct cf_ep *ep)
+CF_BODY_IMPL(rc_events, comm_est)
 {
 	struct ibv_async_event ev;
 	struct ibv_wc wc;
@@ -119,14 +114,9 @@ static int body_comm_est(struct cf_ep *ep)
 	return cf_ep_sync(ep, 2 * WAIT_MS);
 }
 
-static void tune_manual(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(manual)
 {
 	p->connect = false;
-}
-
-static void test_comm_est(void)
-{
-	cf_peer_run_tuned(body_comm_est, tune_manual, NULL);
 }
 
 /*
@@ -134,7 +124,7 @@ static void test_comm_est(void)
  * with en_sqd_async_notify raises IBV_EVENT_SQ_DRAINED once the
  * outstanding sends are done; SQD -> RTS resumes sending.
  */
-static int body_sq_drained(struct cf_ep *ep)
+CF_BODY_IMPL(rc_events, sq_drained)
 {
 	struct ibv_async_event ev;
 	struct ibv_qp_attr a;
@@ -190,17 +180,12 @@ static int body_sq_drained(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void test_sq_drained(void)
-{
-	cf_peer_run_tuned(body_sq_drained, NULL, NULL);
-}
-
 /*
  * Manual 6.1.17, IBA 10.3.1 / 11.6.3.1 (Last WQE Reached): a QP attached
  * to an SRQ moved to ERR raises IBV_EVENT_QP_LAST_WQE_REACHED; receive
  * WQEs left on the SRQ are not flushed (they belong to the SRQ).
  */
-static int body_last_wqe(struct cf_ep *ep)
+CF_BODY_IMPL(rc_events, last_wqe)
 {
 	struct ibv_async_event ev;
 	struct ibv_qp_attr a;
@@ -252,22 +237,7 @@ static int body_last_wqe(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_srq(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(srq)
 {
 	p->srq = true;
-}
-
-static void test_last_wqe(void)
-{
-	cf_peer_run_tuned(body_last_wqe, tune_srq, NULL);
-}
-
-void register_rc_events_suite(void)
-{
-	CU_pSuite s = cf_add_suite("rc_events", NULL, NULL);
-
-	cf_add_test(s, "cq_overflow", test_cq_overflow);
-	cf_add_test(s, "comm_est", test_comm_est);
-	cf_add_test(s, "sq_drained", test_sq_drained);
-	cf_add_test(s, "last_wqe_reached", test_last_wqe);
 }

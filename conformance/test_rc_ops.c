@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "peer.h"
+#include "tests.h"
 
 #define WAIT_MS 5000
 
@@ -55,7 +55,7 @@ static int post_atomic(struct cf_ep *ep, struct ibv_qp *qp,
  * MTU are segmented (IBA 9.7.1); byte_len is the message length (manual
  * 3.6, struct ibv_wc) and the receive buffer past it is untouched.
  */
-static int body_send_sizes(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, send_sizes)
 {
 	static const uint32_t sizes[] = { 0, 1, 4095, 4096, 4097, 1u << 20 };
 	struct ibv_wc wc;
@@ -111,17 +111,12 @@ static int body_send_sizes(struct cf_ep *ep)
 	return 0;
 }
 
-static void test_send_sizes(void)
-{
-	cf_peer_run_tuned(body_send_sizes, NULL, NULL);
-}
-
 /*
  * SEND with immediate (IBA 9.4.1, manual 3.6 struct ibv_wc): the receive
  * completion has IBV_WC_WITH_IMM and imm_data as sent (network order,
  * untouched); a plain SEND has no WITH_IMM.
  */
-static int body_send_imm(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, send_imm)
 {
 	const uint32_t imm = htonl(0x12345678);
 	struct ibv_send_wr wr, *bad;
@@ -172,16 +167,11 @@ static int body_send_imm(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void test_send_imm(void)
-{
-	cf_peer_run_tuned(body_send_imm, NULL, NULL);
-}
-
 /*
  * IBV_SEND_INLINE (manual 3.6 ibv_post_send): the data is copied at post
  * time, so the buffer may be reused at once and need not be registered.
  */
-static int body_inline(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, inline)
 {
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sge;
@@ -241,14 +231,9 @@ static int body_inline(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_inline(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(inline)
 {
 	p->max_inline = 128;
-}
-
-static void test_inline(void)
-{
-	cf_peer_run_tuned(body_inline, tune_inline, NULL);
 }
 
 /*
@@ -256,7 +241,7 @@ static void test_inline(void)
  * the concatenation of the sender's SGEs and is scattered across the
  * receiver's SGEs in order.
  */
-static int body_sge(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, sge)
 {
 	static const uint32_t slen[3] = { 100, 2000, 3001 };
 	static const uint32_t rlen[3] = { 1500, 64, 4000 };
@@ -337,16 +322,11 @@ out:
 	return 0;
 }
 
-static void test_sge(void)
-{
-	cf_peer_run_tuned(body_sge, NULL, NULL);
-}
-
 /*
  * RDMA WRITE (IBA 9.4.3): the data lands at remote_addr in the peer's MR,
  * nothing around it changes, and the target consumes no receive.
  */
-static int body_write(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, write)
 {
 	static const uint32_t sizes[] = { 1, 4095, 4097, 1u << 20 };
 	const size_t roff = 8;
@@ -392,18 +372,13 @@ static int body_write(struct cf_ep *ep)
 	return 0;
 }
 
-static void test_write(void)
-{
-	cf_peer_run_tuned(body_write, NULL, NULL);
-}
-
 /*
  * RDMA WRITE with immediate (IBA 9.4.3, manual 3.6 ibv_wc): consumes a
  * receive whose completion is IBV_WC_RECV_RDMA_WITH_IMM with the
  * immediate and byte_len the length written; the receive buffer is not
  * written.
  */
-static int body_write_imm(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, write_imm)
 {
 	const uint32_t imm = htonl(0xcafe0001), len = 5000;
 	const size_t roff = 65536;
@@ -450,17 +425,12 @@ static int body_write_imm(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void test_write_imm(void)
-{
-	cf_peer_run_tuned(body_write_imm, NULL, NULL);
-}
-
 /*
  * RDMA READ (IBA 9.4.4): 1 B to 1 MiB into local memory, one SGE, and one
  * read scattered into 3 local SGEs; byte_len of the completion is the
  * length read.
  */
-static int body_read(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, read)
 {
 	static const uint32_t sizes[] = { 1, 4095, 4096, 4097, 1u << 20 };
 	const size_t loff = 2u << 20;
@@ -531,11 +501,6 @@ static int body_read(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void test_read(void)
-{
-	cf_peer_run_tuned(body_read, NULL, NULL);
-}
-
 static bool no_atomics(struct cf_ep *ep)
 {
 	if (ep->dev->atomic_cap != IBV_ATOMIC_NONE)
@@ -549,7 +514,7 @@ static bool no_atomics(struct cf_ep *ep)
  * original value is returned in the local SGE; CMP_AND_SWP swaps only when
  * equal; FETCH_AND_ADD adds.  Values are host order (rdma-core).
  */
-static int body_atomics(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, atomics)
 {
 	volatile uint64_t *tgt = (volatile uint64_t *)(void *)(ep->buf + 64);
 	volatile uint64_t *res = (volatile uint64_t *)(void *)(ep->buf + 128);
@@ -598,11 +563,6 @@ static int body_atomics(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void test_atomics(void)
-{
-	cf_peer_run_tuned(body_atomics, NULL, NULL);
-}
-
 /*
  * Contending atomics (IBA 9.4.5, IBV_ATOMIC_HCA: atomic with respect to
  * other atomics through the HCA): 2 QPs x 1000 FETCH_AND_ADD(1) on one
@@ -611,7 +571,7 @@ static void test_atomics(void)
  * blocking read() meanwhile.
  */
 #define CONTEND_N 1000
-static int body_contend(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, contend)
 {
 	volatile uint64_t *tgt = (volatile uint64_t *)(void *)ep->buf;
 	const int total = 2 * CONTEND_N;
@@ -693,22 +653,17 @@ out:
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_contend(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(contend)
 {
 	p->nqp = 2;
 	p->cq_size = 64;
-}
-
-static void test_contend(void)
-{
-	cf_peer_run_tuned(body_contend, tune_contend, NULL);
 }
 
 /*
  * Unsignaled sends (IBA 10.7.2.2 / manual 3.6 IBV_SEND_SIGNALED with
  * sq_sig_all 0): only the signaled WRs complete, in order.
  */
-static int body_unsignaled(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, unsignaled)
 {
 	struct ibv_wc wc[12];
 	int i, got;
@@ -752,14 +707,9 @@ static int body_unsignaled(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_unsignaled(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(unsignaled)
 {
 	p->sq_sig_all = false;
-}
-
-static void test_unsignaled(void)
-{
-	cf_peer_run_tuned(body_unsignaled, tune_unsignaled, NULL);
 }
 
 /*
@@ -767,7 +717,7 @@ static void test_unsignaled(void)
  * after the RDMA READs before it have completed, so a fenced WRITE to the
  * region an earlier READ reads cannot change what the READ returns.
  */
-static int body_fence(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, fence)
 {
 	const uint32_t len = 256u << 10;
 	struct ibv_send_wr wr[2], *bad;
@@ -808,11 +758,6 @@ static int body_fence(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void test_fence(void)
-{
-	cf_peer_run_tuned(body_fence, NULL, NULL);
-}
-
 /*
  * Child side of the event tests: two 64 B receives (wr_id 1, 2), the CQ
  * armed (solicited_only as given), then a sync with the sender.  0 or -1.
@@ -846,7 +791,7 @@ static void send8(struct cf_ep *ep, uint64_t wr_id, unsigned int flags,
  * solicited_only 1): a SEND without IBV_SEND_SOLICITED raises no event,
  * one with it does.
  */
-static int body_solicited(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, solicited)
 {
 	struct ibv_wc wc[2];
 	int got, ev;
@@ -881,14 +826,9 @@ static int body_solicited(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_channel(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(channel)
 {
 	p->channel = true;
-}
-
-static void test_solicited(void)
-{
-	cf_peer_run_tuned(body_solicited, tune_channel, NULL);
 }
 
 /*
@@ -896,7 +836,7 @@ static void test_solicited(void)
  * ibv_get_cq_event, ibv_ack_cq_events): an armed CQ raises one event for
  * the next completion; without re-arming, none.
  */
-static int body_channel(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, channel)
 {
 	struct ibv_wc wc[2];
 	int got, ev;
@@ -929,16 +869,11 @@ static int body_channel(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void test_channel(void)
-{
-	cf_peer_run_tuned(body_channel, tune_channel, NULL);
-}
-
 /*
  * Ordering (IBA 9.5 / 10.8.3): 100 SENDs of different sizes on one QP
  * arrive in order and complete in order on both sides.
  */
-static int body_order(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, order)
 {
 	struct ibv_wc wc[100];
 	int i, got;
@@ -992,15 +927,10 @@ static int body_order(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_order(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(order)
 {
 	p->max_send_wr = 128;
 	p->max_recv_wr = 128;
-}
-
-static void test_order(void)
-{
-	cf_peer_run_tuned(body_order, tune_order, NULL);
 }
 
 /*
@@ -1008,7 +938,7 @@ static void test_order(void)
  * the SEND's receive completes, the written data is in place; no other
  * synchronisation.
  */
-static int body_write_send(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, write_send)
 {
 	const uint32_t len = 64u << 10;
 	const size_t roff = 1u << 20;
@@ -1049,18 +979,13 @@ static int body_write_send(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void test_write_send(void)
-{
-	cf_peer_run_tuned(body_write_send, NULL, NULL);
-}
-
 /*
  * Asynchronous progress (IBA 9.4.3-9.4.5: one-sided operations need no
  * action of the target's consumer; the manual's RC example relies on it):
  * the target sits in a blocking read() on the socket, calling no verb,
  * while its memory is read, written and updated atomically.
  */
-static int body_async(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, async)
 {
 	const uint32_t len = 1u << 20;
 	const size_t woff = 1u << 20, aoff = 2u << 20, loff = 3u << 20;
@@ -1118,32 +1043,4 @@ static int body_async(struct cf_ep *ep)
 	if (cf_ep_sync(ep, 25000))
 		return -1;
 	return cf_ep_sync(ep, WAIT_MS);
-}
-
-static void test_async_progress(void)
-{
-	cf_peer_run_tuned(body_async, NULL, NULL);
-}
-
-void register_rc_ops_suite(void)
-{
-	/* No fixture: each test forks before opening the device. */
-	CU_pSuite s = cf_add_suite("rc_ops", NULL, NULL);
-
-	cf_add_test(s, "send_sizes", test_send_sizes);
-	cf_add_test(s, "send_imm", test_send_imm);
-	cf_add_test(s, "inline", test_inline);
-	cf_add_test(s, "sge_lists", test_sge);
-	cf_add_test(s, "rdma_write", test_write);
-	cf_add_test(s, "rdma_write_imm", test_write_imm);
-	cf_add_test(s, "rdma_read", test_read);
-	cf_add_test(s, "atomics", test_atomics);
-	cf_add_test(s, "atomics_contend", test_contend);
-	cf_add_test(s, "unsignaled", test_unsignaled);
-	cf_add_test(s, "fence", test_fence);
-	cf_add_test(s, "solicited", test_solicited);
-	cf_add_test(s, "channel", test_channel);
-	cf_add_test(s, "ordering", test_order);
-	cf_add_test(s, "write_then_send", test_write_send);
-	cf_add_test(s, "async_progress", test_async_progress);
 }
