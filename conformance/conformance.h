@@ -90,8 +90,17 @@ void cf_qp_fill_attr(const struct cf_ctx *c, struct ibv_qp *qp,
 		     enum ibv_qp_state cur, enum ibv_qp_state next,
 		     struct ibv_qp_attr *attr);
 /*
- * Walk a RESET QP to target (INIT, RTR, RTS, SQD or ERR) with exactly the
- * required masks.  Returns 0 or the errno of the step that failed.
+ * The one QP state walker: Modify QP from state from to target along
+ * RESET, INIT, RTR, RTS, SQD (ERR straight from INIT), each step with
+ * exactly the required masks of cf_qp_trans and the values in attr (its
+ * qp_state and cur_qp_state are set on the way).  Returns 0 or the errno
+ * of the step that failed.
+ */
+int cf_qp_walk(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+	       enum ibv_qp_state from, enum ibv_qp_state target);
+/*
+ * Walk a RESET QP to target (INIT, RTR, RTS, SQD or ERR) with the
+ * attributes of cf_qp_fill_attr.  0 or an errno, as cf_qp_walk.
  */
 int cf_qp_to_state(const struct cf_ctx *c, struct ibv_qp *qp,
 		   enum ibv_qp_state target);
@@ -99,12 +108,24 @@ int cf_qp_to_state(const struct cf_ctx *c, struct ibv_qp *qp,
 int cf_qp_to_state_dest(const struct cf_ctx *c, struct ibv_qp *qp,
 			enum ibv_qp_state target, uint32_t dest_qpn);
 
+/* Poll ibv_query_qp until the state is want or timeout; the last state. */
+int cf_qp_wait_state(struct ibv_qp *qp, int want, int timeout_ms);
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+long long cf_now_ms(void);
 /* Poll up to n completions, waiting up to timeout_ms; returns the count. */
 int cf_poll_cq_wait(struct ibv_cq *cq, struct ibv_wc *wc, int n,
 		    int timeout_ms);
 /* Post n one-SGE receives on mr, wr_ids first_wr_id...; 0 or errno. */
 int cf_post_recvs(struct ibv_qp *qp, struct ibv_mr *mr, int n,
 		  uint64_t first_wr_id);
+
+/* Deterministic data (pattern.c): fill, and the first offset that
+ * differs (-1: none). */
+void cf_pattern_fill(void *buf, size_t len, uint64_t seed);
+long cf_pattern_check(const void *buf, size_t len, uint64_t seed);
+/* First byte of buf[0..len) that is not c, or -1. */
+long cf_bytes_check(const void *buf, size_t len, uint8_t c);
 
 /* Skips: CUnit 2.1-3 has none, so they are printed and counted here. */
 extern unsigned int cf_skip_count;
@@ -127,24 +148,13 @@ void cf_expect_err(int got, int want, const char *what, unsigned int line,
 	cf_expect_err((got), (want), (what), __LINE__, __FILE__, __func__)
 #define CF_EXPECT_OK(got, what) CF_EXPECT_ERR(got, 0, what)
 
-/* Suite registration honouring -s. */
-void cf_set_suite_filter(const char *filter);
-CU_pSuite cf_add_suite(const char *name, CU_InitializeFunc init,
-		       CU_CleanupFunc clean);
-void cf_add_test(CU_pSuite suite, const char *name, CU_TestFunc fn);
+/*
+ * Register every suite and test of test-list.h (registry.c) whose suite
+ * name contains suite_filter (NULL: all), leaving out the -x ones.
+ */
+void cf_tests_register(const char *suite_filter);
 /* Leave SUITE/TEST out of the run (-x); -1 if malformed or too many. */
 int cf_exclude(const char *suite_test);
-
-void register_device_suite(void);
-void register_pd_suite(void);
-void register_mr_suite(void);
-void register_cq_suite(void);
-void register_channel_suite(void);
-void register_qp_create_suite(void);
-void register_qp_state_suite(void);
-void register_srq_suite(void);
-void register_ah_suite(void);
-void register_post_suite(void);
 
 #define CF_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

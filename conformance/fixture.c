@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Fixture helpers shared by every suite: opening the device under test,
- * formatted assertions, skips, and the QP state table.
+ * formatted assertions, skips, the QP state table and the one walker
+ * through it, and bounded waits for a QP state and for completions.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -422,39 +423,84 @@ int cf_qp_to_state(const struct cf_ctx *c, struct ibv_qp *qp,
 int cf_qp_to_state_dest(const struct cf_ctx *c, struct ibv_qp *qp,
 			enum ibv_qp_state target, uint32_t dest_qpn)
 {
-	static const enum ibv_qp_state walk[] = {
-		IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
-		IBV_QPS_SQD,
-	};
 	struct ibv_qp_attr attr;
-	enum ibv_qp_state to;
-	size_t i;
+
+	cf_qp_fill_attr(c, qp, IBV_QPS_RESET, target, &attr);
+	attr.dest_qp_num = dest_qpn;
+	return cf_qp_walk(qp, &attr, IBV_QPS_RESET, target);
+}
+
+/*
+ * The state after cur on the walk RESET, INIT, RTR, RTS, SQD toward
+ * target; ERR is entered from INIT (any state -> ERR is legal).
+ * IBV_QPS_UNKNOWN when the walk does not lead to target.
+ */
+static enum ibv_qp_state cf_qp_walk_next(enum ibv_qp_state cur,
+					 enum ibv_qp_state target)
+{
+	if (target == IBV_QPS_ERR && cur == IBV_QPS_INIT)
+		return IBV_QPS_ERR;
+	switch (cur) {
+	case IBV_QPS_RESET:
+		return IBV_QPS_INIT;
+	case IBV_QPS_INIT:
+		return IBV_QPS_RTR;
+	case IBV_QPS_RTR:
+		return IBV_QPS_RTS;
+	case IBV_QPS_RTS:
+		return IBV_QPS_SQD;
+	default:
+		return IBV_QPS_UNKNOWN;
+	}
+}
+
+int cf_qp_walk(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+	       enum ibv_qp_state from, enum ibv_qp_state target)
+{
+	enum ibv_qp_state cur, next;
 	int req, ret;
 
-	if (target == IBV_QPS_RESET)
-		return 0;
-	for (i = 1; i < CF_ARRAY_SIZE(walk); i++) {
-		/* ERR is reached from INIT: any state -> ERR is legal. */
-		to = target == IBV_QPS_ERR && i == 2 ? IBV_QPS_ERR : walk[i];
-		cf_qp_trans(qp->qp_type, walk[i - 1], to, &req, NULL);
-		cf_qp_fill_attr(c, qp, walk[i - 1], to, &attr);
-		attr.dest_qp_num = dest_qpn;
-		ret = cf_rc(ibv_modify_qp(qp, &attr, req | IBV_QP_STATE));
+	for (cur = from; cur != target; cur = next) {
+		next = cf_qp_walk_next(cur, target);
+		if (next == IBV_QPS_UNKNOWN)
+			return EINVAL;
+		cf_qp_trans(qp->qp_type, cur, next, &req, NULL);
+		attr->qp_state = next;
+		attr->cur_qp_state = cur;
+		ret = cf_rc(ibv_modify_qp(qp, attr, req | IBV_QP_STATE));
 		if (ret)
 			return ret;
-		if (to == target)
-			return 0;
 	}
-	return EINVAL;
+	return 0;
+}
+
+long long cf_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int cf_qp_wait_state(struct ibv_qp *qp, int want, int timeout_ms)
+{
+	long long deadline = cf_now_ms() + timeout_ms;
+	int st;
+
+	for (;;) {
+		st = cf_qp_state(qp);
+		if (st == want || cf_now_ms() >= deadline)
+			return st;
+		usleep(1000);
+	}
 }
 
 int cf_poll_cq_wait(struct ibv_cq *cq, struct ibv_wc *wc, int n,
 		    int timeout_ms)
 {
-	struct timespec start, now;
+	long long deadline = cf_now_ms() + timeout_ms;
 	int got = 0, ret;
 
-	clock_gettime(CLOCK_MONOTONIC, &start);
 	while (got < n) {
 		ret = ibv_poll_cq(cq, n - got, wc + got);
 		if (ret < 0)
@@ -462,9 +508,7 @@ int cf_poll_cq_wait(struct ibv_cq *cq, struct ibv_wc *wc, int n,
 		got += ret;
 		if (ret)
 			continue;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if ((now.tv_sec - start.tv_sec) * 1000 +
-		    (now.tv_nsec - start.tv_nsec) / 1000000 >= timeout_ms)
+		if (cf_now_ms() >= deadline)
 			break;
 		usleep(100);
 	}
@@ -491,56 +535,4 @@ int cf_post_recvs(struct ibv_qp *qp, struct ibv_mr *mr, int n,
 			return ret;
 	}
 	return 0;
-}
-
-static const char *cf_suite_filter;
-
-void cf_set_suite_filter(const char *filter)
-{
-	cf_suite_filter = filter;
-}
-
-CU_pSuite cf_add_suite(const char *name, CU_InitializeFunc init,
-		       CU_CleanupFunc clean)
-{
-	if (cf_suite_filter && !strstr(name, cf_suite_filter))
-		return NULL;
-	return CU_add_suite(name, init, clean);
-}
-
-/* Tests excluded with -x SUITE/TEST, as fabtests' exclude lists do. */
-#define CF_MAX_EXCLUDES 32
-static const char *cf_excludes[CF_MAX_EXCLUDES];
-static unsigned int cf_nr_excludes;
-
-int cf_exclude(const char *suite_test)
-{
-	if (cf_nr_excludes >= CF_MAX_EXCLUDES || !strchr(suite_test, '/'))
-		return -1;
-	cf_excludes[cf_nr_excludes++] = suite_test;
-	return 0;
-}
-
-static bool cf_excluded(CU_pSuite suite, const char *name)
-{
-	size_t n = strlen(suite->pName);
-	unsigned int i;
-
-	for (i = 0; i < cf_nr_excludes; i++)
-		if (!strncmp(cf_excludes[i], suite->pName, n) &&
-		    cf_excludes[i][n] == '/' && !strcmp(cf_excludes[i] + n + 1, name))
-			return true;
-	return false;
-}
-
-void cf_add_test(CU_pSuite suite, const char *name, CU_TestFunc fn)
-{
-	if (!suite)
-		return;
-	if (cf_excluded(suite, name)) {
-		printf("SKIP: %s/%s: excluded by -x\n", suite->pName, name);
-		cf_skip_count++;
-		return;
-	}
-	CU_add_test(suite, name, fn);
 }

@@ -14,7 +14,6 @@
 #include <CUnit/Basic.h>
 
 #include "conformance.h"
-#include "peer.h"
 
 const char *cf_dev_name;
 int cf_port = 1;
@@ -127,24 +126,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
 		return 99;
 	}
-	cf_set_suite_filter(filter);
-	register_device_suite();
-	register_pd_suite();
-	register_mr_suite();
-	register_cq_suite();
-	register_channel_suite();
-	register_qp_create_suite();
-	register_qp_state_suite();
-	register_srq_suite();
-	register_ah_suite();
-	register_post_suite();
-	register_rc_ops_suite();
-	register_rc_errors_suite();
-	register_rc_events_suite();
-	register_rc_ex_suite();
-	register_rc_stress_suite();
-	register_ud_suite();
-	register_uc_suite();
+	cf_tests_register(filter);
 	if (CU_get_error() != CUE_SUCCESS) {
 		fprintf(stderr, "CUnit: %s\n", CU_get_error_msg());
 		CU_cleanup_registry();

@@ -14,6 +14,11 @@
  *
  * Every wait is bounded: socket reads, CQ polls, event waits and the child
  * itself (killed by PID when it overstays).
+ *
+ * The harness, one file per concern: peer_run.c (fork, wait, kill,
+ * deadlines), peer_setup.c (verbs objects and connection), peer_msg.c
+ * (framing on the socketpair), peer_check.c (assertions and verdicts),
+ * peer_wr.c (work requests), peer_event.c (async and CQ events).
  */
 #ifndef IBEMU_CONFORMANCE_PEER_H
 #define IBEMU_CONFORMANCE_PEER_H
@@ -70,7 +75,7 @@ struct cf_ep {
 	enum cf_side side;
 	const struct cf_peer_params *p;
 	int sock;
-	void *arg;		/* the test's argument */
+	long arg;		/* the run's argument (test-list.h) */
 	/* Verbs objects. */
 	struct ibv_context *ctx;
 	struct ibv_device_attr_ex dev_ex;
@@ -105,7 +110,7 @@ struct cf_ep {
 
 typedef int (*cf_peer_body)(struct cf_ep *ep);
 /* Adjusts the default parameters of a run; arg is cf_peer_run's arg. */
-typedef void (*cf_peer_tune)(struct cf_peer_params *p, void *arg);
+typedef void (*cf_peer_tune)(struct cf_peer_params *p, long arg);
 
 void cf_peer_params_init(struct cf_peer_params *p);
 /*
@@ -113,9 +118,7 @@ void cf_peer_params_init(struct cf_peer_params *p);
  * Returns 0 when both sides passed, -1 otherwise (failures are already
  * CUnit assertions).
  */
-int cf_peer_run(const struct cf_peer_params *p, cf_peer_body body, void *arg);
-/* cf_peer_run with the default parameters, adjusted by tune (or NULL). */
-int cf_peer_run_tuned(cf_peer_body body, cf_peer_tune tune, void *arg);
+int cf_peer_run(const struct cf_peer_params *p, cf_peer_body body, long arg);
 
 /* Assertions usable on both sides. */
 int cf_ep_check(struct cf_ep *ep, int ok, unsigned int line, const char *file,
@@ -145,8 +148,6 @@ int cf_ep_sync(struct cf_ep *ep, int timeout_ms);
 int cf_ep_send_val(struct cf_ep *ep, uint64_t val);
 /* Wait until the peer closed its socket (it died); 0, or -1 on timeout. */
 int cf_ep_wait_peer_gone(struct cf_ep *ep, int timeout_ms);
-/* Poll ibv_query_qp until the state is want or timeout; the last state. */
-int cf_ep_wait_state(struct ibv_qp *qp, int want, int timeout_ms);
 int cf_ep_recv_val(struct cf_ep *ep, uint64_t *val_p, int timeout_ms);
 /*
  * Wait for the peer's next cf_ep_sync in one plain blocking read() on the
@@ -154,8 +155,6 @@ int cf_ep_recv_val(struct cf_ep *ep, uint64_t *val_p, int timeout_ms);
  */
 int cf_ep_sync_blocking(struct cf_ep *ep, int timeout_ms);
 
-/* Completions: poll ep->cq until n arrive or timeout; returns the count. */
-int cf_ep_poll(struct cf_ep *ep, struct ibv_wc *wc, int n, int timeout_ms);
 /*
  * Wait for an async event of type on ctx->async_fd (poll + get + ack);
  * other events are skipped and named in *seen (may be NULL).  0 or -1.
@@ -165,12 +164,6 @@ int cf_ep_wait_async(struct cf_ep *ep, enum ibv_event_type type,
 		     char *seen, size_t seen_len);
 /* Wait for a CQ event on ep->ch: 1 (got and acked), 0 timeout, -1 error. */
 int cf_ep_wait_cq_event(struct cf_ep *ep, int timeout_ms);
-
-/* Deterministic data: fill, and the first offset that differs (-1: none). */
-void cf_pattern_fill(void *buf, size_t len, uint64_t seed);
-long cf_pattern_check(const void *buf, size_t len, uint64_t seed);
-/* First byte of buf[0..len) that is not c, or -1. */
-long cf_bytes_check(const void *buf, size_t len, uint8_t c);
 
 /* A one-SGE WR on ep->mr at offset off (NULL next, signaled). */
 void cf_ep_send_wr(struct cf_ep *ep, struct ibv_send_wr *wr,
@@ -210,18 +203,5 @@ void cf_ep_check_state(struct cf_ep *ep, struct ibv_qp *qp, int want,
  * (checked).
  */
 struct ibv_ah *cf_ep_peer_ah(struct cf_ep *ep, bool global);
-/* ibv_query_qp state, or -1. */
-int cf_ep_qp_state(struct ibv_qp *qp);
-long long cf_now_ms(void);
-
-const char *cf_event_name(enum ibv_event_type type);
-
-void register_rc_ops_suite(void);
-void register_rc_errors_suite(void);
-void register_rc_events_suite(void);
-void register_rc_ex_suite(void);
-void register_rc_stress_suite(void);
-void register_ud_suite(void);
-void register_uc_suite(void);
 
 #endif /* IBEMU_CONFORMANCE_PEER_H */

@@ -5,9 +5,9 @@
  */
 #include <string.h>
 
-#include "conformance.h"
+#include "tests.h"
 
-static void test_create_destroy(void)
+CF_TEST_IMPL(ah, create_destroy)
 {
 	struct ibv_ah_attr a;
 	struct ibv_ah *ah;
@@ -24,7 +24,7 @@ static void test_create_destroy(void)
 }
 
 /* With a GRH the same address is valid too (IBA 8.3.1). */
-static void test_create_global(void)
+CF_TEST_IMPL(ah, create_global)
 {
 	struct ibv_ah_attr a;
 	struct ibv_ah *ah;
@@ -53,7 +53,7 @@ static void expect_ah_fails(struct ibv_ah_attr *a, const char *what)
 }
 
 /* IBA 14.2.5.6: HCA ports are 1..phys_port_cnt. */
-static void test_bad_port(void)
+CF_TEST_IMPL(ah, bad_port)
 {
 	struct ibv_ah_attr a;
 
@@ -66,7 +66,7 @@ static void test_bad_port(void)
 }
 
 /* IBA 8.3.1 / 11.2.2.1: the SGID index names an entry of the GID table. */
-static void test_bad_sgid_index(void)
+CF_TEST_IMPL(ah, bad_sgid_index)
 {
 	struct ibv_ah_attr a;
 
@@ -81,7 +81,7 @@ static void test_bad_sgid_index(void)
 	expect_ah_fails(&a, "ibv_create_ah(sgid_index gid_tbl_len)");
 }
 
-static void test_many(void)
+CF_TEST_IMPL(ah, many)
 {
 	struct ibv_ah *ahs[64];
 	struct ibv_ah_attr a;
@@ -98,15 +98,4 @@ static void test_many(void)
 		 "created %d AHs: %s", n, cf_errname(errno));
 	for (i = 0; i < n; i++)
 		CF_EXPECT_OK(cf_rc(ibv_destroy_ah(ahs[i])), "ibv_destroy_ah");
-}
-
-void register_ah_suite(void)
-{
-	CU_pSuite s = cf_add_suite("ah", cf_suite_init, cf_suite_cleanup);
-
-	cf_add_test(s, "create_destroy", test_create_destroy);
-	cf_add_test(s, "create_global", test_create_global);
-	cf_add_test(s, "bad_port", test_bad_port);
-	cf_add_test(s, "bad_sgid_index", test_bad_sgid_index);
-	cf_add_test(s, "many", test_many);
 }

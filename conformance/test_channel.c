@@ -9,7 +9,7 @@
 #include <poll.h>
 #include <string.h>
 
-#include "conformance.h"
+#include "tests.h"
 
 static int fd_readable(int fd, int timeout_ms)
 {
@@ -18,7 +18,7 @@ static int fd_readable(int fd, int timeout_ms)
 	return poll(&p, 1, timeout_ms);
 }
 
-static void test_create_destroy(void)
+CF_TEST_IMPL(channel, create_destroy)
 {
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(cf.ctx);
 
@@ -35,7 +35,7 @@ static void test_create_destroy(void)
 }
 
 /* manual 3.3.8: a channel still used by a CQ cannot be destroyed. */
-static void test_destroy_busy(void)
+CF_TEST_IMPL(channel, destroy_busy)
 {
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(cf.ctx);
 	struct ibv_cq *cq;
@@ -71,7 +71,7 @@ static void test_destroy_busy(void)
  * completion is added.  Flush completions (IBA 10.3.1) are completions,
  * so moving a QP with posted receives to ERR arms this without data path.
  */
-static void test_event_on_flush(void)
+CF_TEST_IMPL(channel, event_on_flush)
 {
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(cf.ctx);
 	struct ibv_qp_init_attr ia;
@@ -126,7 +126,7 @@ static void test_event_on_flush(void)
 }
 
 /* manual 6.1: the async event fd is open and idle on a fresh context. */
-static void test_async_fd(void)
+CF_TEST_IMPL(channel, async_fd_idle)
 {
 	struct ibv_context *ctx = cf_open_device();
 
@@ -143,7 +143,7 @@ static void test_async_fd(void)
  * not cause; moving a QP to ERR with ibv_modify_qp raises no event (no
  * IBV_EVENT_QP_FATAL, no LAST_WQE_REACHED without an SRQ).
  */
-static void test_no_async_on_modify_err(void)
+CF_TEST_IMPL(channel, no_async_on_modify_err)
 {
 	struct cf_ctx c;
 	struct ibv_qp_attr a;
@@ -160,15 +160,4 @@ static void test_no_async_on_modify_err(void)
 		 "async event after a consumer modify to ERR");
 	CF_EXPECT_OK(cf_rc(ibv_destroy_qp(qp)), "ibv_destroy_qp");
 	cf_close(&c);
-}
-
-void register_channel_suite(void)
-{
-	CU_pSuite s = cf_add_suite("channel", cf_suite_init, cf_suite_cleanup);
-
-	cf_add_test(s, "create_destroy", test_create_destroy);
-	cf_add_test(s, "destroy_busy", test_destroy_busy);
-	cf_add_test(s, "event_on_flush", test_event_on_flush);
-	cf_add_test(s, "async_fd_idle", test_async_fd);
-	cf_add_test(s, "no_async_on_modify_err", test_no_async_on_modify_err);
 }

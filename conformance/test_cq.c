@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conformance.h"
+#include "tests.h"
 
-static void test_create_destroy(void)
+CF_TEST_IMPL(cq, create_destroy)
 {
 	static const int sizes[] = { 1, 2, 16, 100, 1000 };
 	size_t i;
@@ -53,7 +53,7 @@ static void expect_create_fails(int cqe, int vector, const char *what)
 }
 
 /* IBA 11.2.7.1: a CQ has at least one entry and at most the HCA maximum. */
-static void test_bad_size(void)
+CF_TEST_IMPL(cq, bad_size)
 {
 	expect_create_fails(0, 0, "ibv_create_cq(cqe 0)");
 	expect_create_fails(-1, 0, "ibv_create_cq(cqe -1)");
@@ -64,7 +64,7 @@ static void test_bad_size(void)
 }
 
 /* manual 3.3.9: comp_vector is in [0, context->num_comp_vectors). */
-static void test_bad_vector(void)
+CF_TEST_IMPL(cq, bad_comp_vector)
 {
 	CF_CHECK(cf.ctx->num_comp_vectors >= 1, "num_comp_vectors %d",
 		 cf.ctx->num_comp_vectors);
@@ -74,7 +74,7 @@ static void test_bad_vector(void)
 }
 
 /* manual 3.6.10: polling an empty CQ returns 0. */
-static void test_poll_empty(void)
+CF_TEST_IMPL(cq, poll_empty)
 {
 	struct ibv_wc wc[4];
 
@@ -115,7 +115,7 @@ err:
  * IBA 11.2.7.3 Resize CQ: the CQ may grow or shrink, but never below the
  * entries it holds and never beyond the HCA maximum.
  */
-static void test_resize(void)
+CF_TEST_IMPL(cq, resize)
 {
 	struct ibv_wc wc[16];
 	struct ibv_cq *cq;
@@ -164,7 +164,7 @@ static void test_resize(void)
 }
 
 /* manual 3.3.9: a CQ still associated with a QP is not destroyed. */
-static void test_destroy_busy(void)
+CF_TEST_IMPL(cq, destroy_busy)
 {
 	struct ibv_cq *cq = ibv_create_cq(cf.ctx, 8, NULL, NULL, 0);
 	struct ibv_qp_init_attr ia;
@@ -192,7 +192,7 @@ static void test_destroy_busy(void)
 }
 
 /* ibv_create_cq_ex(3): standard wc_flags are supported on every device. */
-static void test_create_cq_ex(void)
+CF_TEST_IMPL(cq, create_cq_ex)
 {
 	struct ibv_cq_init_attr_ex a;
 	struct ibv_poll_cq_attr pa = { 0 };
@@ -243,17 +243,4 @@ static void test_create_cq_ex(void)
 		 cf_errname(errno));
 	if (cq)
 		ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
-}
-
-void register_cq_suite(void)
-{
-	CU_pSuite s = cf_add_suite("cq", cf_suite_init, cf_suite_cleanup);
-
-	cf_add_test(s, "create_destroy", test_create_destroy);
-	cf_add_test(s, "bad_size", test_bad_size);
-	cf_add_test(s, "bad_comp_vector", test_bad_vector);
-	cf_add_test(s, "poll_empty", test_poll_empty);
-	cf_add_test(s, "resize", test_resize);
-	cf_add_test(s, "destroy_busy", test_destroy_busy);
-	cf_add_test(s, "create_cq_ex", test_create_cq_ex);
 }

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conformance.h"
+#include "tests.h"
 
 /* manual 3.2.1: the list holds the device, named, with a node GUID. */
-static void test_device_list(void)
+CF_TEST_IMPL(device, device_list)
 {
 	struct ibv_device **list;
 	int n = -1, i, found = -1;
@@ -47,7 +47,7 @@ static void test_device_list(void)
 }
 
 /* IBA 11.2.1.2 Query HCA: the limits a consumer sizes its resources by. */
-static void test_query_device(void)
+CF_TEST_IMPL(device, query_device)
 {
 	struct ibv_device_attr a;
 	struct ibv_device_attr_ex ax;
@@ -105,7 +105,7 @@ static void test_query_device(void)
 }
 
 /* IBA 11.2.1.3 Query HCA port attributes (manual 3.3.2). */
-static void test_query_port(void)
+CF_TEST_IMPL(device, query_port)
 {
 	struct ibv_port_attr p;
 
@@ -127,7 +127,7 @@ static void test_query_port(void)
 }
 
 /* Port numbers are 1..phys_port_cnt for an HCA (IBA 14.2.5.6). */
-static void test_query_port_invalid(void)
+CF_TEST_IMPL(device, query_port_invalid)
 {
 	struct ibv_port_attr p;
 	int bad[] = { 0, cf.dev->phys_port_cnt + 1 };
@@ -152,7 +152,7 @@ static bool gid_is_zero(const union ibv_gid *g)
 }
 
 /* IBA 4.1.1: GID 0 of an IB port is the link-local fe80::/64 + port GUID. */
-static void test_query_gid(void)
+CF_TEST_IMPL(device, query_gid)
 {
 	static const uint8_t ll[8] = { 0xfe, 0x80 };
 	union ibv_gid g;
@@ -175,7 +175,7 @@ static void test_query_gid(void)
 }
 
 /* IBA 10.9.1.2: P_Key index 0 holds the default partition 0xffff. */
-static void test_query_pkey(void)
+CF_TEST_IMPL(device, query_pkey)
 {
 	__be16 pkey = 0;
 
@@ -192,7 +192,7 @@ static void test_query_pkey(void)
 }
 
 /* ibv_query_gid_ex(3), ibv_query_gid_table(3): same data as ibv_query_gid. */
-static void test_query_gid_ex(void)
+CF_TEST_IMPL(device, query_gid_ex)
 {
 	struct ibv_gid_entry e, *tab;
 	union ibv_gid g;
@@ -234,7 +234,7 @@ static void test_query_gid_ex(void)
 }
 
 /* manual 3.2.3/3.2.4: contexts open and close repeatedly and in parallel. */
-static void test_open_close(void)
+CF_TEST_IMPL(device, open_close)
 {
 	struct ibv_context *a, *b;
 	struct ibv_pd *pa, *pb;
@@ -269,18 +269,4 @@ static void test_open_close(void)
 	if (pb)
 		CF_EXPECT_OK(cf_rc(ibv_dealloc_pd(pb)), "dealloc pd b");
 	CF_EXPECT_OK(cf_rc(ibv_close_device(b)), "close context b");
-}
-
-void register_device_suite(void)
-{
-	CU_pSuite s = cf_add_suite("device", cf_suite_init, cf_suite_cleanup);
-
-	cf_add_test(s, "device_list", test_device_list);
-	cf_add_test(s, "query_device", test_query_device);
-	cf_add_test(s, "query_port", test_query_port);
-	cf_add_test(s, "query_port_invalid", test_query_port_invalid);
-	cf_add_test(s, "query_gid", test_query_gid);
-	cf_add_test(s, "query_pkey", test_query_pkey);
-	cf_add_test(s, "query_gid_ex", test_query_gid_ex);
-	cf_add_test(s, "open_close", test_open_close);
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conformance.h"
+#include "tests.h"
 
 #define MR_LEN 4096
 
@@ -18,7 +18,7 @@ static const int remote_bits = IBV_ACCESS_REMOTE_WRITE |
  * local write access; the kernel's ib_check_mr_access() refuses the
  * combination with EINVAL, and so must every provider.
  */
-static void test_access_combinations(void)
+CF_TEST_IMPL(mr, access_combinations)
 {
 	static const int bits[] = {
 		IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_WRITE,
@@ -63,7 +63,7 @@ static void test_access_combinations(void)
 }
 
 /* Access bits the verbs do not define are refused (ib_check_mr_access). */
-static void test_unknown_access(void)
+CF_TEST_IMPL(mr, unknown_access)
 {
 	static const int unknown[] = { 1 << 15, 1 << 18 };
 	char *buf = calloc(1, MR_LEN);
@@ -103,7 +103,7 @@ static bool key_in(uint32_t key, const uint32_t *keys, int n)
  * region must not silently name a new one (IBA 10.6.3.3 key "variant"
  * part, so stale keys held by a peer fail instead of hitting new memory).
  */
-static void test_keys_unique(void)
+CF_TEST_IMPL(mr, keys_unique)
 {
 	uint32_t old_l[NKEYS * 4], old_r[NKEYS * 4];
 	struct ibv_mr *mr[NKEYS];
@@ -150,7 +150,7 @@ static void test_keys_unique(void)
 }
 
 /* ibv_reg_mr_iova(3): the region is addressed by iova; mr->addr stays. */
-static void test_reg_iova(void)
+CF_TEST_IMPL(mr, reg_iova)
 {
 	char *buf = calloc(1, MR_LEN);
 	uint64_t iova = 0x100000000ull + 0x1000;
@@ -171,7 +171,7 @@ static void test_reg_iova(void)
 }
 
 /* A zero-length region is either accepted or refused with EINVAL. */
-static void test_zero_length(void)
+CF_TEST_IMPL(mr, zero_length)
 {
 	char buf[64];
 	struct ibv_mr *mr;
@@ -186,7 +186,7 @@ static void test_zero_length(void)
 }
 
 /* IBA 11.2.8.1: a region larger than the HCA's maximum is refused. */
-static void test_too_long(void)
+CF_TEST_IMPL(mr, too_long)
 {
 	uint64_t max = cf.dev->max_mr_size;
 	struct ibv_mr *mr;
@@ -207,7 +207,7 @@ static void test_too_long(void)
 }
 
 /* One buffer may be registered many times, each MR independent. */
-static void test_many_mrs(void)
+CF_TEST_IMPL(mr, same_buffer_many)
 {
 	int n = cf.dev->max_mr < 512 ? cf.dev->max_mr - 8 : 512, i, got = 0;
 	struct ibv_mr **mrs = calloc(n > 0 ? n : 1, sizeof(*mrs));
@@ -228,17 +228,4 @@ static void test_many_mrs(void)
 		CF_EXPECT_OK(cf_rc(ibv_dereg_mr(mrs[i])), "ibv_dereg_mr");
 	free(mrs);
 	free(buf);
-}
-
-void register_mr_suite(void)
-{
-	CU_pSuite s = cf_add_suite("mr", cf_suite_init, cf_suite_cleanup);
-
-	cf_add_test(s, "access_combinations", test_access_combinations);
-	cf_add_test(s, "unknown_access", test_unknown_access);
-	cf_add_test(s, "keys_unique", test_keys_unique);
-	cf_add_test(s, "reg_iova", test_reg_iova);
-	cf_add_test(s, "zero_length", test_zero_length);
-	cf_add_test(s, "too_long", test_too_long);
-	cf_add_test(s, "same_buffer_many", test_many_mrs);
 }

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conformance.h"
+#include "tests.h"
 
-static void test_alloc_dealloc(void)
+CF_TEST_IMPL(pd, alloc_dealloc)
 {
 	struct ibv_pd *pd;
 
@@ -21,7 +21,7 @@ static void test_alloc_dealloc(void)
 	CF_EXPECT_OK(cf_rc(ibv_dealloc_pd(pd)), "ibv_dealloc_pd");
 }
 
-static void test_many(void)
+CF_TEST_IMPL(pd, many)
 {
 	/* The fixture holds one PD; leave one spare for other users. */
 	int n = (cf.dev->max_pd < 256 ? cf.dev->max_pd : 256) - 2, i, got = 0;
@@ -119,36 +119,24 @@ static void pd_busy(enum busy_kind kind)
 	CF_EXPECT_OK(cf_rc(ibv_dealloc_pd(pd)), "ibv_dealloc_pd after users");
 }
 
-static void test_busy_mr(void)
+CF_TEST_IMPL(pd, dealloc_busy_mr)
 {
 	pd_busy(BUSY_MR);
 }
 
-static void test_busy_qp(void)
+CF_TEST_IMPL(pd, dealloc_busy_qp)
 {
 	pd_busy(BUSY_QP);
 }
 
-static void test_busy_ah(void)
+CF_TEST_IMPL(pd, dealloc_busy_ah)
 {
 	pd_busy(BUSY_AH);
 }
 
-static void test_busy_srq(void)
+CF_TEST_IMPL(pd, dealloc_busy_srq)
 {
 	if (cf.dev->max_srq <= 0)
 		SKIP("device reports max_srq 0 (no SRQ support)");
 	pd_busy(BUSY_SRQ);
-}
-
-void register_pd_suite(void)
-{
-	CU_pSuite s = cf_add_suite("pd", cf_suite_init, cf_suite_cleanup);
-
-	cf_add_test(s, "alloc_dealloc", test_alloc_dealloc);
-	cf_add_test(s, "many", test_many);
-	cf_add_test(s, "dealloc_busy_mr", test_busy_mr);
-	cf_add_test(s, "dealloc_busy_qp", test_busy_qp);
-	cf_add_test(s, "dealloc_busy_ah", test_busy_ah);
-	cf_add_test(s, "dealloc_busy_srq", test_busy_srq);
 }

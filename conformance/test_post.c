@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conformance.h"
+#include "tests.h"
 
 static const enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
 
@@ -51,7 +51,7 @@ static struct ibv_qp *init_qp(enum ibv_qp_type type, struct ibv_cq *cq,
  * IBA 10.3.1 and ibv_post_recv(3): receives can be posted from
  * INIT on; rdma-core providers refuse them in RESET with EINVAL.
  */
-static void test_recv_in_reset(void)
+CF_TEST_IMPL(post, recv_in_reset)
 {
 	struct ibv_recv_wr wr, *bad = NULL;
 	struct post_fix f;
@@ -83,7 +83,7 @@ static void test_recv_in_reset(void)
 }
 
 /* IBA 11.4.1.2: more SGEs than the QP was created with is an error. */
-static void test_recv_too_many_sge(void)
+CF_TEST_IMPL(post, recv_too_many_sge)
 {
 	struct ibv_recv_wr wr[2], *bad = NULL;
 	struct ibv_qp_init_attr ia;
@@ -143,7 +143,7 @@ static struct ibv_recv_wr *recv_chain(struct post_fix *f, uint32_t n,
 }
 
 /* IBA 11.4.1.2: a full receive queue refuses the WR that overflows it. */
-static void test_recv_overflow(void)
+CF_TEST_IMPL(post, recv_overflow)
 {
 	struct ibv_recv_wr *wrs, *bad = NULL;
 	struct ibv_qp_init_attr ia;
@@ -194,7 +194,7 @@ static void send_chain(struct post_fix *f, struct ibv_send_wr *wrs,
 }
 
 /* IBA 10.8.2 / 11.4.1.1: Post Send is an immediate error before RTS. */
-static void test_send_not_rts(void)
+CF_TEST_IMPL(post, send_not_rts)
 {
 	static const enum ibv_qp_state st[] = {
 		IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR,
@@ -279,7 +279,7 @@ err_peer:
 }
 
 /* IBA 11.4.1.1: a full send queue refuses the WR that overflows it. */
-static void test_send_overflow(void)
+CF_TEST_IMPL(post, send_overflow)
 {
 	struct ibv_send_wr *wrs, *bad = NULL;
 	struct ibv_qp *qp, *peer;
@@ -309,7 +309,7 @@ static void test_send_overflow(void)
  * completes with IBV_WC_WR_FLUSH_ERR, in the order posted on each queue,
  * carrying its wr_id and the QP number.
  */
-static void test_recv_flush(void)
+CF_TEST_IMPL(post, recv_flush)
 {
 	struct ibv_wc wc[16];
 	struct post_fix f;
@@ -360,7 +360,7 @@ static void test_recv_flush(void)
 	cf_free_mr(f.mr);
 }
 
-static void test_send_flush(void)
+CF_TEST_IMPL(post, send_flush)
 {
 	struct ibv_send_wr wrs[4], *bad = NULL;
 	struct ibv_qp *qp, *peer;
@@ -395,17 +395,4 @@ static void test_send_flush(void)
 	CF_EXPECT_OK(cf_rc(ibv_destroy_qp(peer)), "ibv_destroy_qp(peer)");
 	CF_EXPECT_OK(cf_rc(ibv_destroy_cq(cq)), "ibv_destroy_cq");
 	cf_free_mr(f.mr);
-}
-
-void register_post_suite(void)
-{
-	CU_pSuite s = cf_add_suite("post", cf_suite_init, cf_suite_cleanup);
-
-	cf_add_test(s, "recv_in_reset", test_recv_in_reset);
-	cf_add_test(s, "recv_too_many_sge", test_recv_too_many_sge);
-	cf_add_test(s, "recv_overflow", test_recv_overflow);
-	cf_add_test(s, "send_not_rts", test_send_not_rts);
-	cf_add_test(s, "send_overflow", test_send_overflow);
-	cf_add_test(s, "recv_flush", test_recv_flush);
-	cf_add_test(s, "send_flush", test_send_flush);
 }

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "conformance.h"
+#include "tests.h"
 
 static const enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
 
@@ -47,7 +47,7 @@ static void expect_create(enum ibv_qp_type t, struct ibv_qp_init_attr *ia,
 }
 
 /* IBA 11.2.4.1: requested WQ depth and SGEs are bounded by the HCA's. */
-static void test_limits(void)
+CF_TEST_IMPL(qp_create, limits)
 {
 	struct ibv_qp_init_attr ia;
 	size_t i;
@@ -84,7 +84,7 @@ static void test_limits(void)
  * IBA 11.2.4.1: the returned capabilities are at least those requested,
  * inline data included; an inline size the HCA cannot hold is refused.
  */
-static void test_inline(void)
+CF_TEST_IMPL(qp_create, inline)
 {
 	static const uint32_t probe[] = { 512, 256, 128, 64, 32 };
 	struct ibv_qp_init_attr ia;
@@ -168,7 +168,7 @@ static int null_cq_child(void)
  * crashes on invalid input.  Tried in a child process, so a provider that
  * does crash fails this test instead of ending the whole run.
  */
-static void test_null_cq(void)
+CF_TEST_IMPL(qp_create, null_cq)
 {
 	int status = 0, waited = 0;
 	pid_t pid;
@@ -193,7 +193,7 @@ static void test_null_cq(void)
 		 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
 }
 
-static void test_bad_type(void)
+CF_TEST_IMPL(qp_create, bad_type)
 {
 	struct ibv_qp_init_attr ia;
 	struct ibv_qp *qp;
@@ -212,7 +212,7 @@ static void test_bad_type(void)
  * IBA 10.3.1: a new QP is in RESET.  IBA 3.5.5: QP numbers are 24 bits,
  * unique on the HCA, and QP0/QP1 are reserved for the SMI and GSI.
  */
-static void test_initial_state_and_qpn(void)
+CF_TEST_IMPL(qp_create, initial_state_qpn)
 {
 	struct ibv_qp *qps[12];
 	size_t i, j;
@@ -245,7 +245,7 @@ static void test_initial_state_and_qpn(void)
 }
 
 /* manual 3.6.1: ibv_query_qp returns the attributes given at creation. */
-static void test_query_init_attr(void)
+CF_TEST_IMPL(qp_create, query_init_attr)
 {
 	struct ibv_qp_init_attr ia, qi;
 	struct ibv_qp_attr qa;
@@ -303,7 +303,7 @@ static void test_query_init_attr(void)
  * and max_recv_wr/max_recv_sge are ignored ("ignored if the QP is
  * associated with an SRQ", ibv_create_qp(3)).
  */
-static void test_srq_attach(void)
+CF_TEST_IMPL(qp_create, srq_attach)
 {
 	struct ibv_srq_init_attr sa;
 	struct ibv_qp_init_attr ia, qi;
@@ -341,7 +341,7 @@ static void test_srq_attach(void)
 	CF_EXPECT_OK(cf_rc(ibv_destroy_srq(srq)), "ibv_destroy_srq");
 }
 
-static void test_destroy_states(void)
+CF_TEST_IMPL(qp_create, destroy_any_state)
 {
 	static const enum ibv_qp_state st[] = {
 		IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
@@ -361,19 +361,4 @@ static void test_destroy_states(void)
 				     "ibv_destroy_qp");
 		}
 	}
-}
-
-void register_qp_create_suite(void)
-{
-	CU_pSuite s = cf_add_suite("qp_create", cf_suite_init,
-				   cf_suite_cleanup);
-
-	cf_add_test(s, "limits", test_limits);
-	cf_add_test(s, "inline", test_inline);
-	cf_add_test(s, "null_cq", test_null_cq);
-	cf_add_test(s, "bad_type", test_bad_type);
-	cf_add_test(s, "initial_state_qpn", test_initial_state_and_qpn);
-	cf_add_test(s, "query_init_attr", test_query_init_attr);
-	cf_add_test(s, "srq_attach", test_srq_attach);
-	cf_add_test(s, "destroy_any_state", test_destroy_states);
 }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "peer.h"
+#include "tests.h"
 
 #define SQE_WAIT_MS 5000
 
@@ -155,7 +155,7 @@ static bool held_enter_sqe(struct held_qp *h, uint32_t dest_qpn)
 		 "%s: SEND with a bad lkey: %d completions, status %s, "
 		 "expected LOC_PROT_ERR", cf_qpt_name(h->type), got,
 		 got == 1 ? ibv_wc_status_str(wc.status) : "-");
-	st = cf_ep_wait_state(h->qp, IBV_QPS_SQE, 1000);
+	st = cf_qp_wait_state(h->qp, IBV_QPS_SQE, 1000);
 	CF_CHECK(st == IBV_QPS_SQE, "%s: after a send completed in error "
 		 "the QP is in %s, expected SQE (IBA 10.3.1)",
 		 cf_qpt_name(h->type), cf_state_name(st));
@@ -312,7 +312,7 @@ static void from_state(enum ibv_qp_type type, enum ibv_qp_state from)
 }
 
 #define FROM_TEST(T, S)						\
-	static void test_##T##_from_##S(void)			\
+	CF_TEST_IMPL(qp_state, T##_from_##S)			\
 	{							\
 		from_state(IBV_QPT_##T, IBV_QPS_##S);		\
 	}
@@ -451,7 +451,7 @@ out:
 	held_release(&y);
 }
 
-static void test_sqe_queues(void)
+CF_TEST_IMPL(qp_state, UC_UD_SQE_queues)
 {
 	sqe_queues(IBV_QPT_UD);
 	sqe_queues(IBV_QPT_UC);
@@ -461,7 +461,7 @@ static void test_sqe_queues(void)
  * IBA 11.2.5.2: when the Current QP State is given it must match the QP's
  * actual state, or the modify is refused.
  */
-static void test_cur_state_mismatch(void)
+CF_TEST_IMPL(qp_state, cur_state_mismatch)
 {
 	static const enum ibv_qp_type types[] = {
 		IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD,
@@ -506,7 +506,7 @@ static void test_cur_state_mismatch(void)
 }
 
 /* manual 3.6.1: ibv_query_qp returns what ibv_modify_qp set. */
-static void test_query_returns_set(void)
+CF_TEST_IMPL(qp_state, query_returns_set)
 {
 	static const enum ibv_qp_type types[] = {
 		IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD,
@@ -672,7 +672,7 @@ static const struct {
 };
 
 /* Invalid attribute values are refused with EINVAL, state unchanged. */
-static void test_invalid_values(void)
+CF_TEST_IMPL(qp_state, invalid_values)
 {
 	const struct ibv_device_attr *d = cf.dev;
 	int rd_max = d->max_qp_rd_atom > d->max_qp_init_rd_atom ?
@@ -753,7 +753,7 @@ static void test_invalid_values(void)
 }
 
 /* IBA 10.3.1: a QP in RESET can be brought up again after ERR. */
-static void test_reuse_after_reset(void)
+CF_TEST_IMPL(qp_state, reuse_after_reset)
 {
 	struct ibv_qp *qp = cf_create_qp(&cf, IBV_QPT_RC, NULL);
 	struct ibv_qp_attr a;
@@ -773,36 +773,4 @@ static void test_reuse_after_reset(void)
 		CF_CHECK(cf_qp_state(qp) == IBV_QPS_RESET, "not in RESET");
 	}
 	CF_EXPECT_OK(cf_rc(ibv_destroy_qp(qp)), "ibv_destroy_qp");
-}
-
-void register_qp_state_suite(void)
-{
-	CU_pSuite s = cf_add_suite("qp_state", cf_suite_init,
-				   cf_suite_cleanup);
-
-	cf_add_test(s, "RC_from_RESET", test_RC_from_RESET);
-	cf_add_test(s, "RC_from_INIT", test_RC_from_INIT);
-	cf_add_test(s, "RC_from_RTR", test_RC_from_RTR);
-	cf_add_test(s, "RC_from_RTS", test_RC_from_RTS);
-	cf_add_test(s, "RC_from_SQD", test_RC_from_SQD);
-	cf_add_test(s, "RC_from_ERR", test_RC_from_ERR);
-	cf_add_test(s, "UC_from_RESET", test_UC_from_RESET);
-	cf_add_test(s, "UC_from_INIT", test_UC_from_INIT);
-	cf_add_test(s, "UC_from_RTR", test_UC_from_RTR);
-	cf_add_test(s, "UC_from_RTS", test_UC_from_RTS);
-	cf_add_test(s, "UC_from_SQD", test_UC_from_SQD);
-	cf_add_test(s, "UC_from_ERR", test_UC_from_ERR);
-	cf_add_test(s, "UD_from_RESET", test_UD_from_RESET);
-	cf_add_test(s, "UD_from_INIT", test_UD_from_INIT);
-	cf_add_test(s, "UD_from_RTR", test_UD_from_RTR);
-	cf_add_test(s, "UD_from_RTS", test_UD_from_RTS);
-	cf_add_test(s, "UD_from_SQD", test_UD_from_SQD);
-	cf_add_test(s, "UD_from_ERR", test_UD_from_ERR);
-	cf_add_test(s, "UC_from_SQE", test_UC_from_SQE);
-	cf_add_test(s, "UD_from_SQE", test_UD_from_SQE);
-	cf_add_test(s, "UC_UD_SQE_queues", test_sqe_queues);
-	cf_add_test(s, "cur_state_mismatch", test_cur_state_mismatch);
-	cf_add_test(s, "query_returns_set", test_query_returns_set);
-	cf_add_test(s, "invalid_values", test_invalid_values);
-	cf_add_test(s, "reuse_after_reset", test_reuse_after_reset);
 }

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "peer.h"
+#include "tests.h"
 
 #define WAIT_MS 5000
 
@@ -23,7 +23,7 @@
  * and a remote invalid request at the sender; both QPs go to ERR and the
  * WRs behind flush (manual 6.2.6).
  */
-static int body_loc_len(struct cf_ep *ep)
+CF_BODY_IMPL(rc_errors, loc_len)
 {
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
@@ -36,7 +36,7 @@ static int body_loc_len(struct cf_ep *ep)
 			   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc[0], got, 1, IBV_WC_LOC_LEN_ERR, -1,
 				"200 B SEND into a 100 B receive");
 		cf_ep_expect_wc(ep, &wc[1], got - 1, 2, IBV_WC_WR_FLUSH_ERR,
@@ -52,7 +52,7 @@ static int body_loc_len(struct cf_ep *ep)
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 8, 2);
 	if (cf_ep_post_send(ep, ep->qp, &wr))
 		return -1;
-	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 	cf_ep_expect_wc(ep, &wc[0], got, 1, IBV_WC_REM_INV_REQ_ERR, -1,
 			"200 B SEND into a 100 B receive");
 	cf_ep_expect_wc(ep, &wc[1], got - 1, 2, IBV_WC_WR_FLUSH_ERR, -1,
@@ -61,19 +61,15 @@ static int body_loc_len(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void test_loc_len(void)
-{
-	cf_peer_run_tuned(body_loc_len, NULL, NULL);
-}
-
 /*
  * Manual 6.2.5, IBA 10.6.3 (local memory access checks): an SGE with an
  * invalid lkey, or reaching outside its MR, is a local protection error;
- * the QP goes to ERR and nothing reaches the peer.
+ * the QP goes to ERR and nothing reaches the peer.  ep->arg: 0 for the
+ * bad lkey, 1 for the SGE outside the MR.
  */
-static int body_loc_prot(struct cf_ep *ep)
+CF_BODY_IMPL(rc_errors, loc_prot)
 {
-	const int kind = *(const int *)ep->arg;
+	const int kind = (int)ep->arg;
 	static const char *const names[] = { "bad lkey", "SGE outside MR" };
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
@@ -85,7 +81,7 @@ static int body_loc_prot(struct cf_ep *ep)
 			   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS) || cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 1, 200);
+		got = cf_poll_cq_wait(ep->cq, wc, 1, 200);
 		EP_CHECK(ep, got == 0 || wc[0].status != IBV_WC_SUCCESS,
 			 "%s: the peer received a SEND whose SGE was bad",
 			 names[kind]);
@@ -103,7 +99,7 @@ static int body_loc_prot(struct cf_ep *ep)
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 8, 2);
 	if (cf_ep_post_send(ep, ep->qp, &wr))
 		return -1;
-	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 	cf_ep_expect_wc(ep, &wc[0], got, 1, IBV_WC_LOC_PROT_ERR, -1,
 			names[kind]);
 	cf_ep_expect_wc(ep, &wc[1], got - 1, 2, IBV_WC_WR_FLUSH_ERR, -1,
@@ -114,20 +110,12 @@ static int body_loc_prot(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void test_loc_prot(void)
-{
-	int kind;
-
-	for (kind = 0; kind < 2; kind++)
-		cf_peer_run_tuned(body_loc_prot, NULL, &kind);
-}
-
 /*
  * Manual 6.2.3 (its example: the initiator depth was not set), IBA
  * manual 6.2.3: an RDMA READ on a QP whose max_rd_atomic is 0 cannot
  * be executed: IBV_WC_LOC_QP_OP_ERR, QP to ERR.
  */
-static int body_loc_qp_op(struct cf_ep *ep)
+CF_BODY_IMPL(rc_errors, loc_qp_op)
 {
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
@@ -140,7 +128,7 @@ static int body_loc_qp_op(struct cf_ep *ep)
 	wr.wr.rdma.remote_addr = ep->peer.addr;
 	wr.wr.rdma.rkey = ep->peer.rkey;
 	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_LOC_QP_OP_ERR, -1,
 				"RDMA READ with max_rd_atomic 0");
 		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR,
@@ -149,14 +137,9 @@ static int body_loc_qp_op(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_no_rd_atomic(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(no_rd_atomic)
 {
 	p->max_rd_atomic = 0;
-}
-
-static void test_loc_qp_op(void)
-{
-	cf_peer_run_tuned(body_loc_qp_op, tune_no_rd_atomic, NULL);
 }
 
 /*
@@ -173,9 +156,16 @@ struct acc_case {
 	int op, kind;
 };
 
+/* The runs of rem_access_err, by ep->arg: every op with every kind. */
+static const struct acc_case acc_cases[] = {
+	{ OP_WRITE, K_RKEY },  { OP_WRITE, K_RANGE },  { OP_WRITE, K_ACCESS },
+	{ OP_READ, K_RKEY },   { OP_READ, K_RANGE },   { OP_READ, K_ACCESS },
+	{ OP_ATOMIC, K_RKEY }, { OP_ATOMIC, K_RANGE }, { OP_ATOMIC, K_ACCESS },
+};
+
 #define TGT_LEN 65536u
 
-static int body_rem_access(struct cf_ep *ep)
+CF_BODY_IMPL(rc_errors, rem_access)
 {
 	static const char *const ops[] = { "RDMA WRITE", "RDMA READ",
 					   "FETCH_AND_ADD" };
@@ -184,7 +174,7 @@ static int body_rem_access(struct cf_ep *ep)
 	static const int need[] = { IBV_ACCESS_REMOTE_WRITE,
 				    IBV_ACCESS_REMOTE_READ,
 				    IBV_ACCESS_REMOTE_ATOMIC };
-	const struct acc_case *c = ep->arg;
+	const struct acc_case *c = &acc_cases[ep->arg];
 	struct ibv_async_event ev;
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
@@ -257,7 +247,7 @@ static int body_rem_access(struct cf_ep *ep)
 		wr.wr.atomic.compare_add = 1;
 	}
 	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_REM_ACCESS_ERR, -1,
 				what);
 		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, what);
@@ -271,21 +261,12 @@ static int body_rem_access(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS + 2000);
 }
 
-static void test_rem_access(void)
-{
-	struct acc_case c;
-
-	for (c.op = OP_WRITE; c.op <= OP_ATOMIC; c.op++)
-		for (c.kind = K_RKEY; c.kind <= K_ACCESS; c.kind++)
-			cf_peer_run_tuned(body_rem_access, NULL, &c);
-}
-
 /*
  * Manual 6.2.12, IBA 9.7.5.2 (remote operational error NAK): the
  * responder cannot use its receive WQE (bad lkey): the requester gets
  * REM_OP_ERR, the receive completes with LOC_PROT_ERR, both go to ERR.
  */
-static int body_rem_op(struct cf_ep *ep)
+CF_BODY_IMPL(rc_errors, rem_op)
 {
 	struct ibv_recv_wr rwr, *rbad;
 	struct ibv_send_wr wr;
@@ -305,7 +286,7 @@ static int body_rem_op(struct cf_ep *ep)
 			   "ibv_post_recv(bad lkey) refused at post time");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_LOC_PROT_ERR, -1,
 				"SEND into a receive with a bad lkey");
 		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, "responder");
@@ -315,7 +296,7 @@ static int body_rem_op(struct cf_ep *ep)
 		return -1;
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 64, 1);
 	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_REM_OP_ERR, -1,
 				"SEND into a receive with a bad lkey");
 		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, "requester");
@@ -323,21 +304,16 @@ static int body_rem_op(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void test_rem_op(void)
-{
-	cf_peer_run_tuned(body_rem_op, NULL, NULL);
-}
-
 /*
  * Manual 6.2.14, IBA 9.7.5.2.8 (RNR NAK and rnr_retry): with no
  * receive posted the responder answers RNR NAK; after rnr_retry retries
  * (0 and 2 here, min_rnr_timer 0.01 ms) the SEND fails with
  * RNR_RETRY_EXC_ERR and the requester goes to ERR; the responder stays in
- * RTS.
+ * RTS.  ep->arg: rnr_retry.
  */
-static int body_rnr(struct cf_ep *ep)
+CF_BODY_IMPL(rc_errors, rnr)
 {
-	const int retries = *(const int *)ep->arg;
+	const int retries = (int)ep->arg;
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
 	struct ibv_wc wc;
@@ -357,7 +333,7 @@ static int body_rnr(struct cf_ep *ep)
 		return -1;
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 64, 1);
 	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_RNR_RETRY_EXC_ERR, -1,
 				what);
 		cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR, what);
@@ -367,26 +343,17 @@ static int body_rnr(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_rnr(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(rnr)
 {
-	p->rnr_retry = (uint8_t)*(int *)arg;
+	p->rnr_retry = (uint8_t)arg;
 	p->min_rnr_timer = 1;
-}
-
-static void test_rnr_retry(void)
-{
-	int retries[] = { 0, 2 };
-	size_t i;
-
-	for (i = 0; i < CF_ARRAY_SIZE(retries); i++)
-		cf_peer_run_tuned(body_rnr, tune_rnr, &retries[i]);
 }
 
 /*
  * IBA 9.7.5.2.8: rnr_retry 7 retries without limit: a SEND waits for the
  * receive the responder posts ~300 ms later and then succeeds.
  */
-static int body_rnr_infinite(struct cf_ep *ep)
+CF_BODY_IMPL(rc_errors, rnr_infinite)
 {
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
@@ -400,7 +367,7 @@ static int body_rnr_infinite(struct cf_ep *ep)
 		memset(ep->buf, 0, 64);
 		EP_REQUIRE(ep, !cf_ep_post_recv(ep, ep->qp, 0, 64, 1),
 			   "ibv_post_recv failed");
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_SUCCESS,
 				    IBV_WC_RECV, "late receive"))
 			EP_CHECK(ep, wc.byte_len == 64 &&
@@ -413,12 +380,12 @@ static int body_rnr_infinite(struct cf_ep *ep)
 		return -1;
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 64, 1);
 	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
-		got = cf_ep_poll(ep, &wc, 1, 150);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, 150);
 		EP_CHECK(ep, got == 0, "the SEND completed (%s) before the "
 			 "receive was posted", got ?
 			 ibv_wc_status_str(wc.status) : "");
 		if (!got) {
-			got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+			got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 			cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_SUCCESS,
 					IBV_WC_SEND,
 					"SEND with rnr_retry 7 (infinite)");
@@ -427,25 +394,21 @@ static int body_rnr_infinite(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_rnr7(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(rnr7)
 {
 	p->rnr_retry = 7;
 	p->min_rnr_timer = 1;
-}
-
-static void test_rnr_infinite(void)
-{
-	cf_peer_run_tuned(body_rnr_infinite, tune_rnr7, NULL);
 }
 
 /*
  * Manual 6.2.13, IBA 9.7.6.1 (local ACK timeout, retry_cnt): the peer's QP
  * is gone (destroyed, or its process killed): with timeout 10 (4.096 us *
  * 2^10) and retry_cnt 1 the SEND fails with RETRY_EXC_ERR in bounded time.
+ * ep->arg: 0 when the peer destroys its QP, 1 when its process is killed.
  */
-static int body_retry(struct cf_ep *ep)
+CF_BODY_IMPL(rc_errors, retry)
 {
-	const int kill_it = *(const int *)ep->arg;
+	const int kill_it = (int)ep->arg;
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
 	struct ibv_wc wc;
@@ -473,7 +436,7 @@ static int body_retry(struct cf_ep *ep)
 	t0 = cf_now_ms();
 	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND, 0, 64, 1);
 	if (!cf_ep_post_send(ep, ep->qp, &wr)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_RETRY_EXC_ERR, -1,
 				kill_it ? "SEND to a killed process" :
 				"SEND to a destroyed QP");
@@ -486,25 +449,11 @@ static int body_retry(struct cf_ep *ep)
 	return kill_it ? 0 : cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_retry(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(retry)
 {
 	p->timeout = 10;
 	p->retry_cnt = 1;
-	p->child_may_die = *(int *)arg;
-}
-
-static void test_retry_destroyed(void)
-{
-	int kill_it = 0;
-
-	cf_peer_run_tuned(body_retry, tune_retry, &kill_it);
-}
-
-static void test_retry_killed(void)
-{
-	int kill_it = 1;
-
-	cf_peer_run_tuned(body_retry, tune_retry, &kill_it);
+	p->child_may_die = arg != 0;
 }
 
 /*
@@ -512,7 +461,7 @@ static void test_retry_killed(void)
  * WR on both of its queues completes with WR_FLUSH_ERR, in the order
  * posted on each queue, and so does a WR posted afterwards.
  */
-static int body_flush(struct cf_ep *ep)
+CF_BODY_IMPL(rc_errors, flush)
 {
 	struct ibv_send_wr wr[4], *bad;
 	struct ibv_sge sge[4];
@@ -534,7 +483,7 @@ static int body_flush(struct cf_ep *ep)
 	sge[0].lkey ^= 0x5a5a5a00u;	/* LOC_PROT_ERR (manual 6.2.5) */
 	ret = cf_rc(ibv_post_send(ep->qp, wr, &bad));
 	EP_CHECK(ep, !ret, "ibv_post_send(4): %s", cf_errname(ret));
-	got = cf_ep_poll(ep, wc, 8, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 8, WAIT_MS);
 	EP_CHECK(ep, got == 8, "%d completions of 8 (4 sends, 4 receives)",
 		 got);
 	for (i = 0; i < got; i++) {
@@ -561,30 +510,9 @@ static int body_flush(struct cf_ep *ep)
 	EP_CHECK(ep, !ret, "ibv_post_send in ERR: %s", cf_errname(ret));
 	EP_CHECK(ep, !cf_ep_post_recv(ep, ep->qp, 8192, 64, 109),
 		 "ibv_post_recv in ERR failed");
-	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 	EP_CHECK(ep, got == 2 && wc[0].status == IBV_WC_WR_FLUSH_ERR &&
 		 wc[1].status == IBV_WC_WR_FLUSH_ERR,
 		 "WRs posted in ERR: %d flush completions of 2", got);
 	return cf_ep_sync(ep, WAIT_MS);
-}
-
-static void test_flush(void)
-{
-	cf_peer_run_tuned(body_flush, NULL, NULL);
-}
-
-void register_rc_errors_suite(void)
-{
-	CU_pSuite s = cf_add_suite("rc_errors", NULL, NULL);
-
-	cf_add_test(s, "loc_len_err", test_loc_len);
-	cf_add_test(s, "loc_prot_err", test_loc_prot);
-	cf_add_test(s, "loc_qp_op_err", test_loc_qp_op);
-	cf_add_test(s, "rem_access_err", test_rem_access);
-	cf_add_test(s, "rem_op_err", test_rem_op);
-	cf_add_test(s, "rnr_retry_exc_err", test_rnr_retry);
-	cf_add_test(s, "rnr_retry_infinite", test_rnr_infinite);
-	cf_add_test(s, "retry_exc_err_destroyed", test_retry_destroyed);
-	cf_add_test(s, "retry_exc_err_killed", test_retry_killed);
-	cf_add_test(s, "wr_flush_err", test_flush);
 }

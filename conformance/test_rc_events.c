@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "peer.h"
+#include "tests.h"
 
 #define WAIT_MS 5000
 
@@ -25,7 +25,7 @@ static int post_send(struct cf_ep *ep, enum ibv_wr_opcode op, uint32_t len,
  * holds raise IBV_EVENT_CQ_ERR for that CQ.  RDMA WRITEs, so that the
  * peer's CQ (as small) gets nothing.
  */
-static int body_cq_overflow(struct cf_ep *ep)
+CF_BODY_IMPL(rc_events, cq_overflow)
 {
 	struct ibv_async_event ev;
 	char seen[200];
@@ -48,7 +48,7 @@ static int body_cq_overflow(struct cf_ep *ep)
 		/* Say what the CQ holds, to tell a lost event from lost
 		 * completions. */
 		struct ibv_wc wc[8];
-		int got = cf_ep_poll(ep, wc, 8, 1000);
+		int got = cf_poll_cq_wait(ep->cq, wc, 8, 1000);
 
 		EP_CHECK(ep, 0, "%d completions on a CQ of %d entries: no "
 			 "IBV_EVENT_CQ_ERR (other events: %s; polled for 1 s: "
@@ -62,15 +62,10 @@ static int body_cq_overflow(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_cq2(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(cq2)
 {
 	p->cq_size = 2;
 	p->max_send_wr = 64;
-}
-
-static void test_cq_overflow(void)
-{
-	cf_peer_run_tuned(body_cq_overflow, tune_cq2, NULL);
 }
 
 /*
@@ -78,7 +73,7 @@ static void test_cq_overflow(void)
  * in RTR that receives its first packet raises IBV_EVENT_COMM_EST; the
  * receive completes; the QP stays in RTR until the consumer moves it.
  */
-static int body_comm_est(struct cf_ep *ep)
+CF_BODY_IMPL(rc_events, comm_est)
 {
 	struct ibv_async_event ev;
 	struct ibv_wc wc;
@@ -92,7 +87,7 @@ static int body_comm_est(struct cf_ep *ep)
 			   "ibv_post_recv in INIT failed");
 		if (cf_ep_connect(ep, IBV_QPS_RTR) || cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_SUCCESS,
 				    IBV_WC_RECV, "SEND to a QP in RTR"))
 			EP_CHECK(ep, cf_pattern_check(ep->buf, 64, 9) < 0,
@@ -112,21 +107,16 @@ static int body_comm_est(struct cf_ep *ep)
 	if (cf_ep_connect(ep, IBV_QPS_RTS) || cf_ep_sync(ep, WAIT_MS))
 		return -1;
 	if (!post_send(ep, IBV_WR_SEND, 64, 1)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_SUCCESS, IBV_WC_SEND,
 				"SEND to a QP in RTR");
 	}
 	return cf_ep_sync(ep, 2 * WAIT_MS);
 }
 
-static void tune_manual(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(manual)
 {
 	p->connect = false;
-}
-
-static void test_comm_est(void)
-{
-	cf_peer_run_tuned(body_comm_est, tune_manual, NULL);
 }
 
 /*
@@ -134,7 +124,7 @@ static void test_comm_est(void)
  * with en_sqd_async_notify raises IBV_EVENT_SQ_DRAINED once the
  * outstanding sends are done; SQD -> RTS resumes sending.
  */
-static int body_sq_drained(struct cf_ep *ep)
+CF_BODY_IMPL(rc_events, sq_drained)
 {
 	struct ibv_async_event ev;
 	struct ibv_qp_attr a;
@@ -150,7 +140,7 @@ static int body_sq_drained(struct cf_ep *ep)
 				   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 4, 3 * WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 4, 3 * WAIT_MS);
 		EP_CHECK(ep, got == 4, "%d receives of 4 (3 before SQD, 1 "
 			 "after SQD -> RTS)", got);
 		return cf_ep_sync(ep, WAIT_MS);
@@ -160,7 +150,7 @@ static int body_sq_drained(struct cf_ep *ep)
 	for (i = 0; i < 3; i++)
 		if (post_send(ep, IBV_WR_SEND, 64, (uint64_t)i))
 			return -1;
-	got = cf_ep_poll(ep, wc, 3, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 3, WAIT_MS);
 	EP_CHECK(ep, got == 3, "%d send completions of 3", got);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_SQD;
@@ -183,16 +173,11 @@ static int body_sq_drained(struct cf_ep *ep)
 	ret = cf_rc(ibv_modify_qp(ep->qp, &a, IBV_QP_STATE));
 	EP_CHECK(ep, !ret, "SQD -> RTS: %s", cf_errname(ret));
 	if (!post_send(ep, IBV_WR_SEND, 64, 3)) {
-		got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, wc, got, 3, IBV_WC_SUCCESS, IBV_WC_SEND,
 				"SEND after SQD -> RTS");
 	}
 	return cf_ep_sync(ep, WAIT_MS);
-}
-
-static void test_sq_drained(void)
-{
-	cf_peer_run_tuned(body_sq_drained, NULL, NULL);
 }
 
 /*
@@ -200,7 +185,7 @@ static void test_sq_drained(void)
  * to an SRQ moved to ERR raises IBV_EVENT_QP_LAST_WQE_REACHED; receive
  * WQEs left on the SRQ are not flushed (they belong to the SRQ).
  */
-static int body_last_wqe(struct cf_ep *ep)
+CF_BODY_IMPL(rc_events, last_wqe)
 {
 	struct ibv_async_event ev;
 	struct ibv_qp_attr a;
@@ -214,7 +199,7 @@ static int body_last_wqe(struct cf_ep *ep)
 			   "ibv_post_srq_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_SUCCESS,
 				    IBV_WC_RECV, "SEND through the SRQ"))
 			EP_CHECK(ep, wc.qp_num == ep->qp->qp_num &&
@@ -233,7 +218,7 @@ static int body_last_wqe(struct cf_ep *ep)
 			     "(other events: %s)", seen[0] ? seen : "none"))
 			EP_CHECK(ep, ev.element.qp == ep->qp,
 				 "LAST_WQE_REACHED names another QP");
-		got = cf_ep_poll(ep, &wc, 1, 200);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, 200);
 		EP_CHECK(ep, got == 0, "a receive WQE of the SRQ was flushed "
 			 "with the QP (%s)", got ?
 			 ibv_wc_status_str(wc.status) : "");
@@ -245,29 +230,14 @@ static int body_last_wqe(struct cf_ep *ep)
 	if (!post_send(ep, IBV_WR_SEND, 64, 1)) {
 		struct ibv_wc swc;
 
-		got = cf_ep_poll(ep, &swc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &swc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &swc, got, 1, IBV_WC_SUCCESS, IBV_WC_SEND,
 				"SEND through the SRQ");
 	}
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_srq(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(srq)
 {
 	p->srq = true;
-}
-
-static void test_last_wqe(void)
-{
-	cf_peer_run_tuned(body_last_wqe, tune_srq, NULL);
-}
-
-void register_rc_events_suite(void)
-{
-	CU_pSuite s = cf_add_suite("rc_events", NULL, NULL);
-
-	cf_add_test(s, "cq_overflow", test_cq_overflow);
-	cf_add_test(s, "comm_est", test_comm_est);
-	cf_add_test(s, "sq_drained", test_sq_drained);
-	cf_add_test(s, "last_wqe_reached", test_last_wqe);
 }

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "peer.h"
+#include "tests.h"
 
 #define WAIT_MS 5000
 
@@ -28,7 +28,7 @@
 #define WI_OFF (2u << 20)	/* RDMA WRITE with immediate target */
 #define R_OFF (3u << 20)	/* RDMA READ source */
 
-static int body_wr_ops(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ex, wr_ops)
 {
 	const uint32_t imm1 = htonl(0xa1), imm2 = htonl(0xb2);
 	struct ibv_qp_ex *qx = ep->qpx;
@@ -51,7 +51,7 @@ static int body_wr_ops(struct cf_ep *ep)
 				   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 3, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 3, WAIT_MS);
 		EP_CHECK(ep, got == 3, "%d receives of 3", got);
 		for (i = 0; i < got; i++)
 			cf_ep_expect_wc(ep, &wc[i], 1, (uint64_t)i,
@@ -123,7 +123,7 @@ static int body_wr_ops(struct cf_ep *ep)
 	ret = cf_rc(ibv_wr_complete(qx));
 	EP_REQUIRE(ep, !ret, "ibv_wr_complete: %s", cf_errname(ret));
 
-	got = cf_ep_poll(ep, wc, 5, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 5, WAIT_MS);
 	EP_CHECK(ep, got == 5, "%d send completions of 5", got);
 	if (got == 5) {
 		static const enum ibv_wc_opcode op[5] = {
@@ -143,7 +143,7 @@ static int body_wr_ops(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_wr_ops(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(wr_ops)
 {
 	p->qp_ex = true;
 	p->max_inline = 64;
@@ -153,13 +153,8 @@ static void tune_wr_ops(struct cf_peer_params *p, void *arg)
 			    IBV_QP_EX_WITH_RDMA_READ;
 }
 
-static void test_wr_ops(void)
-{
-	cf_peer_run_tuned(body_wr_ops, tune_wr_ops, NULL);
-}
-
 /* ibv_wr_atomic_cmp_swp / ibv_wr_atomic_fetch_add (IBA 9.4.5). */
-static int body_wr_atomics(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ex, wr_atomics)
 {
 	volatile uint64_t *word = (volatile uint64_t *)(void *)ep->buf;
 	volatile uint64_t *r1 = (volatile uint64_t *)(void *)(ep->buf + 64);
@@ -195,7 +190,7 @@ static int body_wr_atomics(struct cf_ep *ep)
 	ibv_wr_set_sge(qx, ep->mr->lkey, (uintptr_t)r2, 8);
 	ret = cf_rc(ibv_wr_complete(qx));
 	EP_REQUIRE(ep, !ret, "ibv_wr_complete: %s", cf_errname(ret));
-	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 	EP_CHECK(ep, got == 2, "%d completions of 2", got);
 	if (got == 2) {
 		cf_ep_expect_wc(ep, &wc[0], 1, 1, IBV_WC_SUCCESS,
@@ -209,23 +204,18 @@ static int body_wr_atomics(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_wr_atomics(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(wr_atomics)
 {
 	p->qp_ex = true;
 	p->send_ops_flags = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 			    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 }
 
-static void test_wr_atomics(void)
-{
-	cf_peer_run_tuned(body_wr_atomics, tune_wr_atomics, NULL);
-}
-
 /*
  * ibv_wr_abort (ibv_wr_post(3)): the WRs built since ibv_wr_start are
  * discarded and never execute; the next batch does.
  */
-static int body_wr_abort(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ex, wr_abort)
 {
 	struct ibv_qp_ex *qx = ep->qpx;
 	struct ibv_wc wc[2];
@@ -238,7 +228,7 @@ static int body_wr_abort(struct cf_ep *ep)
 			   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 1, WAIT_MS);
 		if (cf_ep_expect_wc(ep, wc, got, 1, IBV_WC_SUCCESS,
 				    IBV_WC_RECV, "SEND after an aborted one"))
 			EP_CHECK(ep, wc[0].byte_len == 300 &&
@@ -246,7 +236,7 @@ static int body_wr_abort(struct cf_ep *ep)
 				 "the first message received is not the one "
 				 "after ibv_wr_abort (byte_len %u)",
 				 wc[0].byte_len);
-		got = cf_ep_poll(ep, wc, 1, 200);
+		got = cf_poll_cq_wait(ep->cq, wc, 1, 200);
 		EP_CHECK(ep, got == 0, "a second message arrived: the aborted "
 			 "WR executed");
 		return cf_ep_sync(ep, WAIT_MS);
@@ -268,7 +258,7 @@ static int body_wr_abort(struct cf_ep *ep)
 	ibv_wr_set_sge(qx, ep->mr->lkey, (uintptr_t)ep->buf + 4096, 300);
 	ret = cf_rc(ibv_wr_complete(qx));
 	EP_REQUIRE(ep, !ret, "ibv_wr_complete: %s", cf_errname(ret));
-	got = cf_ep_poll(ep, wc, 2, 500);
+	got = cf_poll_cq_wait(ep->cq, wc, 2, 500);
 	EP_CHECK(ep, got == 1, "%d send completions, expected 1 (wr_id 8)",
 		 got);
 	if (got >= 1)
@@ -277,15 +267,10 @@ static int body_wr_abort(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_wr_send(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(wr_send)
 {
 	p->qp_ex = true;
 	p->send_ops_flags = IBV_QP_EX_WITH_SEND;
-}
-
-static void test_wr_abort(void)
-{
-	cf_peer_run_tuned(body_wr_abort, tune_wr_send, NULL);
 }
 
 /* One completion read through the ibv_wc_read_* accessors. */
@@ -336,7 +321,7 @@ static int poll_ex(struct cf_ep *ep, struct exwc *out, int n, int timeout_ms)
  * receiver reads SEND_WITH_IMM and SEND completions, the sender its SEND
  * completions, through the extended poll.
  */
-static int body_cq_ex(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ex, cq_ex)
 {
 	const uint32_t imm = htonl(0xfeed);
 	struct ibv_send_wr wr[2], *bad;
@@ -399,24 +384,9 @@ static int body_cq_ex(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_cq_ex(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(cq_ex)
 {
 	p->cq_ex = true;
 	p->cq_ex_wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
 			    IBV_WC_EX_WITH_QP_NUM;
-}
-
-static void test_cq_ex(void)
-{
-	cf_peer_run_tuned(body_cq_ex, tune_cq_ex, NULL);
-}
-
-void register_rc_ex_suite(void)
-{
-	CU_pSuite s = cf_add_suite("rc_ex", NULL, NULL);
-
-	cf_add_test(s, "wr_ops", test_wr_ops);
-	cf_add_test(s, "wr_atomics", test_wr_atomics);
-	cf_add_test(s, "wr_abort", test_wr_abort);
-	cf_add_test(s, "cq_ex_poll", test_cq_ex);
 }

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "peer.h"
+#include "tests.h"
 
 #define WAIT_MS 5000
 
@@ -55,7 +55,7 @@ static int post_atomic(struct cf_ep *ep, struct ibv_qp *qp,
  * MTU are segmented (IBA 9.7.1); byte_len is the message length (manual
  * 3.6, struct ibv_wc) and the receive buffer past it is untouched.
  */
-static int body_send_sizes(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, send_sizes)
 {
 	static const uint32_t sizes[] = { 0, 1, 4095, 4096, 4097, 1u << 20 };
 	struct ibv_wc wc;
@@ -75,7 +75,7 @@ static int body_send_sizes(struct cf_ep *ep)
 				   "ibv_post_recv failed");
 			if (cf_ep_sync(ep, WAIT_MS))
 				return -1;
-			got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+			got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 			if (!cf_ep_wc_ok(ep, &wc, got, 10 + i, IBV_WC_RECV,
 					 what))
 				return -1;
@@ -100,7 +100,7 @@ static int body_send_sizes(struct cf_ep *ep)
 			if (post_send1(ep, IBV_WR_SEND, 0, len, 20 + i,
 				       IBV_SEND_SIGNALED))
 				return -1;
-			got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+			got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 			if (!cf_ep_wc_ok(ep, &wc, got, 20 + i, IBV_WC_SEND,
 					 what))
 				return -1;
@@ -111,17 +111,12 @@ static int body_send_sizes(struct cf_ep *ep)
 	return 0;
 }
 
-static void test_send_sizes(void)
-{
-	cf_peer_run_tuned(body_send_sizes, NULL, NULL);
-}
-
 /*
  * SEND with immediate (IBA 9.4.1, manual 3.6 struct ibv_wc): the receive
  * completion has IBV_WC_WITH_IMM and imm_data as sent (network order,
  * untouched); a plain SEND has no WITH_IMM.
  */
-static int body_send_imm(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, send_imm)
 {
 	const uint32_t imm = htonl(0x12345678);
 	struct ibv_send_wr wr, *bad;
@@ -136,7 +131,7 @@ static int body_send_imm(struct cf_ep *ep)
 			   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 		EP_REQUIRE(ep, got == 2, "%d receive completions of 2", got);
 		if (cf_ep_wc_ok(ep, &wc[0], 1, 1, IBV_WC_RECV, "SEND_WITH_IMM"))
 			EP_CHECK(ep, (wc[0].wc_flags & IBV_WC_WITH_IMM) &&
@@ -164,7 +159,7 @@ static int body_send_imm(struct cf_ep *ep)
 		if (post_send1(ep, IBV_WR_SEND, 4096, 50, 2,
 			       IBV_SEND_SIGNALED))
 			return -1;
-		got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 		EP_REQUIRE(ep, got == 2, "%d send completions of 2", got);
 		cf_ep_wc_ok(ep, &wc[0], 1, 1, IBV_WC_SEND, "SEND_WITH_IMM");
 		cf_ep_wc_ok(ep, &wc[1], 1, 2, IBV_WC_SEND, "SEND");
@@ -172,16 +167,11 @@ static int body_send_imm(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void test_send_imm(void)
-{
-	cf_peer_run_tuned(body_send_imm, NULL, NULL);
-}
-
 /*
  * IBV_SEND_INLINE (manual 3.6 ibv_post_send): the data is copied at post
  * time, so the buffer may be reused at once and need not be registered.
  */
-static int body_inline(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, inline)
 {
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sge;
@@ -202,7 +192,7 @@ static int body_inline(struct cf_ep *ep)
 			   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_wc_ok(ep, &wc, got, 1, IBV_WC_RECV, "inline SEND"))
 			EP_CHECK(ep, wc.byte_len == len,
 				 "inline SEND: byte_len %u, expected %u",
@@ -235,20 +225,15 @@ static int body_inline(struct cf_ep *ep)
 		free(priv);
 		EP_REQUIRE(ep, !ret, "ibv_post_send(INLINE, %u): %s", len,
 			   cf_errname(ret));
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_wc_ok(ep, &wc, got, 1, IBV_WC_SEND, "inline SEND");
 	}
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_inline(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(inline)
 {
 	p->max_inline = 128;
-}
-
-static void test_inline(void)
-{
-	cf_peer_run_tuned(body_inline, tune_inline, NULL);
 }
 
 /*
@@ -256,7 +241,7 @@ static void test_inline(void)
  * the concatenation of the sender's SGEs and is scattered across the
  * receiver's SGEs in order.
  */
-static int body_sge(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, sge)
 {
 	static const uint32_t slen[3] = { 100, 2000, 3001 };
 	static const uint32_t rlen[3] = { 1500, 64, 4000 };
@@ -296,7 +281,7 @@ static int body_sge(struct cf_ep *ep)
 			   cf_errname(ret));
 		if (cf_ep_sync(ep, WAIT_MS))
 			goto out;
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_wc_ok(ep, &wc, got, 5, IBV_WC_RECV, "SEND 3 SGEs"))
 			EP_CHECK(ep, wc.byte_len == total,
 				 "byte_len %u, expected %u", wc.byte_len,
@@ -328,7 +313,7 @@ static int body_sge(struct cf_ep *ep)
 		ret = cf_rc(ibv_post_send(ep->qp, &wr, &bad));
 		EP_CHECK(ep, !ret, "ibv_post_send(3 SGEs): %s",
 			 cf_errname(ret));
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_wc_ok(ep, &wc, got, 6, IBV_WC_SEND, "SEND 3 SGEs");
 	}
 	cf_ep_sync(ep, WAIT_MS);
@@ -337,16 +322,11 @@ out:
 	return 0;
 }
 
-static void test_sge(void)
-{
-	cf_peer_run_tuned(body_sge, NULL, NULL);
-}
-
 /*
  * RDMA WRITE (IBA 9.4.3): the data lands at remote_addr in the peer's MR,
  * nothing around it changes, and the target consumes no receive.
  */
-static int body_write(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, write)
 {
 	static const uint32_t sizes[] = { 1, 4095, 4097, 1u << 20 };
 	const size_t roff = 8;
@@ -382,7 +362,7 @@ static int body_write(struct cf_ep *ep)
 			if (post_rdma(ep, IBV_WR_RDMA_WRITE, 0, len, roff,
 				      i))
 				return -1;
-			got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+			got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 			cf_ep_wc_ok(ep, &wc, got, i, IBV_WC_RDMA_WRITE,
 			      "RDMA WRITE");
 			if (cf_ep_sync(ep, WAIT_MS))
@@ -392,18 +372,13 @@ static int body_write(struct cf_ep *ep)
 	return 0;
 }
 
-static void test_write(void)
-{
-	cf_peer_run_tuned(body_write, NULL, NULL);
-}
-
 /*
  * RDMA WRITE with immediate (IBA 9.4.3, manual 3.6 ibv_wc): consumes a
  * receive whose completion is IBV_WC_RECV_RDMA_WITH_IMM with the
  * immediate and byte_len the length written; the receive buffer is not
  * written.
  */
-static int body_write_imm(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, write_imm)
 {
 	const uint32_t imm = htonl(0xcafe0001), len = 5000;
 	const size_t roff = 65536;
@@ -418,7 +393,7 @@ static int body_write_imm(struct cf_ep *ep)
 			   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_wc_ok(ep, &wc, got, 9, IBV_WC_RECV_RDMA_WITH_IMM,
 			  "RDMA_WRITE_WITH_IMM"))
 			EP_CHECK(ep, (wc.wc_flags & IBV_WC_WITH_IMM) &&
@@ -443,16 +418,11 @@ static int body_write_imm(struct cf_ep *ep)
 		wr.wr.rdma.rkey = ep->peer.rkey;
 		EP_REQUIRE(ep, !ibv_post_send(ep->qp, &wr, &bad),
 			   "ibv_post_send(RDMA_WRITE_WITH_IMM) failed");
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_wc_ok(ep, &wc, got, 3, IBV_WC_RDMA_WRITE,
 		      "RDMA_WRITE_WITH_IMM");
 	}
 	return cf_ep_sync(ep, WAIT_MS);
-}
-
-static void test_write_imm(void)
-{
-	cf_peer_run_tuned(body_write_imm, NULL, NULL);
 }
 
 /*
@@ -460,7 +430,7 @@ static void test_write_imm(void)
  * read scattered into 3 local SGEs; byte_len of the completion is the
  * length read.
  */
-static int body_read(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, read)
 {
 	static const uint32_t sizes[] = { 1, 4095, 4096, 4097, 1u << 20 };
 	const size_t loff = 2u << 20;
@@ -486,7 +456,7 @@ static int body_read(struct cf_ep *ep)
 		memset(ep->buf + loff, 0xee, len + 64);
 		if (post_rdma(ep, IBV_WR_RDMA_READ, loff, len, 0, i))
 			break;
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_wc_ok(ep, &wc, got, i, IBV_WC_RDMA_READ, "RDMA READ"))
 			EP_CHECK(ep, wc.byte_len == len,
 				 "RDMA READ %u: byte_len %u", len, wc.byte_len);
@@ -520,7 +490,7 @@ static int body_read(struct cf_ep *ep)
 		wr.wr.rdma.rkey = ep->peer.rkey;
 		EP_CHECK(ep, !ibv_post_send(ep->qp, &wr, &bad),
 			 "ibv_post_send(RDMA READ, 3 SGEs) failed");
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_wc_ok(ep, &wc, got, 99, IBV_WC_RDMA_READ,
 			    "RDMA READ 3 SGEs");
 		for (k = 0; k < 3; pos += l[k], k++)
@@ -529,11 +499,6 @@ static int body_read(struct cf_ep *ep)
 				 "RDMA READ into 3 SGEs: SGE %d differs", k);
 	}
 	return cf_ep_sync(ep, WAIT_MS);
-}
-
-static void test_read(void)
-{
-	cf_peer_run_tuned(body_read, NULL, NULL);
 }
 
 static bool no_atomics(struct cf_ep *ep)
@@ -549,7 +514,7 @@ static bool no_atomics(struct cf_ep *ep)
  * original value is returned in the local SGE; CMP_AND_SWP swaps only when
  * equal; FETCH_AND_ADD adds.  Values are host order (rdma-core).
  */
-static int body_atomics(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, atomics)
 {
 	volatile uint64_t *tgt = (volatile uint64_t *)(void *)(ep->buf + 64);
 	volatile uint64_t *res = (volatile uint64_t *)(void *)(ep->buf + 128);
@@ -572,7 +537,7 @@ static int body_atomics(struct cf_ep *ep)
 	*res = 0xdead;
 	post_atomic(ep, ep->qp, IBV_WR_ATOMIC_CMP_AND_SWP, 128, 64, 0x1111,
 		    0x2222, 1);
-	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 	if (cf_ep_wc_ok(ep, &wc, got, 1, IBV_WC_COMP_SWAP,
 			"CMP_AND_SWP (equal)"))
 		EP_CHECK(ep, *res == 0x1111 && wc.byte_len == 8,
@@ -581,7 +546,7 @@ static int body_atomics(struct cf_ep *ep)
 	*res = 0xdead;
 	post_atomic(ep, ep->qp, IBV_WR_ATOMIC_CMP_AND_SWP, 128, 64, 0x9999,
 		    0x7777, 2);
-	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 	if (cf_ep_wc_ok(ep, &wc, got, 2, IBV_WC_COMP_SWAP,
 			"CMP_AND_SWP (differ)"))
 		EP_CHECK(ep, *res == 0x2222,
@@ -590,17 +555,12 @@ static int body_atomics(struct cf_ep *ep)
 	*res = 0xdead;
 	post_atomic(ep, ep->qp, IBV_WR_ATOMIC_FETCH_AND_ADD, 128, 64, 5, 0,
 		    3);
-	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 	if (cf_ep_wc_ok(ep, &wc, got, 3, IBV_WC_FETCH_ADD, "FETCH_AND_ADD"))
 		EP_CHECK(ep, *res == 0x2222,
 			 "FETCH_AND_ADD returned 0x%llx, expected 0x2222",
 			 (unsigned long long)*res);
 	return cf_ep_sync(ep, WAIT_MS);
-}
-
-static void test_atomics(void)
-{
-	cf_peer_run_tuned(body_atomics, NULL, NULL);
 }
 
 /*
@@ -611,7 +571,7 @@ static void test_atomics(void)
  * blocking read() meanwhile.
  */
 #define CONTEND_N 1000
-static int body_contend(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, contend)
 {
 	volatile uint64_t *tgt = (volatile uint64_t *)(void *)ep->buf;
 	const int total = 2 * CONTEND_N;
@@ -693,22 +653,17 @@ out:
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_contend(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(contend)
 {
 	p->nqp = 2;
 	p->cq_size = 64;
-}
-
-static void test_contend(void)
-{
-	cf_peer_run_tuned(body_contend, tune_contend, NULL);
 }
 
 /*
  * Unsignaled sends (IBA 10.7.2.2 / manual 3.6 IBV_SEND_SIGNALED with
  * sq_sig_all 0): only the signaled WRs complete, in order.
  */
-static int body_unsignaled(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, unsignaled)
 {
 	struct ibv_wc wc[12];
 	int i, got;
@@ -720,7 +675,7 @@ static int body_unsignaled(struct cf_ep *ep)
 				   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 10, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 10, WAIT_MS);
 		EP_CHECK(ep, got == 10, "%d receives of 10 completed", got);
 		for (i = 0; i < got; i++)
 			EP_CHECK(ep, wc[i].status == IBV_WC_SUCCESS &&
@@ -740,26 +695,21 @@ static int body_unsignaled(struct cf_ep *ep)
 		if (post_send1(ep, IBV_WR_SEND, (size_t)i * 64, 16, (uint64_t)i,
 			       i == 4 || i == 9 ? IBV_SEND_SIGNALED : 0))
 			return -1;
-	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 	EP_CHECK(ep, got == 2, "%d send completions, expected 2", got);
 	if (got == 2) {
 		cf_ep_wc_ok(ep, &wc[0], 1, 4, IBV_WC_SEND, "signaled SEND #4");
 		cf_ep_wc_ok(ep, &wc[1], 1, 9, IBV_WC_SEND, "signaled SEND #9");
 	}
-	got = cf_ep_poll(ep, wc, 1, 200);
+	got = cf_poll_cq_wait(ep->cq, wc, 1, 200);
 	EP_CHECK(ep, got == 0, "an unsignaled SEND completed (wr_id %llu)",
 		 (unsigned long long)wc[0].wr_id);
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_unsignaled(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(unsignaled)
 {
 	p->sq_sig_all = false;
-}
-
-static void test_unsignaled(void)
-{
-	cf_peer_run_tuned(body_unsignaled, tune_unsignaled, NULL);
 }
 
 /*
@@ -767,7 +717,7 @@ static void test_unsignaled(void)
  * after the RDMA READs before it have completed, so a fenced WRITE to the
  * region an earlier READ reads cannot change what the READ returns.
  */
-static int body_fence(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, fence)
 {
 	const uint32_t len = 256u << 10;
 	struct ibv_send_wr wr[2], *bad;
@@ -798,7 +748,7 @@ static int body_fence(struct cf_ep *ep)
 	ret = cf_rc(ibv_post_send(ep->qp, wr, &bad));
 	EP_REQUIRE(ep, !ret, "ibv_post_send(READ; FENCE WRITE): %s",
 		   cf_errname(ret));
-	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 	EP_REQUIRE(ep, got == 2, "%d completions of 2", got);
 	cf_ep_wc_ok(ep, &wc[0], 1, 1, IBV_WC_RDMA_READ, "RDMA READ");
 	cf_ep_wc_ok(ep, &wc[1], 1, 2, IBV_WC_RDMA_WRITE, "fenced RDMA WRITE");
@@ -806,11 +756,6 @@ static int body_fence(struct cf_ep *ep)
 		 "the READ before a fenced WRITE returned data the WRITE "
 		 "wrote (at byte %ld)", cf_pattern_check(ep->buf, len, 1));
 	return cf_ep_sync(ep, WAIT_MS);
-}
-
-static void test_fence(void)
-{
-	cf_peer_run_tuned(body_fence, NULL, NULL);
 }
 
 /*
@@ -837,7 +782,7 @@ static void send8(struct cf_ep *ep, uint64_t wr_id, unsigned int flags,
 
 	if (post_send1(ep, IBV_WR_SEND, 0, 8, wr_id, flags))
 		return;
-	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 	cf_ep_wc_ok(ep, &wc, got, wr_id, IBV_WC_SEND, what);
 }
 
@@ -846,7 +791,7 @@ static void send8(struct cf_ep *ep, uint64_t wr_id, unsigned int flags,
  * solicited_only 1): a SEND without IBV_SEND_SOLICITED raises no event,
  * one with it does.
  */
-static int body_solicited(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, solicited)
 {
 	struct ibv_wc wc[2];
 	int got, ev;
@@ -865,7 +810,7 @@ static int body_solicited(struct cf_ep *ep)
 		ev = cf_ep_wait_cq_event(ep, WAIT_MS);
 		EP_CHECK(ep, ev == 1, "no CQ event for a solicited SEND (%d)",
 			 ev);
-		got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 		EP_CHECK(ep, got == 2 && wc[0].wr_id == 1 && wc[1].wr_id == 2 &&
 			 wc[0].status == IBV_WC_SUCCESS &&
 			 wc[1].status == IBV_WC_SUCCESS,
@@ -881,14 +826,9 @@ static int body_solicited(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_channel(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(channel)
 {
 	p->channel = true;
-}
-
-static void test_solicited(void)
-{
-	cf_peer_run_tuned(body_solicited, tune_channel, NULL);
 }
 
 /*
@@ -896,7 +836,7 @@ static void test_solicited(void)
  * ibv_get_cq_event, ibv_ack_cq_events): an armed CQ raises one event for
  * the next completion; without re-arming, none.
  */
-static int body_channel(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, channel)
 {
 	struct ibv_wc wc[2];
 	int got, ev;
@@ -906,14 +846,14 @@ static int body_channel(struct cf_ep *ep)
 			return -1;
 		ev = cf_ep_wait_cq_event(ep, WAIT_MS);
 		EP_CHECK(ep, ev == 1, "no CQ event for a SEND (%d)", ev);
-		got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 1, WAIT_MS);
 		EP_CHECK(ep, got == 1 && wc[0].wr_id == 1 &&
 			 wc[0].status == IBV_WC_SUCCESS,
 			 "first receive did not complete");
 		/* Not re-armed: the second SEND raises no event. */
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 1, WAIT_MS);
 		EP_CHECK(ep, got == 1 && wc[0].wr_id == 2,
 			 "second receive did not complete");
 		ev = cf_ep_wait_cq_event(ep, 200);
@@ -929,16 +869,11 @@ static int body_channel(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void test_channel(void)
-{
-	cf_peer_run_tuned(body_channel, tune_channel, NULL);
-}
-
 /*
  * Ordering (IBA 9.5 / 10.8.3): 100 SENDs of different sizes on one QP
  * arrive in order and complete in order on both sides.
  */
-static int body_order(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, order)
 {
 	struct ibv_wc wc[100];
 	int i, got;
@@ -951,7 +886,7 @@ static int body_order(struct cf_ep *ep)
 				   "ibv_post_recv %d failed", i);
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 100, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 100, WAIT_MS);
 		EP_CHECK(ep, got == 100, "%d receives of 100", got);
 		for (i = 0; i < got; i++) {
 			uint32_t want = 4 + (uint32_t)i * 61;
@@ -980,7 +915,7 @@ static int body_order(struct cf_ep *ep)
 			       4 + (uint32_t)i * 61, (uint64_t)i,
 			       IBV_SEND_SIGNALED))
 			return -1;
-	got = cf_ep_poll(ep, wc, 100, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 100, WAIT_MS);
 	EP_CHECK(ep, got == 100, "%d send completions of 100", got);
 	for (i = 0; i < got; i++)
 		if (!EP_CHECK(ep, wc[i].status == IBV_WC_SUCCESS &&
@@ -992,15 +927,10 @@ static int body_order(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_order(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(order)
 {
 	p->max_send_wr = 128;
 	p->max_recv_wr = 128;
-}
-
-static void test_order(void)
-{
-	cf_peer_run_tuned(body_order, tune_order, NULL);
 }
 
 /*
@@ -1008,7 +938,7 @@ static void test_order(void)
  * the SEND's receive completes, the written data is in place; no other
  * synchronisation.
  */
-static int body_write_send(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, write_send)
 {
 	const uint32_t len = 64u << 10;
 	const size_t roff = 1u << 20;
@@ -1023,7 +953,7 @@ static int body_write_send(struct cf_ep *ep)
 			   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, wc, 1, WAIT_MS);
 		if (cf_ep_wc_ok(ep, wc, got, 1, IBV_WC_RECV,
 				"SEND after WRITE"))
 			EP_CHECK(ep, cf_pattern_check(ep->buf + roff, len, 5) <
@@ -1043,15 +973,10 @@ static int body_write_send(struct cf_ep *ep)
 	ret = cf_rc(ibv_post_send(ep->qp, wr, &bad));
 	EP_REQUIRE(ep, !ret, "ibv_post_send(WRITE; SEND): %s",
 		   cf_errname(ret));
-	got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 	EP_CHECK(ep, got == 2 && wc[0].wr_id == 1 && wc[1].wr_id == 2,
 		 "%d completions (in order) of 2", got);
 	return cf_ep_sync(ep, WAIT_MS);
-}
-
-static void test_write_send(void)
-{
-	cf_peer_run_tuned(body_write_send, NULL, NULL);
 }
 
 /*
@@ -1060,7 +985,7 @@ static void test_write_send(void)
  * the target sits in a blocking read() on the socket, calling no verb,
  * while its memory is read, written and updated atomically.
  */
-static int body_async(struct cf_ep *ep)
+CF_BODY_IMPL(rc_ops, async)
 {
 	const uint32_t len = 1u << 20;
 	const size_t woff = 1u << 20, aoff = 2u << 20, loff = 3u << 20;
@@ -1095,20 +1020,20 @@ static int body_async(struct cf_ep *ep)
 	usleep(50000);
 	memset(ep->buf + loff, 0, len);
 	if (!post_rdma(ep, IBV_WR_RDMA_READ, loff, len, 0, 1)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_wc_ok(ep, &wc, got, 1, IBV_WC_RDMA_READ,
 		      "RDMA READ of a target in read()");
 		EP_CHECK(ep, cf_pattern_check(ep->buf + loff, len, 61) < 0,
 			 "RDMA READ of a target in read(): data differs");
 	}
 	if (!post_rdma(ep, IBV_WR_RDMA_WRITE, woff, len, woff, 2)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_wc_ok(ep, &wc, got, 2, IBV_WC_RDMA_WRITE,
 		      "RDMA WRITE to a target in read()");
 	}
 	if (atomics && !post_atomic(ep, ep->qp, IBV_WR_ATOMIC_FETCH_AND_ADD,
 				    aoff, aoff, 2, 0, 3)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_wc_ok(ep, &wc, got, 3, IBV_WC_FETCH_ADD,
 			  "FETCH_AND_ADD on a target in read()"))
 			EP_CHECK(ep, *word == 40,
@@ -1118,32 +1043,4 @@ static int body_async(struct cf_ep *ep)
 	if (cf_ep_sync(ep, 25000))
 		return -1;
 	return cf_ep_sync(ep, WAIT_MS);
-}
-
-static void test_async_progress(void)
-{
-	cf_peer_run_tuned(body_async, NULL, NULL);
-}
-
-void register_rc_ops_suite(void)
-{
-	/* No fixture: each test forks before opening the device. */
-	CU_pSuite s = cf_add_suite("rc_ops", NULL, NULL);
-
-	cf_add_test(s, "send_sizes", test_send_sizes);
-	cf_add_test(s, "send_imm", test_send_imm);
-	cf_add_test(s, "inline", test_inline);
-	cf_add_test(s, "sge_lists", test_sge);
-	cf_add_test(s, "rdma_write", test_write);
-	cf_add_test(s, "rdma_write_imm", test_write_imm);
-	cf_add_test(s, "rdma_read", test_read);
-	cf_add_test(s, "atomics", test_atomics);
-	cf_add_test(s, "atomics_contend", test_contend);
-	cf_add_test(s, "unsignaled", test_unsignaled);
-	cf_add_test(s, "fence", test_fence);
-	cf_add_test(s, "solicited", test_solicited);
-	cf_add_test(s, "channel", test_channel);
-	cf_add_test(s, "ordering", test_order);
-	cf_add_test(s, "write_then_send", test_write_send);
-	cf_add_test(s, "async_progress", test_async_progress);
 }

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "peer.h"
+#include "tests.h"
 
 #define NQP 64
 #define WINDOW 8
@@ -185,47 +185,42 @@ static int sender(struct cf_ep *ep, const struct stress_arg *a)
 	return cf_ep_sync(ep, 30000);
 }
 
-static int body_stress(struct cf_ep *ep)
-{
-	const struct stress_arg *a = ep->arg;
+/* The run's message count and seed, set by its tune before the fork. */
+static struct stress_arg stress;
 
-	return ep->side == CF_CHILD ? receiver(ep, a) : sender(ep, a);
+CF_BODY_IMPL(rc_stress, stress)
+{
+	return ep->side == CF_CHILD ? receiver(ep, &stress) :
+				      sender(ep, &stress);
 }
 
-static void test_stress(void)
+/*
+ * The parameters of the run, and its message count and seed from the
+ * environment (printed, so that a failure can be replayed).
+ */
+CF_TUNE_IMPL(stress)
 {
-	struct cf_peer_params p;
-	struct stress_arg a;
 	const char *s;
 
 	s = getenv("CF_RC_STRESS_MSGS");
-	a.n = s ? strtoul(s, NULL, 0) : 3000;
+	stress.n = s ? strtoul(s, NULL, 0) : 3000;
 	s = getenv("CF_RC_STRESS_SEED");
-	a.seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL);
-	if (!a.n)
-		a.n = 1;
+	stress.seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL);
+	if (!stress.n)
+		stress.n = 1;
 	printf("\n  rc_stress: %d QPs x %lu messages of %u..%u B, seed %llu "
 	       "(CF_RC_STRESS_MSGS, default 3000; make check: 100000; "
-	       "CF_RC_STRESS_SEED)\n  ", NQP, a.n, MIN_MSG, MAX_MSG,
-	       (unsigned long long)a.seed);
-	cf_peer_params_init(&p);
-	p.nqp = NQP;
-	p.buf_len = (size_t)NQP * WINDOW * MAX_MSG;
-	p.cq_size = NQP * WINDOW * 2;
-	p.max_send_wr = WINDOW;
-	p.max_recv_wr = WINDOW;
-	p.max_sge = 1;
-	p.sq_sig_all = true;
-	p.rnr_retry = 7;
-	p.min_rnr_timer = 1;
+	       "CF_RC_STRESS_SEED)\n  ", NQP, stress.n, MIN_MSG, MAX_MSG,
+	       (unsigned long long)stress.seed);
+	p->nqp = NQP;
+	p->buf_len = (size_t)NQP * WINDOW * MAX_MSG;
+	p->cq_size = NQP * WINDOW * 2;
+	p->max_send_wr = WINDOW;
+	p->max_recv_wr = WINDOW;
+	p->max_sge = 1;
+	p->sq_sig_all = true;
+	p->rnr_retry = 7;
+	p->min_rnr_timer = 1;
 	/* Bounded by "no progress for 5 s" on both sides, and by this. */
-	p.deadline_s = 600;
-	cf_peer_run(&p, body_stress, &a);
-}
-
-void register_rc_stress_suite(void)
-{
-	CU_pSuite s = cf_add_suite("rc_stress", NULL, NULL);
-
-	cf_add_test(s, "qp64_random_sizes", test_stress);
+	p->deadline_s = 600;
 }

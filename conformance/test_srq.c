@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conformance.h"
+#include "tests.h"
 
 static struct ibv_srq *make_srq(uint32_t wr, uint32_t sge, uint32_t *wr_p)
 {
@@ -30,7 +30,7 @@ static struct ibv_srq *make_srq(uint32_t wr, uint32_t sge, uint32_t *wr_p)
 	} while (0)
 
 /* IBA 11.2.3.1: the SRQ gets at least what was asked, within limits. */
-static void test_create_query(void)
+CF_TEST_IMPL(srq, create_query)
 {
 	struct ibv_srq_init_attr sa;
 	struct ibv_srq_attr q;
@@ -71,7 +71,7 @@ static void expect_srq_fails(uint32_t wr, uint32_t sge, const char *what)
 		ibv_destroy_srq(srq);
 }
 
-static void test_create_limits(void)
+CF_TEST_IMPL(srq, create_limits)
 {
 	NEED_SRQ();
 	expect_srq_fails(cf.dev->max_srq_wr + 1, 1, "max_wr max_srq_wr + 1");
@@ -81,7 +81,7 @@ static void test_create_limits(void)
 }
 
 /* IBA 11.2.3.3 Modify SRQ: the limit is at most the queue depth. */
-static void test_limit(void)
+CF_TEST_IMPL(srq, limit)
 {
 	struct ibv_srq_attr a, q;
 	struct ibv_srq *srq;
@@ -104,7 +104,7 @@ static void test_limit(void)
 }
 
 /* IBA 11.2.3.3: resizing needs the SRQ-resize capability. */
-static void test_resize(void)
+CF_TEST_IMPL(srq, resize)
 {
 	struct ibv_srq_attr a, q;
 	struct ibv_srq *srq;
@@ -135,7 +135,7 @@ static void test_resize(void)
 
 /* IBA 11.4.1.2: posting to a full SRQ fails at the first WR that
  * does not fit, reported through bad_wr. */
-static void test_post_overflow(void)
+CF_TEST_IMPL(srq, post_overflow)
 {
 	struct ibv_recv_wr *wrs, *bad = NULL;
 	struct ibv_sge sge;
@@ -170,7 +170,7 @@ static void test_post_overflow(void)
 }
 
 /* IBA 11.2.3.4: an SRQ associated with a QP cannot be destroyed. */
-static void test_destroy_busy(void)
+CF_TEST_IMPL(srq, destroy_busy)
 {
 	struct ibv_qp_init_attr ia;
 	struct ibv_srq *srq;
@@ -195,16 +195,4 @@ static void test_destroy_busy(void)
 	}
 	CF_EXPECT_OK(cf_rc(ibv_destroy_qp(qp)), "ibv_destroy_qp");
 	CF_EXPECT_OK(cf_rc(ibv_destroy_srq(srq)), "ibv_destroy_srq after QP");
-}
-
-void register_srq_suite(void)
-{
-	CU_pSuite s = cf_add_suite("srq", cf_suite_init, cf_suite_cleanup);
-
-	cf_add_test(s, "create_query", test_create_query);
-	cf_add_test(s, "create_limits", test_create_limits);
-	cf_add_test(s, "limit", test_limit);
-	cf_add_test(s, "resize", test_resize);
-	cf_add_test(s, "post_overflow", test_post_overflow);
-	cf_add_test(s, "destroy_busy", test_destroy_busy);
 }

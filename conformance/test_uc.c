@@ -12,20 +12,20 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "peer.h"
+#include "tests.h"
 
 #define WAIT_MS 5000
 #define QUIET_MS 300
 #define DST_OFF (2u << 20)	/* receive / WRITE target area */
 
-static void tune_uc(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(uc)
 {
 	p->qp_type = IBV_QPT_UC;
 	p->qp_access = IBV_ACCESS_REMOTE_WRITE;
 	p->mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 }
 
-/* The path MTU in bytes (the RTR path_mtu peer.c set). */
+/* The path MTU in bytes (the RTR path_mtu peer_setup.c set). */
 static uint32_t path_mtu(const struct cf_ep *ep)
 {
 	enum ibv_mtu m = ep->port.active_mtu < ep->peer.mtu ?
@@ -67,10 +67,11 @@ static const enum ibv_wc_opcode send_wc[] = {
  * The receiver checks the receive completion (SEND, *_WITH_IMM: manual
  * 3.6 struct ibv_wc, IBV_WC_RECV or IBV_WC_RECV_RDMA_WITH_IMM, byte_len,
  * imm_data) and the data in its buffer, and that nothing past it changed.
+ * ep->arg: the operation, an index in ops[].
  */
-static int body_ops(struct cf_ep *ep)
+CF_BODY_IMPL(uc, ops)
 {
-	const size_t k = *(const size_t *)ep->arg;
+	const size_t k = (size_t)ep->arg;
 	const enum ibv_wr_opcode op = ops[k].op;
 	const bool recv = op != IBV_WR_RDMA_WRITE;
 	const bool imm = op == IBV_WR_SEND_WITH_IMM ||
@@ -105,7 +106,7 @@ static int body_ops(struct cf_ep *ep)
 					IBV_WC_RECV_RDMA_WITH_IMM :
 					IBV_WC_RECV;
 
-				got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+				got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 				if (cf_ep_wc_ok(ep, &wc, got, seed, rop, what))
 					EP_CHECK(ep, wc.byte_len == len &&
 						 !(wc.wc_flags &
@@ -143,7 +144,7 @@ static int body_ops(struct cf_ep *ep)
 			wr.wr.rdma.rkey = ep->peer.rkey;
 			if (cf_ep_post_send(ep, ep->qp, &wr))
 				return -1;
-			got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+			got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 			cf_ep_wc_ok(ep, &wc, got, seed, send_wc[k], what);
 			if (cf_ep_sync(ep, WAIT_MS))
 				return -1;
@@ -154,38 +155,13 @@ static int body_ops(struct cf_ep *ep)
 	return 0;
 }
 
-static void run_op(size_t k)
-{
-	cf_peer_run_tuned(body_ops, tune_uc, &k);
-}
-
-static void test_send(void)
-{
-	run_op(0);
-}
-
-static void test_send_imm(void)
-{
-	run_op(1);
-}
-
-static void test_write(void)
-{
-	run_op(2);
-}
-
-static void test_write_imm(void)
-{
-	run_op(3);
-}
-
 /*
  * IBA 9.8 (unreliable service: no acknowledgements, no RNR): a UC SEND
  * completes at the sender although the responder has no receive posted;
  * the message is dropped (no completion within 300 ms), and a receive
  * posted afterwards gets the next message, not the dropped one.
  */
-static int body_no_ack(struct cf_ep *ep)
+CF_BODY_IMPL(uc, no_ack)
 {
 	struct ibv_wc wc;
 	int got;
@@ -193,7 +169,7 @@ static int body_no_ack(struct cf_ep *ep)
 	if (ep->side == CF_CHILD) {
 		if (cf_ep_sync(ep, WAIT_MS) || cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, &wc, 1, QUIET_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, QUIET_MS);
 		EP_CHECK(ep, got == 0, "a UC SEND that found no receive "
 			 "produced a completion (%s) within %d ms",
 			 got > 0 ? ibv_wc_status_str(wc.status) : "-",
@@ -203,7 +179,7 @@ static int body_no_ack(struct cf_ep *ep)
 			   "ibv_post_recv failed");
 		if (cf_ep_sync(ep, WAIT_MS))
 			return -1;
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (cf_ep_wc_ok(ep, &wc, got, 7, IBV_WC_RECV,
 				"the SEND after the dropped one"))
 			EP_CHECK(ep, wc.byte_len == 96 &&
@@ -217,7 +193,7 @@ static int body_no_ack(struct cf_ep *ep)
 		return -1;
 	if (cf_ep_post1(ep, IBV_WR_SEND, 0, 64, 0, 1, IBV_SEND_SIGNALED))
 		return -1;
-	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 	cf_ep_wc_ok(ep, &wc, got, 1, IBV_WC_SEND,
 		    "UC SEND with no receive posted at the peer");
 	if (cf_ep_sync(ep, WAIT_MS) || cf_ep_sync(ep, WAIT_MS))
@@ -225,23 +201,7 @@ static int body_no_ack(struct cf_ep *ep)
 	cf_pattern_fill(ep->buf, 96, 2);
 	if (cf_ep_post1(ep, IBV_WR_SEND, 0, 96, 0, 2, IBV_SEND_SIGNALED))
 		return -1;
-	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 	cf_ep_wc_ok(ep, &wc, got, 2, IBV_WC_SEND, "the SEND after it");
 	return cf_ep_sync(ep, WAIT_MS);
-}
-
-static void test_no_ack(void)
-{
-	cf_peer_run_tuned(body_no_ack, tune_uc, NULL);
-}
-
-void register_uc_suite(void)
-{
-	CU_pSuite s = cf_add_suite("uc", NULL, NULL);
-
-	cf_add_test(s, "send", test_send);
-	cf_add_test(s, "send_imm", test_send_imm);
-	cf_add_test(s, "rdma_write", test_write);
-	cf_add_test(s, "rdma_write_imm", test_write_imm);
-	cf_add_test(s, "no_ack_no_recv", test_no_ack);
 }

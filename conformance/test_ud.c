@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "peer.h"
+#include "tests.h"
 
 #define WAIT_MS 5000
 #define QUIET_MS 300	/* how long "nothing arrives" is watched */
@@ -40,7 +40,7 @@ static bool roce(const struct cf_ep *ep)
 	       !ep->port.lid;
 }
 
-static void tune_ud(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(ud)
 {
 	p->qp_type = IBV_QPT_UD;
 	p->max_sge = 1;
@@ -73,7 +73,7 @@ static void send_ok(struct cf_ep *ep, struct ibv_ah *ah, uint32_t qkey,
 
 	if (ud_send(ep, ep->qp, ah, ep->peer.qpn[0], qkey, len, imm, wr_id))
 		return;
-	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 	cf_ep_wc_ok(ep, &wc, got, wr_id, IBV_WC_SEND, what);
 }
 
@@ -90,7 +90,7 @@ static int post_ud_recv(struct cf_ep *ep, uint32_t max, uint64_t wr_id)
 static void expect_quiet(struct cf_ep *ep, const char *what)
 {
 	struct ibv_wc wc;
-	int got = cf_ep_poll(ep, &wc, 1, QUIET_MS);
+	int got = cf_poll_cq_wait(ep->cq, &wc, 1, QUIET_MS);
 
 	EP_CHECK(ep, got == 0, "%s: the receiver got a completion (%s, "
 		 "wr_id %llu) within %d ms, expected the datagram dropped",
@@ -114,7 +114,7 @@ static void check_ud_recv(struct cf_ep *ep, uint64_t wr_id, uint32_t len,
 	long bad;
 	int got;
 
-	got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 	if (!cf_ep_wc_ok(ep, &wc, got, wr_id, IBV_WC_RECV, what))
 		return;
 	EP_CHECK(ep, wc.byte_len == len + GRH_LEN, "%s: byte_len %u, "
@@ -152,11 +152,12 @@ static void check_ud_recv(struct cf_ep *ep, uint64_t wr_id, uint32_t len,
 
 /*
  * SEND and SEND_WITH_IMM of 0, 1, MTU/2 and the path MTU (IBA 9.7.1: a
- * UD message is one packet), through an AH with or without a GRH.
+ * UD message is one packet), through an AH with a GRH when ep->arg is not
+ * 0, else without one.
  */
-static int body_sends(struct cf_ep *ep)
+CF_BODY_IMPL(ud, sends)
 {
-	const bool want_global = *(const bool *)ep->arg;
+	const bool want_global = ep->arg != 0;
 	const uint32_t mtu = path_mtu(ep);
 	const uint32_t sizes[] = { 0, 1, mtu / 2, mtu };
 	struct ibv_ah *ah = ep->ah;
@@ -202,20 +203,6 @@ static int body_sends(struct cf_ep *ep)
 	return ret;
 }
 
-static void test_send_lid(void)
-{
-	bool global = false;
-
-	cf_peer_run_tuned(body_sends, tune_ud, &global);
-}
-
-static void test_send_grh(void)
-{
-	bool global = true;
-
-	cf_peer_run_tuned(body_sends, tune_ud, &global);
-}
-
 /*
  * Sender: a datagram the receiver must drop (remote Q_Key qkey), then a
  * good one; the receiver sees only the second (seed 2).  Both sends
@@ -257,15 +244,10 @@ static int dropped_then_good(struct cf_ep *ep, uint32_t qkey, bool post,
  * destination QP's is silently dropped: no receive completion; the sender
  * still completes successfully.
  */
-static int body_qkey_mismatch(struct cf_ep *ep)
+CF_BODY_IMPL(ud, qkey_mismatch)
 {
 	return dropped_then_good(ep, ep->peer.qkey ^ 0x1u, true,
 				 "datagram with a wrong Q_Key");
-}
-
-static void test_qkey_mismatch(void)
-{
-	cf_peer_run_tuned(body_qkey_mismatch, tune_ud, NULL);
 }
 
 /*
@@ -273,15 +255,10 @@ static void test_qkey_mismatch(void)
  * posted is dropped, the sender completes successfully, and it is not
  * delivered later into a receive posted afterwards.
  */
-static int body_no_recv(struct cf_ep *ep)
+CF_BODY_IMPL(ud, no_recv)
 {
 	return dropped_then_good(ep, ep->peer.qkey, false,
 				 "datagram with no receive posted");
-}
-
-static void test_no_recv(void)
-{
-	cf_peer_run_tuned(body_no_recv, tune_ud, NULL);
 }
 
 /*
@@ -289,7 +266,7 @@ static void test_no_recv(void)
  * a send longer than the path MTU fails locally with LOC_LEN_ERR and
  * nothing reaches the peer.
  */
-static int body_too_long(struct cf_ep *ep)
+CF_BODY_IMPL(ud, too_long)
 {
 	const uint32_t mtu = path_mtu(ep);
 	struct ibv_wc wc;
@@ -306,7 +283,7 @@ static int body_too_long(struct cf_ep *ep)
 		return -1;
 	if (!ud_send(ep, ep->qp, ep->ah, ep->peer.qpn[0], ep->peer.qkey,
 		     mtu + 1, 0, 1)) {
-		got = cf_ep_poll(ep, &wc, 1, WAIT_MS);
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_LOC_LEN_ERR, -1,
 				"UD SEND of path MTU + 1 bytes");
 	}
@@ -315,17 +292,12 @@ static int body_too_long(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void test_too_long(void)
-{
-	cf_peer_run_tuned(body_too_long, tune_ud, NULL);
-}
-
 /*
  * IBA 10.2.5: when the high-order bit of the send WR's Q_Key is set, the
  * Q_Key of the sending QP's context is used instead.  Both QPs have the
  * same Q_Key, so 0x80000001 in the WR must be delivered.
  */
-static int body_qkey_controlled(struct cf_ep *ep)
+CF_BODY_IMPL(ud, qkey_controlled)
 {
 	if (ep->side == CF_CHILD) {
 		if (post_ud_recv(ep, 256, 1) || cf_ep_sync(ep, WAIT_MS))
@@ -341,16 +313,11 @@ static int body_qkey_controlled(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void test_qkey_controlled(void)
-{
-	cf_peer_run_tuned(body_qkey_controlled, tune_ud, NULL);
-}
-
 /*
  * Loopback: a UD QP sends to another QP of the same process through an
  * AH to its own port (cf_fill_ah's address vector, IBA 17.6).
  */
-static int body_loopback(struct cf_ep *ep)
+CF_BODY_IMPL(ud, loopback)
 {
 	const uint8_t *grh = ep->buf + RECV_OFF;
 	struct ibv_ah_attr aa;
@@ -378,7 +345,7 @@ static int body_loopback(struct cf_ep *ep)
 		cf_pattern_fill(ep->buf, 200, 4);
 		if (!ud_send(ep, ep->qps[0], ah, ep->qps[1]->qp_num,
 			     ep->p->qkey, 200, 0, 8)) {
-			got = cf_ep_poll(ep, wc, 2, WAIT_MS);
+			got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
 			EP_CHECK(ep, got == 2, "loopback: %d completions of 2",
 				 got);
 			for (int i = 0; i < got; i++) {
@@ -403,26 +370,8 @@ static int body_loopback(struct cf_ep *ep)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
-static void tune_loopback(struct cf_peer_params *p, void *arg)
+CF_TUNE_IMPL(loopback)
 {
-	tune_ud(p, arg);
+	cf_tune_ud(p, arg);
 	p->nqp = 2;
-}
-
-static void test_loopback(void)
-{
-	cf_peer_run_tuned(body_loopback, tune_loopback, NULL);
-}
-
-void register_ud_suite(void)
-{
-	CU_pSuite s = cf_add_suite("ud", NULL, NULL);
-
-	cf_add_test(s, "send_lid", test_send_lid);
-	cf_add_test(s, "send_grh", test_send_grh);
-	cf_add_test(s, "qkey_mismatch", test_qkey_mismatch);
-	cf_add_test(s, "no_recv_no_rnr", test_no_recv);
-	cf_add_test(s, "longer_than_mtu", test_too_long);
-	cf_add_test(s, "qkey_high_bit", test_qkey_controlled);
-	cf_add_test(s, "loopback", test_loopback);
 }
