@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The engine's unit-test transport (loop_transport.h): two in-memory
+ * queues, one lock and one condition variable.  Lock rule: loop.lock
+ * protects both queues and the wake flag; it is a leaf (taken under
+ * engine.lock and QP locks, never around them).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "loop_transport.h"
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct loop_pkt *in_head, *in_tail; /* to the engine */
+	struct loop_pkt *out_head, *out_tail; /* from the engine */
+	bool woken;
+	atomic_bool sleeping;
+} loop = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+/* The one process the engine reaches, whatever the slot. */
+static char loop_peer;
+
+static void loop_deadline(struct timespec *ts, uint64_t ns)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ns += (uint64_t)ts->tv_nsec;
+	ts->tv_sec += (time_t)(ns / 1000000000ull);
+	ts->tv_nsec = (long)(ns % 1000000000ull);
+}
+
+static void loop_append(struct loop_pkt **head, struct loop_pkt **tail,
+			struct loop_pkt *p)
+{
+	p->next = NULL;
+	if (*tail)
+		(*tail)->next = p;
+	else
+		*head = p;
+	*tail = p;
+}
+
+static struct loop_pkt *loop_pop(struct loop_pkt **head,
+				 struct loop_pkt **tail)
+{
+	struct loop_pkt *p = *head;
+
+	if (p) {
+		*head = p->next;
+		if (!*head)
+			*tail = NULL;
+	}
+	return p;
+}
+
+static void loop_free_all(struct loop_pkt **head, struct loop_pkt **tail)
+{
+	struct loop_pkt *p;
+
+	while ((p = loop_pop(head, tail)))
+		free(p);
+}
+
+static int loop_open(struct engine *e)
+{
+	pthread_condattr_t attr;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&loop.cond, &attr);
+	pthread_condattr_destroy(&attr);
+	e->tp_priv = NULL;
+	return 0;
+}
+
+static void loop_close(struct engine *e)
+{
+	loop_reset();
+	pthread_cond_destroy(&loop.cond);
+}
+
+static void loop_forget(struct engine *e)
+{
+}
+
+static struct tp_peer *loop_peer_get(struct engine *e, int32_t slot)
+{
+	return (struct tp_peer *)&loop_peer;
+}
+
+static bool loop_peer_is_self(struct engine *e, const struct tp_peer *peer)
+{
+	return false;
+}
+
+static bool loop_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
+{
+	struct loop_pkt *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return false;
+	pkt->slot = p;
+	pkt->hdr = &p->hdr;
+	pkt->data = p->data;
+	pkt->grh = &p->grh;
+	pkt->pos = 0;
+	return true;
+}
+
+static void loop_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
+{
+	pthread_mutex_lock(&loop.lock);
+	loop_append(&loop.out_head, &loop.out_tail, pkt->slot);
+	pthread_cond_broadcast(&loop.cond);
+	pthread_mutex_unlock(&loop.lock);
+}
+
+/* Unlocked callers (engine_has_packet) only peek: the head stays until
+ * pkt_release, which runs under engine.lock. */
+static bool loop_pkt_peek(struct engine *e, struct tp_pkt *pkt)
+{
+	struct loop_pkt *p;
+
+	pthread_mutex_lock(&loop.lock);
+	p = loop.in_head;
+	pthread_mutex_unlock(&loop.lock);
+	if (!p)
+		return false;
+	pkt->slot = p;
+	pkt->hdr = &p->hdr;
+	pkt->data = p->data;
+	pkt->grh = &p->grh;
+	return true;
+}
+
+static void loop_pkt_release(struct engine *e, struct tp_pkt *pkt)
+{
+	struct loop_pkt *p;
+
+	pthread_mutex_lock(&loop.lock);
+	p = loop_pop(&loop.in_head, &loop.in_tail);
+	pthread_cond_broadcast(&loop.cond);
+	pthread_mutex_unlock(&loop.lock);
+	free(p);
+}
+
+/* Wait for a packet, a wake, *more or the deadline; caller holds the
+ * lock. */
+static void loop_wait_locked(uint64_t timeout_ns, atomic_bool *more)
+{
+	struct timespec ts;
+	int ret = 0;
+
+	if (timeout_ns)
+		loop_deadline(&ts, timeout_ns);
+	while (!loop.in_head && !loop.woken && ret != ETIMEDOUT &&
+	       !(more && atomic_load(more))) {
+		if (timeout_ns)
+			ret = pthread_cond_timedwait(&loop.cond, &loop.lock,
+						     &ts);
+		else
+			pthread_cond_wait(&loop.cond, &loop.lock);
+	}
+	loop.woken = false;
+}
+
+static void loop_sleep(struct engine *e, uint64_t timeout_ns,
+		       atomic_bool *more)
+{
+	pthread_mutex_lock(&loop.lock);
+	atomic_store(&loop.sleeping, true);
+	loop_wait_locked(timeout_ns, more);
+	atomic_store(&loop.sleeping, false);
+	pthread_mutex_unlock(&loop.lock);
+}
+
+static void loop_nap(struct engine *e, uint64_t timeout_ns)
+{
+	pthread_mutex_lock(&loop.lock);
+	loop_wait_locked(timeout_ns ? timeout_ns : 1, NULL);
+	pthread_mutex_unlock(&loop.lock);
+}
+
+static void loop_wake(struct engine *e)
+{
+	pthread_mutex_lock(&loop.lock);
+	loop.woken = true;
+	pthread_cond_broadcast(&loop.cond);
+	pthread_mutex_unlock(&loop.lock);
+}
+
+static bool loop_is_sleeping(struct engine *e)
+{
+	return atomic_load(&loop.sleeping);
+}
+
+const struct transport_ops loop_ops = {
+	.name = "loop",
+	.open = loop_open,
+	.close = loop_close,
+	.forget = loop_forget,
+	.peer_get = loop_peer_get,
+	.peer_is_self = loop_peer_is_self,
+	.pkt_claim = loop_pkt_claim,
+	.pkt_send = loop_pkt_send,
+	.pkt_peek = loop_pkt_peek,
+	.pkt_release = loop_pkt_release,
+	.sleep = loop_sleep,
+	.nap = loop_nap,
+	.wake = loop_wake,
+	.is_sleeping = loop_is_sleeping,
+	.place = NULL,
+};
+
+void loop_inject(const struct loop_pkt *p)
+{
+	struct loop_pkt *copy = malloc(sizeof(*copy));
+
+	if (!copy)
+		abort();
+	memcpy(copy, p, sizeof(*copy));
+	pthread_mutex_lock(&loop.lock);
+	loop_append(&loop.in_head, &loop.in_tail, copy);
+	pthread_cond_broadcast(&loop.cond);
+	pthread_mutex_unlock(&loop.lock);
+}
+
+struct loop_pkt *loop_capture(unsigned int timeout_ms)
+{
+	struct loop_pkt *p;
+	struct timespec ts;
+	int ret = 0;
+
+	loop_deadline(&ts, timeout_ms * 1000000ull);
+	pthread_mutex_lock(&loop.lock);
+	while (!loop.out_head && ret != ETIMEDOUT)
+		ret = pthread_cond_timedwait(&loop.cond, &loop.lock, &ts);
+	p = loop_pop(&loop.out_head, &loop.out_tail);
+	pthread_mutex_unlock(&loop.lock);
+	return p;
+}
+
+unsigned int loop_captured(void)
+{
+	unsigned int n = 0;
+	struct loop_pkt *p;
+
+	pthread_mutex_lock(&loop.lock);
+	for (p = loop.out_head; p; p = p->next)
+		n++;
+	pthread_mutex_unlock(&loop.lock);
+	return n;
+}
+
+void loop_reset(void)
+{
+	pthread_mutex_lock(&loop.lock);
+	loop_free_all(&loop.in_head, &loop.in_tail);
+	loop_free_all(&loop.out_head, &loop.out_tail);
+	pthread_mutex_unlock(&loop.lock);
+}
+
+bool loop_settle(struct engine *e, unsigned int timeout_ms)
+{
+	struct timespec ts;
+	int ret = 0;
+
+	loop_deadline(&ts, timeout_ms * 1000000ull);
+	pthread_mutex_lock(&loop.lock);
+	while (loop.in_head && ret != ETIMEDOUT)
+		ret = pthread_cond_timedwait(&loop.cond, &loop.lock, &ts);
+	ret = loop.in_head ? ETIMEDOUT : 0;
+	pthread_mutex_unlock(&loop.lock);
+	if (ret)
+		return false;
+	/* The drain that released the last packet sends its coalesced
+	 * ACKs before it lets engine.lock go. */
+	pthread_mutex_lock(&e->lock);
+	pthread_mutex_unlock(&e->lock);
+	return true;
+}

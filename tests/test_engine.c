@@ -1,0 +1,909 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of the engine alone (emulator/, without the provider): the
+ * responder and the completer of one RC QP are fed crafted packets through
+ * a transport of the test's own (loop_transport.c), and their answers (the
+ * packets they send, the completions they make) are checked field by
+ * field against the IBA rule each case names.
+ *
+ * The QP under test is connected to a second QP of this process that
+ * stays in RESET: its QPN resolves to this process's node slot, which the
+ * loop transport maps to its one fake peer, so everything the engine sends
+ * is captured.  The whole program runs on a node of its own (IBEMU_NODE).
+ */
+#include "config.h"
+
+#include "unit.h"
+#include <fcntl.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "loop_transport.h"
+
+#define WAIT_MS 1000 /* the longest any expected answer may take */
+#define MTU 1024 /* IBV_MTU_1024 */
+#define RQ_PSN 100 /* the responder's first expected PSN */
+#define SQ_PSN 1000 /* the requester's first PSN */
+#define RNR_TIMER 14 /* min_rnr_timer the responder advertises */
+#define BUF_LEN 16384
+#define RECV_OFF 0 /* receive buffers */
+#define TARGET_OFF 4096 /* RDMA WRITE/READ/atomic target, 8 KiB */
+#define LOCAL_OFF 12288 /* the requester's own buffers */
+
+static struct emu_hca *hca;
+static char node_name[64];
+
+/* One QP under test, the QPN it is connected to, and their resources. */
+struct fixture {
+	struct emu_cq *cq;
+	struct emu_qp *qp, *remote;
+	uint32_t qpn, remote_qpn;
+	struct emu_mr *mr;
+	uint32_t key;
+	uint8_t *buf;
+	int async[2]; /* the QP's async events */
+};
+
+/* What a case changes of the QP's connection. */
+struct qp_params {
+	uint32_t rq_psn;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+};
+
+static const struct qp_params default_params = {
+	.rq_psn = RQ_PSN,
+	.retry_cnt = 3,
+	.rnr_retry = 0,
+};
+
+/* ---- setting up ---- */
+
+static int fx_create_qp(struct fixture *f, struct emu_owner *owner,
+			struct emu_qp **qp_p, uint32_t *qpn_p)
+{
+	struct emu_qp_init init = {
+		.qp_type = IBV_QPT_RC,
+		.pd_id = 1,
+		.send_cq = f->cq,
+		.recv_cq = f->cq,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+			 .max_send_sge = 2, .max_recv_sge = 2 },
+		.owner = *owner,
+	};
+
+	return emu_qp_create(hca, &init, qp_p, qpn_p);
+}
+
+/* RESET -> INIT -> RTR -> RTS, connected to remote_qpn (IBA 11.2.5.2). */
+static void fx_connect(struct fixture *f, const struct qp_params *p)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC,
+	};
+	struct emu_port_info port;
+
+	CU_ASSERT_FATAL(emu_qp_modify(f->qp, &a, IBV_QP_STATE |
+				      IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				      IBV_QP_ACCESS_FLAGS) == 0);
+	emu_hca_port_info(hca, &port);
+	a.qp_state = IBV_QPS_RTR;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.dlid = port.lid;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = f->remote_qpn;
+	a.rq_psn = p->rq_psn;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = RNR_TIMER;
+	CU_ASSERT_FATAL(emu_qp_modify(f->qp, &a, IBV_QP_STATE | IBV_QP_AV |
+				      IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				      IBV_QP_RQ_PSN |
+				      IBV_QP_MAX_DEST_RD_ATOMIC |
+				      IBV_QP_MIN_RNR_TIMER) == 0);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = SQ_PSN;
+	a.timeout = 0; /* no retransmit timer: resends come from NAKs only */
+	a.retry_cnt = p->retry_cnt;
+	a.rnr_retry = p->rnr_retry;
+	a.max_rd_atomic = 4;
+	CU_ASSERT_FATAL(emu_qp_modify(f->qp, &a, IBV_QP_STATE |
+				      IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				      IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+}
+
+static void fx_setup(struct fixture *f, const struct qp_params *p)
+{
+	struct emu_owner owner = { .handle = 1, .async_fd = -1 };
+
+	memset(f, 0, sizeof(*f));
+	loop_reset();
+	CU_ASSERT_FATAL(pipe2(f->async, O_NONBLOCK | O_CLOEXEC) == 0);
+	f->buf = mmap(NULL, BUF_LEN, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CU_ASSERT_FATAL(f->buf != MAP_FAILED);
+	memset(f->buf, 0, BUF_LEN);
+	CU_ASSERT_FATAL(emu_cq_create(hca, 64, -1, &owner, &f->cq) == 0);
+	CU_ASSERT_FATAL(emu_mr_reg(hca, 1, f->buf, BUF_LEN,
+				   (uintptr_t)f->buf,
+				   IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC,
+				   &f->mr, &f->key) == 0);
+	CU_ASSERT_FATAL(fx_create_qp(f, &owner, &f->remote,
+				     &f->remote_qpn) == 0);
+	owner.handle = 2;
+	owner.async_fd = f->async[1];
+	CU_ASSERT_FATAL(fx_create_qp(f, &owner, &f->qp, &f->qpn) == 0);
+	fx_connect(f, p);
+}
+
+static void fx_teardown(struct fixture *f)
+{
+	CU_ASSERT(loop_settle(hca->engine, WAIT_MS));
+	CU_ASSERT(emu_qp_destroy(f->qp) == 0);
+	CU_ASSERT(emu_qp_destroy(f->remote) == 0);
+	CU_ASSERT(emu_mr_dereg(f->mr) == 0);
+	CU_ASSERT(emu_cq_destroy(f->cq) == 0);
+	munmap(f->buf, BUF_LEN);
+	close(f->async[0]);
+	close(f->async[1]);
+	loop_reset();
+}
+
+static uint64_t fx_va(const struct fixture *f, uint32_t off)
+{
+	return (uintptr_t)f->buf + off;
+}
+
+static void fx_post_recv(struct fixture *f, uint64_t wr_id, uint32_t off,
+			 uint32_t len)
+{
+	struct ibv_sge sge = {
+		.addr = fx_va(f, off), .length = len, .lkey = f->key,
+	};
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge,
+				  .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	CU_ASSERT_FATAL(emu_post_recv(f->qp, &wr, &bad) == 0);
+}
+
+static void fx_post_send(struct fixture *f, uint64_t wr_id,
+			 enum ibv_wr_opcode opcode, uint32_t off, uint32_t len,
+			 uint64_t remote_addr, uint32_t rkey)
+{
+	struct ibv_sge sge = {
+		.addr = fx_va(f, off), .length = len, .lkey = f->key,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+		.opcode = opcode, .send_flags = IBV_SEND_SIGNALED,
+	};
+	struct ibv_send_wr *bad;
+
+	wr.wr.rdma.remote_addr = remote_addr;
+	wr.wr.rdma.rkey = rkey;
+	CU_ASSERT_FATAL(emu_post_send(f->qp, &wr, &bad, false) == 0);
+}
+
+static enum ibv_qp_state fx_state(struct fixture *f)
+{
+	struct ibv_qp_attr a;
+
+	emu_qp_query(f->qp, &a);
+	return a.qp_state;
+}
+
+/* ---- crafting packets ---- */
+
+/* A packet from the remote QP to the QP under test. */
+static void craft(struct loop_pkt *p, const struct fixture *f,
+		  uint8_t opcode, uint32_t psn, bool ackreq,
+		  const void *payload, uint32_t paylen)
+{
+	const struct opcode_info *op = opcode_get(opcode);
+	struct bth *bth = (struct bth *)p->data;
+
+	memset(p, 0, sizeof(*p));
+	p->hdr.len = op->hdr_len + paylen;
+	p->hdr.slid = hca->node.seg->lid;
+	p->hdr.dlid = hca->node.seg->lid;
+	p->hdr.src_qpn = f->remote_qpn;
+	p->hdr.src_proc = hca->node.proc_slot;
+	bth->opcode = opcode;
+	bth->flags = (uint8_t)(((4 - (paylen & 3)) & 3) << BTH_PAD_SHIFT);
+	bth->pkey = htobe16(IBEMU_DEFAULT_PKEY);
+	bth->qpn = htobe32(f->qpn);
+	bth->apsn = htobe32((psn & BTH_PSN_MASK) | (ackreq ? BTH_ACKREQ : 0));
+	if (paylen)
+		memcpy(p->data + op->hdr_len, payload, paylen);
+}
+
+static void *ext(struct loop_pkt *p, uint8_t off)
+{
+	CU_ASSERT_FATAL(off != 0);
+	return p->data + off;
+}
+
+static void set_reth(struct loop_pkt *p, uint64_t va, uint32_t rkey,
+		     uint32_t len)
+{
+	struct reth *r = ext(p, opcode_get(p->data[0])->reth);
+
+	r->va = htobe64(va);
+	r->rkey = htobe32(rkey);
+	r->len = htobe32(len);
+}
+
+static void set_aeth(struct loop_pkt *p, uint8_t syn, uint32_t msn)
+{
+	struct aeth *a = ext(p, opcode_get(p->data[0])->aeth);
+
+	a->smsn = htobe32((uint32_t)syn << 24 | (msn & 0xffffff));
+}
+
+static void inject_send(struct fixture *f, uint8_t opcode, uint32_t psn,
+			const void *payload, uint32_t len)
+{
+	struct loop_pkt p;
+
+	craft(&p, f, opcode, psn, true, payload, len);
+	loop_inject(&p);
+}
+
+static void inject_ack(struct fixture *f, uint32_t psn, uint8_t syn,
+		       uint32_t msn)
+{
+	struct loop_pkt p;
+
+	craft(&p, f, IB_OP_ACKNOWLEDGE, psn, false, NULL, 0);
+	set_aeth(&p, syn, msn);
+	loop_inject(&p);
+}
+
+/* ---- checking answers ---- */
+
+static struct bth *pkt_bth(struct loop_pkt *p)
+{
+	return (struct bth *)p->data;
+}
+
+static uint32_t pkt_paylen(struct loop_pkt *p)
+{
+	return p->hdr.len - opcode_get(p->data[0])->hdr_len;
+}
+
+static uint8_t *pkt_data(struct loop_pkt *p)
+{
+	return p->data + opcode_get(p->data[0])->hdr_len;
+}
+
+/* The next packet the QP sends: to the remote QP, with opcode and psn. */
+static struct loop_pkt *expect_pkt(const struct fixture *f, uint8_t opcode,
+				   uint32_t psn)
+{
+	struct loop_pkt *p = loop_capture(WAIT_MS);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_EQUAL(p->hdr.src_qpn, f->qpn);
+	CU_ASSERT_EQUAL(bth_qpn(pkt_bth(p)), f->remote_qpn);
+	CU_ASSERT_EQUAL(p->data[0], opcode);
+	CU_ASSERT_EQUAL(bth_psn(pkt_bth(p)), psn);
+	return p;
+}
+
+static void expect_aeth(struct loop_pkt *p, uint8_t syn, uint32_t msn)
+{
+	const struct opcode_info *op = opcode_get(p->data[0]);
+	uint32_t smsn;
+
+	CU_ASSERT_FATAL(op->aeth != 0);
+	smsn = be32toh(((struct aeth *)(p->data + op->aeth))->smsn);
+	CU_ASSERT_EQUAL(smsn >> 24, syn);
+	CU_ASSERT_EQUAL(smsn & 0xffffff, msn);
+}
+
+/* An ACKNOWLEDGE packet: the coalesced ACK, a NAK or an RNR NAK. */
+static void expect_ack(const struct fixture *f, uint32_t psn, uint8_t syn,
+		       uint32_t msn)
+{
+	struct loop_pkt *p = expect_pkt(f, IB_OP_ACKNOWLEDGE, psn);
+
+	expect_aeth(p, syn, msn);
+	CU_ASSERT_EQUAL(pkt_paylen(p), 0);
+	free(p);
+}
+
+/* Everything injected is consumed and nothing more was sent. */
+static void expect_quiet(void)
+{
+	CU_ASSERT_FATAL(loop_settle(hca->engine, WAIT_MS));
+	CU_ASSERT_EQUAL(loop_captured(), 0);
+}
+
+static void expect_wc(struct fixture *f, struct ibv_wc *wc)
+{
+	struct timespec ts = { 0, 100000 };
+	int i, n = 0;
+
+	for (i = 0; i < WAIT_MS * 10 && n == 0; i++) {
+		n = emu_cq_poll(f->cq, 1, wc);
+		if (!n)
+			nanosleep(&ts, NULL);
+	}
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_EQUAL(wc->qp_num, f->qpn);
+}
+
+static void expect_no_wc(struct fixture *f)
+{
+	struct ibv_wc wc;
+
+	CU_ASSERT_FATAL(loop_settle(hca->engine, WAIT_MS));
+	CU_ASSERT_EQUAL(emu_cq_poll(f->cq, 1, &wc), 0);
+}
+
+static void expect_recv(struct fixture *f, uint64_t wr_id,
+			enum ibv_wc_status status, uint32_t byte_len)
+{
+	struct ibv_wc wc;
+
+	expect_wc(f, &wc);
+	CU_ASSERT_EQUAL(wc.wr_id, wr_id);
+	CU_ASSERT_EQUAL(wc.status, status);
+	CU_ASSERT_EQUAL(wc.opcode, IBV_WC_RECV);
+	if (status == IBV_WC_SUCCESS) {
+		CU_ASSERT_EQUAL(wc.byte_len, byte_len);
+		CU_ASSERT_EQUAL(wc.src_qp, f->remote_qpn);
+	}
+}
+
+static void expect_send_wc(struct fixture *f, uint64_t wr_id,
+			   enum ibv_wc_status status,
+			   enum ibv_wc_opcode opcode, uint32_t byte_len)
+{
+	struct ibv_wc wc;
+
+	expect_wc(f, &wc);
+	CU_ASSERT_EQUAL(wc.wr_id, wr_id);
+	CU_ASSERT_EQUAL(wc.status, status);
+	if (status == IBV_WC_SUCCESS) {
+		CU_ASSERT_EQUAL(wc.opcode, opcode);
+		CU_ASSERT_EQUAL(wc.byte_len, byte_len);
+	}
+}
+
+/* The QP's next async event is type. */
+static void expect_event(struct fixture *f, enum ibv_event_type type)
+{
+	struct emu_event_desc d;
+
+	CU_ASSERT_EQUAL_FATAL(read(f->async[0], &d, sizeof(d)), sizeof(d));
+	CU_ASSERT_EQUAL(d.event_type, type);
+	CU_ASSERT_EQUAL(d.element, 2);
+}
+
+static void fill(uint8_t *buf, uint32_t len, uint8_t seed)
+{
+	uint32_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = (uint8_t)(seed + i * 7);
+}
+
+/* ---- the responder ---- */
+
+/*
+ * IBA 9.7.5.1.1 coalesced acknowledgement: two SEND_ONLY in sequence,
+ * drained together, complete two receives with their data and earn one
+ * ACK, for the later PSN, with the MSN of both messages.
+ */
+static void test_resp_send_in_sequence(void)
+{
+	struct engine *e;
+	struct fixture f;
+	uint8_t msg[2][64];
+
+	fx_setup(&f, &default_params);
+	e = hca->engine;
+	fill(msg[0], 64, 1);
+	fill(msg[1], 40, 2);
+	fx_post_recv(&f, 11, RECV_OFF, 256);
+	fx_post_recv(&f, 12, RECV_OFF + 256, 256);
+	pthread_mutex_lock(&e->lock); /* one drain takes both */
+	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN, msg[0], 64);
+	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN + 1, msg[1], 40);
+	pthread_mutex_unlock(&e->lock);
+	expect_recv(&f, 11, IBV_WC_SUCCESS, 64);
+	expect_recv(&f, 12, IBV_WC_SUCCESS, 40);
+	CU_ASSERT(memcmp(f.buf + RECV_OFF, msg[0], 64) == 0);
+	CU_ASSERT(memcmp(f.buf + RECV_OFF + 256, msg[1], 40) == 0);
+	expect_ack(&f, RQ_PSN + 1, AETH_ACK | AETH_ACK_UNLIMITED, 2);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 9.7.4.1.2 duplicate requests: a resent SEND that was already
+ * executed is acknowledged again (AckReq set) and not executed twice.
+ */
+static void test_resp_duplicate_send(void)
+{
+	struct fixture f;
+	uint8_t msg[64];
+
+	fx_setup(&f, &default_params);
+	fill(msg, sizeof(msg), 3);
+	fx_post_recv(&f, 21, RECV_OFF, 256);
+	fx_post_recv(&f, 22, RECV_OFF + 256, 256);
+	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN, msg, sizeof(msg));
+	expect_recv(&f, 21, IBV_WC_SUCCESS, sizeof(msg));
+	expect_ack(&f, RQ_PSN, AETH_ACK | AETH_ACK_UNLIMITED, 1);
+	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN, msg, sizeof(msg));
+	expect_ack(&f, RQ_PSN, AETH_ACK | AETH_ACK_UNLIMITED, 1);
+	expect_no_wc(&f);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 9.7.5.2.1 PSN sequence error: a request ahead of the expected PSN
+ * earns one NAK (PSN sequence error, for the expected PSN), and only one
+ * for the whole gap; the resent request then completes normally.
+ */
+static void test_resp_psn_ahead(void)
+{
+	struct fixture f;
+	uint8_t msg[32];
+
+	fx_setup(&f, &default_params);
+	fill(msg, sizeof(msg), 4);
+	fx_post_recv(&f, 31, RECV_OFF, 256);
+	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN + 2, msg, sizeof(msg));
+	expect_ack(&f, RQ_PSN, AETH_NAK | AETH_NAK_PSN_SEQ_ERR, 0);
+	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN + 3, msg, sizeof(msg));
+	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN + 1, msg, sizeof(msg));
+	expect_quiet();
+	expect_no_wc(&f);
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_RTS);
+	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN, msg, sizeof(msg));
+	expect_recv(&f, 31, IBV_WC_SUCCESS, sizeof(msg));
+	expect_ack(&f, RQ_PSN, AETH_ACK | AETH_ACK_UNLIMITED, 1);
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 9.7.5.2.8 RNR NAK: a SEND with no receive posted is answered with
+ * an RNR NAK for its PSN carrying the QP's minimum RNR timer; the QP stays
+ * up and the resent SEND completes once a receive is posted.
+ */
+static void test_resp_rnr(void)
+{
+	struct fixture f;
+	uint8_t msg[16];
+
+	fx_setup(&f, &default_params);
+	fill(msg, sizeof(msg), 5);
+	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN, msg, sizeof(msg));
+	expect_ack(&f, RQ_PSN, AETH_RNR_NAK | RNR_TIMER, 0);
+	expect_quiet();
+	expect_no_wc(&f);
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_RTS);
+	fx_post_recv(&f, 41, RECV_OFF, 256);
+	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN, msg, sizeof(msg));
+	expect_recv(&f, 41, IBV_WC_SUCCESS, sizeof(msg));
+	CU_ASSERT(memcmp(f.buf + RECV_OFF, msg, sizeof(msg)) == 0);
+	expect_ack(&f, RQ_PSN, AETH_ACK | AETH_ACK_UNLIMITED, 1);
+	fx_teardown(&f);
+}
+
+/* A WRITE_ONLY of len bytes to (va, rkey); the target must stay as it
+ * was, the QP answers NAK code and enters the error state. */
+static void write_refused(struct fixture *f, uint64_t va, uint32_t rkey,
+			  uint32_t len, uint8_t code,
+			  enum ibv_event_type event)
+{
+	uint8_t msg[256], before[BUF_LEN];
+	struct loop_pkt p;
+
+	fill(msg, sizeof(msg), 6);
+	fill(f->buf + TARGET_OFF, 8192, 9);
+	memcpy(before, f->buf, BUF_LEN);
+	craft(&p, f, IB_OP_WRITE_ONLY, RQ_PSN, true, msg, len);
+	set_reth(&p, va, rkey, len);
+	loop_inject(&p);
+	expect_ack(f, RQ_PSN, AETH_NAK | code, 0);
+	expect_quiet();
+	CU_ASSERT(memcmp(before, f->buf, BUF_LEN) == 0);
+	CU_ASSERT_EQUAL(fx_state(f), IBV_QPS_ERR);
+	expect_event(f, event);
+}
+
+/*
+ * IBA 9.7.5.2.4 / C9-88 R_Key check: an RDMA WRITE under a key that names
+ * no region (a stale variant of a valid one) is NAKed remote access
+ * error; the QP enters the error state, nothing is written.
+ */
+static void test_resp_write_bad_rkey(void)
+{
+	struct fixture f;
+
+	fx_setup(&f, &default_params);
+	write_refused(&f, fx_va(&f, TARGET_OFF), f.key ^ 0x80, 64,
+		      AETH_NAK_REM_ACC_ERR, IBV_EVENT_QP_ACCESS_ERR);
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 10.6.3.2 / C9-88 range check: a WRITE that runs past the end of
+ * the region its R_Key names is NAKed remote access error.
+ */
+static void test_resp_write_past_mr(void)
+{
+	struct fixture f;
+
+	fx_setup(&f, &default_params);
+	write_refused(&f, fx_va(&f, BUF_LEN - 16), f.key, 64,
+		      AETH_NAK_REM_ACC_ERR, IBV_EVENT_QP_ACCESS_ERR);
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 9.7.5.2.2 invalid request (manual 6.2.2 length error): a SEND
+ * longer than the receive buffer completes that receive with LOC_LEN_ERR
+ * and is NAKed invalid request; the QP enters the error state and the
+ * other receives are flushed.
+ */
+static void test_resp_send_too_long(void)
+{
+	struct fixture f;
+	uint8_t msg[64];
+
+	fx_setup(&f, &default_params);
+	fill(msg, sizeof(msg), 7);
+	fx_post_recv(&f, 51, RECV_OFF, 32);
+	fx_post_recv(&f, 52, RECV_OFF + 256, 256);
+	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN, msg, sizeof(msg));
+	expect_ack(&f, RQ_PSN, AETH_NAK | AETH_NAK_INVALID_REQ, 0);
+	expect_recv(&f, 51, IBV_WC_LOC_LEN_ERR, 0);
+	expect_recv(&f, 52, IBV_WC_WR_FLUSH_ERR, 0);
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_ERR);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 9.7.4.1.1 opcode sequence: a SEND_MIDDLE with no message open is
+ * NAKed invalid request; the QP enters the error state.
+ */
+static void test_resp_middle_without_first(void)
+{
+	struct fixture f;
+	uint8_t msg[MTU];
+
+	fx_setup(&f, &default_params);
+	fill(msg, sizeof(msg), 8);
+	fx_post_recv(&f, 61, RECV_OFF, 4096);
+	inject_send(&f, IB_OP_SEND_MIDDLE, RQ_PSN, msg, sizeof(msg));
+	expect_ack(&f, RQ_PSN, AETH_NAK | AETH_NAK_INVALID_REQ, 0);
+	expect_recv(&f, 61, IBV_WC_WR_FLUSH_ERR, 0);
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_ERR);
+	expect_event(&f, IBV_EVENT_QP_REQ_ERR);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
+/* The READ responses to a request of len bytes at psn, in MTU packets,
+ * carrying data; the first and last with an AETH of msn. */
+static void expect_read_responses(struct fixture *f, uint32_t psn,
+				  const uint8_t *data, uint32_t len,
+				  uint32_t msn)
+{
+	static const uint8_t ops[] = { IB_OP_READ_RESPONSE_FIRST,
+				       IB_OP_READ_RESPONSE_MIDDLE,
+				       IB_OP_READ_RESPONSE_LAST };
+	uint32_t i, n = psn_span(len, MTU), off, chunk;
+	struct loop_pkt *p;
+
+	CU_ASSERT_FATAL(n == 3);
+	for (i = 0; i < n; i++) {
+		off = i * MTU;
+		chunk = len - off < MTU ? len - off : MTU;
+		p = expect_pkt(f, ops[i], psn_add(psn, i));
+		if (i != 1)
+			expect_aeth(p, AETH_ACK | AETH_ACK_UNLIMITED, msn);
+		CU_ASSERT_EQUAL(pkt_paylen(p), chunk);
+		CU_ASSERT(memcmp(pkt_data(p), data + off, chunk) == 0);
+		free(p);
+	}
+}
+
+/*
+ * IBA 9.7.4.1.5 RDMA READ: a request for 2500 bytes at MTU 1024 is
+ * answered FIRST/MIDDLE/LAST, one PSN each from the request's PSN across
+ * the 24-bit wrap (9.7.1), and the next request is expected after them;
+ * a duplicate READ is executed again (9.7.4.1.2).
+ */
+static void test_resp_read(void)
+{
+	struct qp_params prm = default_params;
+	uint32_t psn = 0xfffffe, len = 2500;
+	struct fixture f;
+	struct loop_pkt p;
+	uint8_t msg[8];
+
+	prm.rq_psn = psn;
+	fx_setup(&f, &prm);
+	fill(f.buf + TARGET_OFF, len, 10);
+	craft(&p, &f, IB_OP_READ_REQUEST, psn, true, NULL, 0);
+	set_reth(&p, fx_va(&f, TARGET_OFF), f.key, len);
+	loop_inject(&p);
+	expect_read_responses(&f, psn, f.buf + TARGET_OFF, len, 1);
+	loop_inject(&p);
+	expect_read_responses(&f, psn, f.buf + TARGET_OFF, len, 1);
+	expect_quiet();
+	/* 0xfffffe + 3 PSNs: the next request is PSN 1. */
+	fill(msg, sizeof(msg), 11);
+	fx_post_recv(&f, 71, RECV_OFF, 256);
+	inject_send(&f, IB_OP_SEND_ONLY, 1, msg, sizeof(msg));
+	expect_recv(&f, 71, IBV_WC_SUCCESS, sizeof(msg));
+	expect_ack(&f, 1, AETH_ACK | AETH_ACK_UNLIMITED, 2);
+	fx_teardown(&f);
+}
+
+static void inject_fetch_add(struct fixture *f, uint32_t psn, uint64_t va,
+			     uint64_t add)
+{
+	struct loop_pkt p;
+	struct atmeth *a;
+
+	craft(&p, f, IB_OP_FETCH_ADD, psn, true, NULL, 0);
+	a = ext(&p, opcode_get(IB_OP_FETCH_ADD)->atmeth);
+	a->va = htobe64(va);
+	a->rkey = htobe32(f->key);
+	a->swap_add = htobe64(add);
+	a->compare = 0;
+	loop_inject(&p);
+}
+
+static void expect_atomic_ack(struct fixture *f, uint32_t psn,
+			      uint64_t orig, uint32_t msn)
+{
+	struct loop_pkt *p = expect_pkt(f, IB_OP_ATOMIC_ACKNOWLEDGE, psn);
+	const struct atmack *ack;
+
+	expect_aeth(p, AETH_ACK | AETH_ACK_UNLIMITED, msn);
+	ack = (const struct atmack *)(p->data +
+				      opcode_get(p->data[0])->atmack);
+	CU_ASSERT_EQUAL(be64toh(ack->orig), orig);
+	free(p);
+}
+
+/*
+ * IBA 9.7.4.1.6 atomics: FETCH_ADD returns the original value in an
+ * ATOMIC_ACKNOWLEDGE; its duplicate (9.7.4.1.2) replays the same original
+ * value without adding a second time.
+ */
+static void test_resp_fetch_add(void)
+{
+	uint64_t *target;
+	struct fixture f;
+
+	fx_setup(&f, &default_params);
+	target = (uint64_t *)(f.buf + TARGET_OFF + 64);
+	*target = 10;
+	inject_fetch_add(&f, RQ_PSN, fx_va(&f, TARGET_OFF + 64), 5);
+	expect_atomic_ack(&f, RQ_PSN, 10, 1);
+	CU_ASSERT_EQUAL(__atomic_load_n(target, __ATOMIC_SEQ_CST), 15);
+	inject_fetch_add(&f, RQ_PSN, fx_va(&f, TARGET_OFF + 64), 5);
+	expect_atomic_ack(&f, RQ_PSN, 10, 1);
+	expect_quiet();
+	CU_ASSERT_EQUAL(__atomic_load_n(target, __ATOMIC_SEQ_CST), 15);
+	fx_teardown(&f);
+}
+
+/* ---- the completer ---- */
+
+/* Post a 64-byte signaled SEND and check the SEND_ONLY it becomes. */
+static void post_and_see_send(struct fixture *f, uint64_t wr_id,
+			      uint32_t psn, uint8_t seed)
+{
+	struct loop_pkt *p;
+	uint8_t *data = f->buf + LOCAL_OFF + (wr_id & 7) * 64;
+
+	fill(data, 64, seed);
+	fx_post_send(f, wr_id, IBV_WR_SEND, LOCAL_OFF + (wr_id & 7) * 64, 64,
+		     0, 0);
+	p = expect_pkt(f, IB_OP_SEND_ONLY, psn);
+	CU_ASSERT(be32toh(pkt_bth(p)->apsn) & BTH_ACKREQ);
+	CU_ASSERT_EQUAL(pkt_paylen(p), 64);
+	CU_ASSERT(memcmp(pkt_data(p), data, 64) == 0);
+	free(p);
+}
+
+/* A SEND_ONLY resent at psn with the data post_and_see_send gave it. */
+static void expect_resend(struct fixture *f, uint32_t psn, uint8_t seed)
+{
+	struct loop_pkt *p = expect_pkt(f, IB_OP_SEND_ONLY, psn);
+	uint8_t want[64];
+
+	fill(want, sizeof(want), seed);
+	CU_ASSERT(be32toh(pkt_bth(p)->apsn) & BTH_ACKREQ);
+	CU_ASSERT_EQUAL(pkt_paylen(p), sizeof(want));
+	CU_ASSERT(memcmp(pkt_data(p), want, sizeof(want)) == 0);
+	free(p);
+}
+
+/* IBA 9.7.5.1 ACK: the acknowledged SEND completes successfully. */
+static void test_comp_ack(void)
+{
+	struct fixture f;
+
+	fx_setup(&f, &default_params);
+	post_and_see_send(&f, 81, SQ_PSN, 12);
+	expect_no_wc(&f);
+	inject_ack(&f, SQ_PSN, AETH_ACK | AETH_ACK_UNLIMITED, 1);
+	expect_send_wc(&f, 81, IBV_WC_SUCCESS, IBV_WC_SEND, 64);
+	expect_quiet();
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_RTS);
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 9.7.5.2.4 NAK remote access error: the SEND completes with
+ * REM_ACCESS_ERR and the QP enters the error state (10.3.1).
+ */
+static void test_comp_nak_access(void)
+{
+	struct fixture f;
+
+	fx_setup(&f, &default_params);
+	post_and_see_send(&f, 82, SQ_PSN, 13);
+	inject_ack(&f, SQ_PSN, AETH_NAK | AETH_NAK_REM_ACC_ERR, 0);
+	expect_send_wc(&f, 82, IBV_WC_REM_ACCESS_ERR, IBV_WC_SEND, 0);
+	expect_quiet();
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_ERR);
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 9.7.5.2.8 / 9.7.6.2 RNR retry count: with rnr_retry 0 the first
+ * RNR NAK ends the SEND with RNR_RETRY_EXC_ERR, nothing is resent.
+ */
+static void test_comp_rnr_exhausted(void)
+{
+	struct fixture f;
+
+	fx_setup(&f, &default_params);
+	post_and_see_send(&f, 83, SQ_PSN, 14);
+	inject_ack(&f, SQ_PSN, AETH_RNR_NAK | 1, 0);
+	expect_send_wc(&f, 83, IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_SEND, 0);
+	expect_quiet();
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_ERR);
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 9.7.5.2.1 / 9.7.5.1.2 PSN sequence error NAK: it acknowledges the
+ * messages before its PSN (the first SEND completes) and the requester
+ * resends from its PSN, same PSN and data; the resend's ACK completes it.
+ */
+static void test_comp_nak_psn_seq(void)
+{
+	struct fixture f;
+
+	fx_setup(&f, &default_params);
+	post_and_see_send(&f, 84, SQ_PSN, 15);
+	post_and_see_send(&f, 85, SQ_PSN + 1, 16);
+	inject_ack(&f, SQ_PSN + 1, AETH_NAK | AETH_NAK_PSN_SEQ_ERR, 1);
+	expect_send_wc(&f, 84, IBV_WC_SUCCESS, IBV_WC_SEND, 64);
+	expect_resend(&f, SQ_PSN + 1, 16);
+	expect_no_wc(&f);
+	inject_ack(&f, SQ_PSN + 1, AETH_ACK | AETH_ACK_UNLIMITED, 2);
+	expect_send_wc(&f, 85, IBV_WC_SUCCESS, IBV_WC_SEND, 64);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 9.7.4.1.5 / 9.7.5.1.3 RDMA READ at the requester: the READ_REQUEST
+ * carries the RETH of the WR; READ_RESPONSE_ONLY places its data in the
+ * local buffer and completes the WR.
+ */
+static void test_comp_read(void)
+{
+	uint32_t len = 256;
+	struct loop_pkt *req, resp;
+	const struct reth *reth;
+	struct fixture f;
+	uint8_t data[256];
+
+	fx_setup(&f, &default_params);
+	fill(data, len, 17);
+	fx_post_send(&f, 86, IBV_WR_RDMA_READ, LOCAL_OFF, len,
+		     0x123456789000ull, 0xabcd01);
+	req = expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN);
+	reth = (const struct reth *)(req->data +
+				     opcode_get(IB_OP_READ_REQUEST)->reth);
+	CU_ASSERT_EQUAL(be64toh(reth->va), 0x123456789000ull);
+	CU_ASSERT_EQUAL(be32toh(reth->rkey), 0xabcd01);
+	CU_ASSERT_EQUAL(be32toh(reth->len), len);
+	CU_ASSERT(be32toh(pkt_bth(req)->apsn) & BTH_ACKREQ);
+	free(req);
+	expect_no_wc(&f);
+	craft(&resp, &f, IB_OP_READ_RESPONSE_ONLY, SQ_PSN, false, data, len);
+	set_aeth(&resp, AETH_ACK | AETH_ACK_UNLIMITED, 1);
+	loop_inject(&resp);
+	expect_send_wc(&f, 86, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, len);
+	CU_ASSERT(memcmp(f.buf + LOCAL_OFF, data, len) == 0);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
+/* ---- the program ---- */
+
+/* Remove the node segment and anything else named for this node. */
+static void drop_node(void)
+{
+	char pattern[128];
+	glob_t g;
+	size_t i;
+
+	snprintf(pattern, sizeof(pattern), "/dev/shm/ibemu-*-%s*", node_name);
+	if (glob(pattern, 0, NULL, &g))
+		return;
+	for (i = 0; i < g.gl_pathc; i++)
+		unlink(g.gl_pathv[i]);
+	globfree(&g);
+}
+
+int main(void)
+{
+	static const struct unit_test tests[] = {
+		{ "resp_send_in_sequence", test_resp_send_in_sequence },
+		{ "resp_duplicate_send", test_resp_duplicate_send },
+		{ "resp_psn_ahead", test_resp_psn_ahead },
+		{ "resp_rnr", test_resp_rnr },
+		{ "resp_write_bad_rkey", test_resp_write_bad_rkey },
+		{ "resp_write_past_mr", test_resp_write_past_mr },
+		{ "resp_send_too_long", test_resp_send_too_long },
+		{ "resp_middle_without_first",
+		  test_resp_middle_without_first },
+		{ "resp_read", test_resp_read },
+		{ "resp_fetch_add", test_resp_fetch_add },
+		{ "comp_ack", test_comp_ack },
+		{ "comp_nak_access", test_comp_nak_access },
+		{ "comp_rnr_exhausted", test_comp_rnr_exhausted },
+		{ "comp_nak_psn_seq", test_comp_nak_psn_seq },
+		{ "comp_read", test_comp_read },
+		{ NULL, NULL },
+	};
+	int ret;
+
+	snprintf(node_name, sizeof(node_name), "unit-engine-%d",
+		 (int)getpid());
+	setenv("IBEMU_NODE", node_name, 1);
+	engine_use_transport(&loop_ops);
+	if (emu_hca_get(&hca)) {
+		fprintf(stderr, "test_engine: cannot attach the HCA\n");
+		drop_node();
+		return 1;
+	}
+	ret = unit_run("engine", tests);
+	emu_hca_put(hca);
+	drop_node();
+	return ret;
+}
