@@ -157,7 +157,6 @@ int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
 	qp->srq = init->srq;
 	qp->sq_sig_all = init->sq_sig_all;
 	qp->cap = init->cap;
-	qp->cap.max_inline_data = init->cap.max_inline_data;
 	qp_grant_cap(&qp->cap, qp->srq != NULL);
 	ret = qp_alloc_queues(qp);
 	if (ret)

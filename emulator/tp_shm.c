@@ -158,10 +158,9 @@ static bool tp_shm_peer_is_self(struct engine *e, const struct tp_peer *peer)
 	return (const struct inbox *)peer == tp_shm(e)->inbox;
 }
 
-static bool tp_shm_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
+/* A packet is an inbox slot: link header, data, GRH. */
+static bool tp_shm_pkt_at(struct inbox_slot *s, struct tp_pkt *pkt)
 {
-	struct inbox_slot *s = inbox_claim(tp_shm_inbox(peer), &pkt->pos);
-
 	if (!s)
 		return false;
 	pkt->slot = s;
@@ -169,6 +168,11 @@ static bool tp_shm_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
 	pkt->data = s->data;
 	pkt->grh = &s->grh;
 	return true;
+}
+
+static bool tp_shm_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
+{
+	return tp_shm_pkt_at(inbox_claim(tp_shm_inbox(peer), &pkt->pos), pkt);
 }
 
 static void tp_shm_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
@@ -178,15 +182,7 @@ static void tp_shm_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 
 static bool tp_shm_pkt_peek(struct engine *e, struct tp_pkt *pkt)
 {
-	struct inbox_slot *s = inbox_peek(tp_shm(e)->inbox);
-
-	if (!s)
-		return false;
-	pkt->slot = s;
-	pkt->hdr = &s->hdr;
-	pkt->data = s->data;
-	pkt->grh = &s->grh;
-	return true;
+	return tp_shm_pkt_at(inbox_peek(tp_shm(e)->inbox), pkt);
 }
 
 static void tp_shm_pkt_release(struct engine *e, struct tp_pkt *pkt)

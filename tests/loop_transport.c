@@ -100,10 +100,9 @@ static bool loop_peer_is_self(struct engine *e, const struct tp_peer *peer)
 	return false;
 }
 
-static bool loop_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
+/* The engine's view of one of our packets. */
+static bool loop_pkt_at(struct loop_pkt *p, struct tp_pkt *pkt)
 {
-	struct loop_pkt *p = calloc(1, sizeof(*p));
-
 	if (!p)
 		return false;
 	pkt->slot = p;
@@ -112,6 +111,11 @@ static bool loop_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
 	pkt->grh = &p->grh;
 	pkt->pos = 0;
 	return true;
+}
+
+static bool loop_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
+{
+	return loop_pkt_at(calloc(1, sizeof(struct loop_pkt)), pkt);
 }
 
 static void loop_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
@@ -131,13 +135,7 @@ static bool loop_pkt_peek(struct engine *e, struct tp_pkt *pkt)
 	pthread_mutex_lock(&loop.lock);
 	p = loop.in_head;
 	pthread_mutex_unlock(&loop.lock);
-	if (!p)
-		return false;
-	pkt->slot = p;
-	pkt->hdr = &p->hdr;
-	pkt->data = p->data;
-	pkt->grh = &p->grh;
-	return true;
+	return loop_pkt_at(p, pkt);
 }
 
 static void loop_pkt_release(struct engine *e, struct tp_pkt *pkt)
