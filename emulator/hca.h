@@ -130,7 +130,8 @@ struct qp_comp {
 /* A READ request the responder is answering. */
 struct resp_read {
 	uint32_t psn; /* of the next response packet */
-	uint8_t *va; /* next byte to send */
+	uint32_t rkey; /* checked again for every packet (resp.c) */
+	uint64_t va; /* next byte to send, as the requester names it */
 	uint32_t left; /* bytes still to send */
 	bool first; /* no response packet sent yet */
 	uint32_t total;
@@ -146,7 +147,8 @@ struct qp_resp {
 	struct wqe *wqe; /* receive WQE of the open message */
 	bool has_wqe;
 	uint32_t offset; /* bytes placed in the open message */
-	uint8_t *va; /* RDMA WRITE: where the next byte goes */
+	uint32_t wrkey; /* RDMA WRITE: its R_Key, checked for every packet */
+	uint64_t wva; /* RDMA WRITE: where the next byte goes */
 	uint32_t remaining; /* RDMA WRITE: bytes still expected */
 	uint32_t wlen; /* RDMA WRITE: total length */
 	bool ack_pending; /* an ACK could not be sent yet */

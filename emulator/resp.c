@@ -295,20 +295,61 @@ static void resp_send(struct emu_qp *qp, const struct pkt *p)
 	}
 }
 
-/* The local address of [va, va+len) under rkey with access, or NULL
- * (IBA 10.6.3.2 / C9-88: key valid, same PD, access right, in range). */
-static uint8_t *resp_rkey(struct emu_qp *qp, uint32_t rkey, uint64_t va,
-			  uint64_t len, int access)
+/*
+ * The region rkey names, held (mr_put when done), and in *addr_p the
+ * local address of [va, va+len); NULL if the access is not allowed (IBA
+ * 10.6.3.2 / C9-88: key valid, same PD, access right, in range).  Every
+ * packet is checked again and copied under the hold, so once
+ * ibv_dereg_mr returns no packet of an open message touches the region.
+ */
+static struct emu_mr *resp_mr(struct emu_qp *qp, uint32_t rkey, uint64_t va,
+			      uint64_t len, int access, uint8_t **addr_p)
 {
 	struct emu_mr *mr = mr_get(qp->hca, rkey, true);
-	uint8_t *addr = NULL;
 
 	if (!mr)
 		return NULL;
+	*addr_p = NULL;
 	if (mr->pd_id == qp->pd_id && (mr->access & access))
-		addr = sge_mr_addr(mr, va, len);
+		*addr_p = sge_mr_addr(mr, va, len);
+	if (!*addr_p) {
+		mr_put(mr);
+		return NULL;
+	}
+	return mr;
+}
+
+/* Whether rkey allows access to [va, va+len) now. */
+static bool resp_rkey_ok(struct emu_qp *qp, uint32_t rkey, uint64_t va,
+			 uint64_t len, int access)
+{
+	uint8_t *addr;
+	struct emu_mr *mr = resp_mr(qp, rkey, va, len, access, &addr);
+
+	if (mr)
+		mr_put(mr);
+	return mr != NULL;
+}
+
+/* Copy len bytes between buf and [va, va+len) under rkey; false if the
+ * region no longer allows it. */
+static bool resp_rkey_copy(struct emu_qp *qp, uint32_t rkey, uint64_t va,
+			   void *buf, uint32_t len, bool to_region)
+{
+	int access = to_region ? IBV_ACCESS_REMOTE_WRITE
+			       : IBV_ACCESS_REMOTE_READ;
+	struct emu_mr *mr;
+	uint8_t *addr;
+
+	mr = resp_mr(qp, rkey, va, len, access, &addr);
+	if (!mr)
+		return false;
+	if (to_region)
+		memcpy(addr, buf, len);
+	else
+		memcpy(buf, addr, len);
 	mr_put(mr);
-	return addr;
+	return true;
 }
 
 static void resp_write(struct emu_qp *qp, const struct pkt *p)
@@ -331,15 +372,15 @@ static void resp_write(struct emu_qp *qp, const struct pkt *p)
 			return;
 		}
 		/* A zero-length write names no memory (IBA 9.7.4.1.4). */
-		qp->resp.va = len ? resp_rkey(qp, pkt_reth_rkey(p), va, len,
-					      IBV_ACCESS_REMOTE_WRITE)
-				  : NULL;
-		if (len && !qp->resp.va) {
+		if (len && !resp_rkey_ok(qp, pkt_reth_rkey(p), va, len,
+					 IBV_ACCESS_REMOTE_WRITE)) {
 			resp_fail(qp, p, AETH_NAK_REM_ACC_ERR,
 				  IBV_EVENT_QP_ACCESS_ERR, IBV_WC_SUCCESS);
 			return;
 		}
 		qp->resp.op = OPM_WRITE;
+		qp->resp.wrkey = pkt_reth_rkey(p);
+		qp->resp.wva = va;
 		qp->resp.remaining = len;
 		qp->resp.wlen = len;
 	}
@@ -354,8 +395,14 @@ static void resp_write(struct emu_qp *qp, const struct pkt *p)
 		return;
 	}
 	if (p->paylen) {
-		memcpy(qp->resp.va, p->payload, p->paylen);
-		qp->resp.va += p->paylen;
+		/* Deregistered since the first packet (IBA 10.6.3.5). */
+		if (!resp_rkey_copy(qp, qp->resp.wrkey, qp->resp.wva,
+				    (void *)p->payload, p->paylen, true)) {
+			resp_fail(qp, p, AETH_NAK_REM_ACC_ERR,
+				  IBV_EVENT_QP_ACCESS_ERR, IBV_WC_SUCCESS);
+			return;
+		}
+		qp->resp.wva += p->paylen;
 		qp->resp.remaining -= p->paylen;
 	}
 	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
@@ -378,7 +425,7 @@ static void resp_write(struct emu_qp *qp, const struct pkt *p)
 
 /* Queue the responses to a READ request (IBA 9.7.4.1.5). */
 static bool resp_read_queue(struct emu_qp *qp, const struct pkt *p,
-			    uint8_t *va, uint32_t len)
+			    uint64_t va, uint32_t len)
 {
 	uint32_t size = IBEMU_MAX_QP_INIT_RD_ATOM + 1;
 	struct resp_read *r;
@@ -397,12 +444,32 @@ static bool resp_read_queue(struct emu_qp *qp, const struct pkt *p,
 		return false;
 	r = &qp->resp.reads[qp->resp.reads_tail];
 	r->psn = p->psn;
+	r->rkey = pkt_reth_rkey(p);
 	r->va = va;
 	r->left = len;
 	r->total = len;
 	r->first = true;
 	qp->resp.reads_tail = (qp->resp.reads_tail + 1) % qp->resp.reads_size;
 	return true;
+}
+
+/*
+ * The region of a READ being answered was deregistered (IBA 10.6.3.5):
+ * the packet built for it carries a NAK remote access error instead, and
+ * the responder enters the error state (manual 6.1.4 QP_ACCESS_ERR).
+ */
+static void resp_read_abort(struct emu_qp *qp, struct pkt_out *out,
+			    const struct resp_read *r)
+{
+	/* The claimed room is used for the NAK: rebuild it as an ACK. */
+	out->op = opcode_get(IB_OP_ACKNOWLEDGE);
+	out->pkt.hdr->len = out->op->hdr_len;
+	out_bth_init(out, IB_OP_ACKNOWLEDGE, 0, IBEMU_DEFAULT_PKEY,
+		     qp->attr.dest_qp_num, r->psn, false);
+	out_set_aeth(out, AETH_NAK | AETH_NAK_REM_ACC_ERR, qp->resp.msn);
+	pkt_send(out);
+	emu_event(&qp->owner, IBV_EVENT_QP_ACCESS_ERR);
+	qp_error_locked(qp);
 }
 
 /* Send queued READ responses until done or the inbox is full. */
@@ -443,8 +510,12 @@ static void resp_read_send(struct emu_qp *qp)
 					     AETH_ACK | AETH_ACK_UNLIMITED,
 					     qp->resp.msn);
 			}
-			if (paylen)
-				memcpy(out_payload(&out), r->va, paylen);
+			if (paylen &&
+			    !resp_rkey_copy(qp, r->rkey, r->va,
+					    out_payload(&out), paylen, false)) {
+				resp_read_abort(qp, &out, r);
+				return;
+			}
 			pkt_send(&out);
 			r->va += paylen;
 			r->left -= paylen;
@@ -461,7 +532,7 @@ static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
 			   bool dup)
 {
 	uint32_t len = pkt_reth_len(p);
-	uint8_t *va = NULL;
+	uint64_t va = pkt_reth_va(p);
 
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ)) {
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_REQ_ERR,
@@ -469,9 +540,8 @@ static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
 		return false;
 	}
 	if (len) {
-		va = resp_rkey(qp, pkt_reth_rkey(p), pkt_reth_va(p), len,
-			       IBV_ACCESS_REMOTE_READ);
-		if (!va) {
+		if (!resp_rkey_ok(qp, pkt_reth_rkey(p), va, len,
+				  IBV_ACCESS_REMOTE_READ)) {
 			resp_fail(qp, p, AETH_NAK_REM_ACC_ERR,
 				  IBV_EVENT_QP_ACCESS_ERR, IBV_WC_SUCCESS);
 			return false;
@@ -519,7 +589,8 @@ static void resp_atomic_ack(struct emu_qp *qp, uint32_t psn, uint64_t orig)
 static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 {
 	uint64_t va = pkt_atmeth_va(p), orig, expected;
-	uint64_t *target;
+	struct emu_mr *mr;
+	uint8_t *target;
 
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)) {
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_REQ_ERR,
@@ -533,9 +604,9 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 			  IBV_WC_SUCCESS);
 		return;
 	}
-	target = (uint64_t *)resp_rkey(qp, pkt_atmeth_rkey(p), va, 8,
-				       IBV_ACCESS_REMOTE_ATOMIC);
-	if (!target) {
+	mr = resp_mr(qp, pkt_atmeth_rkey(p), va, 8, IBV_ACCESS_REMOTE_ATOMIC,
+		     &target);
+	if (!mr) {
 		resp_fail(qp, p, AETH_NAK_REM_ACC_ERR, IBV_EVENT_QP_ACCESS_ERR,
 			  IBV_WC_SUCCESS);
 		return;
@@ -546,14 +617,16 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 	 * one place the compiler's __atomic builtins are used. */
 	if (p->opcode == IB_OP_COMPARE_SWAP) {
 		expected = pkt_atmeth_compare(p);
-		__atomic_compare_exchange_n(target, &expected,
+		__atomic_compare_exchange_n((uint64_t *)target, &expected,
 					    pkt_atmeth_swap_add(p), false,
 					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 		orig = expected;
 	} else {
-		orig = __atomic_fetch_add(target, pkt_atmeth_swap_add(p),
+		orig = __atomic_fetch_add((uint64_t *)target,
+					  pkt_atmeth_swap_add(p),
 					  __ATOMIC_SEQ_CST);
 	}
+	mr_put(mr);
 	qp->resp.atomic_psn = p->psn;
 	qp->resp.atomic_orig = orig;
 	qp->resp.atomic_valid = true;
