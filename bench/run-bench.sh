@@ -1,6 +1,6 @@
 #!/bin/bash
 # ibemu's performance beside the machine's own limits, measured in one run
-# (DESIGN.md section 7): Debian's perftest over ibemu on loopback, and the
+# (doc/design.md §18): Debian's perftest over ibemu on loopback, and the
 # floor any shared-memory transport has on this machine, from our programs
 # bench/shm_pingpong (one-way cache-line hand-off between two processes) and
 # bench/memcpy_bw (memcpy bandwidth).  Every figure is the MEDIAN of

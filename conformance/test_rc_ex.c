@@ -5,7 +5,7 @@
  * builders (man ibv_wr_post(3)), and ibv_create_cq_ex with
  * ibv_start_poll / ibv_next_poll / ibv_end_poll and the ibv_wc_read_*
  * readers (man ibv_create_cq_ex(3)).  The operations are those of IBA 9.4;
- * DESIGN.md section 4 lists the extended API in the contract.
+ * doc/design.md §3 lists the extended API that ibemu offers.
  */
 #include <arpa/inet.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One-sided operations placed by the requester, the shared-memory
- * transport's placement capability (transport.h, doc/design.md):
+ * transport's placement capability (transport.h, doc/design.md §13):
  * with cross-memory attach (process_vm_writev/readv) an RDMA WRITE or
  * READ moves its data in one copy and one system call, and lands while
  * the target process runs no verb at all.  The requester checks

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The process's attachment to its node's HCA (doc/design.md, "The node
- * and its HCA"): the first open context attaches the process to the node
+ * The process's attachment to its node's HCA (doc/design.md §4, "Device
+ * and contexts"): the first open context attaches the process to the node
  * segment, builds its key tables and starts its engine; the last one
  * undoes it.  One attachment per process, as one process opens one
  * uverbs device file.

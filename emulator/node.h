@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The node segment: the state of one node's emulated HCA, shared by every
- * process of that node as a real HCA is (DESIGN.md section 2).
+ * process of that node as a real HCA is (doc/design.md §6).
  *
  * A node is a host or a network namespace.  Its segment is a POSIX shared
  * memory object named for the user and the network namespace, mode 0600,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Packet capture (DESIGN.md sections 3 and 8).  With IBEMU_PCAP=FILE every
+ * Packet capture (doc/design.md §15).  With IBEMU_PCAP=FILE every
  * packet this process sends is written to a pcap file as RoCEv2: Ethernet,
  * IPv4, UDP to port 4791 (IBA Annex A17), then the packet's own IB
  * transport headers and payload, its pad bytes and an ICRC, so Wireshark

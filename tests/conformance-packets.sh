@@ -2,7 +2,7 @@
 # The RC, UC and UD suites with requester-placed RDMA turned off
 # (IBEMU_CMA=0): every WRITE and READ then crosses the inbox as packets and
 # is executed by the target's responder, the path used where the kernel
-# refuses cross-memory attach (DESIGN.md section 3).
+# refuses cross-memory attach (doc/design.md §13).
 . "$(dirname "$0")/lib.sh"
 for suite in rc_ uc ud; do
 	if IBEMU_CMA=0 CF_RC_STRESS_MSGS=3000 \

@@ -1,6 +1,6 @@
 #!/bin/bash
 # IBEMU_PCAP: the packets ibemu carries are real IB transport headers that
-# tshark dissects as RoCEv2 (DESIGN.md section 3): opcodes, PSNs, AETH,
+# tshark dissects as RoCEv2 (doc/design.md §15): opcodes, PSNs, AETH,
 # RETH, AtomicETH/AtomicAckETH and DETH, and not one malformed packet.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/serverclient.sh"

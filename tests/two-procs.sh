@@ -1,6 +1,6 @@
 #!/bin/bash
 # Programs started at the same instant share one HCA: same node GUID and
-# LID, distinct QPNs (DESIGN.md section 2).
+# LID, distinct QPNs (doc/design.md §6).
 . "$(dirname "$0")/lib.sh"
 probe=$IBEMU_BUILDDIR/tests/qpn_probe
 dir=$(mktemp -d); trap 'rm -rf "$dir"; ibemu_cleanup' EXIT

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The ibemu command (DESIGN.md section 8).
+ * The ibemu command (doc/design.md §17).
  *
  *   ibemu run [options] -- CMD [ARGS...]   run CMD with the emulated HCA
  *   ibemu status                          the node's device, processes, QPs
