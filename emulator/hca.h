@@ -63,8 +63,6 @@ struct emu_mr {
 	int access;
 	uint32_t key; /* lkey == rkey */
 	uint32_t index; /* in hca.mr_table */
-	/* Operations of the engine running on it: dereg waits for none. */
-	atomic_uint users;
 };
 
 /*

@@ -10,12 +10,12 @@
  * wrapped.  lkey == rkey, as on rxe.
  *
  * Lock rule: hca.lock serialises changes to the table (mr_table,
- * mr_variant, mr_cursor, nr_mrs).  The engines look keys up without it:
- * mr_get() announces itself in the slot's user count, then reads the
- * entry; deregistration clears the entry, then waits for the count to
- * drop, so once emu_mr_dereg() returns no operation of this process's
- * HCA touches the region (IBA 10.6.3.5, 11.2.8.4: after deregistration
- * the keys are invalid and the memory is not accessed).
+ * mr_variant, mr_cursor, nr_mrs).  The engines look keys up without it,
+ * as readers (quiesce.h): mr_get() enters, then reads the entry; mr_put()
+ * leaves.  Deregistration clears the entry, then waits for the readers
+ * inside to leave, so once emu_mr_dereg() returns no operation of this
+ * process's HCA touches the region (IBA 10.6.3.5, 11.2.8.4: after
+ * deregistration the keys are invalid and the memory is not accessed).
  */
 #include "config.h"
 
@@ -29,6 +29,7 @@
 #include "engine.h"
 #include "hca.h"
 #include "log.h"
+#include "quiesce.h"
 
 #define MR_ACCESS_SUPPORTED                                                    \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
@@ -38,16 +39,11 @@
 	(MR_ACCESS_SUPPORTED | IBV_ACCESS_ZERO_BASED |                         \
 	 IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)
 
-/* Per slot: engine operations between mr_get() and mr_put(). */
-static atomic_uint *mr_slot_users;
-
 int mr_table_init(struct emu_hca *hca)
 {
 	hca->mr_table = calloc(IBEMU_MAX_MR, sizeof(*hca->mr_table));
 	hca->mr_variant = calloc(IBEMU_MAX_MR, sizeof(*hca->mr_variant));
-	if (!mr_slot_users)
-		mr_slot_users = calloc(IBEMU_MAX_MR, sizeof(*mr_slot_users));
-	if (!hca->mr_table || !hca->mr_variant || !mr_slot_users) {
+	if (!hca->mr_table || !hca->mr_variant) {
 		mr_table_fini(hca);
 		return ENOMEM;
 	}
@@ -93,23 +89,16 @@ full:
 	return ENOMEM;
 }
 
-/* Wait until no engine operation holds slot idx. */
-static void mr_slot_quiesce(uint32_t idx)
-{
-	while (atomic_load(&mr_slot_users[idx]))
-		sched_yield();
-}
-
 static void mr_key_free(struct emu_hca *hca, struct emu_mr *mr)
 {
 	pthread_mutex_lock(&hca->lock);
-	/* Sequentially consistent against mr_get(): either the lookup sees
-	 * the entry gone, or this sees its announcement and waits. */
-	atomic_store(&hca->mr_table[mr->index], NULL);
+	atomic_store_explicit(&hca->mr_table[mr->index], NULL,
+			      memory_order_relaxed);
 	hca->mr_variant[mr->index]++;
 	hca->nr_mrs--;
 	pthread_mutex_unlock(&hca->lock);
-	mr_slot_quiesce(mr->index);
+	/* Either a lookup sees the entry gone, or it is waited for. */
+	quiesce_wait();
 }
 
 struct emu_mr *mr_get(struct emu_hca *hca, uint32_t key, bool remote)
@@ -122,10 +111,10 @@ struct emu_mr *mr_get(struct emu_hca *hca, uint32_t key, bool remote)
 	table = hca->mr_table;
 	if (!table)
 		return NULL;
-	atomic_fetch_add(&mr_slot_users[idx], 1);
-	mr = atomic_load(&table[idx]);
+	quiesce_enter();
+	mr = atomic_load_explicit(&table[idx], memory_order_acquire);
 	if (!mr || mr->key != key) {
-		atomic_fetch_sub(&mr_slot_users[idx], 1);
+		quiesce_leave();
 		return NULL;
 	}
 	(void)remote; /* lkey == rkey: one key names both */
@@ -134,8 +123,8 @@ struct emu_mr *mr_get(struct emu_hca *hca, uint32_t key, bool remote)
 
 void mr_put(struct emu_mr *mr)
 {
-	atomic_fetch_sub_explicit(&mr_slot_users[mr->index], 1,
-				  memory_order_release);
+	(void)mr;
+	quiesce_leave();
 }
 
 /*
@@ -258,9 +247,10 @@ int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 		return ret;
 	engine_mr_withdraw(hca->engine, mr);
 	pthread_mutex_lock(&hca->lock);
-	atomic_store(&hca->mr_table[mr->index], NULL);
+	atomic_store_explicit(&hca->mr_table[mr->index], NULL,
+			      memory_order_relaxed);
 	pthread_mutex_unlock(&hca->lock);
-	mr_slot_quiesce(mr->index);
+	quiesce_wait();
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		mr->access = access;
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
