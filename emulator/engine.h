@@ -34,6 +34,7 @@ struct engine {
 	void *tp_priv; /* the transport's state */
 	pthread_mutex_t lock;
 	struct emu_qp **qps; /* by QPN - IBEMU_QPN_FIRST */
+	struct emu_qp *all_qps; /* the same, as a list (all_next) */
 	struct emu_qp *ack_list; /* ACKs owed by the current drain */
 	/* QPs with blocked or timed work; lock rule: pending_lock, taken
 	 * after a QP lock, never before one */
@@ -60,6 +61,8 @@ void engine_poll(struct engine *e, bool active);
 void engine_app_blocks(struct engine *e);
 void engine_qp_add(struct engine *e, struct emu_qp *qp);
 void engine_qp_remove(struct engine *e, struct emu_qp *qp);
+/* Take and release every QP lock: whatever ran under one has ended. */
+void engine_qp_quiesce(struct engine *e);
 void engine_pending_add_locked(struct emu_qp *qp);
 /* The process in node slot proc_slot, or NULL if unreachable. */
 struct tp_peer *engine_peer(struct engine *e, int32_t proc_slot);

@@ -17,7 +17,6 @@
 #include "hca.h"
 #include "log.h"
 #include "pcap.h"
-#include "quiesce.h"
 
 static struct emu_hca emu_hca_instance = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -97,7 +96,6 @@ void emu_hca_fork_child(void)
 	hca->refs = 0;
 	engine_forget(hca);
 	pcap_forget();
-	quiesce_fork_child();
 	ah_table_fini(hca);
 	mr_table_fini(hca);
 	hca->node.seg = NULL;

@@ -196,6 +196,7 @@ struct emu_qp {
 	struct emu_qp *_Atomic pending_next; /* engine's pending list */
 	struct emu_qp *pass_next; /* the pending pass's own walk */
 	struct emu_qp *ack_next; /* engine's ACK list */
+	struct emu_qp *all_next; /* every QP of the engine (engine.lock) */
 	bool ack_queued;
 	atomic_bool on_pending; /* read unlocked by comp_arm_timer_locked */
 };
@@ -228,10 +229,10 @@ int rq_post(struct emu_rq *rq, struct ibv_recv_wr *wr,
 /* mr.c: lookups for the engines (lock-free; see struct emu_hca) */
 int mr_table_init(struct emu_hca *hca);
 void mr_table_fini(struct emu_hca *hca);
-/* The region key names, holding a user reference, or NULL; drop it with
- * mr_put().  remote: the key is an R_Key. */
-struct emu_mr *mr_get(struct emu_hca *hca, uint32_t key, bool remote);
-void mr_put(struct emu_mr *mr);
+/* The region key (an L_Key or R_Key: they are equal) names, or NULL.
+ * Caller holds a QP lock: the region stays registered until that lock is
+ * released, since emu_mr_dereg() waits for every QP lock of the HCA. */
+struct emu_mr *mr_lookup(struct emu_hca *hca, uint32_t key);
 
 /* ah.c */
 void ah_table_fini(struct emu_hca *hca);

@@ -17,16 +17,14 @@ static int env_flag(const char *name)
 	return v && *v && strcmp(v, "0") != 0;
 }
 
-int ibemu_debug_enabled(void)
-{
-	/* 0: not read yet, 1: off, 2: on; a race reads the same value. */
-	static atomic_int state;
-	int st = atomic_load_explicit(&state, memory_order_relaxed);
+atomic_int ibemu_debug_state;
 
-	if (!st) {
-		st = env_flag("IBEMU_DEBUG") ? 2 : 1;
-		atomic_store_explicit(&state, st, memory_order_relaxed);
-	}
+/* A race reads the same environment and stores the same value. */
+int ibemu_debug_init(void)
+{
+	int st = env_flag("IBEMU_DEBUG") ? 2 : 1;
+
+	atomic_store_explicit(&ibemu_debug_state, st, memory_order_relaxed);
 	return st == 2;
 }
 

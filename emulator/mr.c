@@ -11,16 +11,17 @@
  *
  * Lock rule: hca.lock serialises changes to the table (mr_table,
  * mr_variant, mr_cursor, nr_mrs).  The engines look keys up without it,
- * as readers (quiesce.h): mr_get() enters, then reads the entry; mr_put()
- * leaves.  Deregistration clears the entry, then waits for the readers
- * inside to leave, so once emu_mr_dereg() returns no operation of this
- * process's HCA touches the region (IBA 10.6.3.5, 11.2.8.4: after
- * deregistration the keys are invalid and the memory is not accessed).
+ * and always under the lock of the QP they work for, from the lookup to
+ * the end of the copy.  Deregistration clears the entry, then takes and
+ * releases every QP lock of the HCA (engine_qp_quiesce): a lookup either
+ * saw the entry gone or has finished its copy.  So once emu_mr_dereg()
+ * returns no operation of this process's HCA touches the region (IBA
+ * 10.6.3.5, 11.2.8.4: after deregistration the keys are invalid and the
+ * memory is not accessed), and the data path pays nothing for it.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -29,7 +30,6 @@
 #include "engine.h"
 #include "hca.h"
 #include "log.h"
-#include "quiesce.h"
 
 #define MR_ACCESS_SUPPORTED                                                    \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
@@ -93,38 +93,23 @@ static void mr_key_free(struct emu_hca *hca, struct emu_mr *mr)
 {
 	pthread_mutex_lock(&hca->lock);
 	atomic_store_explicit(&hca->mr_table[mr->index], NULL,
-			      memory_order_relaxed);
+			      memory_order_release);
 	hca->mr_variant[mr->index]++;
 	hca->nr_mrs--;
 	pthread_mutex_unlock(&hca->lock);
 	/* Either a lookup sees the entry gone, or it is waited for. */
-	quiesce_wait();
+	engine_qp_quiesce(hca->engine);
 }
 
-struct emu_mr *mr_get(struct emu_hca *hca, uint32_t key, bool remote)
+struct emu_mr *mr_lookup(struct emu_hca *hca, uint32_t key)
 {
 	uint32_t idx = (key >> 8) - 1;
-	struct emu_mr *_Atomic *table, *mr;
+	struct emu_mr *mr;
 
-	if ((key >> 8) == 0 || idx >= IBEMU_MAX_MR)
+	if ((key >> 8) == 0 || idx >= IBEMU_MAX_MR || !hca->mr_table)
 		return NULL;
-	table = hca->mr_table;
-	if (!table)
-		return NULL;
-	quiesce_enter();
-	mr = atomic_load_explicit(&table[idx], memory_order_acquire);
-	if (!mr || mr->key != key) {
-		quiesce_leave();
-		return NULL;
-	}
-	(void)remote; /* lkey == rkey: one key names both */
-	return mr;
-}
-
-void mr_put(struct emu_mr *mr)
-{
-	(void)mr;
-	quiesce_leave();
+	mr = atomic_load_explicit(&hca->mr_table[idx], memory_order_acquire);
+	return mr && mr->key == key ? mr : NULL;
 }
 
 /*
@@ -248,9 +233,9 @@ int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 	engine_mr_withdraw(hca->engine, mr);
 	pthread_mutex_lock(&hca->lock);
 	atomic_store_explicit(&hca->mr_table[mr->index], NULL,
-			      memory_order_relaxed);
+			      memory_order_release);
 	pthread_mutex_unlock(&hca->lock);
-	quiesce_wait();
+	engine_qp_quiesce(hca->engine);
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		mr->access = access;
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {

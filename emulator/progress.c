@@ -127,6 +127,8 @@ void engine_qp_add(struct engine *e, struct emu_qp *qp)
 {
 	pthread_mutex_lock(&e->lock);
 	e->qps[qp->qpn - IBEMU_QPN_FIRST] = qp;
+	qp->all_next = e->all_qps;
+	e->all_qps = qp;
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -137,6 +139,12 @@ void engine_qp_remove(struct engine *e, struct emu_qp *qp)
 
 	pthread_mutex_lock(&e->lock);
 	e->qps[qp->qpn - IBEMU_QPN_FIRST] = NULL;
+	for (ap = &e->all_qps; *ap; ap = &(*ap)->all_next) {
+		if (*ap == qp) {
+			*ap = qp->all_next;
+			break;
+		}
+	}
 	for (ap = &e->ack_list; *ap; ap = &(*ap)->ack_next) {
 		if (*ap == qp) {
 			*ap = qp->ack_next;
@@ -153,6 +161,20 @@ void engine_qp_remove(struct engine *e, struct emu_qp *qp)
 	}
 	atomic_store_explicit(&qp->on_pending, false, memory_order_relaxed);
 	pthread_mutex_unlock(&e->pending_lock);
+	pthread_mutex_unlock(&e->lock);
+}
+
+void engine_qp_quiesce(struct engine *e)
+{
+	struct emu_qp *qp;
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&e->lock);
+	for (qp = e->all_qps; qp; qp = qp->all_next) {
+		pthread_mutex_lock(&qp->lock);
+		pthread_mutex_unlock(&qp->lock);
+	}
 	pthread_mutex_unlock(&e->lock);
 }
 

@@ -296,39 +296,20 @@ static void resp_send(struct emu_qp *qp, const struct pkt *p)
 }
 
 /*
- * The region rkey names, held (mr_put when done), and in *addr_p the
- * local address of [va, va+len); NULL if the access is not allowed (IBA
+ * The local address of [va, va+len) under rkey with access, or NULL (IBA
  * 10.6.3.2 / C9-88: key valid, same PD, access right, in range).  Every
- * packet is checked again and copied under the hold, so once
- * ibv_dereg_mr returns no packet of an open message touches the region.
+ * packet is checked again and copied under qp.lock, which deregistration
+ * waits for (mr.c), so once ibv_dereg_mr returns no packet of an open
+ * message touches the region.
  */
-static struct emu_mr *resp_mr(struct emu_qp *qp, uint32_t rkey, uint64_t va,
-			      uint64_t len, int access, uint8_t **addr_p)
+static uint8_t *resp_rkey(struct emu_qp *qp, uint32_t rkey, uint64_t va,
+			  uint64_t len, int access)
 {
-	struct emu_mr *mr = mr_get(qp->hca, rkey, true);
+	struct emu_mr *mr = mr_lookup(qp->hca, rkey);
 
-	if (!mr)
+	if (!mr || mr->pd_id != qp->pd_id || !(mr->access & access))
 		return NULL;
-	*addr_p = NULL;
-	if (mr->pd_id == qp->pd_id && (mr->access & access))
-		*addr_p = sge_mr_addr(mr, va, len);
-	if (!*addr_p) {
-		mr_put(mr);
-		return NULL;
-	}
-	return mr;
-}
-
-/* Whether rkey allows access to [va, va+len) now. */
-static bool resp_rkey_ok(struct emu_qp *qp, uint32_t rkey, uint64_t va,
-			 uint64_t len, int access)
-{
-	uint8_t *addr;
-	struct emu_mr *mr = resp_mr(qp, rkey, va, len, access, &addr);
-
-	if (mr)
-		mr_put(mr);
-	return mr != NULL;
+	return sge_mr_addr(mr, va, len);
 }
 
 /* Copy len bytes between buf and [va, va+len) under rkey; false if the
@@ -338,17 +319,14 @@ static bool resp_rkey_copy(struct emu_qp *qp, uint32_t rkey, uint64_t va,
 {
 	int access = to_region ? IBV_ACCESS_REMOTE_WRITE
 			       : IBV_ACCESS_REMOTE_READ;
-	struct emu_mr *mr;
-	uint8_t *addr;
+	uint8_t *addr = resp_rkey(qp, rkey, va, len, access);
 
-	mr = resp_mr(qp, rkey, va, len, access, &addr);
-	if (!mr)
+	if (!addr)
 		return false;
 	if (to_region)
 		memcpy(addr, buf, len);
 	else
 		memcpy(buf, addr, len);
-	mr_put(mr);
 	return true;
 }
 
@@ -372,8 +350,8 @@ static void resp_write(struct emu_qp *qp, const struct pkt *p)
 			return;
 		}
 		/* A zero-length write names no memory (IBA 9.7.4.1.4). */
-		if (len && !resp_rkey_ok(qp, pkt_reth_rkey(p), va, len,
-					 IBV_ACCESS_REMOTE_WRITE)) {
+		if (len && !resp_rkey(qp, pkt_reth_rkey(p), va, len,
+				      IBV_ACCESS_REMOTE_WRITE)) {
 			resp_fail(qp, p, AETH_NAK_REM_ACC_ERR,
 				  IBV_EVENT_QP_ACCESS_ERR, IBV_WC_SUCCESS);
 			return;
@@ -540,8 +518,8 @@ static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
 		return false;
 	}
 	if (len) {
-		if (!resp_rkey_ok(qp, pkt_reth_rkey(p), va, len,
-				  IBV_ACCESS_REMOTE_READ)) {
+		if (!resp_rkey(qp, pkt_reth_rkey(p), va, len,
+			       IBV_ACCESS_REMOTE_READ)) {
 			resp_fail(qp, p, AETH_NAK_REM_ACC_ERR,
 				  IBV_EVENT_QP_ACCESS_ERR, IBV_WC_SUCCESS);
 			return false;
@@ -589,7 +567,6 @@ static void resp_atomic_ack(struct emu_qp *qp, uint32_t psn, uint64_t orig)
 static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 {
 	uint64_t va = pkt_atmeth_va(p), orig, expected;
-	struct emu_mr *mr;
 	uint8_t *target;
 
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)) {
@@ -604,9 +581,9 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 			  IBV_WC_SUCCESS);
 		return;
 	}
-	mr = resp_mr(qp, pkt_atmeth_rkey(p), va, 8, IBV_ACCESS_REMOTE_ATOMIC,
-		     &target);
-	if (!mr) {
+	target = resp_rkey(qp, pkt_atmeth_rkey(p), va, 8,
+			   IBV_ACCESS_REMOTE_ATOMIC);
+	if (!target) {
 		resp_fail(qp, p, AETH_NAK_REM_ACC_ERR, IBV_EVENT_QP_ACCESS_ERR,
 			  IBV_WC_SUCCESS);
 		return;
@@ -626,7 +603,6 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 					  pkt_atmeth_swap_add(p),
 					  __ATOMIC_SEQ_CST);
 	}
-	mr_put(mr);
 	qp->resp.atomic_psn = p->psn;
 	qp->resp.atomic_orig = orig;
 	qp->resp.atomic_valid = true;

@@ -32,13 +32,10 @@ enum ibv_wc_status sge_check(struct emu_qp *qp, const struct ibv_sge *sge,
 		/* A zero-length SGE names no memory (IBA 10.7.2.1). */
 		if (!sge[i].length)
 			continue;
-		mr = mr_get(qp->hca, sge[i].lkey, false);
-		if (!mr)
-			return IBV_WC_LOC_PROT_ERR;
-		ok = mr->pd_id == qp->pd_id &&
+		mr = mr_lookup(qp->hca, sge[i].lkey);
+		ok = mr && mr->pd_id == qp->pd_id &&
 		     sge_mr_addr(mr, sge[i].addr, sge[i].length) &&
 		     (!write_access || (mr->access & IBV_ACCESS_LOCAL_WRITE));
-		mr_put(mr);
 		if (!ok)
 			return IBV_WC_LOC_PROT_ERR;
 	}
@@ -66,19 +63,16 @@ int sge_copy(struct emu_qp *qp, const struct ibv_sge *sge,
 		n = sge[i].length - offset;
 		if (n > len)
 			n = len;
-		/* The region stays registered until the copy is done
-		 * (mr.c: dereg waits for mr_put). */
-		mr = mr_get(qp->hca, sge[i].lkey, false);
-		if (!mr)
-			return -1;
-		local = sge_mr_addr(mr, sge[i].addr + offset, n);
-		if (local && to_sge)
-			memcpy(local, p, n);
-		else if (local)
-			memcpy(p, local, n);
-		mr_put(mr);
+		/* The region stays registered until the copy is done: the
+		 * caller holds the QP lock (mr.c). */
+		mr = mr_lookup(qp->hca, sge[i].lkey);
+		local = mr ? sge_mr_addr(mr, sge[i].addr + offset, n) : NULL;
 		if (!local)
 			return -1;
+		if (to_sge)
+			memcpy(local, p, n);
+		else
+			memcpy(p, local, n);
 		p += n;
 		len -= n;
 		offset = 0;
@@ -100,12 +94,10 @@ int sge_iov(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
 	for (i = 0; i < num_sge; i++) {
 		if (!sge[i].length)
 			continue;
-		mr = mr_get(qp->hca, sge[i].lkey, false);
+		mr = mr_lookup(qp->hca, sge[i].lkey);
 		iov[n].iov_base = mr ? sge_mr_addr(mr, sge[i].addr,
 						   sge[i].length)
 				     : NULL;
-		if (mr)
-			mr_put(mr);
 		if (!iov[n].iov_base)
 			return -1;
 		iov[n].iov_len = sge[i].length;
