@@ -23,18 +23,18 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
+
+#include "rc_pair.h"
 
 #define BUF_LEN (1024 * 1024)
 #define MIN_WRITE (16 * 1024)
@@ -53,14 +53,6 @@
 enum variant { V_DEREG, V_ERR };
 
 static const char *const variant_name[] = {"dereg", "err"};
-
-struct conn_info {
-	uint32_t qpn;
-	uint32_t psn;
-	uint16_t lid;
-	uint64_t addr;
-	uint32_t rkey;
-};
 
 /* What the requester saw, sent to the target at the end. */
 struct req_report {
@@ -84,28 +76,6 @@ struct round_result {
 	struct req_report req;
 };
 
-struct side {
-	struct ibv_device **list;
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
-	struct ibv_qp *qp;
-	struct conn_info me;
-	unsigned char *buf;
-};
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 static long long now_us(void)
 {
 	struct timespec ts;
@@ -122,25 +92,6 @@ static void sleep_ms(long ms)
 		;
 }
 
-static int xfer(int fd, void *buf, size_t len, int out)
-{
-	size_t done = 0;
-	ssize_t n;
-
-	while (done < len) {
-		if (out)
-			n = write(fd, (char *)buf + done, len - done);
-		else
-			n = read(fd, (char *)buf + done, len - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 /* Wait up to ms for fd to be readable, then read len bytes. */
 static int xfer_in_ms(int fd, void *buf, size_t len, int ms)
 {
@@ -148,132 +99,44 @@ static int xfer_in_ms(int fd, void *buf, size_t len, int ms)
 
 	if (poll(&pfd, 1, ms) != 1)
 		return -1;
-	return xfer(fd, buf, len, 0);
+	return rc_xfer(fd, buf, len, 0);
 }
 
 static int send_msg(int fd, char msg)
 {
-	return xfer(fd, &msg, 1, 1);
-}
-
-/* Device, PD, CQ, MR over a fresh 1 MiB mapping, one RC QP.
- * 1: no device, -1: error. */
-static int side_open(struct side *s, int access)
-{
-	struct ibv_qp_init_attr ia;
-	struct ibv_port_attr pa;
-
-	s->list = ibv_get_device_list(NULL);
-	if (!s->list || !s->list[0])
-		return 1;
-	s->ctx = ibv_open_device(s->list[0]);
-	if (!s->ctx || ibv_query_port(s->ctx, 1, &pa))
-		return -1;
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, 16, NULL, NULL, 0);
-	if (!s->pd || !s->cq)
-		return -1;
-	s->buf = mmap(NULL, BUF_LEN, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (s->buf == MAP_FAILED) {
-		s->buf = NULL;
-		return -1;
-	}
-	s->mr = ibv_reg_mr(s->pd, s->buf, BUF_LEN, access);
-	if (!s->mr)
-		return -1;
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = s->cq;
-	ia.recv_cq = s->cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.sq_sig_all = 1;
-	ia.cap.max_send_wr = 4;
-	ia.cap.max_recv_wr = 4;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	s->qp = ibv_create_qp(s->pd, &ia);
-	if (!s->qp)
-		return -1;
-	s->me.qpn = s->qp->qp_num;
-	s->me.lid = pa.lid;
-	s->me.psn = (s->qp->qp_num * 7919u) & 0xffffff;
-	s->me.addr = (uintptr_t)s->buf;
-	s->me.rkey = s->mr->rkey;
-	return 0;
-}
-
-static void side_close(struct side *s)
-{
-	if (s->qp)
-		ibv_destroy_qp(s->qp);
-	if (s->mr)
-		ibv_dereg_mr(s->mr);
-	if (s->cq)
-		ibv_destroy_cq(s->cq);
-	if (s->pd)
-		ibv_dealloc_pd(s->pd);
-	if (s->ctx)
-		ibv_close_device(s->ctx);
-	if (s->list)
-		ibv_free_device_list(s->list);
-	if (s->buf)
-		munmap(s->buf, BUF_LEN);
+	return rc_xfer(fd, &msg, 1, 1);
 }
 
 /*
- * INIT, RTR, RTS towards the other side, addressed by LID on the same
- * port (no GRH).  A short transport timeout with few retries: a requester
- * writing to a QP in ERR gets RETRY_EXC in well under a second.
+ * A 1 MiB buffer, one WRITE outstanding.  A short transport timeout with
+ * few retries: a requester writing to a QP in ERR gets RETRY_EXC in well
+ * under a second.
  */
-static int side_connect(struct side *s, const struct conn_info *to)
+static const struct rc_pair_attr pair_attr = {
+	.buf_len = BUF_LEN,
+	.cq_depth = 16,
+	.max_send_wr = 4,
+	.max_recv_wr = 4,
+	.qp_access = IBV_ACCESS_REMOTE_WRITE,
+	.path_mtu = IBV_MTU_4096,
+	.timeout = 14, /* 4.096 us * 2^14: 67 ms */
+	.retry_cnt = 3,
+	.rnr_retry = 3,
+};
+
+/* Open with the region's access, exchange, connect: both sides.
+ * 1: no device, -1: error. */
+static int side_setup(struct rc_side *s, int fd, int access, struct rc_conn *to)
 {
-	struct ibv_qp_attr a;
+	struct rc_pair_attr attr = pair_attr;
+	int ret;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-	if (ibv_modify_qp(s->qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_4096;
-	a.dest_qp_num = to->qpn;
-	a.rq_psn = to->psn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.dlid = to->lid;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(s->qp, &a,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				  IBV_QP_MAX_DEST_RD_ATOMIC |
-				  IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = s->me.psn;
-	a.timeout = 14; /* 4.096 us * 2^14: 67 ms */
-	a.retry_cnt = 3;
-	a.rnr_retry = 3;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(s->qp, &a,
-			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				     IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
-/* Open, exchange, connect: both sides.  1: no device, -1: error. */
-static int side_setup(struct side *s, int fd, int access, struct conn_info *to)
-{
-	int ret = side_open(s, access);
-
+	attr.mr_access = access;
+	ret = rc_pair_open(s, &attr);
 	if (ret)
 		return ret;
-	if (xfer(fd, &s->me, sizeof(s->me), 1) ||
-	    xfer_in_ms(fd, to, sizeof(*to), REPLY_MS) || side_connect(s, to))
+	if (rc_xfer(fd, &s->me, sizeof(s->me), 1) ||
+	    xfer_in_ms(fd, to, sizeof(*to), REPLY_MS) || rc_pair_connect(s, to))
 		return -1;
 	return 0;
 }
@@ -311,9 +174,9 @@ static int requester(int fd)
 	int fence = 0, done = 0, end = 0, outstanding = 0, after = 0;
 	struct req_report r = {.err_status = -1};
 	struct ibv_send_wr wr, *bad;
-	struct conn_info to;
+	struct rc_conn to;
 	struct ibv_sge sge;
-	struct side s;
+	struct rc_side s;
 	struct ibv_wc wc;
 	uint32_t rnd, len, off;
 	int ret, n;
@@ -388,8 +251,8 @@ static int requester(int fd)
 			r.err_early = !fence;
 		}
 	}
-	ret = xfer(fd, &r, sizeof(r), 1) ? 3 : 0;
-	side_close(&s);
+	ret = rc_xfer(fd, &r, sizeof(r), 1) ? 3 : 0;
+	rc_pair_close(&s);
 	return ret;
 }
 
@@ -440,8 +303,8 @@ static int target(int fd, enum variant v, int round, struct round_result *res)
 	volatile unsigned char *vbuf;
 	unsigned char *snap = NULL;
 	struct ibv_qp_attr a;
-	struct conn_info to;
-	struct side s;
+	struct rc_conn to;
+	struct rc_side s;
 	long long t0;
 	long off;
 	char ready;
@@ -520,7 +383,7 @@ static int target(int fd, enum variant v, int round, struct round_result *res)
 	res->ret = 0;
 out:
 	free(snap);
-	side_close(&s);
+	rc_pair_close(&s);
 	return res->ret;
 }
 
@@ -559,7 +422,7 @@ static int run_round(enum variant v, int round, struct round_result *res)
 		close(pfd[0]);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		target(sv[0], v, round, res);
-		_exit(xfer(pfd[1], res, sizeof(*res), 1) ? 2 : 0);
+		_exit(rc_xfer(pfd[1], res, sizeof(*res), 1) ? 2 : 0);
 	}
 	rpid = tpid < 0 ? -1 : fork();
 	if (rpid == 0) {
@@ -578,7 +441,7 @@ static int run_round(enum variant v, int round, struct round_result *res)
 		close(pfd[0]);
 		return 1;
 	}
-	if (xfer(pfd[0], res, sizeof(*res), 0)) {
+	if (rc_xfer(pfd[0], res, sizeof(*res), 0)) {
 		memset(res, 0, sizeof(*res));
 		res->ret = 1;
 		res->bad_off = -1;

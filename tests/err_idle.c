@@ -17,7 +17,6 @@
  */
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,160 +29,34 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
+#include "rc_pair.h"
+
 #define NSENDS 2048 /* twice the slots of an inbox */
 #define MSG_LEN 64
 #define MAX_CSW 200    /* context switches in the quiet second */
 #define MAX_CPU_MS 100 /* CPU time in the quiet second */
-
-struct conn_info {
-	uint32_t qpn;
-	uint32_t psn;
-	uint16_t lid;
-};
-
-struct side {
-	struct ibv_device **list;
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
-	struct ibv_qp *qp;
-	struct conn_info me;
-	char buf[MSG_LEN];
-};
 
 struct busy {
 	long csw;    /* voluntary + involuntary context switches */
 	long cpu_ms; /* user + system */
 };
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static int xfer(int fd, void *buf, size_t len, int out)
-{
-	size_t done = 0;
-	ssize_t n;
-
-	while (done < len) {
-		if (out)
-			n = write(fd, (char *)buf + done, len - done);
-		else
-			n = read(fd, (char *)buf + done, len - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-/* Device, PD, CQ, MR and one RC QP.  1: no device, -1: error. */
-static int side_open(struct side *s)
-{
-	struct ibv_qp_init_attr ia;
-	struct ibv_port_attr pa;
-
-	s->list = ibv_get_device_list(NULL);
-	if (!s->list || !s->list[0])
-		return 1;
-	s->ctx = ibv_open_device(s->list[0]);
-	if (!s->ctx || ibv_query_port(s->ctx, 1, &pa))
-		return -1;
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, 2 * NSENDS, NULL, NULL, 0);
-	if (!s->pd || !s->cq)
-		return -1;
-	s->mr = ibv_reg_mr(s->pd, s->buf, sizeof(s->buf),
-			   IBV_ACCESS_LOCAL_WRITE);
-	if (!s->mr)
-		return -1;
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = s->cq;
-	ia.recv_cq = s->cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.sq_sig_all = 1;
-	ia.cap.max_send_wr = NSENDS;
-	ia.cap.max_recv_wr = 16;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	s->qp = ibv_create_qp(s->pd, &ia);
-	if (!s->qp)
-		return -1;
-	s->me.qpn = s->qp->qp_num;
-	s->me.lid = pa.lid;
-	s->me.psn = (s->qp->qp_num * 7919u) & 0xffffff;
-	return 0;
-}
-
-static void side_close(struct side *s)
-{
-	if (s->qp)
-		ibv_destroy_qp(s->qp);
-	if (s->mr)
-		ibv_dereg_mr(s->mr);
-	if (s->cq)
-		ibv_destroy_cq(s->cq);
-	if (s->pd)
-		ibv_dealloc_pd(s->pd);
-	if (s->ctx)
-		ibv_close_device(s->ctx);
-	if (s->list)
-		ibv_free_device_list(s->list);
-}
-
 /*
- * INIT, RTR, RTS towards the other side, addressed by LID on the same
- * port (no GRH).  Timeout 0 is infinite (IBA 9.7.6.1.3): the stopped
- * peer never answers, and the QP must reach ERR only by ibv_modify_qp.
+ * Timeout 0 is infinite (IBA 9.7.6.1.3): the stopped peer never answers,
+ * and the QP must reach ERR only by ibv_modify_qp.
  */
-static int side_connect(struct side *s, const struct conn_info *to)
-{
-	struct ibv_qp_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	if (ibv_modify_qp(s->qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = to->qpn;
-	a.rq_psn = to->psn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.dlid = to->lid;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(s->qp, &a,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				  IBV_QP_MAX_DEST_RD_ATOMIC |
-				  IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = s->me.psn;
-	a.timeout = 0;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(s->qp, &a,
-			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				     IBV_QP_MAX_QP_RD_ATOMIC);
-}
+static const struct rc_pair_attr pair_attr = {
+	.buf_len = MSG_LEN,
+	.mr_access = IBV_ACCESS_LOCAL_WRITE,
+	.cq_depth = 2 * NSENDS,
+	.max_send_wr = NSENDS,
+	.max_recv_wr = 16,
+	.qp_access = 0,
+	.path_mtu = IBV_MTU_1024,
+	.timeout = 0,
+	.retry_cnt = 7,
+	.rnr_retry = 7,
+};
 
 /*
  * The peer: connect, tell the parent, stop.  It is never continued; the
@@ -191,18 +64,19 @@ static int side_connect(struct side *s, const struct conn_info *to)
  */
 static int peer(int fd)
 {
-	struct conn_info to;
-	struct side s;
+	struct rc_conn to;
+	struct rc_side s;
 	char ready = 'r';
 	int ret;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	memset(&s, 0, sizeof(s));
-	ret = side_open(&s);
+	ret = rc_pair_open(&s, &pair_attr);
 	if (ret)
 		return ret > 0 ? 77 : 2;
-	if (xfer(fd, &s.me, sizeof(s.me), 1) || xfer(fd, &to, sizeof(to), 0) ||
-	    side_connect(&s, &to) || xfer(fd, &ready, 1, 1))
+	if (rc_xfer(fd, &s.me, sizeof(s.me), 1) ||
+	    rc_xfer(fd, &to, sizeof(to), 0) || rc_pair_connect(&s, &to) ||
+	    rc_xfer(fd, &ready, 1, 1))
 		return 3;
 	raise(SIGSTOP);
 	for (;;)
@@ -241,28 +115,28 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int requester(struct side *s, int fd, pid_t pid)
+static int requester(struct rc_side *s, int fd, pid_t pid)
 {
 	struct ibv_send_wr wr, *bad;
 	struct busy idle, blocked, quiet;
 	struct ibv_qp_attr a;
 	struct ibv_wc wc[64];
-	struct conn_info to;
+	struct rc_conn to;
 	struct ibv_sge sge;
 	long long deadline;
 	int i, n, got = 0, status;
 	char ready;
 
-	if (xfer(fd, &s->me, sizeof(s->me), 1) ||
-	    xfer(fd, &to, sizeof(to), 0)) {
+	if (rc_xfer(fd, &s->me, sizeof(s->me), 1) ||
+	    rc_xfer(fd, &to, sizeof(to), 0)) {
 		say("FAIL: err-idle: the peer did not send its QPN/LID/PSN");
 		return 1;
 	}
-	if (side_connect(s, &to)) {
+	if (rc_pair_connect(s, &to)) {
 		say("FAIL: err-idle: cannot connect the requester's QP");
 		return 1;
 	}
-	if (xfer(fd, &ready, 1, 0)) {
+	if (rc_xfer(fd, &ready, 1, 0)) {
 		say("FAIL: err-idle: the peer did not connect");
 		return 1;
 	}
@@ -368,7 +242,7 @@ static int requester(struct side *s, int fd, pid_t pid)
 
 int main(void)
 {
-	struct side s;
+	struct rc_side s;
 	int sv[2], ret, status;
 	pid_t pid;
 
@@ -392,7 +266,7 @@ int main(void)
 	close(sv[1]);
 
 	memset(&s, 0, sizeof(s));
-	ret = side_open(&s);
+	ret = rc_pair_open(&s, &pair_attr);
 	if (ret > 0) {
 		say("SKIP: err-idle: no ibemu device");
 		ret = 77;
@@ -406,6 +280,6 @@ int main(void)
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	close(sv[0]);
-	side_close(&s);
+	rc_pair_close(&s);
 	return ret;
 }

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Connection setup for the two-process RC tests (see rc_pair.h).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "rc_pair.h"
+
+void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int rc_xfer(int fd, void *buf, size_t len, int out)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		if (out)
+			n = write(fd, (char *)buf + done, len - done);
+		else
+			n = read(fd, (char *)buf + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int rc_pair_open(struct rc_side *s, const struct rc_pair_attr *attr)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_port_attr pa;
+	void *buf;
+
+	s->attr = *attr;
+	s->list = ibv_get_device_list(NULL);
+	if (!s->list || !s->list[0])
+		return 1;
+	s->ctx = ibv_open_device(s->list[0]);
+	if (!s->ctx || ibv_query_port(s->ctx, 1, &pa))
+		return -1;
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = ibv_create_cq(s->ctx, attr->cq_depth, NULL, NULL, 0);
+	if (!s->pd || !s->cq)
+		return -1;
+	buf = mmap(NULL, attr->buf_len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		return -1;
+	s->buf = buf;
+	s->mr = ibv_reg_mr(s->pd, s->buf, attr->buf_len, attr->mr_access);
+	if (!s->mr)
+		return -1;
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = s->cq;
+	ia.recv_cq = s->cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.sq_sig_all = 1;
+	ia.cap.max_send_wr = attr->max_send_wr;
+	ia.cap.max_recv_wr = attr->max_recv_wr;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	s->qp = ibv_create_qp(s->pd, &ia);
+	if (!s->qp)
+		return -1;
+	s->me.qpn = s->qp->qp_num;
+	s->me.lid = pa.lid;
+	s->me.psn = (s->qp->qp_num * 7919u) & 0xffffff;
+	s->me.addr = (uintptr_t)s->buf;
+	s->me.rkey = s->mr->rkey;
+	return 0;
+}
+
+void rc_pair_close(struct rc_side *s)
+{
+	if (s->qp)
+		ibv_destroy_qp(s->qp);
+	if (s->mr)
+		ibv_dereg_mr(s->mr);
+	if (s->cq)
+		ibv_destroy_cq(s->cq);
+	if (s->pd)
+		ibv_dealloc_pd(s->pd);
+	if (s->ctx)
+		ibv_close_device(s->ctx);
+	if (s->list)
+		ibv_free_device_list(s->list);
+	if (s->buf)
+		munmap(s->buf, s->attr.buf_len);
+}
+
+int rc_pair_connect(struct rc_side *s, const struct rc_conn *to)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = s->attr.qp_access;
+	if (ibv_modify_qp(s->qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = s->attr.path_mtu;
+	a.dest_qp_num = to->qpn;
+	a.rq_psn = to->psn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.dlid = to->lid;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(s->qp, &a,
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				  IBV_QP_MAX_DEST_RD_ATOMIC |
+				  IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = s->me.psn;
+	a.timeout = s->attr.timeout;
+	a.retry_cnt = s->attr.retry_cnt;
+	a.rnr_retry = s->attr.rnr_retry;
+	a.max_rd_atomic = 1;
+	return ibv_modify_qp(s->qp, &a,
+			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				     IBV_QP_MAX_QP_RD_ATOMIC);
+}
