@@ -249,6 +249,21 @@ static void comp_rnr(struct emu_qp *qp, uint32_t psn, uint8_t timer)
 	engine_pending_add_locked(qp);
 }
 
+/*
+ * Whether a READ response fits where the READ expects it: the next PSN,
+ * an MTU of data unless it is the last, exactly the rest if it is.
+ */
+static bool comp_read_resp_fits(const struct emu_qp *qp, const struct wqe *w,
+				const struct pkt *p, uint32_t off)
+{
+	if (p->psn != w->read_next || off > w->length ||
+	    p->paylen > w->length - off)
+		return false;
+	if (p->op->mask & OPM_LAST)
+		return off + p->paylen == w->length;
+	return p->paylen == qp->mtu;
+}
+
 static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 {
 	struct wqe *w = comp_find(qp, p->psn);
@@ -256,16 +271,24 @@ static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 
 	if (!w || w->opcode != IBV_WR_RDMA_READ)
 		return; /* a duplicate or stray response: ignored */
+	if (psn_cmp(p->psn, w->read_next) < 0)
+		return; /* a response to a READ re-issued: seen already */
+	off = (uint32_t)psn_cmp(p->psn, w->first_psn) * qp->mtu;
+	if (!comp_read_resp_fits(qp, w, p, off)) {
+		/* A response went missing (or does not fit): an implied
+		 * sequence error, the READ is re-issued (IBA 9.7.5.2.1,
+		 * 9.7.5.1.3). */
+		comp_nak(qp, w->read_next, AETH_NAK_PSN_SEQ_ERR);
+		return;
+	}
 	/* A response acknowledges every earlier request (IBA 9.7.5.1.3). */
 	comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK));
-	off = (uint32_t)psn_cmp(p->psn, w->first_psn) * qp->mtu;
-	if (p->paylen &&
-	    (off + p->paylen > w->length ||
-	     sge_copy(qp, w->sge, w->num_sge, off, (void *)p->payload,
-		      p->paylen, true))) {
+	if (p->paylen && sge_copy(qp, w->sge, w->num_sge, off,
+				  (void *)p->payload, p->paylen, true)) {
 		wqe_fail(qp, w, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
+	w->read_next = psn_add(w->read_next, 1);
 	if (p->op->mask & OPM_LAST)
 		wqe_done(qp, w);
 }

@@ -43,6 +43,7 @@ struct wqe {
 	uint32_t length; /* message length in bytes */
 	uint32_t first_psn, last_psn;
 	uint32_t sent; /* bytes sent */
+	uint32_t read_next; /* RDMA READ: the response PSN expected next */
 	struct ibv_sge sge[];
 };
 

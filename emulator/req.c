@@ -302,6 +302,7 @@ static enum req_step req_start_wqe(struct emu_qp *qp, struct wqe *w)
 	w->last_psn = psn_add(w->first_psn, n - 1);
 	qp->req.psn = psn_add(w->first_psn, n);
 	w->sent = 0;
+	w->read_next = w->first_psn;
 	w->state = WQE_SENDING;
 	if (rd_atomic)
 		qp->req.rd_atomic++;
@@ -398,6 +399,7 @@ void req_rewind_locked(struct emu_qp *qp)
 			first = i;
 		w->state = WQE_SENDING;
 		w->sent = 0;
+		w->read_next = w->first_psn;
 	}
 	if (first != qp->sq.tail)
 		qp->req.next = first;

@@ -853,6 +853,54 @@ static void test_comp_read(void)
 	fx_teardown(&f);
 }
 
+/* A READ response of f's READ at psn carrying data[off, off+len). */
+static void inject_read_resp(struct fixture *f, uint8_t opcode, uint32_t psn,
+			     const uint8_t *data, uint32_t len)
+{
+	struct loop_pkt resp;
+
+	craft(&resp, f, opcode, psn, false, data, len);
+	if (opcode_get(opcode)->aeth)
+		set_aeth(&resp, AETH_ACK | AETH_ACK_UNLIMITED, 1);
+	loop_inject(&resp);
+}
+
+/*
+ * IBA 9.7.5.2.1 / 9.7.5.1.3: a READ response that is not the next one
+ * expected (a MIDDLE lost) is an implied sequence error: the READ does
+ * not complete with a hole, it is re-issued, and the full set of
+ * responses then completes it with every byte.
+ */
+static void test_comp_read_gap(void)
+{
+	uint32_t len = 2500, mtu = 1024;
+	struct loop_pkt *req;
+	struct fixture f;
+	uint8_t data[2500];
+
+	fx_setup(&f, &default_params);
+	fill(data, len, 19);
+	memset(f.buf + LOCAL_OFF, 0, len);
+	fx_post_send(&f, 87, IBV_WR_RDMA_READ, LOCAL_OFF, len,
+		     0x123456789000ull, 0xabcd01);
+	free(expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN));
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN, data, mtu);
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_LAST, SQ_PSN + 2,
+			 data + 2 * mtu, len - 2 * mtu);
+	req = expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN);
+	free(req);
+	expect_no_wc(&f);
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN, data, mtu);
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_MIDDLE, SQ_PSN + 1,
+			 data + mtu, mtu);
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_LAST, SQ_PSN + 2,
+			 data + 2 * mtu, len - 2 * mtu);
+	expect_send_wc(&f, 87, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, len);
+	CU_ASSERT(memcmp(f.buf + LOCAL_OFF, data, len) == 0);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
 /* ---- the program ---- */
 
 /* Remove the node segment and anything else named for this node. */
@@ -889,6 +937,7 @@ int main(void)
 		{ "comp_rnr_exhausted", test_comp_rnr_exhausted },
 		{ "comp_nak_psn_seq", test_comp_nak_psn_seq },
 		{ "comp_read", test_comp_read },
+		{ "comp_read_gap", test_comp_read_gap },
 		{ NULL, NULL },
 	};
 	int ret;
