@@ -43,6 +43,8 @@ CF_TEST(mr, keys_unique)
 CF_TEST(mr, reg_iova)
 CF_TEST(mr, zero_length)
 CF_TEST(mr, too_long)
+CF_TEST(mr, prot_none)
+CF_TEST(mr, read_only)
 CF_TEST(mr, same_buffer_many)
 
 CF_SUITE(cq, cf_suite_init, cf_suite_cleanup)

@@ -3,8 +3,10 @@
  * Memory regions: manual 3.4.3/3.4.6 (ibv_reg_mr, ibv_dereg_mr), IBA
  * 10.6.3 (memory registration) and 11.2.8.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "tests.h"
 
@@ -183,6 +185,69 @@ CF_TEST_IMPL(mr, zero_length)
 			     "ibv_dereg_mr(zero length)");
 	else
 		CF_EXPECT_ERR(errno, EINVAL, "ibv_reg_mr(length 0)");
+}
+
+/* A page mapped with prot, or NULL. */
+static void *mr_page(int prot)
+{
+	void *p = mmap(NULL, MR_LEN, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * IBA 10.6.3 / 11.2.8.1: registration makes the pages accessible to the
+ * HCA (the kernel pins them, ib_umem_get, for writing when the region
+ * may be written).  Memory the HCA cannot access is refused with EFAULT:
+ * a PROT_NONE page whatever the access.
+ */
+CF_TEST_IMPL(mr, prot_none)
+{
+	void *page = mr_page(PROT_NONE);
+	struct ibv_mr *mr;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+	errno = 0;
+	mr = ibv_reg_mr(cf.pd, page, MR_LEN, IBV_ACCESS_LOCAL_WRITE);
+	CF_CHECK(!mr && errno == EFAULT,
+		 "ibv_reg_mr(PROT_NONE, LOCAL_WRITE): expected EFAULT, got "
+		 "%s/%s", mr ? "MR" : "NULL", cf_errname(errno));
+	if (mr)
+		ibv_dereg_mr(mr);
+	errno = 0;
+	mr = ibv_reg_mr(cf.pd, page, MR_LEN, IBV_ACCESS_REMOTE_READ);
+	CF_CHECK(!mr && errno == EFAULT,
+		 "ibv_reg_mr(PROT_NONE, REMOTE_READ): expected EFAULT, got "
+		 "%s/%s", mr ? "MR" : "NULL", cf_errname(errno));
+	if (mr)
+		ibv_dereg_mr(mr);
+	munmap(page, MR_LEN);
+}
+
+/*
+ * The same for a read-only page: it may be registered for the HCA to
+ * read (a SEND source, a READ target), not for it to write.
+ */
+CF_TEST_IMPL(mr, read_only)
+{
+	void *page = mr_page(PROT_READ);
+	struct ibv_mr *mr;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(page);
+	errno = 0;
+	mr = ibv_reg_mr(cf.pd, page, MR_LEN, IBV_ACCESS_LOCAL_WRITE);
+	CF_CHECK(!mr && errno == EFAULT,
+		 "ibv_reg_mr(PROT_READ, LOCAL_WRITE): expected EFAULT, got "
+		 "%s/%s", mr ? "MR" : "NULL", cf_errname(errno));
+	if (mr)
+		ibv_dereg_mr(mr);
+	mr = ibv_reg_mr(cf.pd, page, MR_LEN, IBV_ACCESS_REMOTE_READ);
+	CF_CHECK(mr != NULL, "ibv_reg_mr(PROT_READ, REMOTE_READ): %s",
+		 cf_errname(errno));
+	if (mr)
+		CF_EXPECT_OK(cf_rc(ibv_dereg_mr(mr)),
+			     "ibv_dereg_mr(read-only region)");
+	munmap(page, MR_LEN);
 }
 
 /* IBA 11.2.8.1: a region larger than the HCA's maximum is refused. */

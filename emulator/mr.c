@@ -22,10 +22,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "engine.h"
 #include "hca.h"
@@ -113,25 +112,52 @@ struct emu_mr *mr_lookup(struct emu_hca *hca, uint32_t key)
 }
 
 /*
- * A real HCA pins the pages and fails with EFAULT when the range is not
- * mapped; mincore() tells the same without touching the memory.
+ * A real HCA pins the pages (the kernel's ib_umem_get), asking for write
+ * access when the region may be written (local write, hence remote write
+ * and atomics too): an unmapped page, a PROT_NONE page, or a read-only
+ * page of a writable region fails registration with EFAULT.  The
+ * process's mappings tell the same without touching the memory.
  */
-static int mr_range_mapped(const void *addr, size_t length)
+static bool mr_maps_line(const char *line, uintptr_t *lo_p, uintptr_t *hi_p,
+			 bool *r_p, bool *w_p)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	uintptr_t start = (uintptr_t)addr & ~((uintptr_t)page - 1);
-	uintptr_t end = (uintptr_t)addr + length;
-	unsigned char vec[4096];
-	size_t chunk = sizeof(vec) * (size_t)page;
+	unsigned long lo, hi;
+	char perms[5];
 
-	while (start < end) {
-		size_t len = end - start < chunk ? end - start : chunk;
+	if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) != 3)
+		return false;
+	*lo_p = lo;
+	*hi_p = hi;
+	*r_p = perms[0] == 'r';
+	*w_p = perms[1] == 'w';
+	return true;
+}
 
-		if (mincore((void *)start, len, vec))
-			return EFAULT;
-		start += len;
+static int mr_range_accessible(const void *addr, size_t length, bool write)
+{
+	uintptr_t next = (uintptr_t)addr, end = (uintptr_t)addr + length;
+	bool r, w, more = false, cont;
+	uintptr_t lo, hi;
+	char line[512];
+	FILE *maps;
+
+	maps = fopen("/proc/self/maps", "re");
+	if (!maps)
+		return 0; /* no way to tell: let the data path find out */
+	/* Mappings are listed in address order: walk them over the range. */
+	while (next < end && fgets(line, sizeof(line), maps)) {
+		/* The rest of a long path name is not a new mapping. */
+		cont = more;
+		more = !strchr(line, '\n');
+		if (cont || !mr_maps_line(line, &lo, &hi, &r, &w) ||
+		    hi <= next)
+			continue;
+		if (lo > next || !r || (write && !w))
+			break;
+		next = hi;
 	}
-	return 0;
+	fclose(maps);
+	return next >= end ? 0 : EFAULT;
 }
 
 static int mr_check_access(int access)
@@ -158,7 +184,7 @@ static int mr_check_access(int access)
 	return 0;
 }
 
-static int mr_check_range(void *addr, size_t length)
+static int mr_check_range(void *addr, size_t length, bool write)
 {
 	if (length > IBEMU_MAX_MR_SIZE) {
 		ibemu_log_dbg("reg_mr: length %zu > max_mr_size", length);
@@ -166,8 +192,9 @@ static int mr_check_range(void *addr, size_t length)
 	}
 	if ((uintptr_t)addr + length < (uintptr_t)addr)
 		return EINVAL;
-	if (length && mr_range_mapped(addr, length)) {
-		ibemu_log_dbg("reg_mr: [%p, +%zu) is not mapped", addr, length);
+	if (length && mr_range_accessible(addr, length, write)) {
+		ibemu_log_dbg("reg_mr: [%p, +%zu) is not mapped with %s access",
+			      addr, length, write ? "read-write" : "read");
 		return EFAULT;
 	}
 	return 0;
@@ -182,7 +209,8 @@ int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 
 	ret = mr_check_access(access);
 	if (!ret)
-		ret = mr_check_range(addr, length);
+		ret = mr_check_range(addr, length,
+				     access & IBV_ACCESS_LOCAL_WRITE);
 	if (ret)
 		return ret;
 	mr = calloc(1, sizeof(*mr));
@@ -227,7 +255,11 @@ int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		ret = mr_check_access(access);
 	if (!ret && (flags & IBV_REREG_MR_CHANGE_TRANSLATION))
-		ret = mr_check_range(addr, length);
+		ret = mr_check_range(addr, length,
+				     ((flags & IBV_REREG_MR_CHANGE_ACCESS)
+					      ? access
+					      : mr->access) &
+					     IBV_ACCESS_LOCAL_WRITE);
 	if (ret)
 		return ret;
 	engine_mr_withdraw(hca->engine, mr);
