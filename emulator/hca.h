@@ -115,6 +115,7 @@ struct qp_req {
 	uint32_t next; /* SQ position of the next WQE to (re)send */
 	uint32_t rd_atomic; /* READ/ATOMIC outstanding */
 	bool blocked; /* the peer's inbox was full */
+	uint64_t ud_full_since; /* UD: destinations full since (ns), 0: no */
 };
 
 /* The completer's state (comp.c): timers and retry budgets. */

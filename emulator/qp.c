@@ -328,6 +328,7 @@ static void qp_engine_idle_locked(struct emu_qp *qp)
 	qp->req.next = qp->sq.head;
 	qp->req.rd_atomic = 0;
 	qp->req.blocked = false;
+	qp->req.ud_full_since = 0;
 	qp->comp.deadline = 0;
 	qp->comp.rnr_resume = 0;
 	resp_reset_locked(qp);

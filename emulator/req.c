@@ -265,6 +265,7 @@ enum req_step {
 	REQ_SENT, /* every packet out; RC waits for the answer */
 	REQ_COMPLETE, /* UC and UD: complete once sent (IBA 9.8) */
 	REQ_BLOCKED, /* the peer takes no more packets now */
+	REQ_DROPPED, /* UD: the destination stayed full; lost */
 };
 
 static const char *const req_step_name[] = {
@@ -277,7 +278,33 @@ static const char *const req_step_name[] = {
 	[REQ_SENT] = "sent",
 	[REQ_COMPLETE] = "complete",
 	[REQ_BLOCKED] = "blocked",
+	[REQ_DROPPED] = "dropped: destination full",
 };
+
+/*
+ * How long a datagram waits for a full destination before it is dropped,
+ * as a fabric drops what it cannot deliver (UD is unreliable, IBA 9.8):
+ * a live destination drains its inbox in microseconds; a stopped or
+ * stuck one must not hold up the send queue, and the datagrams behind,
+ * to other destinations.  Once the wait has run out, datagrams that find
+ * a destination full are dropped at once, until one is sent again.
+ */
+#define REQ_UD_WAIT_NS (10ull * 1000 * 1000)
+
+static enum req_step req_send_datagram(struct emu_qp *qp, struct wqe *w)
+{
+	uint64_t now;
+
+	if (req_send_ud(qp, w)) {
+		qp->req.ud_full_since = 0;
+		return REQ_COMPLETE;
+	}
+	now = engine_coarse_ns();
+	if (!qp->req.ud_full_since)
+		qp->req.ud_full_since = now;
+	return now - qp->req.ud_full_since < REQ_UD_WAIT_NS ? REQ_BLOCKED
+							    : REQ_DROPPED;
+}
 
 /* A new WQE: check it, try to place it, else give it its PSNs. */
 static enum req_step req_start_wqe(struct emu_qp *qp, struct wqe *w)
@@ -313,7 +340,7 @@ static enum req_step req_start_wqe(struct emu_qp *qp, struct wqe *w)
 static enum req_step req_send(struct emu_qp *qp, struct wqe *w)
 {
 	if (qp->type == IBV_QPT_UD)
-		return req_send_ud(qp, w) ? REQ_COMPLETE : REQ_BLOCKED;
+		return req_send_datagram(qp, w);
 	if (!req_send_wqe(qp, w))
 		return REQ_BLOCKED;
 	return qp->type == IBV_QPT_UC ? REQ_COMPLETE : REQ_SENT;
@@ -364,6 +391,7 @@ void req_run_locked(struct emu_qp *qp)
 			return;
 		case REQ_PLACED:
 		case REQ_COMPLETE:
+		case REQ_DROPPED:
 			w->state = WQE_DONE;
 			qp->req.next++;
 			comp_retire_locked(qp);
