@@ -201,26 +201,29 @@ static void *mr_page(int prot)
  * may be written).  Memory the HCA cannot access is refused with EFAULT:
  * a PROT_NONE page whatever the access.
  */
+/* Registering page with access must fail with EFAULT. */
+static void mr_expect_efault(void *page, int access, const char *what)
+{
+	struct ibv_mr *mr;
+
+	errno = 0;
+	mr = ibv_reg_mr(cf.pd, page, MR_LEN, access);
+	CF_CHECK(!mr && errno == EFAULT,
+		 "ibv_reg_mr(%s): expected EFAULT, got %s/%s", what,
+		 mr ? "MR" : "NULL", cf_errname(errno));
+	if (mr)
+		ibv_dereg_mr(mr);
+}
+
 CF_TEST_IMPL(mr, prot_none)
 {
 	void *page = mr_page(PROT_NONE);
-	struct ibv_mr *mr;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(page);
-	errno = 0;
-	mr = ibv_reg_mr(cf.pd, page, MR_LEN, IBV_ACCESS_LOCAL_WRITE);
-	CF_CHECK(!mr && errno == EFAULT,
-		 "ibv_reg_mr(PROT_NONE, LOCAL_WRITE): expected EFAULT, got "
-		 "%s/%s", mr ? "MR" : "NULL", cf_errname(errno));
-	if (mr)
-		ibv_dereg_mr(mr);
-	errno = 0;
-	mr = ibv_reg_mr(cf.pd, page, MR_LEN, IBV_ACCESS_REMOTE_READ);
-	CF_CHECK(!mr && errno == EFAULT,
-		 "ibv_reg_mr(PROT_NONE, REMOTE_READ): expected EFAULT, got "
-		 "%s/%s", mr ? "MR" : "NULL", cf_errname(errno));
-	if (mr)
-		ibv_dereg_mr(mr);
+	mr_expect_efault(page, IBV_ACCESS_LOCAL_WRITE,
+			 "PROT_NONE, LOCAL_WRITE");
+	mr_expect_efault(page, IBV_ACCESS_REMOTE_READ,
+			 "PROT_NONE, REMOTE_READ");
 	munmap(page, MR_LEN);
 }
 
@@ -234,13 +237,8 @@ CF_TEST_IMPL(mr, read_only)
 	struct ibv_mr *mr;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(page);
-	errno = 0;
-	mr = ibv_reg_mr(cf.pd, page, MR_LEN, IBV_ACCESS_LOCAL_WRITE);
-	CF_CHECK(!mr && errno == EFAULT,
-		 "ibv_reg_mr(PROT_READ, LOCAL_WRITE): expected EFAULT, got "
-		 "%s/%s", mr ? "MR" : "NULL", cf_errname(errno));
-	if (mr)
-		ibv_dereg_mr(mr);
+	mr_expect_efault(page, IBV_ACCESS_LOCAL_WRITE,
+			 "PROT_READ, LOCAL_WRITE");
 	mr = ibv_reg_mr(cf.pd, page, MR_LEN, IBV_ACCESS_REMOTE_READ);
 	CF_CHECK(mr != NULL, "ibv_reg_mr(PROT_READ, REMOTE_READ): %s",
 		 cf_errname(errno));

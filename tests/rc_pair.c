@@ -40,23 +40,33 @@ int rc_xfer(int fd, void *buf, size_t len, int out)
 	return 0;
 }
 
+int verbs_open(struct ibv_device ***list_p, struct ibv_context **ctx_p,
+	       struct ibv_pd **pd_p, struct ibv_cq **cq_p, int cq_depth,
+	       struct ibv_port_attr *pa)
+{
+	*list_p = ibv_get_device_list(NULL);
+	if (!*list_p || !(*list_p)[0])
+		return 1;
+	*ctx_p = ibv_open_device((*list_p)[0]);
+	if (!*ctx_p || ibv_query_port(*ctx_p, 1, pa))
+		return -1;
+	*pd_p = ibv_alloc_pd(*ctx_p);
+	*cq_p = ibv_create_cq(*ctx_p, cq_depth, NULL, NULL, 0);
+	return *pd_p && *cq_p ? 0 : -1;
+}
+
 int rc_pair_open(struct rc_side *s, const struct rc_pair_attr *attr)
 {
 	struct ibv_qp_init_attr ia;
 	struct ibv_port_attr pa;
 	void *buf;
+	int ret;
 
 	s->attr = *attr;
-	s->list = ibv_get_device_list(NULL);
-	if (!s->list || !s->list[0])
-		return 1;
-	s->ctx = ibv_open_device(s->list[0]);
-	if (!s->ctx || ibv_query_port(s->ctx, 1, &pa))
-		return -1;
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, attr->cq_depth, NULL, NULL, 0);
-	if (!s->pd || !s->cq)
-		return -1;
+	ret = verbs_open(&s->list, &s->ctx, &s->pd, &s->cq, attr->cq_depth,
+			 &pa);
+	if (ret)
+		return ret;
 	buf = mmap(NULL, attr->buf_len, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED)
@@ -85,20 +95,27 @@ int rc_pair_open(struct rc_side *s, const struct rc_pair_attr *attr)
 	return 0;
 }
 
+void verbs_release(struct ibv_qp *qp, struct ibv_mr *mr, struct ibv_cq *cq,
+		   struct ibv_pd *pd, struct ibv_context *ctx,
+		   struct ibv_device **list)
+{
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	if (ctx)
+		ibv_close_device(ctx);
+	if (list)
+		ibv_free_device_list(list);
+}
+
 void rc_pair_close(struct rc_side *s)
 {
-	if (s->qp)
-		ibv_destroy_qp(s->qp);
-	if (s->mr)
-		ibv_dereg_mr(s->mr);
-	if (s->cq)
-		ibv_destroy_cq(s->cq);
-	if (s->pd)
-		ibv_dealloc_pd(s->pd);
-	if (s->ctx)
-		ibv_close_device(s->ctx);
-	if (s->list)
-		ibv_free_device_list(s->list);
+	verbs_release(s->qp, s->mr, s->cq, s->pd, s->ctx, s->list);
 	if (s->buf)
 		munmap(s->buf, s->attr.buf_len);
 }

@@ -63,6 +63,15 @@ int rc_pair_open(struct rc_side *s, const struct rc_pair_attr *attr);
 
 /* Undo rc_pair_open(), as far as it went; an MR the caller deregistered
  * itself must be NULL. */
+/* The first device, its port 1 attributes, a PD and a CQ: 0, 1 when
+ * there is no device, -1 on an error. */
+int verbs_open(struct ibv_device ***list_p, struct ibv_context **ctx_p,
+	       struct ibv_pd **pd_p, struct ibv_cq **cq_p, int cq_depth,
+	       struct ibv_port_attr *pa);
+/* Release what a test side opened, innermost first; NULLs are skipped. */
+void verbs_release(struct ibv_qp *qp, struct ibv_mr *mr, struct ibv_cq *cq,
+		   struct ibv_pd *pd, struct ibv_context *ctx,
+		   struct ibv_device **list);
 void rc_pair_close(struct rc_side *s);
 
 /* INIT, RTR, RTS towards the other side, addressed by LID on port 1 (no

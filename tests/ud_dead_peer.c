@@ -140,17 +140,13 @@ static int ud_open(struct ud_side *s, size_t buf_len, int cq_depth,
 	struct ibv_qp_init_attr ia;
 	struct ibv_port_attr pa;
 	struct ibv_qp_attr a;
+	int ret;
 
-	s->list = ibv_get_device_list(NULL);
-	if (!s->list || !s->list[0])
-		return 1;
-	s->ctx = ibv_open_device(s->list[0]);
-	if (!s->ctx || ibv_query_port(s->ctx, 1, &pa))
-		return -1;
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, cq_depth, NULL, NULL, 0);
+	ret = verbs_open(&s->list, &s->ctx, &s->pd, &s->cq, cq_depth, &pa);
+	if (ret)
+		return ret;
 	s->buf = calloc(1, buf_len);
-	if (!s->pd || !s->cq || !s->buf)
+	if (!s->buf)
 		return -1;
 	s->buf_len = buf_len;
 	s->mr = ibv_reg_mr(s->pd, s->buf, buf_len, IBV_ACCESS_LOCAL_WRITE);
@@ -201,18 +197,7 @@ static int ud_open(struct ud_side *s, size_t buf_len, int cq_depth,
 
 static void ud_close(struct ud_side *s)
 {
-	if (s->qp)
-		ibv_destroy_qp(s->qp);
-	if (s->mr)
-		ibv_dereg_mr(s->mr);
-	if (s->cq)
-		ibv_destroy_cq(s->cq);
-	if (s->pd)
-		ibv_dealloc_pd(s->pd);
-	if (s->ctx)
-		ibv_close_device(s->ctx);
-	if (s->list)
-		ibv_free_device_list(s->list);
+	verbs_release(s->qp, s->mr, s->cq, s->pd, s->ctx, s->list);
 	free(s->buf);
 }
 
