@@ -136,6 +136,14 @@ struct resp_read {
 	uint32_t total;
 };
 
+/* An atomic's response as sent, for its duplicates (resp.c). */
+struct resp_atomic {
+	uint32_t psn;
+	uint32_t msn; /* the MSN its acknowledgement carried */
+	uint64_t orig;
+	bool valid;
+};
+
 /* The responder's state (resp.c). */
 struct qp_resp {
 	uint32_t epsn; /* expected PSN */
@@ -154,10 +162,11 @@ struct qp_resp {
 	/* READ responses still to send (IBA 9.7.4.1.5 responder resources) */
 	struct resp_read *reads;
 	uint32_t reads_head, reads_tail, reads_size;
-	/* last atomic, replayed on a duplicate (IBA 9.7.4.1.6) */
-	uint32_t atomic_psn;
-	uint64_t atomic_orig;
-	bool atomic_valid;
+	/* the results of the last atomics, replayed on a duplicate (IBA
+	 * 9.7.4.1.6): one per responder resource, IBEMU_MAX_QP_INIT_RD_ATOM
+	 * entries, allocated at the first atomic */
+	struct resp_atomic *atomics;
+	uint32_t atomics_next; /* entries written */
 };
 
 /*

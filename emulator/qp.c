@@ -130,6 +130,7 @@ static void qp_free_queues(struct emu_qp *qp)
 	wqe_ring_fini(&qp->sq);
 	free(qp->resp.wqe);
 	free(qp->resp.reads);
+	free(qp->resp.atomics);
 	free(qp->mcast);
 }
 
@@ -345,7 +346,10 @@ static void qp_reset_locked(struct emu_qp *qp)
 	}
 	qp_engine_idle_locked(qp);
 	qp->resp.comm_est = false;
-	qp->resp.atomic_valid = false;
+	if (qp->resp.atomics)
+		memset(qp->resp.atomics, 0,
+		       IBEMU_MAX_QP_INIT_RD_ATOM * sizeof(*qp->resp.atomics));
+	qp->resp.atomics_next = 0;
 	qp->peer = NULL;
 	qp->peer_proc = -1;
 	qp_attr_defaults(qp);

@@ -549,7 +549,7 @@ static void resp_read(struct emu_qp *qp, const struct pkt *p)
 	resp_read_send(qp);
 }
 
-static void resp_atomic_ack(struct emu_qp *qp, uint32_t psn, uint64_t orig)
+static void resp_atomic_ack(struct emu_qp *qp, const struct resp_atomic *a)
 {
 	struct tp_peer *dst = resp_peer(qp);
 	struct pkt_out out;
@@ -557,16 +557,54 @@ static void resp_atomic_ack(struct emu_qp *qp, uint32_t psn, uint64_t orig)
 	/* If the inbox is full the requester times out and resends; the
 	 * duplicate is answered from the replay cache. */
 	if (!dst || !pkt_begin(&out, dst, qp, IB_OP_ATOMIC_ACKNOWLEDGE,
-			       qp->attr.dest_qp_num, psn, false, 0))
+			       qp->attr.dest_qp_num, a->psn, false, 0))
 		return;
-	out_set_aeth(&out, AETH_ACK | AETH_ACK_UNLIMITED, qp->resp.msn);
-	out_set_atmack(&out, orig);
+	out_set_aeth(&out, AETH_ACK | AETH_ACK_UNLIMITED, a->msn);
+	out_set_atmack(&out, a->orig);
 	pkt_send(&out);
+}
+
+/*
+ * Remember an executed atomic for its duplicates: as many as the
+ * responder resources granted (max_dest_rd_atomic, IBA 9.7.4.1.5), the
+ * oldest replaced first.  NULL if there is no room to remember it.
+ */
+static struct resp_atomic *resp_atomic_save(struct emu_qp *qp, uint32_t psn,
+					    uint64_t orig)
+{
+	uint32_t n = qp->attr.max_dest_rd_atomic ? qp->attr.max_dest_rd_atomic
+						 : 1;
+	struct resp_atomic *a;
+
+	if (!qp->resp.atomics)
+		qp->resp.atomics = calloc(IBEMU_MAX_QP_INIT_RD_ATOM,
+					  sizeof(*qp->resp.atomics));
+	if (!qp->resp.atomics)
+		return NULL;
+	a = &qp->resp.atomics[qp->resp.atomics_next++ % n];
+	a->psn = psn;
+	a->msn = qp->resp.msn;
+	a->orig = orig;
+	a->valid = true;
+	return a;
+}
+
+static const struct resp_atomic *resp_atomic_find(const struct emu_qp *qp,
+						  uint32_t psn)
+{
+	uint32_t i;
+
+	for (i = 0; qp->resp.atomics && i < IBEMU_MAX_QP_INIT_RD_ATOM; i++)
+		if (qp->resp.atomics[i].valid &&
+		    qp->resp.atomics[i].psn == psn)
+			return &qp->resp.atomics[i];
+	return NULL;
 }
 
 static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 {
 	uint64_t va = pkt_atmeth_va(p), orig, expected;
+	struct resp_atomic *saved;
 	uint8_t *target;
 
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)) {
@@ -603,12 +641,17 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 					  pkt_atmeth_swap_add(p),
 					  __ATOMIC_SEQ_CST);
 	}
-	qp->resp.atomic_psn = p->psn;
-	qp->resp.atomic_orig = orig;
-	qp->resp.atomic_valid = true;
 	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
 	qp->resp.msn++;
-	resp_atomic_ack(qp, p->psn, orig);
+	saved = resp_atomic_save(qp, p->psn, orig);
+	if (saved)
+		resp_atomic_ack(qp, saved);
+	else
+		resp_atomic_ack(qp, &(struct resp_atomic){
+					    .psn = p->psn,
+					    .msn = qp->resp.msn,
+					    .orig = orig,
+				    });
 }
 
 /* A request we have seen: answer again, execute nothing twice except a
@@ -621,8 +664,10 @@ static void resp_duplicate(struct emu_qp *qp, const struct pkt *p)
 		if (resp_read_exec(qp, p, true))
 			resp_read_send(qp);
 	} else if (p->op->mask & OPM_ATOMIC) {
-		if (qp->resp.atomic_valid && qp->resp.atomic_psn == p->psn)
-			resp_atomic_ack(qp, p->psn, qp->resp.atomic_orig);
+		const struct resp_atomic *a = resp_atomic_find(qp, p->psn);
+
+		if (a)
+			resp_atomic_ack(qp, a);
 	} else if (pkt_ackreq(p)) {
 		resp_ack(qp);
 	}

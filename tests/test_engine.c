@@ -715,6 +715,31 @@ static void test_resp_fetch_add(void)
 	fx_teardown(&f);
 }
 
+/*
+ * IBA 9.7.4.1.6 / 9.7.4.1.5: the responder keeps the results of as many
+ * atomics as it grants responder resources, so the duplicate of an older
+ * one (its acknowledgement lost behind a newer one) is answered with its
+ * own original value and MSN, and executes nothing again.
+ */
+static void test_resp_fetch_add_pipelined(void)
+{
+	uint64_t *target;
+	struct fixture f;
+
+	fx_setup(&f, &default_params);
+	target = (uint64_t *)(f.buf + TARGET_OFF + 64);
+	*target = 10;
+	inject_fetch_add(&f, RQ_PSN, fx_va(&f, TARGET_OFF + 64), 5);
+	expect_atomic_ack(&f, RQ_PSN, 10, 1);
+	inject_fetch_add(&f, RQ_PSN + 1, fx_va(&f, TARGET_OFF + 64), 1);
+	expect_atomic_ack(&f, RQ_PSN + 1, 15, 2);
+	inject_fetch_add(&f, RQ_PSN, fx_va(&f, TARGET_OFF + 64), 5);
+	expect_atomic_ack(&f, RQ_PSN, 10, 1);
+	expect_quiet();
+	CU_ASSERT_EQUAL(__atomic_load_n(target, __ATOMIC_SEQ_CST), 16);
+	fx_teardown(&f);
+}
+
 /* ---- the completer ---- */
 
 /* Post a 64-byte signaled SEND and check the SEND_ONLY it becomes. */
@@ -932,6 +957,7 @@ int main(void)
 		  test_resp_middle_without_first },
 		{ "resp_read", test_resp_read },
 		{ "resp_fetch_add", test_resp_fetch_add },
+		{ "resp_fetch_add_pipelined", test_resp_fetch_add_pipelined },
 		{ "comp_ack", test_comp_ack },
 		{ "comp_nak_access", test_comp_nak_access },
 		{ "comp_rnr_exhausted", test_comp_rnr_exhausted },
