@@ -359,14 +359,14 @@ uint32_t cma_pull_desc(struct emu_qp *qp, struct wqe *w, void *buf)
  * SGEs (already checked).  0, or -1 if the sender cannot be read.
  */
 int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
-	     const struct pull_desc *d)
+	     const struct pull_desc_copy *d)
 {
-	struct iovec local[IBEMU_MAX_SGE], remote[IBEMU_MAX_SGE];
+	struct iovec local[IBEMU_MAX_SGE], remote[PULL_MAX_SEGS];
 	uint32_t i;
 	ssize_t n;
 	int nl;
 
-	if (d->nr > IBEMU_MAX_SGE)
+	if (d->nr > PULL_MAX_SEGS || !qp->peer)
 		return -1;
 	nl = sge_iov(qp, rwqe->sge, rwqe->num_sge, local);
 	if (nl < 0)
@@ -375,8 +375,9 @@ int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
 		remote[i].iov_base = (void *)(uintptr_t)d->seg[i].addr;
 		remote[i].iov_len = d->seg[i].len;
 	}
-	/* The receive may be longer than the message: read what was sent. */
-	n = process_vm_readv(d->pid, local, (unsigned long)nl, remote, d->nr,
-			     0);
+	/* The receive may be longer than the message: read what was sent,
+	 * from the connected QP's process, whatever the packet says. */
+	n = process_vm_readv(tp_shm_inbox(qp->peer)->pid, local,
+			     (unsigned long)nl, remote, d->nr, 0);
 	return n == (ssize_t)d->length ? 0 : -1;
 }

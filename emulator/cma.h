@@ -27,12 +27,12 @@ struct wqe;
 
 /* Try to execute w (RDMA WRITE or READ) directly; true if done. */
 bool cma_try(struct emu_qp *qp, struct wqe *w);
-struct pull_desc;
+struct pull_desc_copy;
 /* Large SENDs: the requester describes, the responder pulls. */
 bool cma_pull_ok(struct emu_qp *qp, const struct wqe *w);
 uint32_t cma_pull_desc(struct emu_qp *qp, struct wqe *w, void *buf);
 int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
-	     const struct pull_desc *d);
+	     const struct pull_desc_copy *d);
 /* Publish / withdraw a region of ours (mr.c; one writer per region).
  * Withdrawing returns once no requester is placing into it. */
 void cma_publish_mr(struct engine *e, const struct emu_mr *mr);

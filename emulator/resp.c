@@ -225,11 +225,34 @@ static uint32_t wqe_capacity(const struct wqe *w)
 /* A pulled SEND (cma.c): the same checks, then one copy from the sender
  * into the receive WQE.  A sender that cannot be read is a remote
  * operational error (manual 6.2.12). */
+/*
+ * Copy a pulled SEND's descriptor out of the packet, once, into private
+ * memory; false if it is malformed (the slot is shared memory a peer may
+ * still be writing: nothing of it is read twice).
+ */
+static bool resp_pull_desc_copy(const struct pkt *p, struct pull_desc_copy *d)
+{
+	const struct pull_desc *in = (const struct pull_desc *)p->payload;
+	size_t segs;
+
+	if (p->paylen < sizeof(*in) || !(p->op->mask & OPM_ONLY))
+		return false;
+	d->nr = in->nr;
+	d->length = in->length;
+	segs = (size_t)d->nr * sizeof(d->seg[0]);
+	if (d->nr > PULL_MAX_SEGS || segs > p->paylen - sizeof(*in))
+		return false;
+	memcpy(d->seg, in->seg, segs);
+	return true;
+}
+
 static void resp_send_pull(struct emu_qp *qp, const struct pkt *p)
 {
-	const struct pull_desc *d = (const struct pull_desc *)p->payload;
+	const struct tp_place_ops *place = engine_place(qp->hca->engine);
+	struct pull_desc_copy desc, *d = &desc;
 
-	if (p->paylen < sizeof(*d) || !(p->op->mask & OPM_ONLY)) {
+	/* A transport without placement has no pulled SENDs. */
+	if (!place || !resp_pull_desc_copy(p, d)) {
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_REQ_ERR,
 			  IBV_WC_LOC_QP_OP_ERR);
 		return;
@@ -238,7 +261,7 @@ static void resp_send_pull(struct emu_qp *qp, const struct pkt *p)
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, 0, IBV_WC_LOC_LEN_ERR);
 		return;
 	}
-	if (engine_place(qp->hca->engine)->pull(qp, qp->resp.wqe, d)) {
+	if (place->pull(qp, qp->resp.wqe, d)) {
 		resp_fail(qp, p, AETH_NAK_REM_OP_ERR, 0, IBV_WC_LOC_PROT_ERR);
 		return;
 	}

@@ -48,7 +48,7 @@ struct tp_place_ops {
 	bool (*pull_ok)(struct emu_qp *qp, const struct wqe *w);
 	uint32_t (*pull_desc)(struct emu_qp *qp, struct wqe *w, void *buf);
 	int (*pull)(struct emu_qp *qp, const struct wqe *rwqe,
-		    const struct pull_desc *d);
+		    const struct pull_desc_copy *d);
 	/* Regions and QPs of ours that requesters may place into; withdraw
 	 * and fence return once no placement into them is under way. */
 	void (*mr_publish)(struct engine *e, const struct emu_mr *mr);

@@ -112,13 +112,25 @@ struct pkt_grh {
 #define PKT_F_PULL 2u
 
 /* Where a pulled SEND's data is: the sender's process and segments. */
+struct pull_seg {
+	uint64_t addr, len;
+};
+
 struct pull_desc {
-	int32_t pid;
+	int32_t pid; /* informative: the responder pulls from the QP's peer */
 	uint32_t nr;
 	uint64_t length;
-	struct {
-		uint64_t addr, len;
-	} seg[];
+	struct pull_seg seg[];
+};
+
+/* A pull descriptor as the responder keeps it: copied once out of the
+ * shared slot, with nr checked, before anything uses it.  A requester
+ * describes at most one segment per SGE. */
+#define PULL_MAX_SEGS 32
+struct pull_desc_copy {
+	uint32_t nr; /* <= PULL_MAX_SEGS */
+	uint64_t length;
+	struct pull_seg seg[PULL_MAX_SEGS];
 };
 
 /* The largest packet: headers plus one path MTU of payload. */

@@ -606,6 +606,30 @@ static void test_resp_middle_without_first(void)
 	fx_teardown(&f);
 }
 
+/*
+ * A SEND flagged as pulled (its data left in the sender) on a transport
+ * without placement is an invalid request, not a crash: NAK invalid
+ * request, the receive completes in error, QP_REQ_ERR (manual 6.1.3).
+ */
+static void test_resp_pull_without_placement(void)
+{
+	struct pull_desc d = { .pid = 1, .nr = 0, .length = 64 };
+	struct fixture f;
+	struct loop_pkt p;
+
+	fx_setup(&f, &default_params);
+	fx_post_recv(&f, 62, RECV_OFF, 4096);
+	craft(&p, &f, IB_OP_SEND_ONLY, RQ_PSN, true, &d, sizeof(d));
+	p.hdr.flags |= PKT_F_PULL;
+	loop_inject(&p);
+	expect_ack(&f, RQ_PSN, AETH_NAK | AETH_NAK_INVALID_REQ, 0);
+	expect_recv(&f, 62, IBV_WC_LOC_QP_OP_ERR, 0);
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_ERR);
+	expect_event(&f, IBV_EVENT_QP_REQ_ERR);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
 /* The READ responses to a request of len bytes at psn, in MTU packets,
  * carrying data; the first and last with an AETH of msn. */
 static void expect_read_responses(struct fixture *f, uint32_t psn,
@@ -955,6 +979,8 @@ int main(void)
 		{ "resp_send_too_long", test_resp_send_too_long },
 		{ "resp_middle_without_first",
 		  test_resp_middle_without_first },
+		{ "resp_pull_without_placement",
+		  test_resp_pull_without_placement },
 		{ "resp_read", test_resp_read },
 		{ "resp_fetch_add", test_resp_fetch_add },
 		{ "resp_fetch_add_pipelined", test_resp_fetch_add_pipelined },
