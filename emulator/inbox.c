@@ -110,10 +110,16 @@ void inbox_unlink(const char *node_name, pid_t pid, uint64_t start_time)
 	shm_unlink(name);
 }
 
+/* Times a claim finds a slot ahead of a tail that does not move before it
+ * gives up (see inbox_claim). */
+#define INBOX_CLAIM_STALLS 1024
+
 struct inbox_slot *inbox_claim(struct inbox *ib, uint64_t *pos_p)
 {
 	uint64_t pos = atomic_load_explicit(&ib->tail, memory_order_relaxed);
+	unsigned int stalls = 0;
 	struct inbox_slot *s;
+	uint64_t tail;
 	int64_t dif;
 
 	for (;;) {
@@ -129,8 +135,15 @@ struct inbox_slot *inbox_claim(struct inbox *ib, uint64_t *pos_p)
 		} else if (dif < 0) {
 			return NULL; /* full */
 		} else {
-			pos = atomic_load_explicit(&ib->tail,
-						   memory_order_relaxed);
+			/* Another producer took pos: look again.  A slot
+			 * ahead of a tail that stays put was written by no
+			 * producer (a peer wrote garbage): give up, as if
+			 * full, rather than spin for good. */
+			tail = atomic_load_explicit(&ib->tail,
+						    memory_order_relaxed);
+			if (tail == pos && ++stalls > INBOX_CLAIM_STALLS)
+				return NULL;
+			pos = tail;
 		}
 	}
 	*pos_p = pos;
