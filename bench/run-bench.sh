@@ -47,7 +47,8 @@ command -v ib_send_lat >/dev/null ||
 IBEMU_NODE=bench-$$
 export IBEMU_NODE
 dir=$(mktemp -d)
-trap 'sc_cleanup; rm -rf "$dir"; rm -f /dev/shm/ibemu-v*-"$(id -u)-$IBEMU_NODE" /dev/shm/ibemu-v*-"$(id -u)-$IBEMU_NODE"-p*' EXIT
+# Every node of this run is named bench-$$ or bench-idle-$$: remove them all.
+trap 'sc_cleanup; rm -rf "$dir"; rm -f /dev/shm/ibemu-v*-"$(id -u)-$IBEMU_NODE"* /dev/shm/ibemu-v*-"$(id -u)-bench-idle-$$"*' EXIT
 trap 'exit 130' INT TERM
 [ -n "${BENCH_OUT:-}" ] && mkdir -p "$BENCH_OUT"
 
