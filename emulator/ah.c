@@ -42,14 +42,13 @@ int emu_av_check(const struct ibv_ah_attr *attr)
 }
 
 /* Handles are 1..IBEMU_MAX_AH: 0 names no AH. */
-int emu_ah_create(struct emu_hca *hca, uint64_t pd_id,
-		  const struct ibv_ah_attr *attr, uint32_t *handle_p)
+int emu_ah_create(struct emu_hca *hca, const struct ibv_ah_attr *attr,
+		  uint32_t *handle_p)
 {
 	struct ibv_ah_attr *av;
 	uint32_t n, idx;
 	int ret;
 
-	(void)pd_id;
 	ret = emu_av_check(attr);
 	if (ret)
 		return ret;

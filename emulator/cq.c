@@ -161,9 +161,10 @@ bool cq_push(struct emu_cq *cq, const struct ibv_wc *wc, bool solicited)
 
 static const struct ibv_wc *cq_current_locked(struct emu_cq *cq)
 {
-	cq->polling = wc_ring_count(&cq->ring) != 0;
-	return cq->polling ? &cq->ring.buf[cq->ring.head % cq->ring.size]
-			   : NULL;
+	const struct ibv_wc *wc = wc_ring_oldest(&cq->ring);
+
+	cq->polling = wc != NULL;
+	return wc;
 }
 
 const struct ibv_wc *emu_cq_poll_start(struct emu_cq *cq)
@@ -182,14 +183,14 @@ const struct ibv_wc *emu_cq_poll_start(struct emu_cq *cq)
 const struct ibv_wc *emu_cq_poll_next(struct emu_cq *cq)
 {
 	if (cq->polling)
-		cq->ring.head++;
+		wc_ring_drop(&cq->ring);
 	return cq_current_locked(cq);
 }
 
 void emu_cq_poll_end(struct emu_cq *cq)
 {
 	if (cq->polling)
-		cq->ring.head++;
+		wc_ring_drop(&cq->ring);
 	cq->polling = false;
 	pthread_mutex_unlock(&cq->lock);
 }

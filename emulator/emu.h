@@ -106,8 +106,8 @@ int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 /* ah.c: address vectors (IBA 10.2.2.1); a UD work request names one by
  * the handle of its struct ibv_ah, and the HCA copies it at post time. */
 int emu_av_check(const struct ibv_ah_attr *attr);
-int emu_ah_create(struct emu_hca *hca, uint64_t pd_id,
-		  const struct ibv_ah_attr *attr, uint32_t *handle_p);
+int emu_ah_create(struct emu_hca *hca, const struct ibv_ah_attr *attr,
+		  uint32_t *handle_p);
 void emu_ah_destroy(struct emu_hca *hca, uint32_t handle);
 
 /* qp.c: queue pairs and their state machine (IBA 10.3, 11.2.5) */

@@ -78,9 +78,11 @@ bool wc_ring_put(struct wc_ring *r, const struct ibv_wc *wc)
 
 bool wc_ring_get(struct wc_ring *r, struct ibv_wc *wc)
 {
-	if (!wc_ring_count(r))
+	const struct ibv_wc *oldest = wc_ring_oldest(r);
+
+	if (!oldest)
 		return false;
-	*wc = r->buf[r->head % r->size];
-	atomic_store_explicit(&r->head, r->head + 1, memory_order_relaxed);
+	*wc = *oldest;
+	wc_ring_drop(r);
 	return true;
 }

@@ -100,6 +100,16 @@ static inline bool wc_ring_peek_empty(const struct wc_ring *r)
 	return atomic_load_explicit(&r->tail, memory_order_acquire) ==
 	       atomic_load_explicit(&r->head, memory_order_relaxed);
 }
+/* The oldest entry, left in place, or NULL if empty. */
+static inline const struct ibv_wc *wc_ring_oldest(const struct wc_ring *r)
+{
+	return wc_ring_count(r) ? &r->buf[r->head % r->size] : NULL;
+}
+/* Consume the oldest entry (there is one). */
+static inline void wc_ring_drop(struct wc_ring *r)
+{
+	atomic_store_explicit(&r->head, r->head + 1, memory_order_relaxed);
+}
 /* false if full */
 bool wc_ring_put(struct wc_ring *r, const struct ibv_wc *wc);
 bool wc_ring_get(struct wc_ring *r, struct ibv_wc *wc);

@@ -25,7 +25,7 @@ struct ibv_ah *ibemu_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	ah = calloc(1, sizeof(*ah));
 	if (!ah)
 		goto err_count;
-	ret = emu_ah_create(ctx->hca, (uintptr_t)pd, attr, &ah->ibv_ah.handle);
+	ret = emu_ah_create(ctx->hca, attr, &ah->ibv_ah.handle);
 	if (ret) {
 		free(ah);
 		goto err_count;
