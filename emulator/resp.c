@@ -172,7 +172,7 @@ static void resp_fail(struct emu_qp *qp, const struct pkt *p, uint8_t nak,
 /* Take the next receive WQE of the QP or its SRQ into resp_wqe. */
 static bool resp_take_wqe(struct emu_qp *qp)
 {
-	struct emu_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
+	struct emu_rq *rq = qp_rq(qp);
 	struct wqe *w;
 	bool limit = false;
 
