@@ -116,6 +116,9 @@ void comp_retire_locked(struct emu_qp *qp);
 void comp_arm_timer_locked(struct emu_qp *qp);
 
 /* Copy between a message and a list of local SGEs (MR-checked). */
+int sge_span(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
+	     uint32_t offset, uint32_t len, struct iovec *iov);
+void iov_gather(void *buf, const struct iovec *iov, int nr);
 int sge_copy(struct emu_qp *qp, const struct ibv_sge *sge,
 	     uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
 	     bool to_sge);

@@ -102,158 +102,6 @@ static enum ibv_wc_status req_check_wqe(struct emu_qp *qp, struct wqe *w)
 	return sge_check(qp, w->sge, w->num_sge, wr_is(w->opcode, WR_RD_ATOMIC));
 }
 
-/*
- * UD: one packet to (AH, remote QPN, Q_Key) (IBA 9.8, 10.2.5).  A
- * destination that does not exist on this node is a lost datagram; the
- * send still completes.  false if the destination inbox is full.
- */
-static bool req_send_ud(struct emu_qp *qp, struct wqe *w)
-{
-	const struct ibv_ah_attr *av = &w->av;
-	struct node_seg *seg = qp->hca->node.seg;
-	uint8_t opcode = w->opcode == IBV_WR_SEND_WITH_IMM
-				 ? IB_OPCODE_UD + IB_OP_SEND_ONLY_IMM
-				 : IB_OPCODE_UD + IB_OP_SEND_ONLY;
-	struct pkt_out out;
-	struct tp_peer *dst;
-	int32_t slot;
-	uint64_t prefix, guid;
-
-	qp->req.psn = psn_add(qp->req.psn, 1);
-	if (av->dlid != seg->lid && !av->is_global)
-		return true; /* another LID: no such node in this fabric */
-	slot = node_qpn_owner_slot(&qp->hca->node, w->remote_qpn);
-	dst = slot >= 0 ? engine_peer(qp->hca->engine, slot) : NULL;
-	if (!dst)
-		return true;
-	if (!pkt_begin(&out, dst, qp, opcode, w->remote_qpn, qp->req.psn,
-		       false, w->length))
-		return false;
-	out.pkt.hdr->dlid = av->dlid;
-	/* A Q_Key with the high bit set means "use the QP's own" (IBA
-	 * 10.2.5). */
-	out_set_deth(&out,
-		     (w->remote_qkey & 0x80000000u) ? qp->attr.qkey
-						    : w->remote_qkey,
-		     qp->qpn);
-	if (out.op->mask & OPM_IMMDT)
-		out_set_immdt(&out, w->imm_data);
-	if (av->is_global) {
-		out.pkt.hdr->flags |= PKT_F_GRH;
-		out.pkt.grh->flow = 6u << 28 |
-					 (uint32_t)av->grh.traffic_class
-						 << 20 |
-					 (av->grh.flow_label & 0xfffff);
-		out.pkt.grh->hop_limit = av->grh.hop_limit;
-		prefix = htobe64(seg->gid_prefix);
-		guid = htobe64(seg->port_guid);
-		memcpy(out.pkt.grh->sgid, &prefix, 8);
-		memcpy(out.pkt.grh->sgid + 8, &guid, 8);
-		memcpy(out.pkt.grh->dgid, av->grh.dgid.raw, 16);
-	}
-	if (w->send_flags & IBV_SEND_INLINE)
-		memcpy(out_payload(&out), wqe_inline_data(qp, w),
-		       w->length);
-	else if (w->length)
-		sge_copy(qp, w->sge, w->num_sge, 0, out_payload(&out),
-			 w->length, false);
-	if (w->send_flags & IBV_SEND_SOLICITED)
-		out_set_se(&out);
-	pkt_send(&out);
-	return true;
-}
-
-/* The RDMA extended header of a WRITE's first packet or a READ request. */
-static void req_fill_reth(struct pkt_out *out, const struct wqe *w)
-{
-	out_set_reth(out, w->remote_addr, w->rkey, w->length);
-}
-
-/* Send the (remaining) packets of w; false if the peer's inbox is full. */
-static bool req_send_wqe(struct emu_qp *qp, struct wqe *w)
-{
-	uint32_t dqpn = qp->attr.dest_qp_num, off, paylen, psn;
-	struct tp_peer *dst = qp->peer;
-	struct pkt_out out;
-	bool first, last;
-	uint8_t opcode;
-
-	if (!dst && req_resolve_peer_locked(qp) == 0)
-		dst = qp->peer;
-
-	if (wr_is(w->opcode, WR_RD_ATOMIC)) {
-		opcode = req_opcode(qp, w, true, true);
-		if (!dst)
-			return true; /* no such peer: lost, the timer fires */
-		if (!pkt_begin(&out, dst, qp, opcode, dqpn, w->first_psn, true,
-			       0))
-			return false;
-		if (out.op->mask & OPM_RETH) {
-			req_fill_reth(&out, w);
-		} else {
-			bool cas = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
-
-			out_set_atmeth(&out, w->remote_addr, w->rkey,
-				       cas ? w->swap : w->compare_add,
-				       cas ? w->compare_add : 0);
-		}
-		pkt_send(&out);
-		return true;
-	}
-
-	if (w->pulled) {
-		/* One SEND_ONLY that tells the responder where the data is. */
-		opcode = req_opcode(qp, w, true, true);
-		if (!dst)
-			return true;
-		if (!pkt_begin(&out, dst, qp, opcode, dqpn, w->first_psn, true,
-			       0))
-			return false;
-		out.pkt.hdr->flags |= PKT_F_PULL;
-		out.pkt.hdr->len += engine_place(qp->hca->engine)
-						->pull_desc(qp, w, out_payload(&out));
-		if (out.op->mask & OPM_IMMDT)
-			out_set_immdt(&out, w->imm_data);
-		if (w->send_flags & IBV_SEND_SOLICITED)
-			out_set_se(&out);
-		pkt_send(&out);
-		w->sent = w->length;
-		return true;
-	}
-
-	do {
-		off = w->sent;
-		paylen = w->length - off;
-		if (paylen > qp->mtu)
-			paylen = qp->mtu;
-		first = off == 0;
-		last = off + paylen >= w->length;
-		psn = psn_add(w->first_psn, off / qp->mtu);
-		opcode = req_opcode(qp, w, first, last);
-		if (dst) {
-			if (!pkt_begin(&out, dst, qp, opcode, dqpn, psn, last,
-				       paylen))
-				return false;
-			if (out.op->mask & OPM_RETH)
-				req_fill_reth(&out, w);
-			if (out.op->mask & OPM_IMMDT)
-				out_set_immdt(&out, w->imm_data);
-			/* Solicited event on the last packet (IBA 9.2.2). */
-			if (last && (w->send_flags & IBV_SEND_SOLICITED))
-				out_set_se(&out);
-			if (w->send_flags & IBV_SEND_INLINE)
-				memcpy(out_payload(&out),
-				       wqe_inline_data(qp, w) + off, paylen);
-			else if (paylen)
-				sge_copy(qp, w->sge, w->num_sge, off,
-					 out_payload(&out), paylen, false);
-			pkt_send(&out);
-		}
-		w->sent += paylen;
-	} while (!last);
-	return true;
-}
-
 /* What the requester did with a WQE (traced with IBEMU_DEBUG). */
 enum req_step {
 	REQ_NEXT, /* nothing more to do with it now: the next one */
@@ -282,6 +130,197 @@ static const char *const req_step_name[] = {
 };
 
 /*
+ * The local memory of a packet's payload, bytes [off, off+len) of w's
+ * message, resolved before a packet is claimed for it: a region
+ * deregistered since the post fails the WQE with a local protection
+ * error (IBA 10.6.3.5, 10.8.3.1) instead of sending what is not there.
+ */
+static bool req_payload_span(struct emu_qp *qp, struct wqe *w, uint32_t off,
+			     uint32_t len, struct iovec *iov, int *nr)
+{
+	if ((w->send_flags & IBV_SEND_INLINE) || !len) {
+		*nr = 0;
+		return true;
+	}
+	*nr = sge_span(qp, w->sge, w->num_sge, off, len, iov);
+	if (*nr >= 0)
+		return true;
+	w->status = IBV_WC_LOC_PROT_ERR;
+	return false;
+}
+
+/* Fill a packet's payload from inline data or the resolved iovecs. */
+static void req_payload_fill(struct emu_qp *qp, struct wqe *w,
+			     uint32_t off, uint32_t len, void *dst,
+			     const struct iovec *iov, int nr)
+{
+	if (w->send_flags & IBV_SEND_INLINE)
+		memcpy(dst, wqe_inline_data(qp, w) + off, len);
+	else
+		iov_gather(dst, iov, nr);
+}
+
+/*
+ * UD: one packet to (AH, remote QPN, Q_Key) (IBA 9.8, 10.2.5).  A
+ * destination that does not exist on this node is a lost datagram; the
+ * send still completes.  REQ_BLOCKED if the destination inbox is full.
+ */
+static enum req_step req_send_ud(struct emu_qp *qp, struct wqe *w)
+{
+	const struct ibv_ah_attr *av = &w->av;
+	struct node_seg *seg = qp->hca->node.seg;
+	uint8_t opcode = w->opcode == IBV_WR_SEND_WITH_IMM
+				 ? IB_OPCODE_UD + IB_OP_SEND_ONLY_IMM
+				 : IB_OPCODE_UD + IB_OP_SEND_ONLY;
+	struct iovec iov[IBEMU_MAX_SGE];
+	struct pkt_out out;
+	struct tp_peer *dst;
+	int32_t slot;
+	uint64_t prefix, guid;
+	int nr;
+
+	if (!req_payload_span(qp, w, 0, w->length, iov, &nr))
+		return REQ_LOCAL_ERROR;
+	qp->req.psn = psn_add(qp->req.psn, 1);
+	if (av->dlid != seg->lid && !av->is_global)
+		return REQ_COMPLETE; /* another LID: no such node here */
+	slot = node_qpn_owner_slot(&qp->hca->node, w->remote_qpn);
+	dst = slot >= 0 ? engine_peer(qp->hca->engine, slot) : NULL;
+	if (!dst)
+		return REQ_COMPLETE;
+	if (!pkt_begin(&out, dst, qp, opcode, w->remote_qpn, qp->req.psn,
+		       false, w->length)) {
+		qp->req.psn = psn_add(qp->req.psn, BTH_PSN_MASK);
+		return REQ_BLOCKED;
+	}
+	out.pkt.hdr->dlid = av->dlid;
+	/* A Q_Key with the high bit set means "use the QP's own" (IBA
+	 * 10.2.5). */
+	out_set_deth(&out,
+		     (w->remote_qkey & 0x80000000u) ? qp->attr.qkey
+						    : w->remote_qkey,
+		     qp->qpn);
+	if (out.op->mask & OPM_IMMDT)
+		out_set_immdt(&out, w->imm_data);
+	if (av->is_global) {
+		out.pkt.hdr->flags |= PKT_F_GRH;
+		out.pkt.grh->flow = 6u << 28 |
+					 (uint32_t)av->grh.traffic_class
+						 << 20 |
+					 (av->grh.flow_label & 0xfffff);
+		out.pkt.grh->hop_limit = av->grh.hop_limit;
+		prefix = htobe64(seg->gid_prefix);
+		guid = htobe64(seg->port_guid);
+		memcpy(out.pkt.grh->sgid, &prefix, 8);
+		memcpy(out.pkt.grh->sgid + 8, &guid, 8);
+		memcpy(out.pkt.grh->dgid, av->grh.dgid.raw, 16);
+	}
+	req_payload_fill(qp, w, 0, w->length, out_payload(&out), iov, nr);
+	if (w->send_flags & IBV_SEND_SOLICITED)
+		out_set_se(&out);
+	pkt_send(&out);
+	return REQ_COMPLETE;
+}
+
+/* The RDMA extended header of a WRITE's first packet or a READ request. */
+static void req_fill_reth(struct pkt_out *out, const struct wqe *w)
+{
+	out_set_reth(out, w->remote_addr, w->rkey, w->length);
+}
+
+/* Send the (remaining) packets of w: REQ_SENT, or REQ_BLOCKED if the
+ * peer's inbox is full, or REQ_LOCAL_ERROR. */
+static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w)
+{
+	uint32_t dqpn = qp->attr.dest_qp_num, off, paylen, psn;
+	struct iovec iov[IBEMU_MAX_SGE];
+	struct tp_peer *dst = qp->peer;
+	struct pkt_out out;
+	bool first, last;
+	uint8_t opcode;
+	int nr;
+
+	if (!dst && req_resolve_peer_locked(qp) == 0)
+		dst = qp->peer;
+
+	if (wr_is(w->opcode, WR_RD_ATOMIC)) {
+		opcode = req_opcode(qp, w, true, true);
+		if (!dst)
+			return REQ_SENT; /* no such peer: lost, the timer fires */
+		if (!pkt_begin(&out, dst, qp, opcode, dqpn, w->first_psn, true,
+			       0))
+			return REQ_BLOCKED;
+		if (out.op->mask & OPM_RETH) {
+			req_fill_reth(&out, w);
+		} else {
+			bool cas = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
+
+			out_set_atmeth(&out, w->remote_addr, w->rkey,
+				       cas ? w->swap : w->compare_add,
+				       cas ? w->compare_add : 0);
+		}
+		pkt_send(&out);
+		return REQ_SENT;
+	}
+
+	if (w->pulled) {
+		/* One SEND_ONLY that tells the responder where the data is;
+		 * the regions must still be there (req_payload_span). */
+		opcode = req_opcode(qp, w, true, true);
+		if (sge_check(qp, w->sge, w->num_sge, false) !=
+		    IBV_WC_SUCCESS) {
+			w->status = IBV_WC_LOC_PROT_ERR;
+			return REQ_LOCAL_ERROR;
+		}
+		if (!dst)
+			return REQ_SENT;
+		if (!pkt_begin(&out, dst, qp, opcode, dqpn, w->first_psn, true,
+			       0))
+			return REQ_BLOCKED;
+		out.pkt.hdr->flags |= PKT_F_PULL;
+		out.pkt.hdr->len += engine_place(qp->hca->engine)
+						->pull_desc(qp, w, out_payload(&out));
+		if (out.op->mask & OPM_IMMDT)
+			out_set_immdt(&out, w->imm_data);
+		if (w->send_flags & IBV_SEND_SOLICITED)
+			out_set_se(&out);
+		pkt_send(&out);
+		w->sent = w->length;
+		return REQ_SENT;
+	}
+
+	do {
+		off = w->sent;
+		paylen = w->length - off;
+		if (paylen > qp->mtu)
+			paylen = qp->mtu;
+		first = off == 0;
+		last = off + paylen >= w->length;
+		psn = psn_add(w->first_psn, off / qp->mtu);
+		opcode = req_opcode(qp, w, first, last);
+		if (dst) {
+			if (!req_payload_span(qp, w, off, paylen, iov, &nr))
+				return REQ_LOCAL_ERROR;
+			if (!pkt_begin(&out, dst, qp, opcode, dqpn, psn, last,
+				       paylen))
+				return REQ_BLOCKED;
+			if (out.op->mask & OPM_RETH)
+				req_fill_reth(&out, w);
+			if (out.op->mask & OPM_IMMDT)
+				out_set_immdt(&out, w->imm_data);
+			/* Solicited event on the last packet (IBA 9.2.2). */
+			if (last && (w->send_flags & IBV_SEND_SOLICITED))
+				out_set_se(&out);
+			req_payload_fill(qp, w, off, paylen, out_payload(&out),
+					 iov, nr);
+			pkt_send(&out);
+		}
+		w->sent += paylen;
+	} while (!last);
+	return REQ_SENT;
+}
+
+/*
  * How long a datagram waits for a full destination before it is dropped,
  * as a fabric drops what it cannot deliver (UD is unreliable, IBA 9.8):
  * a live destination drains its inbox in microseconds; a stopped or
@@ -293,11 +332,12 @@ static const char *const req_step_name[] = {
 
 static enum req_step req_send_datagram(struct emu_qp *qp, struct wqe *w)
 {
+	enum req_step step = req_send_ud(qp, w);
 	uint64_t now;
 
-	if (req_send_ud(qp, w)) {
+	if (step != REQ_BLOCKED) {
 		qp->req.ud_full_since = 0;
-		return REQ_COMPLETE;
+		return step;
 	}
 	now = engine_coarse_ns();
 	if (!qp->req.ud_full_since)
@@ -339,11 +379,14 @@ static enum req_step req_start_wqe(struct emu_qp *qp, struct wqe *w)
 /* Send what is left of w. */
 static enum req_step req_send(struct emu_qp *qp, struct wqe *w)
 {
+	enum req_step step;
+
 	if (qp->type == IBV_QPT_UD)
 		return req_send_datagram(qp, w);
-	if (!req_send_wqe(qp, w))
-		return REQ_BLOCKED;
-	return qp->type == IBV_QPT_UC ? REQ_COMPLETE : REQ_SENT;
+	step = req_send_wqe(qp, w);
+	if (step == REQ_SENT && qp->type == IBV_QPT_UC)
+		return REQ_COMPLETE;
+	return step;
 }
 
 static enum req_step req_step(struct emu_qp *qp, struct wqe *w)

@@ -43,17 +43,17 @@ enum ibv_wc_status sge_check(struct emu_qp *qp, const struct ibv_sge *sge,
 }
 
 /*
- * Copy len bytes between buf and the message position offset of the SGE
- * list (to_sge: into local memory).  Returns 0, or -1 if the SGEs are too
- * short or their keys went away.
+ * The local memory of bytes [offset, offset+len) of the message an SGE
+ * list describes, as iovecs (at most num_sge).  Returns their count, or
+ * -1 if the SGEs are too short or a key went away.  The regions stay
+ * registered while the caller holds the QP lock (mr.c).
  */
-int sge_copy(struct emu_qp *qp, const struct ibv_sge *sge,
-	     uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
-	     bool to_sge)
+int sge_span(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
+	     uint32_t offset, uint32_t len, struct iovec *iov)
 {
-	uint8_t *p = buf, *local;
 	struct emu_mr *mr;
 	uint32_t i, n;
+	int nr = 0;
 
 	for (i = 0; i < num_sge && len; i++) {
 		if (offset >= sge[i].length) {
@@ -63,21 +63,57 @@ int sge_copy(struct emu_qp *qp, const struct ibv_sge *sge,
 		n = sge[i].length - offset;
 		if (n > len)
 			n = len;
-		/* The region stays registered until the copy is done: the
-		 * caller holds the QP lock (mr.c). */
 		mr = mr_lookup(qp->hca, sge[i].lkey);
-		local = mr ? sge_mr_addr(mr, sge[i].addr + offset, n) : NULL;
-		if (!local)
+		iov[nr].iov_base = mr ? sge_mr_addr(mr, sge[i].addr + offset, n)
+				      : NULL;
+		if (!iov[nr].iov_base)
 			return -1;
-		if (to_sge)
-			memcpy(local, p, n);
-		else
-			memcpy(p, local, n);
-		p += n;
+		iov[nr++].iov_len = n;
 		len -= n;
 		offset = 0;
 	}
-	return len ? -1 : 0;
+	return len ? -1 : nr;
+}
+
+/* Gather iovecs into buf. */
+void iov_gather(void *buf, const struct iovec *iov, int nr)
+{
+	uint8_t *p = buf;
+	int i;
+
+	for (i = 0; i < nr; i++) {
+		memcpy(p, iov[i].iov_base, iov[i].iov_len);
+		p += iov[i].iov_len;
+	}
+}
+
+/*
+ * Copy len bytes between buf and the message position offset of the SGE
+ * list (to_sge: into local memory).  Returns 0, or -1 if the SGEs are too
+ * short or their keys went away; then nothing was copied.
+ */
+int sge_copy(struct emu_qp *qp, const struct ibv_sge *sge,
+	     uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
+	     bool to_sge)
+{
+	struct iovec iov[IBEMU_MAX_SGE];
+	uint8_t *p = buf;
+	int i, nr;
+
+	if (num_sge > IBEMU_MAX_SGE)
+		return -1;
+	nr = sge_span(qp, sge, num_sge, offset, len, iov);
+	if (nr < 0)
+		return -1;
+	if (!to_sge) {
+		iov_gather(buf, iov, nr);
+		return 0;
+	}
+	for (i = 0; i < nr; i++) {
+		memcpy(iov[i].iov_base, p, iov[i].iov_len);
+		p += iov[i].iov_len;
+	}
+	return 0;
 }
 
 /*
