@@ -137,8 +137,14 @@ void comp_retire_locked(struct emu_qp *qp)
 	comp_check_drained(qp);
 }
 
-/* Everything up to and including psn is acknowledged (IBA 9.7.5.1). */
-static void comp_ack_upto(struct emu_qp *qp, uint32_t psn)
+/*
+ * Everything up to and including psn is acknowledged (IBA 9.7.5.1).
+ * Reads and atomics complete with their responses only: one that an
+ * acknowledgement passes had its responses lost, since a responder
+ * answers in request order (IBA 9.7.5.1.3, "implied NAK"); it is
+ * returned, and nothing after it is acknowledged.
+ */
+static struct wqe *comp_ack_upto(struct emu_qp *qp, uint32_t psn)
 {
 	struct wqe *w;
 	uint32_t i;
@@ -149,11 +155,14 @@ static void comp_ack_upto(struct emu_qp *qp, uint32_t psn)
 			continue;
 		if (psn_cmp(w->last_psn, psn) > 0)
 			break;
-		/* Reads and atomics complete with their responses. */
 		if (wr_is(w->opcode, WR_RD_ATOMIC))
-			break;
+			return psn_cmp(psn, w->last_psn) > 0 &&
+				       w->state == WQE_SENT
+			       ? w
+			       : NULL;
 		wqe_done(qp, w);
 	}
+	return NULL;
 }
 
 /* The outstanding WQE whose PSN range holds psn, or NULL. */
@@ -187,6 +196,32 @@ static struct wqe *comp_oldest(struct emu_qp *qp)
 	return NULL;
 }
 
+/* A sequence error, told or implied: resend from the oldest WQE not yet
+ * answered while the retry budget lasts (IBA 9.7.5.2.1, 9.7.6.1.3); during
+ * an RNR wait the resend is already scheduled. */
+static void comp_seq_retry(struct emu_qp *qp)
+{
+	struct wqe *w;
+
+	if (qp->comp.rnr_resume)
+		return;
+	if (!qp->comp.retry_left) {
+		w = comp_oldest(qp);
+		if (w)
+			wqe_fail(qp, w, IBV_WC_RETRY_EXC_ERR);
+		return;
+	}
+	qp->comp.retry_left--;
+	req_rewind_locked(qp);
+}
+
+/* Acknowledge up to psn; an implied NAK is a sequence error. */
+static void comp_ack(struct emu_qp *qp, uint32_t psn)
+{
+	if (comp_ack_upto(qp, psn))
+		comp_seq_retry(qp);
+}
+
 static void comp_nak(struct emu_qp *qp, uint32_t psn, uint8_t code)
 {
 	static const enum ibv_wc_status status[] = {
@@ -198,20 +233,9 @@ static void comp_nak(struct emu_qp *qp, uint32_t psn, uint8_t code)
 	struct wqe *w;
 
 	/* A NAK acknowledges every earlier PSN (IBA 9.7.5.1.2). */
-	comp_ack_upto(qp, psn_add(psn, BTH_PSN_MASK));
-	if (code == AETH_NAK_PSN_SEQ_ERR) {
-		/* Sequence error: resend from psn (IBA 9.7.5.2.1); during an
-		 * RNR wait the resend is already scheduled. */
-		if (qp->comp.rnr_resume)
-			return;
-		if (!qp->comp.retry_left) {
-			w = comp_oldest(qp);
-			if (w)
-				wqe_fail(qp, w, IBV_WC_RETRY_EXC_ERR);
-			return;
-		}
-		qp->comp.retry_left--;
-		req_rewind_locked(qp);
+	if (comp_ack_upto(qp, psn_add(psn, BTH_PSN_MASK)) ||
+	    code == AETH_NAK_PSN_SEQ_ERR) {
+		comp_seq_retry(qp);
 		return;
 	}
 	w = comp_find(qp, psn);
@@ -230,7 +254,10 @@ static void comp_rnr(struct emu_qp *qp, uint32_t psn, uint8_t timer)
 {
 	struct wqe *w;
 
-	comp_ack_upto(qp, psn_add(psn, BTH_PSN_MASK));
+	if (comp_ack_upto(qp, psn_add(psn, BTH_PSN_MASK))) {
+		comp_seq_retry(qp);
+		return;
+	}
 	w = comp_find(qp, psn);
 	if (!w)
 		w = comp_oldest(qp);
@@ -282,7 +309,10 @@ static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 		return;
 	}
 	/* A response acknowledges every earlier request (IBA 9.7.5.1.3). */
-	comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK));
+	if (comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK))) {
+		comp_seq_retry(qp);
+		return;
+	}
 	if (p->paylen && sge_copy(qp, w->sge, w->num_sge, off,
 				  (void *)p->payload, p->paylen, true)) {
 		wqe_fail(qp, w, IBV_WC_LOC_PROT_ERR);
@@ -300,7 +330,10 @@ static void comp_atomic_ack(struct emu_qp *qp, const struct pkt *p)
 
 	if (!w || !wr_is(w->opcode, WR_ATOMIC))
 		return;
-	comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK));
+	if (comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK))) {
+		comp_seq_retry(qp);
+		return;
+	}
 	orig = pkt_atmack_orig(p);
 	if (sge_copy(qp, w->sge, 1, 0, &orig, 8, true)) {
 		wqe_fail(qp, w, IBV_WC_LOC_PROT_ERR);
@@ -367,7 +400,7 @@ void comp_recv_locked(struct emu_qp *qp, const struct pkt *p)
 	case COMP_IGNORED:
 		return;
 	case COMP_ACK:
-		comp_ack_upto(qp, p->psn);
+		comp_ack(qp, p->psn);
 		break;
 	case COMP_RNR_NAK:
 		comp_rnr(qp, p->psn, pkt_aeth_syndrome(p) & 0x1f);

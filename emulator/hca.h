@@ -126,14 +126,21 @@ struct qp_comp {
 	bool sqd_notify; /* raise SQ_DRAINED when the SQ drains */
 };
 
-/* A READ request the responder is answering. */
-struct resp_read {
+/*
+ * A response the responder owes, in request order: the packets of a READ
+ * or the acknowledgement of an atomic.  Responses leave in the order of
+ * their requests (IBA 9.7.5.1.3), so one that finds the requester's inbox
+ * full waits here, and so does everything after it, plain ACKs included.
+ */
+struct resp_reply {
+	bool atomic; /* an atomic's acknowledgement; else READ responses */
 	uint32_t psn; /* of the next response packet */
-	uint32_t rkey; /* checked again for every packet (resp.c) */
-	uint64_t va; /* next byte to send, as the requester names it */
-	uint32_t left; /* bytes still to send */
-	bool first; /* no response packet sent yet */
-	uint32_t total;
+	uint32_t rkey; /* READ: checked again for every packet (resp.c) */
+	uint64_t va; /* READ: next byte to send, as the requester names it */
+	uint32_t left; /* READ: bytes still to send */
+	bool first; /* READ: no response packet sent yet */
+	uint32_t msn; /* the MSN its AETHs carry */
+	uint64_t orig; /* atomic: the original remote value */
 };
 
 /* An atomic's response as sent, for its duplicates (resp.c). */
@@ -159,9 +166,10 @@ struct qp_resp {
 	uint32_t remaining; /* RDMA WRITE: bytes still expected */
 	uint32_t wlen; /* RDMA WRITE: total length */
 	bool ack_pending; /* an ACK could not be sent yet */
-	/* READ responses still to send (IBA 9.7.4.1.5 responder resources) */
-	struct resp_read *reads;
-	uint32_t reads_head, reads_tail, reads_size;
+	/* responses still to send, a ring of max_dest_rd_atomic + 1
+	 * entries at most (IBA 9.7.4.1.5 responder resources) */
+	struct resp_reply *replies;
+	uint32_t replies_head, replies_tail, replies_size;
 	/* the results of the last atomics, replayed on a duplicate (IBA
 	 * 9.7.4.1.6): one per responder resource, IBEMU_MAX_QP_INIT_RD_ATOM
 	 * entries, allocated at the first atomic */

@@ -291,7 +291,7 @@ static uint64_t engine_run_pending(struct engine *e, bool *busy)
 		t = comp_timers_locked(qp, now);
 		req_run_locked(qp);
 		blocked = qp->req.blocked || qp->resp.ack_pending ||
-			  qp->resp.reads_head != qp->resp.reads_tail;
+			  qp->resp.replies_head != qp->resp.replies_tail;
 		if (blocked)
 			*busy = true;
 		if (t && (!next || t < next))

@@ -129,7 +129,7 @@ static void qp_free_queues(struct emu_qp *qp)
 		rq_fini(&qp->rq);
 	wqe_ring_fini(&qp->sq);
 	free(qp->resp.wqe);
-	free(qp->resp.reads);
+	free(qp->resp.replies);
 	free(qp->resp.atomics);
 	free(qp->mcast);
 }

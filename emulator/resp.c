@@ -59,12 +59,22 @@ static bool resp_send_aeth(struct emu_qp *qp, uint32_t psn, uint8_t syn)
 	return true;
 }
 
-/* Acknowledge everything before the expected PSN; if the requester's
- * inbox is full, owe it and let the pending pass send it. */
+static bool resp_replies_empty(const struct emu_qp *qp);
+
+/*
+ * Acknowledge everything before the expected PSN.  Owed READ responses
+ * and atomic acknowledgements go first (IBA 9.7.5.1.3: an ACK past them
+ * would tell the requester they were lost); so does a full inbox: the
+ * pending pass sends the ACK later.
+ */
 static void resp_ack(struct emu_qp *qp)
 {
 	if (!qp_is_rc(qp))
 		return;
+	if (!resp_replies_empty(qp)) {
+		qp->resp.ack_pending = true;
+		return;
+	}
 	if (!resp_send_aeth(qp, psn_add(qp->resp.epsn, BTH_PSN_MASK),
 			    AETH_ACK | AETH_ACK_UNLIMITED)) {
 		qp->resp.ack_pending = true;
@@ -119,7 +129,7 @@ void resp_reset_locked(struct emu_qp *qp)
 	qp->resp.remaining = 0;
 	qp->resp.ack_pending = false;
 	qp->resp.nak_sent = false;
-	qp->resp.reads_head = qp->resp.reads_tail = 0;
+	qp->resp.replies_head = qp->resp.replies_tail = 0;
 }
 
 static void resp_complete_recv(struct emu_qp *qp, enum ibv_wc_status st,
@@ -424,33 +434,68 @@ static void resp_write(struct emu_qp *qp, const struct pkt *p)
 	}
 }
 
-/* Queue the responses to a READ request (IBA 9.7.4.1.5). */
-static bool resp_read_queue(struct emu_qp *qp, const struct pkt *p,
-			    uint64_t va, uint32_t len)
+/* Responses owed: none is waiting for room in the requester's inbox. */
+static bool resp_replies_empty(const struct emu_qp *qp)
+{
+	return qp->resp.replies_head == qp->resp.replies_tail;
+}
+
+static void resp_replies_pop(struct emu_qp *qp)
+{
+	qp->resp.replies_head = (qp->resp.replies_head + 1) %
+				qp->resp.replies_size;
+}
+
+/* Whether one more response may be owed: no more at once than the
+ * responder resources granted (max_dest_rd_atomic, IBA 9.7.4.1.5), READs
+ * and atomics alike. */
+static bool resp_reply_room(const struct emu_qp *qp)
+{
+	uint32_t owed = qp->resp.replies_size
+				? (qp->resp.replies_tail +
+				   qp->resp.replies_size -
+				   qp->resp.replies_head) %
+					  qp->resp.replies_size
+				: 0;
+
+	return owed < qp->attr.max_dest_rd_atomic;
+}
+
+/* Owe a response; NULL if there is no room. */
+static struct resp_reply *resp_reply_push(struct emu_qp *qp, uint32_t psn)
 {
 	uint32_t size = IBEMU_MAX_QP_INIT_RD_ATOM + 1;
-	struct resp_read *r;
+	struct resp_reply *r;
 
-	if (!qp->resp.reads) {
-		qp->resp.reads = calloc(size, sizeof(*qp->resp.reads));
-		if (!qp->resp.reads)
-			return false;
-		qp->resp.reads_size = size;
+	if (!qp->resp.replies) {
+		qp->resp.replies = calloc(size, sizeof(*qp->resp.replies));
+		if (!qp->resp.replies)
+			return NULL;
+		qp->resp.replies_size = size;
 	}
-	/* No more outstanding than the responder resources granted
-	 * (max_dest_rd_atomic, IBA 9.7.4.1.5). */
-	if ((qp->resp.reads_tail + qp->resp.reads_size - qp->resp.reads_head) %
-		    qp->resp.reads_size >=
-	    qp->attr.max_dest_rd_atomic)
+	if (!resp_reply_room(qp))
+		return NULL;
+	r = &qp->resp.replies[qp->resp.replies_tail];
+	memset(r, 0, sizeof(*r));
+	r->psn = psn;
+	qp->resp.replies_tail = (qp->resp.replies_tail + 1) %
+				qp->resp.replies_size;
+	return r;
+}
+
+/* Queue the responses to a READ request; their AETHs carry msn. */
+static bool resp_read_queue(struct emu_qp *qp, const struct pkt *p,
+			    uint64_t va, uint32_t len, uint32_t msn)
+{
+	struct resp_reply *r = resp_reply_push(qp, p->psn);
+
+	if (!r)
 		return false;
-	r = &qp->resp.reads[qp->resp.reads_tail];
-	r->psn = p->psn;
+	r->msn = msn;
 	r->rkey = pkt_reth_rkey(p);
 	r->va = va;
 	r->left = len;
-	r->total = len;
 	r->first = true;
-	qp->resp.reads_tail = (qp->resp.reads_tail + 1) % qp->resp.reads_size;
 	return true;
 }
 
@@ -460,7 +505,7 @@ static bool resp_read_queue(struct emu_qp *qp, const struct pkt *p,
  * the responder enters the error state (manual 6.1.4 QP_ACCESS_ERR).
  */
 static void resp_read_abort(struct emu_qp *qp, struct pkt_out *out,
-			    const struct resp_read *r)
+			    const struct resp_reply *r)
 {
 	/* The claimed room is used for the NAK: rebuild it as an ACK. */
 	out->op = opcode_get(IB_OP_ACKNOWLEDGE);
@@ -473,58 +518,89 @@ static void resp_read_abort(struct emu_qp *qp, struct pkt_out *out,
 	qp_error_locked(qp);
 }
 
-/* Send queued READ responses until done or the inbox is full. */
-static void resp_read_send(struct emu_qp *qp)
+/* An atomic's acknowledgement (IBA 9.7.5.1.4); false if the inbox is full. */
+static bool resp_atomic_ack_send(struct emu_qp *qp, struct tp_peer *dst,
+				 const struct resp_reply *r)
+{
+	struct pkt_out out;
+
+	if (!pkt_begin(&out, dst, qp, IB_OP_ATOMIC_ACKNOWLEDGE,
+		       qp->attr.dest_qp_num, r->psn, false, 0))
+		return false;
+	out_set_aeth(&out, AETH_ACK | AETH_ACK_UNLIMITED, r->msn);
+	out_set_atmack(&out, r->orig);
+	pkt_send(&out);
+	return true;
+}
+
+/* The next READ response packet of r; false if the inbox is full or the
+ * region went away (then the QP is in error). */
+static bool resp_read_packet(struct emu_qp *qp, struct tp_peer *dst,
+			     struct resp_reply *r)
+{
+	uint32_t paylen = r->left < qp->mtu ? r->left : qp->mtu;
+	bool last = paylen == r->left;
+	struct pkt_out out;
+	uint8_t opcode;
+
+	if (r->first && last)
+		opcode = IB_OP_READ_RESPONSE_ONLY;
+	else if (r->first)
+		opcode = IB_OP_READ_RESPONSE_FIRST;
+	else if (last)
+		opcode = IB_OP_READ_RESPONSE_LAST;
+	else
+		opcode = IB_OP_READ_RESPONSE_MIDDLE;
+	if (!pkt_begin(&out, dst, qp, opcode, qp->attr.dest_qp_num, r->psn,
+		       false, paylen))
+		return false;
+	if (out.op->mask & OPM_AETH)
+		out_set_aeth(&out, AETH_ACK | AETH_ACK_UNLIMITED, r->msn);
+	if (paylen && !resp_rkey_copy(qp, r->rkey, r->va, out_payload(&out),
+				      paylen, false)) {
+		resp_read_abort(qp, &out, r);
+		return false;
+	}
+	pkt_send(&out);
+	r->va += paylen;
+	r->left -= paylen;
+	r->psn = psn_add(r->psn, 1);
+	r->first = false;
+	return true;
+}
+
+/* Send owed responses, in order, until done or the inbox is full; then
+ * the ACK they held back. */
+static void resp_replies_send(struct emu_qp *qp)
 {
 	struct tp_peer *dst = resp_peer(qp);
-	struct pkt_out out;
-	struct resp_read *r;
-	uint32_t paylen;
-	uint8_t opcode;
-	bool last;
+	struct resp_reply *r;
 
-	while (qp->resp.reads_head != qp->resp.reads_tail) {
-		r = &qp->resp.reads[qp->resp.reads_head];
+	while (!resp_replies_empty(qp)) {
+		r = &qp->resp.replies[qp->resp.replies_head];
 		if (!dst) {
-			qp->resp.reads_head = (qp->resp.reads_head + 1) % qp->resp.reads_size;
+			resp_replies_pop(qp);
 			continue;
 		}
-		do {
-			paylen = r->left < qp->mtu ? r->left : qp->mtu;
-			last = paylen == r->left;
-			if (r->first && last)
-				opcode = IB_OP_READ_RESPONSE_ONLY;
-			else if (r->first)
-				opcode = IB_OP_READ_RESPONSE_FIRST;
-			else if (last)
-				opcode = IB_OP_READ_RESPONSE_LAST;
-			else
-				opcode = IB_OP_READ_RESPONSE_MIDDLE;
-			if (!pkt_begin(&out, dst, qp, opcode,
-				       qp->attr.dest_qp_num, r->psn, false,
-				       paylen)) {
-				engine_pending_add_locked(qp);
-				return;
-			}
-			if (out.op->mask & OPM_AETH) {
-				out_set_aeth(&out,
-					     AETH_ACK | AETH_ACK_UNLIMITED,
-					     qp->resp.msn);
-			}
-			if (paylen &&
-			    !resp_rkey_copy(qp, r->rkey, r->va,
-					    out_payload(&out), paylen, false)) {
-				resp_read_abort(qp, &out, r);
-				return;
-			}
-			pkt_send(&out);
-			r->va += paylen;
-			r->left -= paylen;
-			r->psn = psn_add(r->psn, 1);
-			r->first = false;
-		} while (!last);
-		qp->resp.reads_head = (qp->resp.reads_head + 1) % qp->resp.reads_size;
+		if (r->atomic) {
+			if (!resp_atomic_ack_send(qp, dst, r))
+				goto full;
+		} else {
+			do {
+				if (!resp_read_packet(qp, dst, r)) {
+					if (qp->state == IBV_QPS_ERR)
+						return; /* aborted */
+					goto full;
+				}
+			} while (r->left);
+		}
+		resp_replies_pop(qp);
 	}
+	if (qp->resp.ack_pending)
+		resp_ack(qp);
+	return;
+full:
+	engine_pending_add_locked(qp);
 }
 
 /* Execute a READ request: check it and queue its responses.  A
@@ -550,7 +626,11 @@ static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
 	}
 	/* More outstanding reads than the responder resources granted
 	 * (max_dest_rd_atomic, manual 6.1.4). */
-	if (!qp->attr.max_dest_rd_atomic || !resp_read_queue(qp, p, va, len)) {
+	/* The READ's AETHs carry the MSN it completes (IBA 9.7.5.1.3);
+	 * a duplicate's, the current one. */
+	if (!qp->attr.max_dest_rd_atomic ||
+	    !resp_read_queue(qp, p, va, len,
+			     dup ? qp->resp.msn : qp->resp.msn + 1)) {
 		if (dup && qp->attr.max_dest_rd_atomic)
 			return false;
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_ACCESS_ERR,
@@ -569,31 +649,32 @@ static void resp_read(struct emu_qp *qp, const struct pkt *p)
 		return;
 	qp->resp.epsn = psn_add(qp->resp.epsn, npkts);
 	qp->resp.msn++;
-	resp_read_send(qp);
+	resp_replies_send(qp);
 }
 
-static void resp_atomic_ack(struct emu_qp *qp, const struct resp_atomic *a)
+/* Owe an atomic's acknowledgement and send what can be sent.  With no
+ * room (a duplicate beyond the responder resources) it is not sent: the
+ * requester times out and asks again. */
+static void resp_atomic_reply(struct emu_qp *qp, uint32_t psn, uint32_t msn,
+			      uint64_t orig)
 {
-	struct tp_peer *dst = resp_peer(qp);
-	struct pkt_out out;
+	struct resp_reply *r = resp_reply_push(qp, psn);
 
-	/* If the inbox is full the requester times out and resends; the
-	 * duplicate is answered from the replay cache. */
-	if (!dst || !pkt_begin(&out, dst, qp, IB_OP_ATOMIC_ACKNOWLEDGE,
-			       qp->attr.dest_qp_num, a->psn, false, 0))
-		return;
-	out_set_aeth(&out, AETH_ACK | AETH_ACK_UNLIMITED, a->msn);
-	out_set_atmack(&out, a->orig);
-	pkt_send(&out);
+	if (r) {
+		r->atomic = true;
+		r->msn = msn;
+		r->orig = orig;
+	}
+	resp_replies_send(qp);
 }
 
 /*
  * Remember an executed atomic for its duplicates: as many as the
  * responder resources granted (max_dest_rd_atomic, IBA 9.7.4.1.5), the
- * oldest replaced first.  NULL if there is no room to remember it.
+ * oldest replaced first.  Without memory it is not remembered: a
+ * duplicate then goes unanswered and the requester gives up in time.
  */
-static struct resp_atomic *resp_atomic_save(struct emu_qp *qp, uint32_t psn,
-					    uint64_t orig)
+static void resp_atomic_save(struct emu_qp *qp, uint32_t psn, uint64_t orig)
 {
 	uint32_t n = qp->attr.max_dest_rd_atomic ? qp->attr.max_dest_rd_atomic
 						 : 1;
@@ -603,13 +684,12 @@ static struct resp_atomic *resp_atomic_save(struct emu_qp *qp, uint32_t psn,
 		qp->resp.atomics = calloc(IBEMU_MAX_QP_INIT_RD_ATOM,
 					  sizeof(*qp->resp.atomics));
 	if (!qp->resp.atomics)
-		return NULL;
+		return;
 	a = &qp->resp.atomics[qp->resp.atomics_next++ % n];
 	a->psn = psn;
 	a->msn = qp->resp.msn;
 	a->orig = orig;
 	a->valid = true;
-	return a;
 }
 
 static const struct resp_atomic *resp_atomic_find(const struct emu_qp *qp,
@@ -627,7 +707,6 @@ static const struct resp_atomic *resp_atomic_find(const struct emu_qp *qp,
 static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 {
 	uint64_t va = pkt_atmeth_va(p), orig, expected;
-	struct resp_atomic *saved;
 	uint8_t *target;
 
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)) {
@@ -638,6 +717,13 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 	/* Atomics address an aligned 8-byte word (IBA 9.4.5, manual
 	 * 6.1.4 misaligned atomic). */
 	if (va & 7) {
+		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_ACCESS_ERR,
+			  IBV_WC_SUCCESS);
+		return;
+	}
+	/* More outstanding than the responder resources granted (IBA
+	 * 9.7.4.1.5): refused before anything is executed. */
+	if (!resp_reply_room(qp)) {
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_ACCESS_ERR,
 			  IBV_WC_SUCCESS);
 		return;
@@ -666,15 +752,8 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 	}
 	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
 	qp->resp.msn++;
-	saved = resp_atomic_save(qp, p->psn, orig);
-	if (saved)
-		resp_atomic_ack(qp, saved);
-	else
-		resp_atomic_ack(qp, &(struct resp_atomic){
-					    .psn = p->psn,
-					    .msn = qp->resp.msn,
-					    .orig = orig,
-				    });
+	resp_atomic_save(qp, p->psn, orig);
+	resp_atomic_reply(qp, p->psn, qp->resp.msn, orig);
 }
 
 /* A request we have seen: answer again, execute nothing twice except a
@@ -685,12 +764,12 @@ static void resp_duplicate(struct emu_qp *qp, const struct pkt *p)
 		return;
 	if (p->op->mask & OPM_READ) {
 		if (resp_read_exec(qp, p, true))
-			resp_read_send(qp);
+			resp_replies_send(qp);
 	} else if (p->op->mask & OPM_ATOMIC) {
 		const struct resp_atomic *a = resp_atomic_find(qp, p->psn);
 
 		if (a)
-			resp_atomic_ack(qp, a);
+			resp_atomic_reply(qp, a->psn, a->msn, a->orig);
 	} else if (pkt_ackreq(p)) {
 		resp_ack(qp);
 	}
@@ -900,8 +979,8 @@ void resp_recv_locked(struct emu_qp *qp, const struct pkt *p)
 /* Work owed to the requester: a delayed ACK, READ responses. */
 void resp_pending_locked(struct emu_qp *qp)
 {
-	if (qp->resp.ack_pending)
+	if (!resp_replies_empty(qp))
+		resp_replies_send(qp);
+	else if (qp->resp.ack_pending)
 		resp_ack(qp);
-	if (qp->resp.reads_head != qp->resp.reads_tail)
-		resp_read_send(qp);
 }

@@ -21,8 +21,10 @@ static struct {
 	struct loop_pkt *out_head, *out_tail; /* from the engine */
 	bool woken;
 	atomic_bool sleeping;
+	int room; /* packets the peer still takes; < 0: no limit */
 } loop = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.room = -1,
 };
 
 /* The one process the engine reaches, whatever the slot. */
@@ -115,7 +117,25 @@ static bool loop_pkt_at(struct loop_pkt *p, struct tp_pkt *pkt)
 
 static bool loop_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
 {
+	bool full;
+
+	pthread_mutex_lock(&loop.lock);
+	full = loop.room == 0;
+	if (loop.room > 0)
+		loop.room--;
+	pthread_mutex_unlock(&loop.lock);
+	if (full)
+		return false;
 	return loop_pkt_at(calloc(1, sizeof(struct loop_pkt)), pkt);
+}
+
+void loop_set_room(int room)
+{
+	pthread_mutex_lock(&loop.lock);
+	loop.room = room;
+	loop.woken = true;
+	pthread_cond_broadcast(&loop.cond);
+	pthread_mutex_unlock(&loop.lock);
 }
 
 static void loop_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
@@ -262,6 +282,7 @@ void loop_reset(void)
 	pthread_mutex_lock(&loop.lock);
 	loop_free_all(&loop.in_head, &loop.in_tail);
 	loop_free_all(&loop.out_head, &loop.out_tail);
+	loop.room = -1;
 	pthread_mutex_unlock(&loop.lock);
 }
 

@@ -31,6 +31,9 @@ void loop_inject(const struct loop_pkt *p);
 struct loop_pkt *loop_capture(unsigned int timeout_ms);
 /* Packets the engine sent and nobody took yet. */
 unsigned int loop_captured(void);
+/* The peer takes room more packets, then its inbox is full; < 0: no
+ * limit (the default).  Wakes the engine to retry what was blocked. */
+void loop_set_room(int room);
 /* Drop every packet, in both directions. */
 void loop_reset(void);
 /* Wait until the engine has consumed every injected packet and finished

@@ -764,6 +764,61 @@ static void test_resp_fetch_add_pipelined(void)
 	fx_teardown(&f);
 }
 
+/*
+ * IBA 9.7.5.1.3: responses leave in request order.  READ responses that
+ * find the requester's inbox full are owed, and the ACK of a later SEND
+ * waits behind them: an ACK ahead of them would tell the requester the
+ * READ's responses were lost.
+ */
+static void test_resp_ack_behind_read(void)
+{
+	uint32_t len = 2500, npkts = 3;
+	struct fixture f;
+	struct loop_pkt p;
+	uint8_t msg[8];
+
+	fx_setup(&f, &default_params);
+	fill(f.buf + TARGET_OFF, len, 21);
+	fill(msg, sizeof(msg), 22);
+	fx_post_recv(&f, 72, RECV_OFF, 256);
+	loop_set_room(1);
+	craft(&p, &f, IB_OP_READ_REQUEST, RQ_PSN, true, NULL, 0);
+	set_reth(&p, fx_va(&f, TARGET_OFF), f.key, len);
+	loop_inject(&p);
+	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN + npkts, msg, sizeof(msg));
+	expect_recv(&f, 72, IBV_WC_SUCCESS, sizeof(msg));
+	CU_ASSERT(loop_settle(hca->engine, 1000));
+	loop_set_room(-1);
+	expect_read_responses(&f, RQ_PSN, f.buf + TARGET_OFF, len, 1);
+	expect_ack(&f, RQ_PSN + npkts, AETH_ACK | AETH_ACK_UNLIMITED, 2);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 9.7.4.1.6: an atomic's acknowledgement that finds the requester's
+ * inbox full is owed, not dropped; it leaves once there is room, with
+ * the original value, and the atomic is executed once.
+ */
+static void test_resp_atomic_ack_full(void)
+{
+	uint64_t *target;
+	struct fixture f;
+
+	fx_setup(&f, &default_params);
+	target = (uint64_t *)(f.buf + TARGET_OFF + 64);
+	*target = 40;
+	loop_set_room(0);
+	inject_fetch_add(&f, RQ_PSN, fx_va(&f, TARGET_OFF + 64), 2);
+	CU_ASSERT(loop_settle(hca->engine, 1000));
+	CU_ASSERT_EQUAL(loop_captured(), 0);
+	loop_set_room(-1);
+	expect_atomic_ack(&f, RQ_PSN, 40, 1);
+	expect_quiet();
+	CU_ASSERT_EQUAL(__atomic_load_n(target, __ATOMIC_SEQ_CST), 42);
+	fx_teardown(&f);
+}
+
 /* ---- the completer ---- */
 
 /* Post a 64-byte signaled SEND and check the SEND_ONLY it becomes. */
@@ -950,6 +1005,38 @@ static void test_comp_read_gap(void)
 	fx_teardown(&f);
 }
 
+/*
+ * IBA 9.7.5.1.3 implied NAK: a responder answers in request order, so an
+ * ACK for a SEND posted after a READ means the READ's responses were
+ * lost.  The READ is re-issued at once (with the SEND behind it), not
+ * left to the retransmit timer, and completes with its data.
+ */
+static void test_comp_ack_past_read(void)
+{
+	uint32_t len = 256;
+	struct fixture f;
+	uint8_t data[256];
+
+	fx_setup(&f, &default_params);
+	fill(data, len, 23);
+	memset(f.buf + LOCAL_OFF + 512, 0, len);
+	fx_post_send(&f, 88, IBV_WR_RDMA_READ, LOCAL_OFF + 512, len,
+		     0x123456789000ull, 0xabcd01);
+	free(expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN));
+	post_and_see_send(&f, 89, SQ_PSN + 1, 24);
+	inject_ack(&f, SQ_PSN + 1, AETH_ACK | AETH_ACK_UNLIMITED, 2);
+	free(expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN));
+	expect_resend(&f, SQ_PSN + 1, 24);
+	expect_no_wc(&f);
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_ONLY, SQ_PSN, data, len);
+	inject_ack(&f, SQ_PSN + 1, AETH_ACK | AETH_ACK_UNLIMITED, 2);
+	expect_send_wc(&f, 88, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, len);
+	expect_send_wc(&f, 89, IBV_WC_SUCCESS, IBV_WC_SEND, 64);
+	CU_ASSERT(memcmp(f.buf + LOCAL_OFF + 512, data, len) == 0);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
 /* ---- the program ---- */
 
 /* Remove the node segment and anything else named for this node. */
@@ -982,6 +1069,9 @@ int main(void)
 		{ "resp_pull_without_placement",
 		  test_resp_pull_without_placement },
 		{ "resp_read", test_resp_read },
+		{ "resp_ack_behind_read", test_resp_ack_behind_read },
+		{ "resp_atomic_ack_full", test_resp_atomic_ack_full },
+		{ "comp_ack_past_read", test_comp_ack_past_read },
 		{ "resp_fetch_add", test_resp_fetch_add },
 		{ "resp_fetch_add_pipelined", test_resp_fetch_add_pipelined },
 		{ "comp_ack", test_comp_ack },
