@@ -23,7 +23,21 @@
 struct engine;
 
 /* A received packet, parsed (progress.c pkt_parse). */
+/* Room for the BTH and every extended header of one packet (IBA 9.2-9.3:
+ * at most BTH, RETH and ImmDt, or BTH and AtomicETH). */
+#define PKT_HDRS_MAX 64
+
+/*
+ * A received packet.  Its link header, GRH and transport headers are
+ * copied once out of the slot, which the sender can still write, and are
+ * read only from these copies (pkt_parse); the payload stays in the slot
+ * and is only ever copied out.  hdr, grh and bth_base point into this
+ * structure: it is not copied by value.
+ */
 struct pkt {
+	struct pkt_hdr hdr_copy;
+	struct pkt_grh grh_copy;
+	uint8_t hdrs[PKT_HDRS_MAX];
 	const struct pkt_hdr *hdr;
 	const struct pkt_grh *grh; /* when hdr->flags has PKT_F_GRH */
 	const uint8_t *bth_base;

@@ -91,19 +91,26 @@ void pkt_send(struct pkt_out *out)
 	out->e->tp->pkt_send(out->dst, &out->pkt);
 }
 
+/* Copy a packet's headers out of its slot (struct pkt) and check them. */
 static bool pkt_parse(const struct tp_pkt *in, struct pkt *p)
 {
-	uint32_t len = in->hdr->len;
+	uint32_t len;
 
+	memcpy(&p->hdr_copy, in->hdr, sizeof(p->hdr_copy));
+	len = p->hdr_copy.len;
 	if (len < sizeof(struct bth) || len > PKT_MAX_LEN)
 		return false;
-	p->hdr = in->hdr;
-	p->grh = in->grh;
-	p->bth_base = in->data;
-	p->bth = (const struct bth *)in->data;
+	memcpy(p->hdrs, in->data, len < PKT_HDRS_MAX ? len : PKT_HDRS_MAX);
+	if (p->hdr_copy.flags & PKT_F_GRH)
+		memcpy(&p->grh_copy, in->grh, sizeof(p->grh_copy));
+	p->hdr = &p->hdr_copy;
+	p->grh = &p->grh_copy;
+	p->bth_base = p->hdrs;
+	p->bth = (const struct bth *)p->hdrs;
 	p->opcode = p->bth->opcode;
 	p->op = opcode_get(p->opcode);
-	if (!p->op->mask || len < p->op->hdr_len)
+	if (!p->op->mask || len < p->op->hdr_len ||
+	    p->op->hdr_len > PKT_HDRS_MAX)
 		return false;
 	p->psn = bth_psn(p->bth);
 	p->qpn = bth_qpn(p->bth);
