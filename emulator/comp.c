@@ -182,13 +182,16 @@ static struct wqe *comp_find(struct emu_qp *qp, uint32_t psn)
 	return NULL;
 }
 
-/* The oldest WQE still waiting for an answer. */
+/* The oldest WQE still waiting for an answer, or blocked on its way out
+ * (it is at req.next then). */
 static struct wqe *comp_oldest(struct emu_qp *qp)
 {
+	uint32_t i, end = qp->req.next;
 	struct wqe *w;
-	uint32_t i;
 
-	for (i = qp->sq.head; i != qp->req.next; i++) {
+	if (qp->req.blocked && end != qp->sq.tail)
+		end++;
+	for (i = qp->sq.head; i != end; i++) {
 		w = wqe_ring_at(&qp->sq, i);
 		if (w->state == WQE_SENT || w->state == WQE_SENDING)
 			return w;

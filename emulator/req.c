@@ -446,6 +446,11 @@ void req_run_locked(struct emu_qp *qp)
 			break;
 		case REQ_BLOCKED:
 			qp->req.blocked = true;
+			/* The transport timer runs for a request that cannot
+			 * leave as for one lost (IBA 9.7.6.1.3): a responder
+			 * that takes nothing ends in RETRY_EXC_ERR. */
+			if (qp->type == IBV_QPT_RC)
+				comp_arm_timer_locked(qp);
 			engine_pending_add_locked(qp);
 			return;
 		case REQ_WAIT_FENCE:

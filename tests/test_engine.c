@@ -55,6 +55,7 @@ struct qp_params {
 	uint32_t rq_psn;
 	uint8_t retry_cnt;
 	uint8_t rnr_retry;
+	uint8_t timeout; /* 0: no retransmit timer */
 };
 
 static const struct qp_params default_params = {
@@ -113,7 +114,8 @@ static void fx_connect(struct fixture *f, const struct qp_params *p)
 				      IBV_QP_MIN_RNR_TIMER) == 0);
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = SQ_PSN;
-	a.timeout = 0; /* no retransmit timer: resends come from NAKs only */
+	/* By default no retransmit timer: resends come from NAKs only. */
+	a.timeout = p->timeout;
 	a.retry_cnt = p->retry_cnt;
 	a.rnr_retry = p->rnr_retry;
 	a.max_rd_atomic = 4;
@@ -1037,6 +1039,35 @@ static void test_comp_ack_past_read(void)
 	fx_teardown(&f);
 }
 
+/*
+ * IBA 9.7.6.1.3: the transport timer runs for a request that cannot leave
+ * because the responder takes nothing (its inbox stays full, as a stopped
+ * process's does): after timeout x (retry_cnt + 1) the WQE completes with
+ * RETRY_EXC_ERR instead of waiting for good.
+ */
+static void test_comp_blocked_times_out(void)
+{
+	struct qp_params prm = default_params;
+	struct ibv_wc wc;
+	struct fixture f;
+	int i;
+
+	prm.timeout = 1; /* the shortest the engine uses: 32 ms */
+	prm.retry_cnt = 1;
+	fx_setup(&f, &prm);
+	loop_set_room(0);
+	fill(f.buf + LOCAL_OFF, 64, 25);
+	fx_post_send(&f, 90, IBV_WR_SEND, LOCAL_OFF, 64, 0, 0);
+	for (i = 0; i < 200 && emu_cq_poll(f.cq, 1, &wc) == 0; i++)
+		usleep(10000);
+	CU_ASSERT_FATAL(i < 200);
+	CU_ASSERT_EQUAL(wc.wr_id, 90);
+	CU_ASSERT_EQUAL(wc.status, IBV_WC_RETRY_EXC_ERR);
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_ERR);
+	loop_set_room(-1);
+	fx_teardown(&f);
+}
+
 /* ---- the program ---- */
 
 /* Remove the node segment and anything else named for this node. */
@@ -1072,6 +1103,7 @@ int main(void)
 		{ "resp_ack_behind_read", test_resp_ack_behind_read },
 		{ "resp_atomic_ack_full", test_resp_atomic_ack_full },
 		{ "comp_ack_past_read", test_comp_ack_past_read },
+		{ "comp_blocked_times_out", test_comp_blocked_times_out },
 		{ "resp_fetch_add", test_resp_fetch_add },
 		{ "resp_fetch_add_pipelined", test_resp_fetch_add_pipelined },
 		{ "comp_ack", test_comp_ack },
