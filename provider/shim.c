@@ -10,7 +10,8 @@
  *
  * Each interposer carries the symbol version of the stock function it
  * stands for (libibemu.map), and falls through to that function, found
- * with dlvsym(RTLD_NEXT), when the object is not ibemu's.
+ * with dlvsym() in libibverbs's scope (verbs_scope_find), when the object
+ * is not ibemu's.
  *
  * The private ABI is resolved at run time: if this libibverbs does not
  * export IBVERBS_PRIVATE_34, nothing is injected and the program runs as
@@ -72,9 +73,30 @@ static bool shim_enabled;
 /* Set while ibv_import_device runs: it must see only real devices. */
 static __thread bool shim_suppress;
 
+/*
+ * Where the stock functions are: next in the global scope when libibverbs
+ * is linked or loaded RTLD_GLOBAL; otherwise it was loaded RTLD_LOCAL,
+ * as a dependency of a dlopen'd plug-in (a Python extension, a UCX or
+ * Open MPI component), and only a handle reaches it.  RTLD_NOLOAD finds
+ * it wherever it is loaded and never loads it into a program without it;
+ * an interposer runs only when verbs code calls it, so it is there.
+ */
+static void *verbs_scope = RTLD_NEXT;
+
+static void verbs_scope_find(void)
+{
+	void *h;
+
+	if (dlvsym(RTLD_NEXT, "ibv_get_device_list", "IBVERBS_1.1"))
+		return;
+	h = dlopen("libibverbs.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	if (h)
+		verbs_scope = h; /* held for the life of the process */
+}
+
 static void *real_sym(const char *name, const char *version)
 {
-	return dlvsym(RTLD_NEXT, name, version);
+	return dlvsym(verbs_scope, name, version);
 }
 
 /* "44.0" from libibverbs.so.1.14.44.0, for the one-line refusal. */
@@ -108,6 +130,7 @@ static void shim_init(void)
 	const char *forced = getenv("IBEMU_TEST_PABI_VERSION");
 	char version[PATH_MAX + 32];
 
+	verbs_scope_find();
 	real.get_device_list = real_sym("ibv_get_device_list", "IBVERBS_1.1");
 	real.create_comp_channel =
 		real_sym("ibv_create_comp_channel", "IBVERBS_1.0");

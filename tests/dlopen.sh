@@ -1,0 +1,15 @@
+#!/bin/bash
+# Programs that get libibverbs by dlopen find ibemu0; the preload loads
+# no libibverbs into a program that does not use it.
+. "$(dirname "$0")/lib.sh"
+plugin=$IBEMU_BUILDDIR/tests/.libs/verbs_plugin.so
+
+LD_PRELOAD=$IBEMU_LIB_PATH "$IBEMU_BUILDDIR/tests/dlopen_plugin" "$plugin" &&
+	pass "a RTLD_LOCAL plug-in linked with libibverbs lists ibemu0" ||
+	fail "a RTLD_LOCAL plug-in linked with libibverbs"
+
+maps=$(LD_PRELOAD=$IBEMU_LIB_PATH cat /proc/self/maps)
+echo "$maps" | grep -q libibverbs &&
+	fail "the preload loaded libibverbs into cat" ||
+	pass "the preload loads no libibverbs into a program without it"
+finish
