@@ -8,6 +8,16 @@ LD_PRELOAD=$IBEMU_LIB_PATH "$IBEMU_BUILDDIR/tests/dlopen_plugin" "$plugin" &&
 	pass "a RTLD_LOCAL plug-in linked with libibverbs lists ibemu0" ||
 	fail "a RTLD_LOCAL plug-in linked with libibverbs"
 
+# rdma-core's Python binding: an extension module loaded RTLD_LOCAL.
+if /usr/bin/python3 -c "import pyverbs" 2>/dev/null; then
+	out=$(LD_PRELOAD=$IBEMU_LIB_PATH /usr/bin/python3 -c \
+		"import pyverbs.device as d; print([x.name.decode() for x in d.get_device_list()])" 2>&1)
+	echo "$out" | grep -q "'ibemu0'" && pass "pyverbs lists ibemu0: $out" ||
+		fail "pyverbs: $out"
+else
+	fail "pyverbs is not installed (python3-pyverbs)"
+fi
+
 maps=$(LD_PRELOAD=$IBEMU_LIB_PATH cat /proc/self/maps)
 echo "$maps" | grep -q libibverbs &&
 	fail "the preload loaded libibverbs into cat" ||
