@@ -148,6 +148,8 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 
 /* device.c: devices and contexts */
 struct ibv_device *ibemu_device_get(void);
+/* devnode.c: ibemu0 is offered; its device node answers probes. */
+void ibemu_devnode_offer(void);
 /* Where events of an object of this context go. */
 struct emu_owner ibemu_owner(struct ibv_context *context, void *object);
 /* A non-blocking write descriptor for fd's pipe; -1 on failure. */

@@ -210,6 +210,7 @@ IBEMU_EXPORT struct ibv_device **ibv_get_device_list(int *num)
 	free(list);
 	atomic_fetch_add(&to_edev(ours)->vdev.refcount, 1);
 	out[n++] = ours;
+	ibemu_devnode_offer();
 	if (num)
 		*num = n;
 	return out;
