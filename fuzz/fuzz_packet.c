@@ -305,7 +305,7 @@ static void post_send(struct fz_qp *q, uint64_t wr_id,
 		      enum ibv_wr_opcode opcode, uint32_t off, uint32_t len)
 {
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)rw.buf + off, .length = len, .lkey = rw.key,
+		.addr = rw.iova + off, .length = len, .lkey = rw.key,
 	};
 	struct ibv_send_wr wr = {
 		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
@@ -407,16 +407,17 @@ static void qps_create(void)
 			.owner = owner,
 		};
 		struct fz_qp *q = &qps[i];
-		/* The first receive ends at the upper guard page; the
-		 * second has two pieces, the first one tiny. */
+		/* Addresses are the region's IOVAs.  The first receive
+		 * ends at the upper guard page; the second has two
+		 * pieces, the first one tiny. */
 		struct ibv_sge one = {
-			.addr = (uintptr_t)rw.buf + end - 1500,
+			.addr = rw.iova + end - 1500,
 			.length = 1500, .lkey = rw.key,
 		};
 		struct ibv_sge two[2] = {
-			{ .addr = (uintptr_t)rw.buf + 8192, .length = 3,
+			{ .addr = rw.iova + 8192, .length = 3,
 			  .lkey = rw.key },
-			{ .addr = (uintptr_t)rw.buf + end - 2100,
+			{ .addr = rw.iova + end - 2100,
 			  .length = 2100, .lkey = rw.key },
 		};
 

@@ -94,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct tp_pkt in;
 	struct pkt p;
 	uint32_t len;
-	uint8_t *buf;
+	uint8_t *buf, *slot;
 	size_t take;
 	volatile uint64_t sink;
 
@@ -131,19 +131,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			     p.paylen))
 			abort();
 	}
-	/* The capture reads the packet being sent where it was built.  Its
-	 * room is a whole slot's data: give it one. */
-	if (len >= sizeof(struct bth)) {
-		uint8_t *slot = calloc(1, PKT_MAX_LEN);
-
-		if (!slot)
-			abort();
-		memcpy(slot, buf, len);
-		pcap_write(hdr, slot);
-		free(slot);
-	} else {
-		pcap_write(hdr, buf);
-	}
+	/* The capture reads the packet being sent where it was built, in a
+	 * slot's whole room. */
+	slot = calloc(1, PKT_MAX_LEN);
+	if (!slot)
+		abort();
+	memcpy(slot, buf, len);
+	pcap_write(hdr, slot);
+	free(slot);
 	(void)sink;
 	free(buf);
 	free(grh);
