@@ -265,8 +265,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	};
 	struct emu_port_info port;
 
-	snprintf(node_name, sizeof(node_name), "fuzz-packet-%d",
-		 (int)getpid());
+	/* A node of its own: $IBEMU_NODE if given, else one named for
+	 * this process. */
+	if (getenv("IBEMU_NODE") && *getenv("IBEMU_NODE"))
+		snprintf(node_name, sizeof(node_name), "%s",
+			 getenv("IBEMU_NODE"));
+	else
+		snprintf(node_name, sizeof(node_name), "fuzz-packet-%d",
+			 (int)getpid());
 	setenv("IBEMU_NODE", node_name, 1);
 	engine_use_transport(&fuzz_ops);
 	if (emu_hca_get(&hca))
