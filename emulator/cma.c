@@ -70,7 +70,7 @@ static bool cma_placer_alive(struct emu_hca *hca, unsigned int slot)
 	return pid && node_pid_alive(pid, p->start_time);
 }
 
-static bool cma_fence_match(uint64_t placing, uint32_t qpn, uint32_t key)
+bool cma_fence_match(uint64_t placing, uint32_t qpn, uint32_t key)
 {
 	if (!placing)
 		return false;
@@ -139,12 +139,33 @@ void cma_withdraw_mr(struct engine *e, const struct emu_mr *mr)
 	cma_fence(e, 0, mr->key);
 }
 
-/* The target address of [va, va+len) if the published region allows it. */
+bool cma_rkey_ok(const struct pub_mr_copy *m, uint32_t rkey, uint64_t va,
+		 uint64_t len, uint32_t access, uint64_t pd_id,
+		 uint64_t *addr_p)
+{
+	uint64_t end;
+
+	/* IBA 10.6.3.2 (C9-88): valid key, same PD, access right, range. */
+	if (!m->key || m->key != rkey)
+		return false;
+	if (!(m->access & access) || m->pd_id != pd_id)
+		return false;
+	if (__builtin_add_overflow(m->iova, m->length, &end))
+		return false;
+	if (va < m->iova || va > end || len > end - va)
+		return false;
+	*addr_p = m->addr + (va - m->iova);
+	return true;
+}
+
+/* The target address of [va, va+len) if the published region allows it:
+ * the record is copied once under its seqlock, then checked. */
 static bool cma_check_rkey(struct inbox *ib, uint32_t rkey, uint64_t va,
 			   uint64_t len, uint32_t access, uint64_t pd_id,
 			   uint64_t *addr_p)
 {
-	struct pub_mr *p = pub_slot(ib, rkey), snap;
+	struct pub_mr *p = pub_slot(ib, rkey);
+	struct pub_mr_copy snap;
 	uint32_t seq;
 
 	if (!p)
@@ -156,15 +177,9 @@ static bool cma_check_rkey(struct inbox *ib, uint32_t rkey, uint64_t va,
 	snap.addr = SEQ_GET(p->addr);
 	snap.iova = SEQ_GET(p->iova);
 	snap.length = SEQ_GET(p->length);
-	if (!seq_read_ok(&p->seq, seq) || !snap.key || snap.key != rkey)
+	if (!seq_read_ok(&p->seq, seq))
 		return false;
-	if (!(snap.access & access) || snap.pd_id != pd_id)
-		return false;
-	if (va < snap.iova || va > snap.iova + snap.length ||
-	    len > snap.iova + snap.length - va)
-		return false;
-	*addr_p = snap.addr + (va - snap.iova);
-	return true;
+	return cma_rkey_ok(&snap, rkey, va, len, access, pd_id, addr_p);
 }
 
 /* Local iovecs of w's data (inline or SGEs, already checked). */
@@ -179,12 +194,28 @@ static int cma_local_iov(struct emu_qp *qp, struct wqe *w,
 	return sge_iov(qp, w->sge, w->num_sge, iov);
 }
 
+bool cma_target_state_ok(const struct node_qp_copy *q, int32_t peer_proc,
+			 uint32_t need)
+{
+	/* The QP must still be the one our QP is connected to: owned by
+	 * the process we resolved it to. */
+	if (peer_proc < 0 || peer_proc >= IBEMU_MAX_PROCS ||
+	    q->owner != peer_proc + 1)
+		return false;
+	if (q->state != IBV_QPS_RTR && q->state != IBV_QPS_RTS &&
+	    q->state != IBV_QPS_SQD)
+		return false;
+	return (q->access & need) != 0;
+}
+
 /* Whether the target QP, as its owner published it, takes a one-sided
- * operation needing access (IBA 9.7.4.1.4, 10.3.1: RTR, RTS or SQD). */
+ * operation needing access (IBA 9.7.4.1.4, 10.3.1: RTR, RTS or SQD); the
+ * record is copied once under its seqlock, then checked. */
 static bool cma_target_ok(struct emu_qp *qp, uint32_t need,
 			  uint64_t *pd_id_p)
 {
-	uint32_t idx = qp->attr.dest_qp_num - IBEMU_QPN_FIRST, state, access;
+	uint32_t idx = qp->attr.dest_qp_num - IBEMU_QPN_FIRST;
+	struct node_qp_copy snap;
 	struct node_qp *tq;
 	uint32_t seq;
 
@@ -192,17 +223,15 @@ static bool cma_target_ok(struct emu_qp *qp, uint32_t need,
 		return false;
 	tq = &qp->hca->node.seg->qps[idx];
 	seq = seq_read_begin(&tq->seq);
-	state = SEQ_GET(tq->state);
-	access = SEQ_GET(tq->access);
-	*pd_id_p = SEQ_GET(tq->pd_id);
+	snap.state = SEQ_GET(tq->state);
+	snap.access = SEQ_GET(tq->access);
+	snap.pd_id = SEQ_GET(tq->pd_id);
+	snap.owner = atomic_load_explicit(&tq->owner, memory_order_relaxed);
 	if (!seq_read_ok(&tq->seq, seq) ||
-	    atomic_load_explicit(&tq->owner, memory_order_relaxed) !=
-		    qp->peer_proc + 1)
+	    !cma_target_state_ok(&snap, qp->peer_proc, need))
 		return false;
-	if (state != IBV_QPS_RTR && state != IBV_QPS_RTS &&
-	    state != IBV_QPS_SQD)
-		return false;
-	return (access & need) != 0;
+	*pd_id_p = snap.pd_id;
+	return true;
 }
 
 /* Whether w may be placed from here at all (before any check). */
@@ -340,18 +369,24 @@ bool cma_pull_ok(struct emu_qp *qp, const struct wqe *w)
 /* Describe w's data for the responder; the descriptor's size. */
 uint32_t cma_pull_desc(struct emu_qp *qp, struct wqe *w, void *buf)
 {
-	struct pull_desc *d = buf;
+	struct pull_desc d;
+	struct pull_seg seg;
 	struct iovec iov[IBEMU_MAX_SGE];
 	int i, n = cma_local_iov(qp, w, iov);
+	uint8_t *out = buf;
 
-	d->pid = (int32_t)getpid();
-	d->length = w->length;
-	d->nr = n > 0 ? (uint32_t)n : 0;
+	/* buf is a payload at any 4-byte offset: written by bytes. */
+	d.pid = (int32_t)getpid();
+	d.length = w->length;
+	d.nr = n > 0 ? (uint32_t)n : 0;
+	memcpy(out, &d, sizeof(d));
 	for (i = 0; i < n; i++) {
-		d->seg[i].addr = (uintptr_t)iov[i].iov_base;
-		d->seg[i].len = iov[i].iov_len;
+		seg.addr = (uintptr_t)iov[i].iov_base;
+		seg.len = iov[i].iov_len;
+		memcpy(out + sizeof(d) + (size_t)i * sizeof(seg), &seg,
+		       sizeof(seg));
 	}
-	return (uint32_t)(sizeof(*d) + d->nr * sizeof(d->seg[0]));
+	return (uint32_t)(sizeof(d) + d.nr * sizeof(seg));
 }
 
 /*

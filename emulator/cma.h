@@ -41,6 +41,35 @@ void cma_withdraw_mr(struct engine *e, const struct emu_mr *mr);
  * requester is placing into it. */
 void cma_fence_qp(struct engine *e, uint32_t qpn);
 
+/*
+ * What a requester reads of the target's shared memory, copied once (under
+ * the record's seqlock) into private memory, and the checks made on the
+ * copies.  Pure functions: the fuzz harnesses call them directly.
+ */
+/* A published region (struct pub_mr). */
+struct pub_mr_copy {
+	uint32_t key, access;
+	uint64_t pd_id, addr, iova, length;
+};
+/* Whether m lets [va, va+len) be accessed with access by a QP of pd_id
+ * under rkey; *addr_p gets the target's address of va. */
+bool cma_rkey_ok(const struct pub_mr_copy *m, uint32_t rkey, uint64_t va,
+		 uint64_t len, uint32_t access, uint64_t pd_id,
+		 uint64_t *addr_p);
+/* A published QP (struct node_qp). */
+struct node_qp_copy {
+	int32_t owner; /* node slot + 1 */
+	uint32_t state, access;
+	uint64_t pd_id;
+};
+/* Whether q, owned by node slot peer_proc, takes an operation needing
+ * access now. */
+bool cma_target_state_ok(const struct node_qp_copy *q, int32_t peer_proc,
+			 uint32_t need);
+/* Whether a placing[] word announces a placement into qpn (key 0) or
+ * under key. */
+bool cma_fence_match(uint64_t placing, uint32_t qpn, uint32_t key);
+
 /* tp_shm.c: the inboxes behind the shared-memory transport's peers. */
 struct tp_peer;
 struct inbox *tp_shm_inbox(struct tp_peer *peer);

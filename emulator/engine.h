@@ -96,6 +96,12 @@ bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
 	       uint32_t paylen);
 void pkt_send(struct pkt_out *out);
+/* Receive one packet as the transport delivered it: parse it and hand it
+ * to its QP's responder or completer (a malformed packet, or one for no
+ * QP of ours, is dropped).  Caller holds engine.lock; the ACKs it earns
+ * are coalesced until engine_flush_acks_locked(). */
+void engine_recv_locked(struct engine *e, const struct tp_pkt *in);
+void engine_flush_acks_locked(struct engine *e);
 
 /* req.c */
 void req_run_locked(struct emu_qp *qp);
@@ -108,6 +114,10 @@ void resp_pending_locked(struct emu_qp *qp);
 void resp_reset_locked(struct emu_qp *qp);
 void resp_flush_open_locked(struct emu_qp *qp);
 void resp_ack_flush_locked(struct emu_qp *qp);
+/* Copy a pulled SEND's descriptor out of its payload (shared memory),
+ * once; false if it is malformed. */
+bool resp_pull_desc_copy(const uint8_t *payload, uint32_t paylen,
+			 struct pull_desc_copy *d);
 
 /* comp.c */
 void comp_recv_locked(struct emu_qp *qp, const struct pkt *pkt);

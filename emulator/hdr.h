@@ -22,33 +22,34 @@
 
 struct engine;
 
-/* A received packet, parsed (progress.c pkt_parse). */
-/* Room for the BTH and every extended header of one packet (IBA 9.2-9.3:
- * at most BTH, RETH and ImmDt, or BTH and AtomicETH). */
-#define PKT_HDRS_MAX 64
-
 /*
- * A received packet.  Its link header, GRH and transport headers are
- * copied once out of the slot, which the sender can still write, and are
- * read only from these copies (pkt_parse); the payload stays in the slot
- * and is only ever copied out.  hdr, grh and bth_base point into this
- * structure: it is not copied by value.
+ * A received packet, parsed (progress.c pkt_parse).  The slot it came in
+ * is shared memory its sender may still be writing: the link header, the
+ * GRH and the transport headers are copied out of it once, here, before
+ * anything is checked, and every accessor reads the copies.  The payload
+ * stays in the slot; whoever takes it copies it once (sge_copy, the pull
+ * descriptor's copy).  A struct pkt points into itself: never copy one.
  */
 struct pkt {
-	struct pkt_hdr hdr_copy;
-	struct pkt_grh grh_copy;
-	uint8_t hdrs[PKT_HDRS_MAX];
-	const struct pkt_hdr *hdr;
-	const struct pkt_grh *grh; /* when hdr->flags has PKT_F_GRH */
-	const uint8_t *bth_base;
+	const struct pkt_hdr *hdr; /* &link */
+	const struct pkt_grh *grh; /* &grh_copy when hdr->flags has PKT_F_GRH */
+	const uint8_t *bth_base; /* hdrs */
 	const struct bth *bth;
 	const struct opcode_info *op;
 	uint8_t opcode;
 	uint32_t psn;
 	uint32_t qpn;
-	const uint8_t *payload;
+	const uint8_t *payload; /* in the slot */
 	uint32_t paylen;
+	struct pkt_hdr link;
+	struct pkt_grh grh_copy;
+	_Alignas(8) uint8_t hdrs[PKT_MAX_HDRS]; /* BTH and extended headers */
 };
+
+struct tp_pkt;
+/* Copy a received packet's headers out of its slot and check them
+ * (progress.c); false if it is malformed and must be dropped. */
+bool pkt_parse(const struct tp_pkt *in, struct pkt *p);
 
 /* A packet being built (progress.c pkt_begin .. pkt_send). */
 struct pkt_out {

@@ -126,20 +126,33 @@ static void lid_mac(uint8_t *mac, uint16_t lid)
 	mac[5] = (uint8_t)lid;
 }
 
-void pcap_write(const struct pkt_hdr *hdr, const uint8_t *bth_base)
+/*
+ * The packet is in the receiver's inbox, shared memory its owner can
+ * write: the link header and the BTH flags are read once, and a length
+ * no packet can have writes no record (nothing past the slot is read).
+ */
+void pcap_write(const struct pkt_hdr *hdr_in, const uint8_t *bth_base)
 {
-	const struct bth *bth = (const struct bth *)bth_base;
+	const struct pkt_hdr link = *hdr_in, *hdr = &link;
 	uint8_t frame[14 + 20 + 8], pad[3] = { 0 }, icrc[ICRC_LEN] = { 0 };
-	unsigned int npad = bth_pad(bth);
-	uint32_t ib_len = hdr->len + npad + ICRC_LEN;
-	uint16_t udp_len = (uint16_t)(8 + ib_len);
-	uint16_t ip_len = (uint16_t)(20 + udp_len), v16;
+	unsigned int npad;
+	uint32_t ib_len;
+	uint16_t udp_len, ip_len, v16;
 	struct pcap_rec_hdr rec;
 	struct timespec ts;
 	uint8_t *ip = frame + 14, *udp = ip + 20;
 
 	if (!pcap_enabled())
 		return;
+	if (link.len < sizeof(struct bth) || link.len > PKT_MAX_LEN) {
+		ibemu_log_dbg("IBEMU_PCAP: packet length %u not captured",
+			      link.len);
+		return;
+	}
+	npad = bth_pad((const struct bth *)bth_base);
+	ib_len = link.len + npad + ICRC_LEN;
+	udp_len = (uint16_t)(8 + ib_len);
+	ip_len = (uint16_t)(20 + udp_len);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	rec.ts_sec = (uint32_t)ts.tv_sec;
 	rec.ts_usec = (uint32_t)(ts.tv_nsec / 1000);

@@ -91,26 +91,27 @@ void pkt_send(struct pkt_out *out)
 	out->e->tp->pkt_send(out->dst, &out->pkt);
 }
 
-/* Copy a packet's headers out of its slot (struct pkt) and check them. */
-static bool pkt_parse(const struct tp_pkt *in, struct pkt *p)
+bool pkt_parse(const struct tp_pkt *in, struct pkt *p)
 {
 	uint32_t len;
 
-	memcpy(&p->hdr_copy, in->hdr, sizeof(p->hdr_copy));
-	len = p->hdr_copy.len;
+	p->link = *in->hdr;
+	len = p->link.len;
 	if (len < sizeof(struct bth) || len > PKT_MAX_LEN)
 		return false;
-	memcpy(p->hdrs, in->data, len < PKT_HDRS_MAX ? len : PKT_HDRS_MAX);
-	if (p->hdr_copy.flags & PKT_F_GRH)
-		memcpy(&p->grh_copy, in->grh, sizeof(p->grh_copy));
-	p->hdr = &p->hdr_copy;
-	p->grh = &p->grh_copy;
+	memcpy(p->hdrs, in->data, len < PKT_MAX_HDRS ? len : PKT_MAX_HDRS);
+	p->hdr = &p->link;
+	p->grh = NULL;
+	if (p->link.flags & PKT_F_GRH) {
+		p->grh_copy = *in->grh;
+		p->grh = &p->grh_copy;
+	}
 	p->bth_base = p->hdrs;
 	p->bth = (const struct bth *)p->hdrs;
 	p->opcode = p->bth->opcode;
 	p->op = opcode_get(p->opcode);
 	if (!p->op->mask || len < p->op->hdr_len ||
-	    p->op->hdr_len > PKT_HDRS_MAX)
+	    p->op->hdr_len > PKT_MAX_HDRS)
 		return false;
 	p->psn = bth_psn(p->bth);
 	p->qpn = bth_qpn(p->bth);
@@ -234,7 +235,7 @@ static void engine_dispatch(struct engine *e, const struct pkt *p)
 
 /* Send the coalesced ACKs of a drain, one per QP; caller holds
  * engine.lock. */
-static void engine_flush_acks(struct engine *e)
+void engine_flush_acks_locked(struct engine *e)
 {
 	struct emu_qp *qp;
 
@@ -246,22 +247,28 @@ static void engine_flush_acks(struct engine *e)
 	}
 }
 
+void engine_recv_locked(struct engine *e, const struct tp_pkt *in)
+{
+	struct pkt p;
+
+	if (pkt_parse(in, &p))
+		engine_dispatch(e, &p);
+}
+
 /* Drain up to max packets; caller holds engine.lock.  Returns count. */
 static unsigned int engine_drain(struct engine *e, unsigned int max)
 {
 	struct tp_pkt in;
 	unsigned int n = 0;
-	struct pkt p;
 
 	while (n < max && e->tp->pkt_peek(e, &in)) {
-		if (pkt_parse(&in, &p))
-			engine_dispatch(e, &p);
+		engine_recv_locked(e, &in);
 		e->tp->pkt_release(e, &in);
 		n++;
 	}
 	/* The ACKs the burst earned, one per QP, before anything else can
 	 * happen to their QPs (destroy, exit): an HCA has sent them. */
-	engine_flush_acks(e);
+	engine_flush_acks_locked(e);
 	return n;
 }
 

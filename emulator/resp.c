@@ -240,19 +240,24 @@ static uint32_t wqe_capacity(const struct wqe *w)
  * memory; false if it is malformed (the slot is shared memory a peer may
  * still be writing: nothing of it is read twice).
  */
-static bool resp_pull_desc_copy(const struct pkt *p, struct pull_desc_copy *d)
+bool resp_pull_desc_copy(const uint8_t *payload, uint32_t paylen,
+			 struct pull_desc_copy *d)
 {
-	const struct pull_desc *in = (const struct pull_desc *)p->payload;
+	struct pull_desc in;
 	size_t segs;
 
-	if (p->paylen < sizeof(*in) || !(p->op->mask & OPM_ONLY))
+	/* The payload follows the headers at any 4-byte offset: copied by
+	 * bytes, never read through a pointer to the 8-byte aligned
+	 * struct. */
+	if (paylen < sizeof(in))
 		return false;
-	d->nr = in->nr;
-	d->length = in->length;
+	memcpy(&in, payload, sizeof(in));
+	d->nr = in.nr;
+	d->length = in.length;
 	segs = (size_t)d->nr * sizeof(d->seg[0]);
-	if (d->nr > PULL_MAX_SEGS || segs > p->paylen - sizeof(*in))
+	if (d->nr > PULL_MAX_SEGS || segs > paylen - sizeof(in))
 		return false;
-	memcpy(d->seg, in->seg, segs);
+	memcpy(d->seg, payload + sizeof(in), segs);
 	return true;
 }
 
@@ -262,7 +267,8 @@ static void resp_send_pull(struct emu_qp *qp, const struct pkt *p)
 	struct pull_desc_copy desc, *d = &desc;
 
 	/* A transport without placement has no pulled SENDs. */
-	if (!place || !resp_pull_desc_copy(p, d)) {
+	if (!place || !(p->op->mask & OPM_ONLY) ||
+	    !resp_pull_desc_copy(p->payload, p->paylen, d)) {
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_REQ_ERR,
 			  IBV_WC_LOC_QP_OP_ERR);
 		return;
