@@ -37,6 +37,32 @@ static uint64_t comp_timeout_ns(const struct emu_qp *qp)
 	return ns < COMP_MIN_TIMEOUT_NS ? COMP_MIN_TIMEOUT_NS : ns;
 }
 
+static uint64_t comp_peer_taken(const struct emu_qp *qp)
+{
+	const struct transport_ops *tp = qp->hca->engine->tp;
+
+	return qp->peer && tp->peer_taken ? tp->peer_taken(qp->peer) : 0;
+}
+
+/*
+ * A request that could not leave at all since the timer was armed, to a
+ * peer that took packets meanwhile, met congestion, not loss: the timer
+ * starts again without spending a retry.  A peer that took nothing
+ * (stopped, stuck) spends them as for a loss (IBA 9.7.6.1.3).
+ */
+static bool comp_congested(struct emu_qp *qp)
+{
+	uint64_t taken;
+
+	if (!qp->req.blocked)
+		return false;
+	taken = comp_peer_taken(qp);
+	if (taken == qp->comp.peer_taken)
+		return false;
+	qp->comp.peer_taken = taken;
+	return true;
+}
+
 void comp_arm_timer_locked(struct emu_qp *qp)
 {
 	uint64_t t = comp_timeout_ns(qp);
@@ -45,6 +71,7 @@ void comp_arm_timer_locked(struct emu_qp *qp)
 		return;
 	/* Milliseconds matter here: the coarse clock is enough and cheap. */
 	qp->comp.deadline = engine_coarse_ns() + t;
+	qp->comp.peer_taken = comp_peer_taken(qp);
 	/* Already queued: its pass comes no later than the deadline it knew,
 	 * which is older than this one; nothing to wake. */
 	if (atomic_load_explicit(&qp->on_pending, memory_order_relaxed))
@@ -447,6 +474,10 @@ uint64_t comp_timers_locked(struct emu_qp *qp, uint64_t now)
 	if (qp->comp.deadline && now >= qp->comp.deadline) {
 		qp->comp.deadline = 0;
 		w = comp_oldest(qp);
+		if (w && comp_congested(qp)) {
+			comp_arm_timer_locked(qp);
+			w = NULL;
+		}
 		if (w && !qp->comp.retry_left) {
 			/* No answer within timeout * (retry_cnt + 1)
 			 * (IBA 9.7.6.1.3). */

@@ -124,6 +124,7 @@ struct qp_comp {
 	uint64_t rnr_resume; /* RNR wait ends, ns; 0 = none */
 	uint8_t retry_left, rnr_left;
 	bool sqd_notify; /* raise SQ_DRAINED when the SQ drains */
+	uint64_t peer_taken; /* the peer's count when the timer was armed */
 };
 
 /*

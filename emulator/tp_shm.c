@@ -158,6 +158,13 @@ static bool tp_shm_peer_is_self(struct engine *e, const struct tp_peer *peer)
 	return (const struct inbox *)peer == tp_shm(e)->inbox;
 }
 
+/* The consumer's position: peer-written, used only as a progress count. */
+static uint64_t tp_shm_peer_taken(struct tp_peer *peer)
+{
+	return atomic_load_explicit(&tp_shm_inbox(peer)->head,
+				    memory_order_relaxed);
+}
+
 /* A packet is an inbox slot: link header, data, GRH. */
 static bool tp_shm_pkt_at(struct inbox_slot *s, struct tp_pkt *pkt)
 {
@@ -228,6 +235,7 @@ const struct transport_ops tp_shm_ops = {
 	.forget = tp_shm_forget,
 	.peer_get = tp_shm_peer_get,
 	.peer_is_self = tp_shm_peer_is_self,
+	.peer_taken = tp_shm_peer_taken,
 	.pkt_claim = tp_shm_pkt_claim,
 	.pkt_send = tp_shm_pkt_send,
 	.pkt_peek = tp_shm_pkt_peek,

@@ -66,6 +66,10 @@ struct transport_ops {
 	/* The process in node slot proc_slot, or NULL if unreachable. */
 	struct tp_peer *(*peer_get)(struct engine *e, int32_t proc_slot);
 	bool (*peer_is_self)(struct engine *e, const struct tp_peer *peer);
+	/* How many packets peer has taken in so far: a count compared only
+	 * for change, telling a congested peer from one that takes
+	 * nothing (a stopped or stuck process). */
+	uint64_t (*peer_taken)(struct tp_peer *peer);
 
 	/* Out: room for one packet to peer (false: full, try later). */
 	bool (*pkt_claim)(struct tp_peer *peer, struct tp_pkt *pkt);

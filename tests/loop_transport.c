@@ -22,6 +22,7 @@ static struct {
 	bool woken;
 	atomic_bool sleeping;
 	int room; /* packets the peer still takes; < 0: no limit */
+	uint64_t taken; /* packets the peer took */
 } loop = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.room = -1,
@@ -115,6 +116,16 @@ static bool loop_pkt_at(struct loop_pkt *p, struct tp_pkt *pkt)
 	return true;
 }
 
+static uint64_t loop_peer_taken(struct tp_peer *peer)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&loop.lock);
+	n = loop.taken;
+	pthread_mutex_unlock(&loop.lock);
+	return n;
+}
+
 static bool loop_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
 {
 	bool full;
@@ -123,6 +134,8 @@ static bool loop_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
 	full = loop.room == 0;
 	if (loop.room > 0)
 		loop.room--;
+	if (!full)
+		loop.taken++;
 	pthread_mutex_unlock(&loop.lock);
 	if (full)
 		return false;
@@ -226,6 +239,7 @@ const struct transport_ops loop_ops = {
 	.forget = loop_forget,
 	.peer_get = loop_peer_get,
 	.peer_is_self = loop_peer_is_self,
+	.peer_taken = loop_peer_taken,
 	.pkt_claim = loop_pkt_claim,
 	.pkt_send = loop_pkt_send,
 	.pkt_peek = loop_pkt_peek,
