@@ -364,14 +364,16 @@ int node_open(struct node *node)
 
 	for (attempt = 0; attempt < NODE_OPEN_ATTEMPTS; attempt++) {
 		ret = node_try_create(node);
-		if (ret == 0)
-			return 0;
 		if (ret != -EEXIST)
 			break;
 		ret = node_try_attach(node);
 		if (ret != -EAGAIN)
 			break;
 	}
+	/* A mapping holds the open file description, and so our liveness
+	 * lock: a forked child must not inherit it (node_forget()). */
+	if (ret == 0)
+		madvise(node->seg, sizeof(*node->seg), MADV_DONTFORK);
 	if (ret)
 		ibemu_log_err("cannot open node segment /dev/shm%s: %s",
 			      node->name, strerror(-ret));
