@@ -64,10 +64,7 @@ static struct pub_mr *pub_slot(struct inbox *ib, uint32_t key)
 
 static bool cma_placer_alive(struct emu_hca *hca, unsigned int slot)
 {
-	const struct node_proc *p = &hca->node.seg->procs[slot];
-	pid_t pid = atomic_load_explicit(&p->pid, memory_order_relaxed);
-
-	return pid && node_pid_alive(pid, p->start_time);
+	return node_proc_alive(&hca->node, (int)slot);
 }
 
 bool cma_fence_match(uint64_t placing, uint32_t qpn, uint32_t key)
@@ -237,7 +234,7 @@ static bool cma_target_ok(struct emu_qp *qp, uint32_t need,
 /* Whether w may be placed from here at all (before any check). */
 static bool cma_candidate(struct emu_qp *qp, const struct wqe *w)
 {
-	if (!cma_enabled() || !qp->peer || qp->peer == (struct tp_peer *)tp_shm_own_inbox(qp->hca->engine) ||
+	if (!qp->place_pid || qp->place_refused || !cma_enabled() ||
 	    qp->type != IBV_QPT_RC || !w->length)
 		return false;
 	if (w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_READ)
@@ -270,10 +267,10 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write)
 	remote.iov_base = (void *)(uintptr_t)addr;
 	remote.iov_len = w->length;
 	if (write)
-		n = process_vm_writev(tp_shm_inbox(qp->peer)->pid, local, (unsigned long)nl,
+		n = process_vm_writev(qp->place_pid, local, (unsigned long)nl,
 				      &remote, 1, 0);
 	else
-		n = process_vm_readv(tp_shm_inbox(qp->peer)->pid, local, (unsigned long)nl,
+		n = process_vm_readv(qp->place_pid, local, (unsigned long)nl,
 				     &remote, 1, 0);
 	return n;
 }
@@ -293,64 +290,101 @@ bool cma_try(struct emu_qp *qp, struct wqe *w)
 	atomic_store_explicit(placing, 0, memory_order_release);
 	if (n == (ssize_t)w->length)
 		return true;
-	if (n < 0 && (errno == EPERM || errno == ENOSYS)) {
-		ibemu_log_dbg("cross-memory attach refused (%s): RDMA data "
-			      "goes through the target's engine",
-			      strerror(errno));
+	if (n < 0 && errno == ENOSYS) {
+		ibemu_log_dbg("no cross-memory attach: RDMA data goes "
+			      "through the target's engine");
 		atomic_store(&cma_state, -1);
+	} else if (n < 0 && errno == EPERM) {
+		/* The permission is the kernel's per pair of processes
+		 * (ptrace access mode, Yama, seccomp): this peer only. */
+		ibemu_log_dbg("cross-memory attach to pid %d refused: its "
+			      "RDMA data goes through its engine",
+			      (int)qp->place_pid);
+		qp->place_refused = true;
 	}
 	return false;
 }
 
 /*
- * Whether cross-memory attach works between us and qp's peer: read 8
- * bytes of its inbox header once and remember.  The kernel's policy
- * (seccomp, ptrace scope) is the same both ways between two processes of
- * one user, so this stands for the peer reading us too.
+ * Whether cross-memory attach reaches the process with token at pid: read
+ * its token where it says it keeps it.  Only the process holding that
+ * token has it there; any other (another pid namespace's process under
+ * the same number, a process that reused the pid) fails the compare.
  */
-/* Per node slot: whether cross-memory attach worked with the process
- * there (pid); lock rule: relaxed atomics, a stale answer is re-learnt. */
-static struct {
-	_Atomic pid_t pid;
-	atomic_int ok; /* 1 works, -1 refused, 0 untried */
-} cma_peers[IBEMU_MAX_PROCS];
-
-static bool cma_peer_ok(struct emu_qp *qp)
+static bool cma_token_at(pid_t pid, uint64_t addr, uint64_t token)
 {
-	struct inbox *ib = tp_shm_inbox(qp->peer);
 	struct iovec local, remote;
-	uint64_t v;
-	int ok;
+	uint64_t v = 0;
 
-	if (qp->peer_proc < 0 || qp->peer_proc >= IBEMU_MAX_PROCS)
-		return false;
-	if (atomic_load_explicit(&cma_peers[qp->peer_proc].pid,
-				 memory_order_relaxed) == ib->pid) {
-		ok = atomic_load_explicit(&cma_peers[qp->peer_proc].ok,
-					  memory_order_relaxed);
-		if (ok)
-			return ok > 0;
-	}
 	local.iov_base = &v;
 	local.iov_len = sizeof(v);
-	remote.iov_base = (void *)(uintptr_t)ib->self_addr;
+	remote.iov_base = (void *)(uintptr_t)addr;
 	remote.iov_len = sizeof(v);
-	ok = process_vm_readv(ib->pid, &local, 1, &remote, 1, 0) == sizeof(v)
-		     ? 1
-		     : -1;
-	atomic_store_explicit(&cma_peers[qp->peer_proc].ok, ok,
-			      memory_order_relaxed);
-	atomic_store_explicit(&cma_peers[qp->peer_proc].pid, ib->pid,
-			      memory_order_relaxed);
-	return ok > 0;
+	return pid > 0 &&
+	       process_vm_readv(pid, &local, 1, &remote, 1, 0) ==
+		       (ssize_t)sizeof(v) &&
+	       v == token;
+}
+
+/*
+ * qp's peer was resolved (or dropped): decide, once, whether data moves
+ * between us by cross-memory attach.  That needs the peer in our pid
+ * namespace (the kernel takes pids as the caller sees them) and the
+ * kernel's leave for us to read and write it, which is not symmetric
+ * (Yama ptrace_scope 1 lets only an ancestor or a declared tracer in, a
+ * seccomp filter may refuse one side): the one reading the token is the
+ * one that is allowed.  What we learn is ours (place_pid, for RDMA we
+ * place and SENDs we pull); whether we can read the peer is published in
+ * our QP's entry (pull_from), so that the peer pull-describes a SEND only
+ * to a responder that can pull it.
+ */
+void cma_peer_bind(struct emu_qp *qp)
+{
+	struct engine *e = qp->hca->engine;
+	struct node_proc_id id;
+	pid_t pid = 0;
+
+	if (qp->peer && qp->type == IBV_QPT_RC && cma_enabled() &&
+	    qp->peer != (struct tp_peer *)tp_shm_own_inbox(e) &&
+	    !node_proc_id(&qp->hca->node, qp->peer_proc, &id) &&
+	    id.same_pidns && id.token == tp_shm_peer_token(qp->peer) &&
+	    cma_token_at(id.pid, id.token_addr, id.token))
+		pid = id.pid;
+	qp->place_refused = false;
+	/* Nothing was published, nothing is: no write to shared memory
+	 * (a QP whose peer cannot be reached comes back here often). */
+	if (!pid && !qp->place_pid)
+		return;
+	qp->place_pid = pid;
+	node_qp_publish_pull(&qp->hca->node, qp->qpn, pid ? id.token : 0);
+}
+
+/* Whether the QP qp is connected to published that it can pull our data
+ * (cma_peer_bind on its side). */
+static bool cma_pull_granted(struct emu_qp *qp)
+{
+	uint32_t idx = qp->attr.dest_qp_num - IBEMU_QPN_FIRST, seq;
+	struct node_qp *tq;
+	uint64_t from;
+
+	if (qp->attr.dest_qp_num < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
+		return false;
+	tq = &qp->hca->node.seg->qps[idx];
+	seq = seq_read_begin(&tq->seq);
+	from = SEQ_GET(tq->pull_from);
+	if (!seq_read_ok(&tq->seq, seq))
+		return false;
+	return from && from == qp->hca->node.token &&
+	       atomic_load_explicit(&tq->owner, memory_order_relaxed) ==
+		       qp->peer_proc + 1;
 }
 
 /*
  * Whether the SEND w should leave its data in place for the responder to
  * pull.  Captures want every byte in the packets: not while IBEMU_PCAP is
- * on.  Cross-memory attach must have worked from here at least once, as
- * the permission it needs is the same both ways between two processes of
- * one user.
+ * on.  The responder is the one that reads (IBA has no such operation:
+ * the emulated wire still carries one SEND), so it must have published
+ * that it can read us; otherwise the data goes in packets.
  */
 bool cma_pull_ok(struct emu_qp *qp, const struct wqe *w)
 {
@@ -363,7 +397,7 @@ bool cma_pull_ok(struct emu_qp *qp, const struct wqe *w)
 	       w->num_sge * sizeof(((struct pull_desc *)0)->seg[0]) +
 			       sizeof(struct pull_desc) <=
 		       PKT_MAX_PAYLOAD &&
-	       cma_peer_ok(qp);
+	       cma_pull_granted(qp);
 }
 
 /* Describe w's data for the responder; the descriptor's size. */
@@ -401,7 +435,8 @@ int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
 	ssize_t n;
 	int nl;
 
-	if (d->nr > PULL_MAX_SEGS || !qp->peer)
+	/* Only from the connected QP's process, as verified at bind. */
+	if (d->nr > PULL_MAX_SEGS || !qp->peer || !qp->place_pid)
 		return -1;
 	nl = sge_iov(qp, rwqe->sge, rwqe->num_sge, local);
 	if (nl < 0)
@@ -412,7 +447,7 @@ int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
 	}
 	/* The receive may be longer than the message: read what was sent,
 	 * from the connected QP's process, whatever the packet says. */
-	n = process_vm_readv(tp_shm_inbox(qp->peer)->pid, local,
-			     (unsigned long)nl, remote, d->nr, 0);
+	n = process_vm_readv(qp->place_pid, local, (unsigned long)nl, remote,
+			     d->nr, 0);
 	return n == (ssize_t)d->length ? 0 : -1;
 }

@@ -25,6 +25,8 @@ struct emu_qp;
 struct emu_mr;
 struct wqe;
 
+/* qp's peer was resolved or dropped: what placement it allows. */
+void cma_peer_bind(struct emu_qp *qp);
 /* Try to execute w (RDMA WRITE or READ) directly; true if done. */
 bool cma_try(struct emu_qp *qp, struct wqe *w);
 struct pull_desc_copy;
@@ -74,5 +76,7 @@ bool cma_fence_match(uint64_t placing, uint32_t qpn, uint32_t key);
 struct tp_peer;
 struct inbox *tp_shm_inbox(struct tp_peer *peer);
 struct inbox *tp_shm_own_inbox(struct engine *e);
+/* The token of the process behind peer (node.h). */
+uint64_t tp_shm_peer_token(struct tp_peer *peer);
 
 #endif /* IBEMU_CMA_H */

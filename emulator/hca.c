@@ -20,7 +20,7 @@
 
 static struct emu_hca emu_hca_instance = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.node = { .proc_slot = -1 },
+	.node = { .fd = -1, .proc_slot = -1 },
 };
 
 static int hca_attach_locked(struct emu_hca *hca)
@@ -98,8 +98,7 @@ void emu_hca_fork_child(void)
 	pcap_forget();
 	ah_table_fini(hca);
 	mr_table_fini(hca);
-	hca->node.seg = NULL;
-	hca->node.proc_slot = -1;
+	node_forget(&hca->node);
 }
 
 void emu_hca_port_info(struct emu_hca *hca, struct emu_port_info *info)

@@ -206,6 +206,11 @@ struct emu_qp {
 	/* the connected QP (RC/UC) */
 	struct tp_peer *peer; /* its process, as the transport reaches it */
 	int32_t peer_proc; /* its process's node slot, -1: unresolved */
+	/* Cross-memory attach with that process (cma.c): its pid as seen
+	 * from here, checked against its token when the peer was resolved;
+	 * 0: none (another pid namespace, or the kernel refuses). */
+	pid_t place_pid;
+	bool place_refused; /* a placement from here was refused */
 
 	struct qp_req req;
 	struct qp_comp comp;

@@ -18,25 +18,22 @@
 #include "log.h"
 #include "node.h"
 
+/* An inbox is named for its owner's token: unique whatever the pid
+ * namespace, and not known to anyone before the owner draws it. */
 static void inbox_name(char *buf, size_t len, const char *node_name,
-		       pid_t pid, uint64_t start_time)
+		       uint64_t token)
 {
-	snprintf(buf, len, "%s-p%d-%" PRIu64, node_name, (int)pid, start_time);
+	snprintf(buf, len, "%s-p%016" PRIx64, node_name, token);
 }
 
-int inbox_create(const char *node_name, struct inbox **ib_p, char *name,
-		 size_t name_len)
+int inbox_create(const char *node_name, uint64_t token, struct inbox **ib_p,
+		 char *name, size_t name_len)
 {
-	pid_t pid = getpid();
 	struct inbox *ib;
-	uint64_t start;
 	uint32_t i;
 	int fd, ret;
 
-	/* The start time names the inbox, as in the node segment. */
-	start = node_proc_start_time(pid);
-	inbox_name(name, name_len, node_name, pid, start);
-	shm_unlink(name); /* a leftover of a process with our pid */
+	inbox_name(name, name_len, node_name, token);
 	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
@@ -50,9 +47,7 @@ int inbox_create(const char *node_name, struct inbox **ib_p, char *name,
 		goto err;
 	}
 	close(fd);
-	ib->pid = pid;
-	ib->start_time = start;
-	ib->self_addr = (uintptr_t)ib;
+	ib->token = token;
 	atomic_init(&ib->head, 0);
 	atomic_init(&ib->tail, 0);
 	for (i = 0; i < INBOX_SLOTS; i++)
@@ -67,15 +62,14 @@ err:
 	return ret;
 }
 
-int inbox_map(const char *node_name, pid_t pid, uint64_t start_time,
-	      struct inbox **ib_p)
+int inbox_map(const char *node_name, uint64_t token, struct inbox **ib_p)
 {
 	char name[160];
 	struct inbox *ib;
 	struct stat st;
 	int fd, ret;
 
-	inbox_name(name, sizeof(name), node_name, pid, start_time);
+	inbox_name(name, sizeof(name), node_name, token);
 	fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
@@ -89,7 +83,7 @@ int inbox_map(const char *node_name, pid_t pid, uint64_t start_time,
 	close(fd);
 	if (ret)
 		return ret;
-	if (ib->magic != INBOX_MAGIC) {
+	if (ib->magic != INBOX_MAGIC || ib->token != token) {
 		munmap(ib, sizeof(*ib));
 		return -EAGAIN;
 	}
@@ -102,11 +96,11 @@ void inbox_unmap(struct inbox *ib)
 	munmap(ib, sizeof(*ib));
 }
 
-void inbox_unlink(const char *node_name, pid_t pid, uint64_t start_time)
+void inbox_unlink(const char *node_name, uint64_t token)
 {
 	char name[160];
 
-	inbox_name(name, sizeof(name), node_name, pid, start_time);
+	inbox_name(name, sizeof(name), node_name, token);
 	shm_unlink(name);
 }
 

@@ -59,9 +59,7 @@ struct pub_mr {
 
 struct inbox {
 	uint64_t magic;
-	pid_t pid;
-	uint64_t start_time;
-	uint64_t self_addr; /* this mapping's address in the owner (cma.c) */
+	uint64_t token; /* the owner's (node.h), which names the inbox */
 	alignas(64) _Atomic uint64_t tail; /* producers */
 	/* the consumer, under its engine lock; read by the sleeper */
 	alignas(64) _Atomic uint64_t head;
@@ -74,14 +72,14 @@ struct inbox {
 	_Atomic uint64_t placing[IBEMU_MAX_PROCS];
 };
 
-/* Create the calling process's inbox; 0 or -errno.  name_p gets its name. */
-int inbox_create(const char *node_name, struct inbox **ib_p, char *name,
-		 size_t name_len);
-/* Map another process's inbox (read-write). */
-int inbox_map(const char *node_name, pid_t pid, uint64_t start_time,
-	      struct inbox **ib_p);
+/* Create the inbox of the calling process, whose node token is token;
+ * 0 or -errno.  name gets its name. */
+int inbox_create(const char *node_name, uint64_t token, struct inbox **ib_p,
+		 char *name, size_t name_len);
+/* Map the inbox of the process with that token (read-write). */
+int inbox_map(const char *node_name, uint64_t token, struct inbox **ib_p);
 void inbox_unmap(struct inbox *ib);
-void inbox_unlink(const char *node_name, pid_t pid, uint64_t start_time);
+void inbox_unlink(const char *node_name, uint64_t token);
 
 /* Producer: claim a slot (NULL when full), fill it, then publish it. */
 struct inbox_slot *inbox_claim(struct inbox *ib, uint64_t *pos_p);

@@ -9,7 +9,10 @@
  *      uid, mode 0600), waits (bounded) for the size and for `ready`.
  *   3. A segment whose creator died before `ready`, or that never became
  *      ready, is stale: it is unlinked (if it is still the same object)
- *      and the protocol restarts.
+ *      and the protocol restarts.  The creator holds the liveness lock
+ *      NODE_LOCK_CREATOR from before it sizes the file until `ready` is
+ *      set, so a full-sized segment that is not ready and whose creator
+ *      lock is free has a dead creator, in whatever pid namespace.
  */
 #include "config.h"
 
@@ -21,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,45 +98,70 @@ int node_default_name(char *buf, size_t len)
 	return 0;
 }
 
-uint64_t node_proc_start_time(pid_t pid)
+/* The calling process's pid namespace (0, 0 if /proc does not say). */
+static void pidns_id(uint64_t *dev_p, uint64_t *ino_p)
 {
-	char path[64], buf[1024];
-	unsigned long long start = 0;
-	const char *p;
-	ssize_t n;
-	int fd, field;
+	struct stat st;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* comm may hold spaces and parentheses: skip to the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	/* Field 3 (state) follows; starttime is field 22. */
-	for (field = 2; field < 22 && p; field++)
-		p = strchr(p + 1, ' ');
-	if (p)
-		start = strtoull(p + 1, NULL, 10);
-	return start;
+	*dev_p = 0;
+	*ino_p = 0;
+	if (stat("/proc/self/ns/pid", &st) == 0) {
+		*dev_p = (uint64_t)st.st_dev;
+		*ino_p = (uint64_t)st.st_ino;
+	}
 }
 
-bool node_pid_alive(pid_t pid, uint64_t start_time)
+/* A fresh token: random, never 0.  0 or -errno. */
+static int node_new_token(uint64_t *token_p)
 {
-	if (pid <= 0)
-		return false;
-	if (kill(pid, 0) != 0 && errno == ESRCH)
-		return false;
-	/* Same pid, other process: the pid was reused. */
-	if (start_time && node_proc_start_time(pid) != start_time)
-		return false;
-	return true;
+	uint64_t t = 0;
+	int tries;
+
+	for (tries = 0; tries < 8 && !t; tries++) {
+		ssize_t n = getrandom(&t, sizeof(t), 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof(t)) {
+			ibemu_log_err("getrandom: %s",
+				      n < 0 ? strerror(errno) : "short read");
+			return n < 0 ? -errno : -EIO;
+		}
+	}
+	if (!t)
+		return -EIO;
+	*token_p = t;
+	return 0;
+}
+
+/* An open file description lock on byte off of fd: F_WRLCK to take it
+ * (without waiting), F_UNLCK to drop it.  0 or -errno. */
+static int node_ofd_lock(int fd, off_t off, short type)
+{
+	struct flock fl = {
+		.l_type = type,
+		.l_whence = SEEK_SET,
+		.l_start = off,
+		.l_len = 1,
+	};
+
+	return fcntl(fd, F_OFD_SETLK, &fl) ? -errno : 0;
+}
+
+/* Whether another open file description holds byte off of fd locked.
+ * An error answers "held": a live process is never taken for dead. */
+static bool node_ofd_held(int fd, off_t off)
+{
+	struct flock fl = {
+		.l_type = F_WRLCK,
+		.l_whence = SEEK_SET,
+		.l_start = off,
+		.l_len = 1,
+	};
+
+	if (fcntl(fd, F_OFD_GETLK, &fl))
+		return true;
+	return fl.l_type != F_UNLCK;
 }
 
 static void node_identity_init(struct node_seg *seg, const char *name)
@@ -179,7 +208,6 @@ static int node_seg_init(struct node_seg *seg, const char *name)
 	seg->magic = IBEMU_NODE_MAGIC;
 	seg->layout = IBEMU_NODE_LAYOUT;
 	seg->size = sizeof(*seg);
-	seg->creator = getpid();
 	node_identity_init(seg, name);
 
 	pthread_mutexattr_init(&attr);
@@ -221,6 +249,10 @@ static int node_try_create(struct node *node)
 	fd = shm_open(node->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
+	/* Held until ready: others tell a dead creator from a slow one. */
+	ret = node_ofd_lock(fd, NODE_LOCK_CREATOR, F_WRLCK);
+	if (ret)
+		goto err_unlink;
 	if (ftruncate(fd, sizeof(*seg))) {
 		ret = -errno;
 		goto err_unlink;
@@ -236,8 +268,9 @@ static int node_try_create(struct node *node)
 		munmap(seg, sizeof(*seg));
 		goto err_unlink;
 	}
-	close(fd);
+	node_ofd_lock(fd, NODE_LOCK_CREATOR, F_UNLCK);
 	node->seg = seg;
+	node->fd = fd;
 	return 0;
 
 err_unlink:
@@ -287,10 +320,14 @@ static int node_try_attach(struct node *node)
 		goto out_close;
 	}
 	while (!atomic_load_explicit(&seg->ready, memory_order_acquire)) {
-		pid_t creator = seg->creator;
+		/* The creator sets ready before it drops its lock: ready
+		 * is looked at again after the lock is found free. */
+		bool creator_gone =
+			!node_ofd_held(fd, NODE_LOCK_CREATOR) &&
+			!atomic_load_explicit(&seg->ready,
+					      memory_order_acquire);
 
-		if (monotonic_ns() > deadline ||
-		    (creator && !node_pid_alive(creator, 0))) {
+		if (monotonic_ns() > deadline || creator_gone) {
 			node_unlink_if_same(node->name, fd);
 			munmap(seg, sizeof(*seg));
 			ret = -EAGAIN;
@@ -306,7 +343,8 @@ static int node_try_attach(struct node *node)
 		goto out_close;
 	}
 	node->seg = seg;
-	ret = 0;
+	node->fd = fd;
+	return 0;
 out_close:
 	close(fd);
 	return ret;
@@ -317,21 +355,25 @@ int node_open(struct node *node)
 	int attempt, ret;
 
 	node->seg = NULL;
+	node->fd = -1;
 	node->proc_slot = -1;
+	node->token = 0;
 	ret = node_default_name(node->name, sizeof(node->name));
 	if (ret)
 		return ret;
 
 	for (attempt = 0; attempt < NODE_OPEN_ATTEMPTS; attempt++) {
 		ret = node_try_create(node);
-		if (ret == 0)
-			return 0;
 		if (ret != -EEXIST)
 			break;
 		ret = node_try_attach(node);
 		if (ret != -EAGAIN)
 			break;
 	}
+	/* A mapping holds the open file description, and so our liveness
+	 * lock: a forked child must not inherit it (node_forget()). */
+	if (ret == 0)
+		madvise(node->seg, sizeof(*node->seg), MADV_DONTFORK);
 	if (ret)
 		ibemu_log_err("cannot open node segment /dev/shm%s: %s",
 			      node->name, strerror(-ret));
@@ -344,6 +386,56 @@ void node_close(struct node *node)
 		munmap(node->seg, sizeof(*node->seg));
 		node->seg = NULL;
 	}
+	/* Drops our liveness lock if we still held it. */
+	if (node->fd >= 0) {
+		close(node->fd);
+		node->fd = -1;
+	}
+}
+
+void node_forget(struct node *node)
+{
+	/* Closing our copy of the descriptor leaves the parent's open file
+	 * description, and the lock on it, as they are; unlocking would
+	 * not. */
+	if (node->fd >= 0)
+		close(node->fd);
+	node->fd = -1;
+	node->seg = NULL;
+	node->proc_slot = -1;
+	node->token = 0;
+}
+
+bool node_proc_alive(struct node *node, int slot)
+{
+	if (slot < 0 || slot >= IBEMU_MAX_PROCS ||
+	    !atomic_load_explicit(&node->seg->procs[slot].token,
+				  memory_order_acquire))
+		return false;
+	if (slot == node->proc_slot)
+		return true;
+	return node_ofd_held(node->fd, NODE_LOCK_PROC(slot));
+}
+
+int node_proc_id(struct node *node, int slot, struct node_proc_id *id)
+{
+	const struct node_proc *p;
+	uint64_t dev, ino;
+	int ret = 0;
+
+	if (slot < 0 || slot >= IBEMU_MAX_PROCS)
+		return -ENOENT;
+	pidns_id(&dev, &ino);
+	p = &node->seg->procs[slot];
+	node_lock(node);
+	id->token = atomic_load_explicit(&p->token, memory_order_relaxed);
+	id->pid = p->pid;
+	id->same_pidns = ino && p->pidns_ino == ino && p->pidns_dev == dev;
+	id->token_addr = p->token_addr;
+	node_unlock(node);
+	if (!id->token)
+		ret = -ENOENT;
+	return ret;
 }
 
 void node_lock(struct node *node)
@@ -374,6 +466,7 @@ static void node_qp_unpublish(struct node_qp *q)
 	SEQ_SET(q->state, IBV_QPS_RESET);
 	SEQ_SET(q->access, 0);
 	SEQ_SET(q->pd_id, 0);
+	SEQ_SET(q->pull_from, 0);
 	seq_write_end(&q->seq);
 }
 
@@ -389,12 +482,15 @@ static void node_proc_release_locked(struct node *node, int slot)
 		}
 	}
 	/* A process that died without closing leaves its inbox behind. */
-	if (seg->procs[slot].pid != getpid())
-		inbox_unlink(node->name, seg->procs[slot].pid,
-			     seg->procs[slot].start_time);
-	seg->procs[slot].pid = 0;
+	if (slot != node->proc_slot)
+		inbox_unlink(node->name, seg->procs[slot].token);
+	atomic_store_explicit(&seg->procs[slot].token, 0,
+			      memory_order_relaxed);
 	seg->procs[slot].refs = 0;
-	seg->procs[slot].start_time = 0;
+	seg->procs[slot].pid = 0;
+	seg->procs[slot].pidns_dev = 0;
+	seg->procs[slot].pidns_ino = 0;
+	seg->procs[slot].token_addr = 0;
 	seg->nr_procs--;
 }
 
@@ -405,9 +501,9 @@ unsigned int node_sweep_dead_locked(struct node *node)
 	int i;
 
 	for (i = 0; i < IBEMU_MAX_PROCS; i++) {
-		struct node_proc *p = &seg->procs[i];
-
-		if (!p->pid || node_pid_alive(p->pid, p->start_time))
+		if (!atomic_load_explicit(&seg->procs[i].token,
+					  memory_order_relaxed) ||
+		    node_proc_alive(node, i))
 			continue;
 		node_proc_release_locked(node, i);
 		swept++;
@@ -415,40 +511,59 @@ unsigned int node_sweep_dead_locked(struct node *node)
 	return swept;
 }
 
+/* Take a free slot whose liveness byte nobody holds; -1 if none. */
+static int node_take_slot_locked(struct node *node)
+{
+	struct node_seg *seg = node->seg;
+	int i;
+
+	for (i = 0; i < IBEMU_MAX_PROCS; i++) {
+		if (atomic_load_explicit(&seg->procs[i].token,
+					 memory_order_relaxed))
+			continue;
+		/* Held by a process that released its slot and has not let
+		 * go yet (or its forked child): not ours to take. */
+		if (node_ofd_lock(node->fd, NODE_LOCK_PROC(i), F_WRLCK) == 0)
+			return i;
+	}
+	return -1;
+}
+
 int node_proc_attach(struct node *node)
 {
 	struct node_seg *seg = node->seg;
-	pid_t me = getpid();
-	int i, free_slot = -1, ret = 0;
+	struct node_proc *p;
+	uint64_t token;
+	int slot, ret;
 
 	node_lock(node);
+	if (node->proc_slot >= 0 &&
+	    atomic_load_explicit(&seg->procs[node->proc_slot].token,
+				 memory_order_relaxed) == node->token) {
+		seg->procs[node->proc_slot].refs++;
+		node_unlock(node);
+		return 0;
+	}
+	ret = node_new_token(&token);
+	if (ret)
+		goto out;
 	/* A process joining cleans up after those that died without
 	 * closing: their QPNs and inboxes. */
 	node_sweep_dead_locked(node);
-	for (i = 0; i < IBEMU_MAX_PROCS; i++) {
-		if (seg->procs[i].pid == me) {
-			node->proc_slot = i;
-			break;
-		}
-		if (!seg->procs[i].pid && free_slot < 0)
-			free_slot = i;
+	slot = node_take_slot_locked(node);
+	if (slot < 0) {
+		ret = -EAGAIN;
+		goto out;
 	}
-	if (i == IBEMU_MAX_PROCS) {
-		if (free_slot < 0 && node_sweep_dead_locked(node))
-			for (i = 0; i < IBEMU_MAX_PROCS && free_slot < 0; i++)
-				if (!seg->procs[i].pid)
-					free_slot = i;
-		if (free_slot < 0) {
-			ret = -EAGAIN;
-			goto out;
-		}
-		seg->procs[free_slot].pid = me;
-		seg->procs[free_slot].start_time = node_proc_start_time(me);
-		seg->procs[free_slot].refs = 0;
-		seg->nr_procs++;
-		node->proc_slot = free_slot;
-	}
-	seg->procs[node->proc_slot].refs++;
+	node->token = token;
+	node->proc_slot = slot;
+	p = &seg->procs[slot];
+	p->refs = 1;
+	p->pid = getpid();
+	pidns_id(&p->pidns_dev, &p->pidns_ino);
+	p->token_addr = (uint64_t)(uintptr_t)&node->token;
+	atomic_store_explicit(&p->token, token, memory_order_release);
+	seg->nr_procs++;
 out:
 	node_unlock(node);
 	return ret;
@@ -462,8 +577,14 @@ void node_proc_detach(struct node *node)
 	if (slot < 0)
 		return;
 	node_lock(node);
-	if (seg->procs[slot].pid == getpid() && --seg->procs[slot].refs == 0)
+	if (atomic_load_explicit(&seg->procs[slot].token,
+				 memory_order_relaxed) == node->token &&
+	    --seg->procs[slot].refs == 0) {
 		node_proc_release_locked(node, slot);
+		node_ofd_lock(node->fd, NODE_LOCK_PROC(slot), F_UNLCK);
+		node->proc_slot = -1;
+		node->token = 0;
+	}
 	node_unlock(node);
 }
 
@@ -509,10 +630,10 @@ void node_qpn_free(struct node *node, uint32_t qpn)
 	node_unlock(node);
 }
 
-pid_t node_qpn_owner(struct node *node, uint32_t qpn)
+uint64_t node_qpn_owner(struct node *node, uint32_t qpn)
 {
 	uint32_t idx = qpn - IBEMU_QPN_FIRST;
-	pid_t pid = 0;
+	uint64_t token = 0;
 	int owner;
 
 	if (qpn < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
@@ -520,9 +641,10 @@ pid_t node_qpn_owner(struct node *node, uint32_t qpn)
 	node_lock(node);
 	owner = node->seg->qps[idx].owner;
 	if (owner > 0 && owner <= IBEMU_MAX_PROCS)
-		pid = node->seg->procs[owner - 1].pid;
+		token = atomic_load_explicit(&node->seg->procs[owner - 1].token,
+					     memory_order_relaxed);
 	node_unlock(node);
-	return pid;
+	return token;
 }
 
 int32_t node_qpn_owner_slot(struct node *node, uint32_t qpn)
@@ -550,5 +672,18 @@ void node_qp_publish(struct node *node, uint32_t qpn, uint32_t state,
 	SEQ_SET(q->state, state);
 	SEQ_SET(q->access, access);
 	SEQ_SET(q->pd_id, pd_id);
+	seq_write_end(&q->seq);
+}
+
+void node_qp_publish_pull(struct node *node, uint32_t qpn, uint64_t pull_from)
+{
+	uint32_t idx = qpn - IBEMU_QPN_FIRST;
+	struct node_qp *q;
+
+	if (qpn < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
+		return;
+	q = &node->seg->qps[idx];
+	seq_write_begin(&q->seq);
+	SEQ_SET(q->pull_from, pull_from);
 	seq_write_end(&q->seq);
 }

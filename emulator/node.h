@@ -13,6 +13,21 @@
  * published with release order and are read-only afterwards.  A process
  * that dies holding the lock is detected by EOWNERDEAD; the next locker
  * sweeps every dead process's entries.
+ *
+ * Who a process is, and whether it lives, must hold across pid namespaces
+ * (a container's processes share /dev/shm and the network namespace, each
+ * sees the others' pids differently or not at all), so neither is a pid:
+ *  - identity: a random 64-bit token drawn at attach (getrandom), never
+ *    reused; it names the process's inbox;
+ *  - liveness: each attached process holds an open file description lock
+ *    (F_OFD_SETLK) on byte NODE_LOCK_PROC(slot) of the segment's file,
+ *    through a descriptor only it holds (O_CLOEXEC; a forked child closes
+ *    its copy: node_forget()).  The kernel drops the lock when the process
+ *    ends, whatever its pid namespace; a stopped process keeps it and is
+ *    alive.  Others test the byte with F_OFD_GETLK.  The creator holds
+ *    byte NODE_LOCK_CREATOR while it initialises the segment.
+ * A pid is kept, with the pid namespace it belongs to, only for
+ * cross-memory attach, which the kernel addresses by pid (cma.c).
  */
 #ifndef IBEMU_NODE_H
 #define IBEMU_NODE_H
@@ -26,13 +41,25 @@
 #include "params.h"
 
 #define IBEMU_NODE_MAGIC 0x6962656d756e6f64ull /* "ibemunod" */
-#define IBEMU_NODE_LAYOUT 2
+#define IBEMU_NODE_LAYOUT 3
 
-/* One attached process; pid plus start time defeats pid reuse. */
+/* Byte offsets of the liveness locks in the segment's file (advisory:
+ * they do not touch the mapped data). */
+#define NODE_LOCK_CREATOR 0
+#define NODE_LOCK_PROC(slot) (1 + (off_t)(slot))
+
+/*
+ * One attached process.  token is stored last (release) when the slot is
+ * taken and first when it is freed, so a reader without the lock that
+ * sees it non-zero sees the rest; readers that use the other fields
+ * (pid, pidns, token_addr) take the lock.
+ */
 struct node_proc {
-	_Atomic pid_t pid; /* 0: free slot */
+	_Atomic uint64_t token; /* 0: free slot */
 	uint32_t refs; /* contexts this process holds open */
-	uint64_t start_time; /* /proc/PID/stat field 22, clock ticks */
+	pid_t pid; /* in the process's own pid namespace */
+	uint64_t pidns_dev, pidns_ino; /* that namespace: /proc/self/ns/pid */
+	uint64_t token_addr; /* where its token is in its own memory */
 };
 
 /* One QPN of the node's 24-bit QPN space. */
@@ -47,6 +74,10 @@ struct node_qp {
 	_Atomic uint32_t state; /* enum ibv_qp_state */
 	_Atomic uint32_t access; /* qp_access_flags */
 	_Atomic uint64_t pd_id; /* the owner's PD, as the owner names it */
+	/* The token of the process this QP's owner verified it can read
+	 * (its connected peer): a SEND to this QP may leave its data for
+	 * the owner to pull (cma.c).  0: none.  Same seqlock. */
+	_Atomic uint64_t pull_from;
 };
 
 struct node_seg {
@@ -54,7 +85,6 @@ struct node_seg {
 	uint32_t layout;
 	uint32_t size;
 	_Atomic uint32_t ready; /* set last by the creator */
-	pid_t creator;
 
 	/* Identity: immutable once ready. */
 	uint64_t node_guid; /* host order */
@@ -76,7 +106,9 @@ struct node_seg {
 struct node {
 	struct node_seg *seg;
 	char name[96]; /* shm object name */
+	int fd; /* the segment's file, ours alone: liveness locks */
 	int proc_slot; /* our index in seg->procs[], -1 until attached */
+	uint64_t token; /* ours while attached, 0 otherwise */
 };
 
 /*
@@ -87,6 +119,9 @@ struct node {
 int node_open(struct node *node);
 /* Unmap; the segment itself stays for the other processes. */
 void node_close(struct node *node);
+/* In a forked child: drop the parent's view without touching what it
+ * holds (its liveness lock stays the parent's). */
+void node_forget(struct node *node);
 
 /* Register the calling process as a user of the node (refcounted). */
 int node_proc_attach(struct node *node);
@@ -99,20 +134,35 @@ void node_unlock(struct node *node);
 /* Allocate a QPN owned by the calling process; returns 0 or -errno. */
 int node_qpn_alloc(struct node *node, uint32_t qp_type, uint32_t *qpn_p);
 void node_qpn_free(struct node *node, uint32_t qpn);
-/* Which process owns qpn: its pid, or 0 if none. */
-pid_t node_qpn_owner(struct node *node, uint32_t qpn);
+/* Which process owns qpn: its token, or 0 if none. */
+uint64_t node_qpn_owner(struct node *node, uint32_t qpn);
 /* Publish a QP's state, access flags and PD for one-sided requesters. */
 void node_qp_publish(struct node *node, uint32_t qpn, uint32_t state,
 		     uint32_t access, uint64_t pd_id);
+/* Publish whose data the QP's owner can pull (token, 0: nobody). */
+void node_qp_publish_pull(struct node *node, uint32_t qpn,
+			  uint64_t pull_from);
 /* The owner's slot in procs[], or -1. */
 int32_t node_qpn_owner_slot(struct node *node, uint32_t qpn);
 
 /* Drop every entry of processes that no longer exist; caller holds lock. */
 unsigned int node_sweep_dead_locked(struct node *node);
 
+/* Whether the process in slot lives (its liveness lock is held; see
+ * above).  A free slot is not alive; our own slot is. */
+bool node_proc_alive(struct node *node, int slot);
+
+/* A process's identity as its node entry gives it, copied under the
+ * lock.  0, or -ENOENT if the slot is free. */
+struct node_proc_id {
+	uint64_t token;
+	pid_t pid;
+	bool same_pidns; /* pid names it in our pid namespace */
+	uint64_t token_addr;
+};
+int node_proc_id(struct node *node, int slot, struct node_proc_id *id);
+
 /* Helpers shared with the tools. */
-bool node_pid_alive(pid_t pid, uint64_t start_time);
-uint64_t node_proc_start_time(pid_t pid);
 int node_default_name(char *buf, size_t len);
 
 #endif /* IBEMU_NODE_H */

@@ -352,6 +352,8 @@ static void qp_reset_locked(struct emu_qp *qp)
 	qp->resp.atomics_next = 0;
 	qp->peer = NULL;
 	qp->peer_proc = -1;
+	if (engine_place(qp->hca->engine))
+		engine_place(qp->hca->engine)->peer_bind(qp);
 	qp_attr_defaults(qp);
 }
 

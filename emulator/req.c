@@ -32,11 +32,15 @@ int req_resolve_peer_locked(struct emu_qp *qp)
 {
 	int32_t slot = node_qpn_owner_slot(&qp->hca->node,
 					   qp->attr.dest_qp_num);
+	const struct tp_place_ops *place;
 
 	if (slot < 0)
 		return -ENOENT;
+	place = engine_place(qp->hca->engine);
 	qp->peer = engine_peer(qp->hca->engine, slot);
 	qp->peer_proc = slot;
+	if (place)
+		place->peer_bind(qp);
 	return qp->peer ? 0 : -ENOENT;
 }
 

@@ -28,8 +28,7 @@ struct tp_shm {
 	pthread_mutex_t peer_lock;
 	/* peer inboxes by node process slot */
 	struct tp_shm_peer {
-		pid_t pid;
-		uint64_t start_time;
+		uint64_t token; /* its owner's (node.h) */
 		struct inbox *ib;
 	} peers[IBEMU_MAX_PROCS];
 	struct inbox **retired; /* replaced peer mappings, unmapped at close */
@@ -51,6 +50,12 @@ struct inbox *tp_shm_own_inbox(struct engine *e)
 	return e->tp_priv ? tp_shm(e)->inbox : NULL;
 }
 
+uint64_t tp_shm_peer_token(struct tp_peer *peer)
+{
+	/* Checked against the name when mapped (inbox_map); read once. */
+	return tp_shm_inbox(peer)->token;
+}
+
 static int tp_shm_open(struct engine *e)
 {
 	struct tp_shm *t = calloc(1, sizeof(*t));
@@ -59,8 +64,8 @@ static int tp_shm_open(struct engine *e)
 	if (!t)
 		return ENOMEM;
 	pthread_mutex_init(&t->peer_lock, NULL);
-	ret = -inbox_create(e->hca->node.name, &t->inbox, t->inbox_name,
-			    sizeof(t->inbox_name));
+	ret = -inbox_create(e->hca->node.name, e->hca->node.token, &t->inbox,
+			    t->inbox_name, sizeof(t->inbox_name));
 	if (ret) {
 		ibemu_log_err("cannot create the process inbox: %s",
 			      strerror(ret));
@@ -99,17 +104,18 @@ static void tp_shm_forget(struct engine *e)
 	e->tp_priv = NULL;
 }
 
-/* Map the inbox of (pid, start) for slot; caller holds peer_lock. */
+/* Map the inbox of the process with token in slot; caller holds
+ * peer_lock. */
 static struct inbox *tp_shm_map_locked(struct engine *e, int32_t slot,
-				       pid_t pid, uint64_t start)
+				       uint64_t token)
 {
 	struct tp_shm *t = tp_shm(e);
 	struct tp_shm_peer *pm = &t->peers[slot];
 	struct inbox *ib, **grown;
 
-	if (pm->ib && pm->pid == pid && pm->start_time == start)
+	if (pm->ib && pm->token == token)
 		return pm->ib;
-	if (inbox_map(e->hca->node.name, pid, start, &ib))
+	if (inbox_map(e->hca->node.name, token, &ib))
 		return NULL;
 	if (pm->ib) {
 		/* QPs may still point at the old mapping: keep it. */
@@ -122,8 +128,7 @@ static struct inbox *tp_shm_map_locked(struct engine *e, int32_t slot,
 		t->retired = grown;
 		t->retired[t->nr_retired++] = pm->ib;
 	}
-	pm->pid = pid;
-	pm->start_time = start;
+	pm->token = token;
 	pm->ib = ib;
 	return ib;
 }
@@ -133,22 +138,19 @@ static struct tp_peer *tp_shm_peer_get(struct engine *e, int32_t slot)
 	struct tp_shm *t = tp_shm(e);
 	struct node *node = &e->hca->node;
 	struct inbox *ib;
-	uint64_t start;
-	pid_t pid;
+	uint64_t token;
 
 	if (slot < 0 || slot >= IBEMU_MAX_PROCS)
 		return NULL;
 	/* The slot's owner as the node segment says now. */
-	node_lock(node);
-	pid = node->seg->procs[slot].pid;
-	start = node->seg->procs[slot].start_time;
-	node_unlock(node);
-	if (!pid)
+	token = atomic_load_explicit(&node->seg->procs[slot].token,
+				     memory_order_acquire);
+	if (!token)
 		return NULL;
-	if (pid == getpid())
+	if (token == node->token)
 		return (struct tp_peer *)t->inbox;
 	pthread_mutex_lock(&t->peer_lock);
-	ib = tp_shm_map_locked(e, slot, pid, start);
+	ib = tp_shm_map_locked(e, slot, token);
 	pthread_mutex_unlock(&t->peer_lock);
 	return (struct tp_peer *)ib;
 }
@@ -219,6 +221,7 @@ static bool tp_shm_is_sleeping(struct engine *e)
 }
 
 static const struct tp_place_ops tp_shm_place_ops = {
+	.peer_bind = cma_peer_bind,
 	.rdma = cma_try,
 	.pull_ok = cma_pull_ok,
 	.pull_desc = cma_pull_desc,

@@ -42,6 +42,9 @@ struct tp_pkt {
 
 /* Requester-placed RDMA (optional). */
 struct tp_place_ops {
+	/* The QP's peer (qp->peer, qp->peer_proc) was resolved or dropped,
+	 * under qp.lock: learn what placement it allows. */
+	void (*peer_bind)(struct emu_qp *qp);
 	/* Execute w (RDMA WRITE or READ) directly; true if done. */
 	bool (*rdma)(struct emu_qp *qp, struct wqe *w);
 	/* Large SENDs: the requester describes, the responder pulls. */

@@ -2,7 +2,8 @@
 /*
  * Unit tests of the node segment (emulator/node.c): concurrent creation,
  * a lock holder killed with SIGKILL, stale and foreign segments, QPN
- * allocation and the sweep of dead processes.
+ * allocation, the sweep of dead processes, and liveness that holds for
+ * stopped processes, forked children and other pid namespaces.
  *
  * Each test runs on its own node (IBEMU_NODE) and removes it afterwards.
  */
@@ -11,11 +12,13 @@
 #include "unit.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -155,20 +158,28 @@ static void test_lock_holder_killed(void)
 	kill(child, SIGKILL);
 	waitpid(child, &status, 0);
 
-	/* Lock from a watchdogged grandchild so a hang fails the test. */
+	/* Lock from a watchdogged grandchild so a hang fails the test.
+	 * It opens the node for itself: its copy of ours is our liveness
+	 * (node_forget()). */
 	waiter = fork();
 	CU_ASSERT_FATAL(waiter >= 0);
 	if (waiter == 0) {
+		struct node n3;
+
 		alarm(5);
-		node_lock(&node);
-		node_unlock(&node);
-		_exit(node_qpn_owner(&node, qpn_child) == 0 ? 0 : 2);
+		node_forget(&node);
+		if (node_open(&n3))
+			_exit(3);
+		node_lock(&n3);
+		node_unlock(&n3);
+		_exit(node_qpn_owner(&n3, qpn_child) == 0 ? 0 : 2);
 	}
 	CU_ASSERT(waitpid(waiter, &status, 0) == waiter);
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	/* And the node still works for us. */
 	CU_ASSERT(node_qpn_alloc(&node, 2, &qpn) == 0);
-	CU_ASSERT(node_qpn_owner(&node, qpn) == getpid());
+	CU_ASSERT(node_qpn_owner(&node, qpn) == node.token);
+	CU_ASSERT(node.token != 0);
 	node_qpn_free(&node, qpn);
 	CU_ASSERT(node_qpn_owner(&node, qpn) == 0);
 	node_proc_detach(&node);
@@ -188,7 +199,7 @@ static void test_stale_segment(void)
 	CU_ASSERT_FATAL(node_default_name(name, sizeof(name)) == 0);
 	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
 	CU_ASSERT_FATAL(fd >= 0);
-	/* Full size, never marked ready, creator pid 0 (gone). */
+	/* Full size, never marked ready, no creator holding its lock. */
 	CU_ASSERT_FATAL(ftruncate(fd, sizeof(struct node_seg)) == 0);
 	close(fd);
 	CU_ASSERT(node_open(&node) == 0);
@@ -256,6 +267,225 @@ static void test_qpn_allocation(void)
 	drop_node();
 }
 
+/*
+ * A process attached in a child: it opens the node, attaches, takes a QPN,
+ * writes its slot and QPN on fd and waits to be killed.  With newpid it
+ * first enters a pid namespace of its own (as its first process).
+ * Returns the pid to kill and wait for, or -1.
+ */
+struct attached {
+	int32_t slot;
+	uint32_t qpn;
+};
+
+static pid_t spawn_attached(bool newpid, struct attached *a)
+{
+	int p[2];
+	pid_t child;
+
+	if (pipe(p))
+		return -1;
+	child = fork();
+	if (child < 0)
+		return -1;
+	if (child == 0) {
+		struct node n;
+		struct attached me;
+		pid_t inner;
+
+		close(p[0]);
+		if (newpid) {
+			if (unshare(CLONE_NEWPID))
+				_exit(77);
+			/* The namespace's first process, killed when we
+			 * are. */
+			inner = fork();
+			if (inner < 0)
+				_exit(1);
+			if (inner > 0) {
+				int st;
+
+				waitpid(inner, &st, 0);
+				_exit(0);
+			}
+			if (prctl(PR_SET_PDEATHSIG, SIGKILL))
+				_exit(1);
+		}
+		if (node_open(&n) || node_proc_attach(&n) ||
+		    node_qpn_alloc(&n, 2, &me.qpn))
+			_exit(1);
+		me.slot = n.proc_slot;
+		if (write(p[1], &me, sizeof(me)) != sizeof(me))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	if (read(p[0], a, sizeof(*a)) != sizeof(*a)) {
+		close(p[0]);
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		return -1;
+	}
+	close(p[0]);
+	return child;
+}
+
+/* Sweep as a joining process does; whether slot is still taken. */
+static bool sweep_keeps(struct node *node, int32_t slot)
+{
+	node_lock(node);
+	node_sweep_dead_locked(node);
+	node_unlock(node);
+	return atomic_load(&node->seg->procs[slot].token) != 0;
+}
+
+/*
+ * A stopped process is alive: its QPNs and slot stay through a sweep.
+ * Once killed it is swept.
+ */
+static void test_stopped_alive(void)
+{
+	struct attached a;
+	struct node node;
+	pid_t child;
+
+	use_fresh_node("stopped");
+	CU_ASSERT_FATAL(node_open(&node) == 0);
+	CU_ASSERT_FATAL(node_proc_attach(&node) == 0);
+	child = spawn_attached(false, &a);
+	CU_ASSERT_FATAL(child > 0);
+	CU_ASSERT(node_proc_alive(&node, a.slot));
+	kill(child, SIGSTOP);
+	CU_ASSERT(sweep_keeps(&node, a.slot));
+	CU_ASSERT(node_proc_alive(&node, a.slot));
+	CU_ASSERT(node_qpn_owner(&node, a.qpn) != 0);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	CU_ASSERT(!sweep_keeps(&node, a.slot));
+	CU_ASSERT(!node_proc_alive(&node, a.slot));
+	CU_ASSERT(node_qpn_owner(&node, a.qpn) == 0);
+	/* We stay. */
+	CU_ASSERT(node_proc_alive(&node, node.proc_slot));
+	node_proc_detach(&node);
+	node_close(&node);
+	drop_node();
+}
+
+/*
+ * A process in another pid namespace (its pid there is 1, which names
+ * another process here) is alive while it runs, is known to be in
+ * another pid namespace (no cross-memory attach), and is swept when it
+ * dies.  Needs CAP_SYS_ADMIN for the namespace: skipped without it.
+ */
+static void test_other_pid_namespace(void)
+{
+	struct node_proc_id id;
+	struct attached a;
+	struct node node;
+	int status;
+	pid_t child;
+
+	use_fresh_node("pidns");
+	CU_ASSERT_FATAL(node_open(&node) == 0);
+	CU_ASSERT_FATAL(node_proc_attach(&node) == 0);
+	child = spawn_attached(true, &a);
+	if (child < 0) {
+		/* unshare refused (exit 77): nothing to test here. */
+		fprintf(stderr, "pid namespaces not permitted: skipped\n");
+		node_proc_detach(&node);
+		node_close(&node);
+		drop_node();
+		return;
+	}
+	CU_ASSERT(sweep_keeps(&node, a.slot));
+	CU_ASSERT(node_proc_alive(&node, a.slot));
+	CU_ASSERT(node_qpn_owner(&node, a.qpn) != 0);
+	CU_ASSERT_FATAL(node_proc_id(&node, a.slot, &id) == 0);
+	CU_ASSERT(!id.same_pidns);
+	CU_ASSERT_EQUAL(id.pid, 1);
+	CU_ASSERT(id.token != 0 && id.token != node.token);
+	/* Ourselves, for contrast. */
+	CU_ASSERT_FATAL(node_proc_id(&node, node.proc_slot, &id) == 0);
+	CU_ASSERT(id.same_pidns);
+	CU_ASSERT_EQUAL(id.pid, getpid());
+	kill(child, SIGKILL); /* and so the namespace's first process */
+	CU_ASSERT(waitpid(child, &status, 0) == child);
+	/* Its first process may take a moment to go. */
+	for (int i = 0; i < 200 && sweep_keeps(&node, a.slot); i++)
+		usleep(10000);
+	CU_ASSERT(!sweep_keeps(&node, a.slot));
+	CU_ASSERT(node_qpn_owner(&node, a.qpn) == 0);
+	node_proc_detach(&node);
+	node_close(&node);
+	drop_node();
+}
+
+/*
+ * A forked child that drops its copy of the parent's node view
+ * (node_forget(), as the provider's fork handler does) does not keep the
+ * parent alive: once the parent is gone it is swept while the child runs.
+ */
+static void test_forked_child_forgets(void)
+{
+	int p[2], forgot[2], status;
+	struct node node;
+	int32_t slot = -1;
+	pid_t parent, grandchild = 0;
+	char c;
+
+	use_fresh_node("forget");
+	CU_ASSERT_FATAL(node_open(&node) == 0);
+	CU_ASSERT_FATAL(node_proc_attach(&node) == 0);
+	CU_ASSERT_FATAL(pipe(p) == 0 && pipe(forgot) == 0);
+	parent = fork();
+	CU_ASSERT_FATAL(parent >= 0);
+	if (parent == 0) {
+		struct node n;
+		pid_t gc;
+
+		close(p[0]);
+		close(forgot[0]);
+		node_forget(&node);
+		if (node_open(&n) || node_proc_attach(&n))
+			_exit(1);
+		gc = fork();
+		if (gc < 0)
+			_exit(1);
+		if (gc == 0) {
+			node_forget(&n);
+			if (write(forgot[1], "F", 1) < 0)
+				_exit(1);
+			for (;;)
+				pause();
+		}
+		if (write(p[1], &n.proc_slot, sizeof(n.proc_slot)) < 0 ||
+		    write(p[1], &gc, sizeof(gc)) < 0)
+			_exit(1);
+		_exit(0); /* without detaching: a crash */
+	}
+	close(p[1]);
+	close(forgot[1]);
+	CU_ASSERT(read(p[0], &slot, sizeof(slot)) == sizeof(slot));
+	CU_ASSERT(read(p[0], &grandchild, sizeof(grandchild)) ==
+		  sizeof(grandchild));
+	CU_ASSERT(read(forgot[0], &c, 1) == 1);
+	close(p[0]);
+	close(forgot[0]);
+	CU_ASSERT(waitpid(parent, &status, 0) == parent);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (slot >= 0) {
+		CU_ASSERT(!sweep_keeps(&node, slot));
+	}
+	if (grandchild > 0) {
+		CU_ASSERT(kill(grandchild, 0) == 0); /* still running */
+		kill(grandchild, SIGKILL);
+	}
+	node_proc_detach(&node);
+	node_close(&node);
+	drop_node();
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -265,6 +495,9 @@ int main(void)
 		{ "foreign_mode_refused", test_foreign_mode_refused },
 		{ "segment_mode", test_segment_mode },
 		{ "qpn_allocation", test_qpn_allocation },
+		{ "stopped_alive", test_stopped_alive },
+		{ "other_pid_namespace", test_other_pid_namespace },
+		{ "forked_child_forgets", test_forked_child_forgets },
 		{ NULL, NULL },
 	};
 

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "inbox.h"
@@ -178,7 +179,7 @@ static const char *mr_count(struct node *node, const struct node_proc *p)
 	struct inbox *ib;
 	unsigned int i, n = 0;
 
-	if (inbox_map(node->name, p->pid, p->start_time, &ib))
+	if (inbox_map(node->name, p->token, &ib))
 		return "?";
 	for (i = 0; i < IBEMU_MAX_MR; i++)
 		if (__atomic_load_n(&ib->mrs[i].key, __ATOMIC_RELAXED))
@@ -193,6 +194,7 @@ static int cmd_status(void)
 	struct node node;
 	struct node_seg *seg;
 	unsigned int i, nqp = 0;
+	struct stat ns;
 	int ret;
 
 	ret = node_open(&node);
@@ -201,6 +203,8 @@ static int cmd_status(void)
 			strerror(-ret));
 		return 1;
 	}
+	if (stat("/proc/self/ns/pid", &ns))
+		ns.st_ino = 0;
 	seg = node.seg;
 	node_lock(&node);
 	node_sweep_dead_locked(&node);
@@ -216,15 +220,20 @@ static int cmd_status(void)
 	for (i = 0; i < IBEMU_MAX_PROCS; i++) {
 		unsigned int q, n = 0;
 
-		if (!seg->procs[i].pid)
+		const struct node_proc *p = &seg->procs[i];
+
+		if (!p->token)
 			continue;
 		for (q = 0; q < IBEMU_MAX_QP; q++)
 			if (seg->qps[q].owner == (int32_t)i + 1)
 				n++;
 		nqp += n;
-		printf("  pid %-8d contexts %u, QPs %u, MRs %s\n",
-		       seg->procs[i].pid, seg->procs[i].refs, n,
-		       mr_count(&node, &seg->procs[i]));
+		printf("  pid %-8d contexts %u, QPs %u, MRs %s%s\n", p->pid,
+		       p->refs, n, mr_count(&node, p),
+		       ns.st_ino && p->pidns_ino == (uint64_t)ns.st_ino &&
+				       p->pidns_dev == (uint64_t)ns.st_dev
+			       ? ""
+			       : " (pid in another pid namespace)");
 	}
 	printf("QPs         %u\n", nqp);
 	node_unlock(&node);
