@@ -4,9 +4,30 @@
  * shared-memory object into which any process of the node writes packets
  * for it.  An inbox is a bounded multi-producer, single-consumer ring of
  * packet slots (a sequence number per slot, as in D. Vyukov's bounded
- * queue): producers claim a slot with one compare-and-swap on the tail
- * and publish it by storing its sequence number; the consumer (the
- * owner's engine, under its engine lock) reads slots in order.
+ * queue): producers claim a slot with one compare-and-swap on the tail,
+ * write who claimed it, fill it and publish it with a compare-and-swap of
+ * its sequence number; the consumer (the owner's engine) reads slots in
+ * order.
+ *
+ * The sequence number of the slot for position p (p modulo INBOX_SLOTS):
+ *   p          free for position p; claimed once the tail is past p
+ *   p + 1      published: the consumer may read it
+ *   Q | p      quarantined: the consumer gave up waiting for the claimer
+ *              of p (stopped or dead) and went on, the packet is lost
+ *   Q | R | p  quarantined and returned: the claimer came back, found its
+ *              publish refused and left the slot for the consumer to reuse
+ * with Q = INBOX_SEQ_QUARANTINED, R = INBOX_SEQ_RETURNED.  A claimer that
+ * stops must never write into a slot someone else owns, and its stale
+ * packet must never be read: the consumer and the claimer decide the
+ * slot's fate with one compare-and-swap each on its sequence number (p to
+ * p + 1 by the claimer, p to Q | p by the consumer), so exactly one wins.
+ * A quarantined slot stays out of service until its claimer returns it:
+ * producers reaching it treat the ring as full, and only the consumer,
+ * when its head reaches that position, moves the tail past it (the
+ * position is skipped) or, once the slot is returned or its claimer is
+ * known dead, puts it back in service.  A claimer that died leaves its
+ * slot quarantined at worst, one skipped position per lap.  To the engine
+ * a skipped position is a lost packet (RC retransmits, IBA 9.7.5).
  *
  * Waking the owner: its progress thread sleeps on a futex in the inbox
  * only after announcing it in `sleeping`; a producer that sees the flag
@@ -16,6 +37,7 @@
 #ifndef IBEMU_INBOX_H
 #define IBEMU_INBOX_H
 
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -29,6 +51,21 @@
 #define INBOX_MAGIC 0x69626d75696e6278ull /* "ibmuinbx" */
 #define INBOX_SLOTS 1024 /* a power of two */
 
+#define INBOX_SEQ_QUARANTINED (1ull << 63)
+#define INBOX_SEQ_RETURNED (1ull << 62)
+#define INBOX_SEQ_POS (INBOX_SEQ_RETURNED - 1)
+
+/* A consumer waits this long for a claimed slot to be published before it
+ * skips the position (at once when the claimer is known dead). */
+#define INBOX_CLAIM_GRACE_NS (20ull * 1000 * 1000)
+
+/* Who claimed a slot: the lap of the position (its low 16 bits) and the
+ * claimer's node process slot + 1 (0: unknown).  A hint only. */
+#define INBOX_CLAIM_TAG(pos, proc)                                             \
+	((uint32_t)(((pos) / INBOX_SLOTS) << 16) | (uint16_t)((proc) + 1))
+#define INBOX_CLAIM_LAP(tag) ((uint16_t)((tag) >> 16))
+#define INBOX_CLAIM_PROC(tag) ((int32_t)((tag) & 0xffff) - 1)
+
 /*
  * A packet slot.  The sequence number, the link header and the first 32
  * bytes of the packet share one cache line, so an ACK or a small SEND
@@ -37,12 +74,15 @@
 struct inbox_slot {
 	_Atomic uint64_t seq;
 	struct pkt_hdr hdr;
+	/* INBOX_CLAIM_TAG(), written by the claimer after its claim */
+	_Atomic uint32_t claim;
 	alignas(32) uint8_t data[PKT_MAX_LEN];
 	struct pkt_grh grh; /* valid when hdr.flags has PKT_F_GRH */
 } __attribute__((aligned(64)));
 
 _Static_assert(offsetof(struct inbox_slot, data) == 32,
 	       "a small packet shares the slot's first cache line");
+_Static_assert(IBEMU_MAX_PROCS < 0xffff, "a claim tag names any process");
 
 /*
  * A memory region as its owner publishes it for requesters that place
@@ -62,7 +102,8 @@ struct inbox {
 	pid_t pid;
 	uint64_t start_time;
 	uint64_t self_addr; /* this mapping's address in the owner (cma.c) */
-	alignas(64) _Atomic uint64_t tail; /* producers */
+	/* producers; the consumer when it skips a quarantined position */
+	alignas(64) _Atomic uint64_t tail;
 	/* the consumer, under its engine lock; read by the sleeper */
 	alignas(64) _Atomic uint64_t head;
 	alignas(64) _Atomic uint32_t wake; /* futex word */
@@ -83,11 +124,43 @@ int inbox_map(const char *node_name, pid_t pid, uint64_t start_time,
 void inbox_unmap(struct inbox *ib);
 void inbox_unlink(const char *node_name, pid_t pid, uint64_t start_time);
 
-/* Producer: claim a slot (NULL when full), fill it, then publish it. */
-struct inbox_slot *inbox_claim(struct inbox *ib, uint64_t *pos_p);
-void inbox_publish(struct inbox *ib, struct inbox_slot *slot, uint64_t pos);
+/* Producer: claim a slot (NULL when full), fill it, then publish it.
+ * claimer: the caller's node process slot (-1: none).  Publishing fails
+ * (false) when the consumer skipped the slot meanwhile: the packet is
+ * lost, the slot is returned to the consumer. */
+struct inbox_slot *inbox_claim(struct inbox *ib, int32_t claimer,
+			       uint64_t *pos_p);
+bool inbox_publish(struct inbox *ib, struct inbox_slot *slot, uint64_t pos);
 
-/* Consumer: the next published slot or NULL; release it when done. */
+/*
+ * The consumer's own state (process memory).  Lock rule: `lock`
+ * serialises skips (inbox_next's slow path); releases run under the
+ * owner's engine lock.  A skip acts only on a slot that is not published
+ * and a release only on one that is, so the two never meet on one
+ * position.
+ */
+struct inbox_consumer {
+	pthread_mutex_t lock;
+	uint64_t stuck_pos; /* the head position seen claimed, unpublished */
+	uint64_t stuck_since; /* when (CLOCK_MONOTONIC ns); 0: not stuck */
+	uint64_t grace_ns; /* INBOX_CLAIM_GRACE_NS unless a test says */
+	/* Whether node process slot proc is known to be gone (NULL: never) */
+	bool (*claimer_gone)(void *arg, int32_t proc);
+	void *arg;
+	uint64_t skipped; /* positions skipped, for tests and statistics */
+	/* Lock-free hints for inbox_next: empty peeks since the tail was
+	 * last read; whether a claim at head is being watched. */
+	_Atomic unsigned int idle_peeks;
+	_Atomic bool watching;
+};
+
+void inbox_consumer_init(struct inbox_consumer *c,
+			 bool (*claimer_gone)(void *arg, int32_t proc),
+			 void *arg);
+
+/* Consumer: the next published slot or NULL; release it when done.
+ * inbox_peek only looks; inbox_next also skips a position whose claimer
+ * stopped or died (see above). */
 static inline struct inbox_slot *inbox_peek(struct inbox *ib)
 {
 	uint64_t head = atomic_load_explicit(&ib->head, memory_order_relaxed);
@@ -97,6 +170,49 @@ static inline struct inbox_slot *inbox_peek(struct inbox *ib)
 		return NULL;
 	return s;
 }
+
+/* Empty peeks between two looks at the tail (a line producers write). */
+#define INBOX_IDLE_PEEKS 256
+
+struct inbox_slot *inbox_skip(struct inbox *ib, struct inbox_consumer *c);
+
+/* Whether the unpublished slot at head may need inbox_skip: it is
+ * quarantined, its claim tag is of this lap, a claim is being watched, or
+ * (now and then) the tail must say whether the ring is really empty.  No
+ * lock, no read-modify-write, no line the producers write. */
+static inline bool inbox_maybe_stuck(struct inbox *ib,
+				     struct inbox_consumer *c)
+{
+	uint64_t head = atomic_load_explicit(&ib->head, memory_order_relaxed);
+	struct inbox_slot *s = &ib->slots[head & (INBOX_SLOTS - 1)];
+	uint64_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+	uint32_t tag;
+	unsigned int n;
+
+	if (seq & INBOX_SEQ_QUARANTINED)
+		return true;
+	if (seq != head)
+		return false;
+	tag = atomic_load_explicit(&s->claim, memory_order_relaxed);
+	if (INBOX_CLAIM_LAP(tag) == (uint16_t)(head / INBOX_SLOTS) ||
+	    atomic_load_explicit(&c->watching, memory_order_relaxed))
+		return true;
+	n = atomic_load_explicit(&c->idle_peeks, memory_order_relaxed) + 1;
+	atomic_store_explicit(&c->idle_peeks, n < INBOX_IDLE_PEEKS ? n : 0,
+			      memory_order_relaxed);
+	return n >= INBOX_IDLE_PEEKS;
+}
+
+static inline struct inbox_slot *inbox_next(struct inbox *ib,
+					    struct inbox_consumer *c)
+{
+	struct inbox_slot *s = inbox_peek(ib);
+
+	if (s || !inbox_maybe_stuck(ib, c))
+		return s;
+	return inbox_skip(ib, c);
+}
+
 static inline void inbox_release(struct inbox *ib, struct inbox_slot *s)
 {
 	uint64_t head = atomic_load_explicit(&ib->head, memory_order_relaxed);

@@ -7,7 +7,8 @@
  * capability (cma.c).
  *
  * Lock rule: struct tp_shm.peer_lock protects peers[] and retired; the
- * own inbox's consumer side runs under engine.lock (transport.h).
+ * own inbox's consumer side runs under engine.lock (transport.h), its
+ * skips of abandoned claims under consumer.lock (inbox.h).
  */
 #include "config.h"
 
@@ -24,6 +25,7 @@
 /* The transport's state, one per engine. */
 struct tp_shm {
 	struct inbox *inbox; /* ours */
+	struct inbox_consumer consumer; /* its own lock rule (inbox.h) */
 	char inbox_name[160];
 	pthread_mutex_t peer_lock;
 	/* peer inboxes by node process slot */
@@ -51,6 +53,25 @@ struct inbox *tp_shm_own_inbox(struct engine *e)
 	return e->tp_priv ? tp_shm(e)->inbox : NULL;
 }
 
+/* Whether the process in node slot proc is gone (the claimer of a slot
+ * of our inbox that is not published): its entry is free or names a
+ * process that no longer exists. */
+static bool tp_shm_claimer_gone(void *arg, int32_t proc)
+{
+	struct engine *e = arg;
+	struct node *node = &e->hca->node;
+	uint64_t start;
+	pid_t pid;
+
+	if (proc < 0 || proc >= IBEMU_MAX_PROCS)
+		return false;
+	node_lock(node);
+	pid = node->seg->procs[proc].pid;
+	start = node->seg->procs[proc].start_time;
+	node_unlock(node);
+	return !pid || !node_pid_alive(pid, start);
+}
+
 static int tp_shm_open(struct engine *e)
 {
 	struct tp_shm *t = calloc(1, sizeof(*t));
@@ -67,6 +88,7 @@ static int tp_shm_open(struct engine *e)
 		free(t);
 		return ret;
 	}
+	inbox_consumer_init(&t->consumer, tp_shm_claimer_gone, e);
 	e->tp_priv = t;
 	return 0;
 }
@@ -172,17 +194,23 @@ static bool tp_shm_pkt_at(struct inbox_slot *s, struct tp_pkt *pkt)
 
 static bool tp_shm_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
 {
-	return tp_shm_pkt_at(inbox_claim(tp_shm_inbox(peer), &pkt->pos), pkt);
+	return tp_shm_pkt_at(inbox_claim(tp_shm_inbox(peer), pkt->src_proc,
+					 &pkt->pos),
+			     pkt);
 }
 
 static void tp_shm_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 {
-	inbox_publish(tp_shm_inbox(peer), pkt->slot, pkt->pos);
+	/* Refused when the receiver skipped the slot while we were away:
+	 * the packet is lost, as on a fabric (RC retransmits). */
+	(void)inbox_publish(tp_shm_inbox(peer), pkt->slot, pkt->pos);
 }
 
 static bool tp_shm_pkt_peek(struct engine *e, struct tp_pkt *pkt)
 {
-	return tp_shm_pkt_at(inbox_peek(tp_shm(e)->inbox), pkt);
+	struct tp_shm *t = tp_shm(e);
+
+	return tp_shm_pkt_at(inbox_next(t->inbox, &t->consumer), pkt);
 }
 
 static void tp_shm_pkt_release(struct engine *e, struct tp_pkt *pkt)

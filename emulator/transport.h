@@ -38,6 +38,9 @@ struct tp_pkt {
 	struct pkt_grh *grh; /* valid when hdr->flags has PKT_F_GRH */
 	void *slot; /* the transport's own */
 	uint64_t pos;
+	/* Set before pkt_claim: the sender's node process slot, so that a
+	 * receiver can tell who holds room it claimed (inbox.h). */
+	int32_t src_proc;
 };
 
 /* Requester-placed RDMA (optional). */
@@ -67,7 +70,8 @@ struct transport_ops {
 	struct tp_peer *(*peer_get)(struct engine *e, int32_t proc_slot);
 	bool (*peer_is_self)(struct engine *e, const struct tp_peer *peer);
 
-	/* Out: room for one packet to peer (false: full, try later). */
+	/* Out: room for one packet to peer (false: full, try later).  A
+	 * sent packet may still be lost (the receiver skipped its room). */
 	bool (*pkt_claim)(struct tp_peer *peer, struct tp_pkt *pkt);
 	void (*pkt_send)(struct tp_peer *peer, struct tp_pkt *pkt);
 

@@ -2,14 +2,19 @@
 /*
  * The shared-memory inbox ring (emulator/inbox.h) alone: a packet goes
  * through claim, publish, peek and release; a full ring refuses a claim;
- * and a ring a peer has scribbled on refuses a claim instead of making the
+ * a ring a peer has scribbled on refuses a claim instead of making the
  * producer spin for good (nothing a peer writes may wedge another
- * process).
+ * process); and a producer that stops or dies between its claim and its
+ * publish costs the consumer one lost packet, never a wedged ring nor a
+ * stale packet delivered, however many laps the ring has made.
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -29,6 +34,19 @@ static void inbox_open(void)
 			0);
 }
 
+/* Open an inbox that looks as if laps rounds had gone through it. */
+static void inbox_open_at(uint64_t laps)
+{
+	uint64_t base = laps * INBOX_SLOTS;
+	uint32_t i;
+
+	inbox_open();
+	atomic_store(&ib->head, base);
+	atomic_store(&ib->tail, base);
+	for (i = 0; i < INBOX_SLOTS; i++)
+		atomic_store(&ib->slots[i].seq, base + i);
+}
+
 static void inbox_close(void)
 {
 	shm_unlink(ib_name);
@@ -43,7 +61,7 @@ static void test_roundtrip(void)
 
 	inbox_open();
 	CU_ASSERT_PTR_NULL(inbox_peek(ib));
-	s = inbox_claim(ib, &pos);
+	s = inbox_claim(ib, -1, &pos);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
 	s->hdr.len = 12;
 	s->data[0] = 0x11;
@@ -65,14 +83,14 @@ static void test_full(void)
 
 	inbox_open();
 	for (i = 0; i < INBOX_SLOTS; i++) {
-		s = inbox_claim(ib, &pos);
+		s = inbox_claim(ib, -1, &pos);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(s);
 		inbox_publish(ib, s, pos);
 	}
-	CU_ASSERT_PTR_NULL(inbox_claim(ib, &pos));
+	CU_ASSERT_PTR_NULL(inbox_claim(ib, -1, &pos));
 	/* One consumed: one more fits. */
 	inbox_release(ib, inbox_peek(ib));
-	CU_ASSERT_PTR_NOT_NULL(inbox_claim(ib, &pos));
+	CU_ASSERT_PTR_NOT_NULL(inbox_claim(ib, -1, &pos));
 	inbox_close();
 }
 
@@ -86,8 +104,300 @@ static void test_scribbled(void)
 	tail = atomic_load(&ib->tail);
 	atomic_store(&ib->slots[tail & (INBOX_SLOTS - 1)].seq, tail + 7);
 	alarm(10);
-	CU_ASSERT_PTR_NULL(inbox_claim(ib, &pos));
+	CU_ASSERT_PTR_NULL(inbox_claim(ib, -1, &pos));
 	alarm(0);
+	inbox_close();
+}
+
+/* ---- producers that stop or die between claim and publish ---- */
+
+static struct inbox_consumer cons;
+static int32_t gone_proc = -1; /* the process claimer_gone reports gone */
+
+static bool claimer_gone(void *arg, int32_t proc)
+{
+	(void)arg;
+	return proc == gone_proc;
+}
+
+static void consumer_init(uint64_t grace_ns)
+{
+	inbox_consumer_init(&cons, claimer_gone, NULL);
+	cons.grace_ns = grace_ns;
+	gone_proc = -1;
+}
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Claim, write v, publish: whether the packet went out.  A quarantined
+ * slot at the tail makes the ring look full until the consumer's head
+ * reaches it (and steps over it): let the consumer look once. */
+static bool send_one(uint32_t v, int32_t who)
+{
+	struct inbox_slot *s;
+	uint64_t pos;
+
+	s = inbox_claim(ib, who, &pos);
+	if (!s) {
+		(void)inbox_next(ib, &cons);
+		s = inbox_claim(ib, who, &pos);
+	}
+	if (!s)
+		return false;
+	memcpy(s->data, &v, sizeof(v));
+	s->hdr.len = sizeof(v);
+	return inbox_publish(ib, s, pos);
+}
+
+/* The next packet's value, or -1 after up to wait_ms without one. */
+static int64_t recv_one(unsigned int wait_ms)
+{
+	struct inbox_slot *s;
+	unsigned int i;
+	uint32_t v;
+
+	for (i = 0; i <= wait_ms * 10; i++) {
+		s = inbox_next(ib, &cons);
+		if (s) {
+			memcpy(&v, s->data, sizeof(v));
+			inbox_release(ib, s);
+			return v;
+		}
+		if (i < wait_ms * 10)
+			usleep(100);
+	}
+	return -1;
+}
+
+/* Whether n packets round-trip through the ring, in order. */
+static bool flows(unsigned int n, uint32_t first)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (!send_one(first + i, 1) || recv_one(100) != first + i)
+			return false;
+	return true;
+}
+
+/* How many claims fit before the ring says full (all published). */
+static unsigned int fill(uint32_t first)
+{
+	unsigned int n = 0;
+
+	while (n <= 2 * INBOX_SLOTS && send_one(first + n, 1))
+		n++;
+	return n;
+}
+
+/*
+ * A producer claims a slot and never publishes (stopped or dead, its
+ * process slot unknown): the packets behind it still arrive, after the
+ * grace period, and the claim is a lost packet.  On a consumer that never
+ * skips (the old inbox) the later packet never arrives.
+ */
+static void test_claim_never_published(void)
+{
+	uint64_t pos;
+
+	inbox_open();
+	consumer_init(5ull * 1000 * 1000);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(inbox_claim(ib, -1, &pos));
+	CU_ASSERT_TRUE_FATAL(send_one(42, 1));
+	CU_ASSERT_EQUAL(recv_one(0), -1); /* within the grace period */
+	CU_ASSERT_EQUAL(recv_one(1000), 42);
+	CU_ASSERT_EQUAL(cons.skipped, 1);
+	CU_ASSERT_EQUAL(recv_one(0), -1);
+	/* The ring goes on for laps with one position out of service. */
+	CU_ASSERT_TRUE(flows(5 * INBOX_SLOTS, 1000));
+	inbox_close();
+}
+
+/*
+ * The claimer comes back after its slot was skipped: its publish is
+ * refused, its stale packet is never delivered, nothing it writes lands
+ * in a slot someone else owns, and the slot returns to service, so the
+ * ring holds INBOX_SLOTS packets again.  Run at the start and after
+ * millions of laps (positions far beyond 32 bits, claim tags wrapped).
+ */
+static void stopped_claimer(uint64_t laps)
+{
+	struct inbox_slot *stale;
+	uint64_t stale_pos, pos;
+	unsigned int n, i;
+	uint32_t v;
+
+	inbox_open_at(laps);
+	consumer_init(2ull * 1000 * 1000);
+	CU_ASSERT_TRUE_FATAL(flows(3, 1));
+	stale = inbox_claim(ib, 3, &stale_pos);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(stale);
+	CU_ASSERT_TRUE_FATAL(send_one(7, 1));
+	CU_ASSERT_EQUAL(recv_one(1000), 7);
+	CU_ASSERT_EQUAL(cons.skipped, 1);
+	/* While the claimer is away its slot is out of service: producers
+	 * stop there as if the ring were full. */
+	pos = atomic_load(&ib->tail);
+	n = fill(100);
+	CU_ASSERT_EQUAL(n, stale_pos + INBOX_SLOTS - pos);
+	for (i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(recv_one(100), 100 + i);
+	CU_ASSERT_EQUAL(recv_one(0), -1);
+	/* The consumer stepped over it a lap later. */
+	CU_ASSERT_TRUE(flows(2, 5000));
+	CU_ASSERT_EQUAL(cons.skipped, 2);
+	/* Back from SIGSTOP: it writes its packet in its own slot and
+	 * publishing fails; the packet is never seen. */
+	v = 0xdead;
+	memcpy(stale->data, &v, sizeof(v));
+	CU_ASSERT_FALSE(inbox_publish(ib, stale, stale_pos));
+	/* A second late publish of the same claim changes nothing. */
+	CU_ASSERT_FALSE(inbox_publish(ib, stale, stale_pos));
+	CU_ASSERT_TRUE(flows(3 * INBOX_SLOTS, 10000));
+	/* Returned: every slot is in service again, nothing was skipped
+	 * since the return. */
+	n = fill(20000);
+	CU_ASSERT_EQUAL(n, INBOX_SLOTS);
+	for (i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(recv_one(100), 20000 + i);
+	CU_ASSERT_EQUAL(recv_one(0), -1);
+	CU_ASSERT_EQUAL(cons.skipped, 2);
+	inbox_close();
+}
+
+static void test_claim_skip_late_publish(void)
+{
+	stopped_claimer(0);
+}
+
+static void test_claim_skip_late_publish_laps(void)
+{
+	stopped_claimer(5ull * 1000 * 1000 + 65536 * 3 - 2);
+}
+
+/* A claimer known dead is skipped at once, without the grace period,
+ * and its slot is taken back on the next lap. */
+static void test_dead_claimer(void)
+{
+	unsigned int n, i;
+	uint64_t pos;
+
+	inbox_open();
+	consumer_init(3600ull * 1000 * 1000 * 1000);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(inbox_claim(ib, 9, &pos));
+	CU_ASSERT_TRUE_FATAL(send_one(11, 1));
+	CU_ASSERT_EQUAL(recv_one(10), -1); /* alive: waits */
+	gone_proc = 9;
+	CU_ASSERT_EQUAL(recv_one(10), 11);
+	CU_ASSERT_TRUE(flows(INBOX_SLOTS, 300));
+	n = fill(3000);
+	CU_ASSERT_EQUAL(n, INBOX_SLOTS);
+	for (i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(recv_one(100), 3000 + i);
+	CU_ASSERT_EQUAL(cons.skipped, 1);
+	inbox_close();
+}
+
+/*
+ * Two producer threads, one of which stops (sleeps past the grace
+ * period) between claim and publish now and then, and one consumer, over
+ * many laps: every packet published arrives once, intact and in its
+ * producer's order; every refused one never arrives.
+ */
+#define STRESS_PACKETS 200000u
+
+struct stress_producer {
+	pthread_t th;
+	uint32_t id;
+	bool stops;
+	uint32_t refused, sent;
+};
+
+static void *stress_produce(void *arg)
+{
+	struct stress_producer *p = arg;
+	struct inbox_slot *s;
+	uint32_t seq = 0, v[3];
+	uint64_t pos;
+
+	while (seq < STRESS_PACKETS) {
+		s = inbox_claim(ib, (int32_t)p->id, &pos);
+		if (!s) {
+			sched_yield();
+			continue;
+		}
+		v[0] = p->id;
+		v[1] = seq;
+		v[2] = ~(p->id * 2654435761u ^ seq);
+		memcpy(s->data, v, sizeof(v));
+		if (p->stops && seq % 20000 == 19999) {
+			/* Stopped past the grace period, then it goes on
+			 * writing its slot: skipped or not, nobody else's. */
+			sleep_ms(4);
+			memset(s->data + sizeof(v), 0xa5, 256);
+		}
+		if (inbox_publish(ib, s, pos))
+			p->sent++;
+		else
+			p->refused++;
+		seq++;
+	}
+	return NULL;
+}
+
+static void test_stress(void)
+{
+	struct stress_producer prod[2] = { { .id = 1 }, { .id = 2, .stops = true } };
+	uint32_t next[3] = { 0 }, got[3] = { 0 }, v[3];
+	struct inbox_slot *s;
+	unsigned int i, idle = 0;
+	bool ok = true;
+
+	inbox_open();
+	consumer_init(1ull * 1000 * 1000);
+	for (i = 0; i < 2; i++)
+		CU_ASSERT_FATAL(pthread_create(&prod[i].th, NULL,
+					       stress_produce, &prod[i]) == 0);
+	alarm(120);
+	while (idle < 200000) {
+		s = inbox_next(ib, &cons);
+		if (!s) {
+			idle++;
+			sched_yield();
+			continue;
+		}
+		idle = 0;
+		memcpy(v, s->data, sizeof(v));
+		inbox_release(ib, s);
+		if (v[0] < 1 || v[0] > 2 || v[1] < next[v[0]] ||
+		    v[2] != ~(v[0] * 2654435761u ^ v[1])) {
+			ok = false;
+			break;
+		}
+		next[v[0]] = v[1] + 1;
+		got[v[0]]++;
+	}
+	for (i = 0; i < 2; i++)
+		pthread_join(prod[i].th, NULL);
+	while ((s = inbox_next(ib, &cons))) {
+		memcpy(v, s->data, sizeof(v));
+		inbox_release(ib, s);
+		if (v[0] >= 1 && v[0] <= 2)
+			got[v[0]]++;
+	}
+	alarm(0);
+	CU_ASSERT_TRUE(ok);
+	CU_ASSERT_EQUAL(got[1], prod[0].sent);
+	CU_ASSERT_EQUAL(got[2], prod[1].sent);
+	CU_ASSERT_EQUAL(prod[0].refused, 0);
+	CU_ASSERT_EQUAL(prod[0].sent + prod[0].refused, STRESS_PACKETS);
+	CU_ASSERT_EQUAL(prod[1].sent + prod[1].refused, STRESS_PACKETS);
+	CU_ASSERT_TRUE(prod[1].refused >= 1);
 	inbox_close();
 }
 
@@ -97,6 +407,12 @@ int main(void)
 		{ "roundtrip", test_roundtrip },
 		{ "full", test_full },
 		{ "scribbled", test_scribbled },
+		{ "claim never published", test_claim_never_published },
+		{ "claim skipped, late publish", test_claim_skip_late_publish },
+		{ "claim skipped, late publish, after millions of laps",
+		  test_claim_skip_late_publish_laps },
+		{ "dead claimer", test_dead_claimer },
+		{ "stress: stopping producer", test_stress },
 		{ NULL, NULL },
 	};
 
