@@ -50,6 +50,8 @@ struct tp_place_ops {
 	/* Large SENDs: the requester describes, the responder pulls. */
 	bool (*pull_ok)(struct emu_qp *qp, const struct wqe *w);
 	uint32_t (*pull_desc)(struct emu_qp *qp, struct wqe *w, void *buf);
+	/* 0; ESRCH: the sender is gone; another positive errno: its data
+	 * cannot be read. */
 	int (*pull)(struct emu_qp *qp, const struct wqe *rwqe,
 		    const struct pull_desc_copy *d);
 	/* Regions and QPs of ours that requesters may place into; withdraw
