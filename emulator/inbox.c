@@ -126,23 +126,20 @@ struct inbox_slot *inbox_claim(struct inbox *ib, int32_t claimer,
 	for (;;) {
 		s = &ib->slots[pos & (INBOX_SLOTS - 1)];
 		seq = atomic_load_explicit(&s->seq, memory_order_acquire);
-		if (seq & INBOX_SEQ_QUARANTINED) {
-			/* Out of service until the consumer, reaching this
-			 * position, skips it or takes it back: full for now.
-			 * The consumer may be asleep with nothing to read. */
-			if (atomic_load_explicit(&ib->sleeping,
-						 memory_order_relaxed))
-				inbox_wake(ib);
-			return NULL;
-		}
 		dif = (int64_t)(seq - pos);
 		if (dif == 0) {
 			if (atomic_compare_exchange_weak_explicit(
 				    &ib->tail, &pos, pos + 1,
 				    memory_order_relaxed, memory_order_relaxed))
 				break;
-		} else if (dif < 0) {
-			return NULL; /* full */
+		} else if (dif < 0 || (seq & INBOX_SEQ_QUARANTINED)) {
+			/* Full: not read yet, or out of service until the
+			 * consumer's head reaches it.  In the second case
+			 * the consumer may be asleep with nothing to read. */
+			if (atomic_load_explicit(&ib->sleeping,
+						 memory_order_relaxed))
+				inbox_wake(ib);
+			return NULL;
 		} else {
 			/* Another producer took pos: look again.  A slot
 			 * ahead of a tail that stays put was written by no
@@ -175,28 +172,14 @@ void inbox_wake(struct inbox *ib)
 	futex(&ib->wake, FUTEX_WAKE, 1, NULL);
 }
 
-bool inbox_publish(struct inbox *ib, struct inbox_slot *s, uint64_t pos)
+void inbox_publish(struct inbox *ib, struct inbox_slot *s, uint64_t pos)
 {
-	uint64_t seq = pos;
-
-	/* One compare-and-swap on a line this producer owns: it wins the
-	 * slot against a consumer quarantining it (pos to Q | pos). */
-	if (!atomic_compare_exchange_strong_explicit(&s->seq, &seq, pos + 1,
-						     memory_order_release,
-						     memory_order_relaxed)) {
-		/* Skipped while we were away: the packet is lost.  Return
-		 * the slot; only its claimer may set R. */
-		if (seq == (INBOX_SEQ_QUARANTINED | pos))
-			atomic_compare_exchange_strong_explicit(
-				&s->seq, &seq, seq | INBOX_SEQ_RETURNED,
-				memory_order_relaxed, memory_order_relaxed);
-		return false;
-	}
+	/* Into a quarantined slot, this makes it the consumer's again. */
+	atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
 	/* Store-load order against the sleeper's flag-then-check. */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&ib->sleeping, memory_order_relaxed))
 		inbox_wake(ib);
-	return true;
 }
 
 static uint64_t inbox_now_ns(void)
@@ -233,12 +216,6 @@ static bool inbox_claimer_gone(struct inbox_consumer *c, int32_t proc)
 	return proc >= 0 && c->claimer_gone && c->claimer_gone(c->arg, proc);
 }
 
-static void inbox_unwatch(struct inbox_consumer *c)
-{
-	c->stuck_since = 0;
-	atomic_store_explicit(&c->watching, false, memory_order_relaxed);
-}
-
 /*
  * One step on the slot at head that is not published.  Caller holds
  * c->lock.  Returns true if the head moved (look again).
@@ -251,14 +228,17 @@ static bool inbox_skip_one(struct inbox *ib, struct inbox_consumer *c,
 	uint64_t tail, now;
 	int32_t who;
 
-	if (seq & INBOX_SEQ_QUARANTINED) {
-		/* Producers stop at a quarantined slot, so the tail is
-		 * here: back in service if returned or its claimer is
+	if ((seq & INBOX_SEQ_QUARANTINED) ||
+	    (seq < head && ((seq - 1) & (INBOX_SLOTS - 1)) ==
+				   (head & (INBOX_SLOTS - 1)))) {
+		/* Quarantined (Q | p), or published late (p + 1) by its
+		 * claimer.  Producers stop at such a slot, so the tail is
+		 * here: back in service once published or its claimer is
 		 * gone, else skip the position ourselves. */
 		tail = atomic_load_explicit(&ib->tail, memory_order_relaxed);
 		if (tail != head)
 			return false; /* not ours to fix: a peer scribbled */
-		if ((seq & INBOX_SEQ_RETURNED) ||
+		if (!(seq & INBOX_SEQ_QUARANTINED) ||
 		    inbox_claimer_gone(c, inbox_claimer(s, seq & INBOX_SEQ_POS))) {
 			atomic_store_explicit(&s->claim, 0,
 					      memory_order_relaxed);
@@ -272,7 +252,7 @@ static bool inbox_skip_one(struct inbox *ib, struct inbox_consumer *c,
 			return false;
 		atomic_store_explicit(&ib->head, head + 1,
 				      memory_order_relaxed);
-		c->skipped++;
+		c->hopped++;
 		return true;
 	}
 	if (seq != head)
@@ -280,7 +260,7 @@ static bool inbox_skip_one(struct inbox *ib, struct inbox_consumer *c,
 	/* Claimed (the tail is past head), or empty? */
 	tail = atomic_load_explicit(&ib->tail, memory_order_relaxed);
 	if ((int64_t)(tail - head) <= 0) {
-		inbox_unwatch(c);
+		c->stuck_since = 0;
 		return false; /* empty */
 	}
 	who = inbox_claimer(s, head);
@@ -288,8 +268,6 @@ static bool inbox_skip_one(struct inbox *ib, struct inbox_consumer *c,
 	if (!c->stuck_since || c->stuck_pos != head) {
 		c->stuck_pos = head;
 		c->stuck_since = now;
-		atomic_store_explicit(&c->watching, true,
-				      memory_order_relaxed);
 	}
 	if (now - c->stuck_since < c->grace_ns && !inbox_claimer_gone(c, who))
 		return false;
@@ -299,8 +277,8 @@ static bool inbox_skip_one(struct inbox *ib, struct inbox_consumer *c,
 		    memory_order_relaxed, memory_order_relaxed))
 		return false; /* published just now */
 	atomic_store_explicit(&ib->head, head + 1, memory_order_relaxed);
-	inbox_unwatch(c);
-	c->skipped++;
+	c->stuck_since = 0;
+	c->abandoned++;
 	ibemu_log_warn("inbox: position %" PRIu64 " claimed by process slot "
 		       "%d was not published in time; skipped (a lost packet)",
 		       head, (int)who);

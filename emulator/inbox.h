@@ -5,29 +5,29 @@
  * for it.  An inbox is a bounded multi-producer, single-consumer ring of
  * packet slots (a sequence number per slot, as in D. Vyukov's bounded
  * queue): producers claim a slot with one compare-and-swap on the tail,
- * write who claimed it, fill it and publish it with a compare-and-swap of
- * its sequence number; the consumer (the owner's engine) reads slots in
- * order.
+ * write who claimed it, fill it and publish it by storing its sequence
+ * number; the consumer (the owner's engine) reads slots in order.
  *
  * The sequence number of the slot for position p (p modulo INBOX_SLOTS):
  *   p          free for position p; claimed once the tail is past p
  *   p + 1      published: the consumer may read it
  *   Q | p      quarantined: the consumer gave up waiting for the claimer
- *              of p (stopped or dead) and went on, the packet is lost
- *   Q | R | p  quarantined and returned: the claimer came back, found its
- *              publish refused and left the slot for the consumer to reuse
- * with Q = INBOX_SEQ_QUARANTINED, R = INBOX_SEQ_RETURNED.  A claimer that
- * stops must never write into a slot someone else owns, and its stale
- * packet must never be read: the consumer and the claimer decide the
- * slot's fate with one compare-and-swap each on its sequence number (p to
- * p + 1 by the claimer, p to Q | p by the consumer), so exactly one wins.
- * A quarantined slot stays out of service until its claimer returns it:
- * producers reaching it treat the ring as full, and only the consumer,
+ *              of p (stopped or dead) and went on: the packet is lost
+ *   p + 1 seen when the head is past p: the claimer of p came back and
+ *              published into its quarantined slot; the packet stays lost
+ * with Q = INBOX_SEQ_QUARANTINED.  A claimer that stops must never write
+ * into a slot someone else owns, and its stale packet must never be read:
+ * the consumer quarantines with one compare-and-swap (p to Q | p), so
+ * either the publish came first and the packet is read, or the
+ * quarantine did and the slot stays the claimer's until it publishes.
+ * Producers reaching a slot still quarantined or late-published treat the
+ * ring as full (as for a slot not yet read) and wake the consumer, which,
  * when its head reaches that position, moves the tail past it (the
- * position is skipped) or, once the slot is returned or its claimer is
- * known dead, puts it back in service.  A claimer that died leaves its
- * slot quarantined at worst, one skipped position per lap.  To the engine
- * a skipped position is a lost packet (RC retransmits, IBA 9.7.5).
+ * position is skipped) or, once the claimer has published or is known
+ * dead, puts the slot back in service.  A claimer that died costs at
+ * worst one skipped position per lap.  Publishing stays one plain store:
+ * the fast path pays nothing for this.  To the engine a skipped position
+ * is a lost packet (RC retransmits, IBA 9.7.5).
  *
  * Waking the owner: its progress thread sleeps on a futex in the inbox
  * only after announcing it in `sleeping`; a producer that sees the flag
@@ -52,8 +52,7 @@
 #define INBOX_SLOTS 1024 /* a power of two */
 
 #define INBOX_SEQ_QUARANTINED (1ull << 63)
-#define INBOX_SEQ_RETURNED (1ull << 62)
-#define INBOX_SEQ_POS (INBOX_SEQ_RETURNED - 1)
+#define INBOX_SEQ_POS (INBOX_SEQ_QUARANTINED - 1)
 
 /* A consumer waits this long for a claimed slot to be published before it
  * skips the position (at once when the claimer is known dead). */
@@ -125,12 +124,11 @@ void inbox_unmap(struct inbox *ib);
 void inbox_unlink(const char *node_name, pid_t pid, uint64_t start_time);
 
 /* Producer: claim a slot (NULL when full), fill it, then publish it.
- * claimer: the caller's node process slot (-1: none).  Publishing fails
- * (false) when the consumer skipped the slot meanwhile: the packet is
- * lost, the slot is returned to the consumer. */
+ * claimer: the caller's node process slot (-1: none).  A packet published
+ * after the consumer skipped its slot is lost. */
 struct inbox_slot *inbox_claim(struct inbox *ib, int32_t claimer,
 			       uint64_t *pos_p);
-bool inbox_publish(struct inbox *ib, struct inbox_slot *slot, uint64_t pos);
+void inbox_publish(struct inbox *ib, struct inbox_slot *slot, uint64_t pos);
 
 /*
  * The consumer's own state (process memory).  Lock rule: `lock`
@@ -147,11 +145,13 @@ struct inbox_consumer {
 	/* Whether node process slot proc is known to be gone (NULL: never) */
 	bool (*claimer_gone)(void *arg, int32_t proc);
 	void *arg;
-	uint64_t skipped; /* positions skipped, for tests and statistics */
-	/* Lock-free hints for inbox_next: empty peeks since the tail was
-	 * last read; whether a claim at head is being watched. */
-	_Atomic unsigned int idle_peeks;
-	_Atomic bool watching;
+	/* For tests and statistics: claims given up (packets lost) and
+	 * positions stepped over at a slot out of service. */
+	uint64_t abandoned, hopped;
+	/* Peeks that found nothing, counted without a lock (a lost count
+	 * costs nothing): every INBOX_CHECK_PEEKS-th looks for a claim
+	 * stuck at head. */
+	_Atomic unsigned int empty_peeks;
 };
 
 void inbox_consumer_init(struct inbox_consumer *c,
@@ -160,7 +160,8 @@ void inbox_consumer_init(struct inbox_consumer *c,
 
 /* Consumer: the next published slot or NULL; release it when done.
  * inbox_peek only looks; inbox_next also skips a position whose claimer
- * stopped or died (see above). */
+ * stopped or died (see above), as does inbox_skip, which the owner's
+ * progress thread calls each time it wakes. */
 static inline struct inbox_slot *inbox_peek(struct inbox *ib)
 {
 	uint64_t head = atomic_load_explicit(&ib->head, memory_order_relaxed);
@@ -171,45 +172,30 @@ static inline struct inbox_slot *inbox_peek(struct inbox *ib)
 	return s;
 }
 
-/* Empty peeks between two looks at the tail (a line producers write). */
-#define INBOX_IDLE_PEEKS 256
+/* Empty peeks between two looks for a claim stuck at head (the tail is a
+ * line the producers write: not read on every peek). */
+#define INBOX_CHECK_PEEKS 1024
 
 struct inbox_slot *inbox_skip(struct inbox *ib, struct inbox_consumer *c);
-
-/* Whether the unpublished slot at head may need inbox_skip: it is
- * quarantined, its claim tag is of this lap, a claim is being watched, or
- * (now and then) the tail must say whether the ring is really empty.  No
- * lock, no read-modify-write, no line the producers write. */
-static inline bool inbox_maybe_stuck(struct inbox *ib,
-				     struct inbox_consumer *c)
-{
-	uint64_t head = atomic_load_explicit(&ib->head, memory_order_relaxed);
-	struct inbox_slot *s = &ib->slots[head & (INBOX_SLOTS - 1)];
-	uint64_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
-	uint32_t tag;
-	unsigned int n;
-
-	if (seq & INBOX_SEQ_QUARANTINED)
-		return true;
-	if (seq != head)
-		return false;
-	tag = atomic_load_explicit(&s->claim, memory_order_relaxed);
-	if (INBOX_CLAIM_LAP(tag) == (uint16_t)(head / INBOX_SLOTS) ||
-	    atomic_load_explicit(&c->watching, memory_order_relaxed))
-		return true;
-	n = atomic_load_explicit(&c->idle_peeks, memory_order_relaxed) + 1;
-	atomic_store_explicit(&c->idle_peeks, n < INBOX_IDLE_PEEKS ? n : 0,
-			      memory_order_relaxed);
-	return n >= INBOX_IDLE_PEEKS;
-}
 
 static inline struct inbox_slot *inbox_next(struct inbox *ib,
 					    struct inbox_consumer *c)
 {
-	struct inbox_slot *s = inbox_peek(ib);
+	uint64_t head = atomic_load_explicit(&ib->head, memory_order_relaxed);
+	struct inbox_slot *s = &ib->slots[head & (INBOX_SLOTS - 1)];
+	uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+	unsigned int n;
 
-	if (s || !inbox_maybe_stuck(ib, c))
+	if (seq == head + 1)
 		return s;
+	if (seq == head) { /* empty, or claimed and not yet published */
+		n = atomic_load_explicit(&c->empty_peeks,
+					 memory_order_relaxed) + 1;
+		atomic_store_explicit(&c->empty_peeks, n,
+				      memory_order_relaxed);
+		if (n % INBOX_CHECK_PEEKS)
+			return NULL;
+	}
 	return inbox_skip(ib, c);
 }
 

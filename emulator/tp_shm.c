@@ -201,9 +201,9 @@ static bool tp_shm_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
 
 static void tp_shm_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 {
-	/* Refused when the receiver skipped the slot while we were away:
-	 * the packet is lost, as on a fabric (RC retransmits). */
-	(void)inbox_publish(tp_shm_inbox(peer), pkt->slot, pkt->pos);
+	/* Lost if the receiver gave up on the slot while we were away, as
+	 * on a fabric (RC retransmits). */
+	inbox_publish(tp_shm_inbox(peer), pkt->slot, pkt->pos);
 }
 
 static bool tp_shm_pkt_peek(struct engine *e, struct tp_pkt *pkt)
@@ -221,12 +221,19 @@ static void tp_shm_pkt_release(struct engine *e, struct tp_pkt *pkt)
 static void tp_shm_sleep(struct engine *e, uint64_t timeout_ns,
 			 atomic_bool *more)
 {
-	inbox_sleep(tp_shm(e)->inbox, timeout_ns, more);
+	struct tp_shm *t = tp_shm(e);
+
+	inbox_sleep(t->inbox, timeout_ns, more);
+	/* Awake: a claim stuck at our head is skipped in time. */
+	(void)inbox_skip(t->inbox, &t->consumer);
 }
 
 static void tp_shm_nap(struct engine *e, uint64_t timeout_ns)
 {
-	inbox_nap(tp_shm(e)->inbox, timeout_ns);
+	struct tp_shm *t = tp_shm(e);
+
+	inbox_nap(t->inbox, timeout_ns);
+	(void)inbox_skip(t->inbox, &t->consumer);
 }
 
 static void tp_shm_wake(struct engine *e)

@@ -240,6 +240,22 @@ static int traffic_drain(struct traffic *t)
 	return -1;
 }
 
+/* Read len bytes from fd while keeping our QP going (the other side's
+ * SENDs need our receives reposted).  0, or -1. */
+static int read_while(struct traffic *t, int fd, void *buf, size_t len)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	long long end = now_ms() + WAIT_MS;
+
+	while (now_ms() < end) {
+		if (poll(&pfd, 1, 0) == 1)
+			return rc_xfer(fd, buf, len, 0);
+		if (traffic_step(t))
+			return -1;
+	}
+	return -1;
+}
+
 /* ---- the peer ---- */
 
 static int peer_main(int fd, uint32_t round)
@@ -285,12 +301,18 @@ static int peer_main(int fd, uint32_t round)
 	}
 	if (rc_xfer(fd, &c, 1, 0))
 		return 1;
-	if (traffic_drain(&t))
-		say("peer, round %u: SENDs not done in time", round);
+	if (traffic_drain(&t)) {
+		say("peer, round %u: SENDs not done in %d ms: %u posted, %u "
+		    "done (%u ok), first error %d; receives %u posted, %u "
+		    "done, %u ok", round, WAIT_MS, t.sent, t.send_done,
+		    t.send_ok, t.first_err, t.recv_posted, t.recv_done,
+		    t.recvd);
+		t.bad = true;
+	}
 	mine = (struct report){ t.sent, t.send_ok, t.recvd, t.first_err,
 				t.bad };
 	if (rc_xfer(fd, &mine, sizeof(mine), 1) ||
-	    rc_xfer(fd, &theirs, sizeof(theirs), 0))
+	    read_while(&t, fd, &theirs, sizeof(theirs)))
 		return 1;
 	/* What the survivor got acknowledged we have. */
 	end = now_ms() + WAIT_MS;
@@ -533,9 +555,9 @@ static int round_run(const char *self, struct loopback *lo, uint32_t round,
 	}
 	mine = (struct report){ t.sent, t.send_ok, t.recvd, t.first_err,
 				t.bad };
-	if (rc_xfer(fd, &theirs, sizeof(theirs), 0) ||
+	if (read_while(&t, fd, &theirs, sizeof(theirs)) ||
 	    rc_xfer(fd, &mine, sizeof(mine), 1) ||
-	    rc_xfer(fd, &final, sizeof(final), 0)) {
+	    read_while(&t, fd, &final, sizeof(final))) {
 		say("round %u: the peer did not report", round);
 		goto out;
 	}
