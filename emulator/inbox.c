@@ -191,13 +191,15 @@ static uint64_t inbox_now_ns(void)
 }
 
 void inbox_consumer_init(struct inbox_consumer *c,
-			 bool (*claimer_gone)(void *arg, int32_t proc),
+			 enum inbox_claimer (*claimer_state)(void *arg,
+							     int32_t proc),
 			 void *arg)
 {
 	memset(c, 0, sizeof(*c));
 	pthread_mutex_init(&c->lock, NULL);
 	c->grace_ns = INBOX_CLAIM_GRACE_NS;
-	c->claimer_gone = claimer_gone;
+	c->grace_live_ns = INBOX_CLAIM_GRACE_LIVE_NS;
+	c->claimer_state = claimer_state;
 	c->arg = arg;
 }
 
@@ -211,10 +213,16 @@ static int32_t inbox_claimer(const struct inbox_slot *s, uint64_t pos)
 	return INBOX_CLAIM_PROC(tag);
 }
 
-static bool inbox_claimer_gone(struct inbox_consumer *c, int32_t proc)
+static enum inbox_claimer inbox_claimer_state(struct inbox_consumer *c,
+					      int32_t proc)
 {
-	return proc >= 0 && c->claimer_gone && c->claimer_gone(c->arg, proc);
+	if (proc < 0 || !c->claimer_state)
+		return INBOX_CLAIMER_UNKNOWN;
+	return c->claimer_state(c->arg, proc);
 }
+
+/* See inbox_skip_one. */
+#define INBOX_CLAIM_ASK_NS (1000ull * 1000)
 
 /*
  * One step on the slot at head that is not published.  Caller holds
@@ -225,6 +233,7 @@ static bool inbox_skip_one(struct inbox *ib, struct inbox_consumer *c,
 {
 	struct inbox_slot *s = &ib->slots[head & (INBOX_SLOTS - 1)];
 	uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+	enum inbox_claimer state;
 	uint64_t tail, now;
 	int32_t who;
 
@@ -239,7 +248,9 @@ static bool inbox_skip_one(struct inbox *ib, struct inbox_consumer *c,
 		if (tail != head)
 			return false; /* not ours to fix: a peer scribbled */
 		if (!(seq & INBOX_SEQ_QUARANTINED) ||
-		    inbox_claimer_gone(c, inbox_claimer(s, seq & INBOX_SEQ_POS))) {
+		    inbox_claimer_state(c, inbox_claimer(
+						   s, seq & INBOX_SEQ_POS)) ==
+			    INBOX_CLAIMER_GONE) {
 			atomic_store_explicit(&s->claim, 0,
 					      memory_order_relaxed);
 			atomic_store_explicit(&s->seq, head,
@@ -263,13 +274,26 @@ static bool inbox_skip_one(struct inbox *ib, struct inbox_consumer *c,
 		c->stuck_since = 0;
 		return false; /* empty */
 	}
-	who = inbox_claimer(s, head);
 	now = inbox_now_ns();
 	if (!c->stuck_since || c->stuck_pos != head) {
 		c->stuck_pos = head;
 		c->stuck_since = now;
+		c->asked_at = 0;
+		return false;
 	}
-	if (now - c->stuck_since < c->grace_ns && !inbox_claimer_gone(c, who))
+	/* A producer fills a slot in microseconds: ask about the claimer
+	 * (system calls) only once the claim has stood a while, and then
+	 * at most once per INBOX_CLAIM_ASK_NS. */
+	if (now - c->stuck_since < INBOX_CLAIM_ASK_NS ||
+	    now - c->asked_at < INBOX_CLAIM_ASK_NS)
+		return false;
+	who = inbox_claimer(s, head);
+	state = inbox_claimer_state(c, who);
+	c->asked_at = now;
+	if (state != INBOX_CLAIMER_GONE &&
+	    now - c->stuck_since < (state == INBOX_CLAIMER_STOPPED ?
+					    c->grace_ns :
+					    c->grace_live_ns))
 		return false;
 	/* Give up on the claimer: one CAS against its publish. */
 	if (!atomic_compare_exchange_strong_explicit(
@@ -280,8 +304,12 @@ static bool inbox_skip_one(struct inbox *ib, struct inbox_consumer *c,
 	c->stuck_since = 0;
 	c->abandoned++;
 	ibemu_log_warn("inbox: position %" PRIu64 " claimed by process slot "
-		       "%d was not published in time; skipped (a lost packet)",
-		       head, (int)who);
+		       "%d (%s) was not published in time; skipped (a lost "
+		       "packet)", head, (int)who,
+		       state == INBOX_CLAIMER_GONE	  ? "gone" :
+		       state == INBOX_CLAIMER_STOPPED ? "stopped" :
+		       state == INBOX_CLAIMER_RUNS	  ? "running" :
+							    "unknown");
 	return true;
 }
 

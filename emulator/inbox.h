@@ -54,9 +54,21 @@
 #define INBOX_SEQ_QUARANTINED (1ull << 63)
 #define INBOX_SEQ_POS (INBOX_SEQ_QUARANTINED - 1)
 
-/* A consumer waits this long for a claimed slot to be published before it
- * skips the position (at once when the claimer is known dead). */
+/* How long a consumer waits for a claimed slot to be published before it
+ * skips the position: at once when the claimer is gone, this long when it
+ * is stopped (SIGSTOP, a debugger), and the long grace when it runs or is
+ * unknown (a thread preempted on a loaded machine must not lose its
+ * packet, yet nothing may wedge the consumer for good). */
 #define INBOX_CLAIM_GRACE_NS (20ull * 1000 * 1000)
+#define INBOX_CLAIM_GRACE_LIVE_NS (1000ull * 1000 * 1000)
+
+/* What the owner knows of the process that claimed a slot. */
+enum inbox_claimer {
+	INBOX_CLAIMER_UNKNOWN,
+	INBOX_CLAIMER_RUNS,
+	INBOX_CLAIMER_STOPPED,
+	INBOX_CLAIMER_GONE,
+};
 
 /* Who claimed a slot: the lap of the position (its low 16 bits) and the
  * claimer's node process slot + 1 (0: unknown).  A hint only. */
@@ -141,9 +153,11 @@ struct inbox_consumer {
 	pthread_mutex_t lock;
 	uint64_t stuck_pos; /* the head position seen claimed, unpublished */
 	uint64_t stuck_since; /* when (CLOCK_MONOTONIC ns); 0: not stuck */
-	uint64_t grace_ns; /* INBOX_CLAIM_GRACE_NS unless a test says */
-	/* Whether node process slot proc is known to be gone (NULL: never) */
-	bool (*claimer_gone)(void *arg, int32_t proc);
+	uint64_t asked_at; /* when claimer_state was last asked */
+	/* INBOX_CLAIM_GRACE_NS and _LIVE_NS unless a test says */
+	uint64_t grace_ns, grace_live_ns;
+	/* What is known of node process slot proc (NULL: nothing) */
+	enum inbox_claimer (*claimer_state)(void *arg, int32_t proc);
 	void *arg;
 	/* For tests and statistics: claims given up (packets lost) and
 	 * positions stepped over at a slot out of service. */
@@ -155,7 +169,8 @@ struct inbox_consumer {
 };
 
 void inbox_consumer_init(struct inbox_consumer *c,
-			 bool (*claimer_gone)(void *arg, int32_t proc),
+			 enum inbox_claimer (*claimer_state)(void *arg,
+							     int32_t proc),
 			 void *arg);
 
 /* Consumer: the next published slot or NULL; release it when done.

@@ -13,6 +13,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -53,10 +55,31 @@ struct inbox *tp_shm_own_inbox(struct engine *e)
 	return e->tp_priv ? tp_shm(e)->inbox : NULL;
 }
 
-/* Whether the process in node slot proc is gone (the claimer of a slot
- * of our inbox that is not published): its entry is free or names a
- * process that no longer exists. */
-static bool tp_shm_claimer_gone(void *arg, int32_t proc)
+/* Whether pid is stopped (SIGSTOP, a tracer): state T or t in
+ * /proc/PID/stat, the field after the command's closing parenthesis. */
+static bool tp_shm_pid_stopped(pid_t pid)
+{
+	char path[32], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
+/* What is known of the process in node slot proc, the claimer of a slot
+ * of our inbox that is not published: gone when its entry is free or
+ * names a process that no longer exists. */
+static enum inbox_claimer tp_shm_claimer_state(void *arg, int32_t proc)
 {
 	struct engine *e = arg;
 	struct node *node = &e->hca->node;
@@ -64,12 +87,15 @@ static bool tp_shm_claimer_gone(void *arg, int32_t proc)
 	pid_t pid;
 
 	if (proc < 0 || proc >= IBEMU_MAX_PROCS)
-		return false;
+		return INBOX_CLAIMER_UNKNOWN;
 	node_lock(node);
 	pid = node->seg->procs[proc].pid;
 	start = node->seg->procs[proc].start_time;
 	node_unlock(node);
-	return !pid || !node_pid_alive(pid, start);
+	if (!pid || !node_pid_alive(pid, start))
+		return INBOX_CLAIMER_GONE;
+	return tp_shm_pid_stopped(pid) ? INBOX_CLAIMER_STOPPED :
+					 INBOX_CLAIMER_RUNS;
 }
 
 static int tp_shm_open(struct engine *e)
@@ -88,7 +114,7 @@ static int tp_shm_open(struct engine *e)
 		free(t);
 		return ret;
 	}
-	inbox_consumer_init(&t->consumer, tp_shm_claimer_gone, e);
+	inbox_consumer_init(&t->consumer, tp_shm_claimer_state, e);
 	e->tp_priv = t;
 	return 0;
 }

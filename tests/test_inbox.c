@@ -112,19 +112,23 @@ static void test_scribbled(void)
 /* ---- producers that stop or die between claim and publish ---- */
 
 static struct inbox_consumer cons;
-static int32_t gone_proc = -1; /* the process claimer_gone reports gone */
+/* What claimer_state reports, for one process slot */
+static int32_t state_proc = -1;
+static enum inbox_claimer state_of;
 
-static bool claimer_gone(void *arg, int32_t proc)
+static enum inbox_claimer claimer_state(void *arg, int32_t proc)
 {
 	(void)arg;
-	return proc == gone_proc;
+	return proc == state_proc ? state_of : INBOX_CLAIMER_RUNS;
 }
 
-static void consumer_init(uint64_t grace_ns)
+/* grace: for stopped claimers; live: for running or unknown ones */
+static void consumer_init(uint64_t grace_ns, uint64_t live_ns)
 {
-	inbox_consumer_init(&cons, claimer_gone, NULL);
+	inbox_consumer_init(&cons, claimer_state, NULL);
 	cons.grace_ns = grace_ns;
-	gone_proc = -1;
+	cons.grace_live_ns = live_ns;
+	state_proc = -1;
 }
 
 static void sleep_ms(unsigned int ms)
@@ -210,7 +214,7 @@ static void test_claim_never_published(void)
 	uint64_t pos;
 
 	inbox_open();
-	consumer_init(5ull * 1000 * 1000);
+	consumer_init(5ull * 1000 * 1000, 5ull * 1000 * 1000);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(inbox_claim(ib, -1, &pos));
 	CU_ASSERT_TRUE_FATAL(send_one(42, 1));
 	CU_ASSERT_EQUAL(recv_one(0), -1); /* within the grace period */
@@ -237,7 +241,7 @@ static void stopped_claimer(uint64_t laps)
 	uint32_t v;
 
 	inbox_open_at(laps);
-	consumer_init(2ull * 1000 * 1000);
+	consumer_init(2ull * 1000 * 1000, 2ull * 1000 * 1000);
 	CU_ASSERT_TRUE_FATAL(flows(3, 1));
 	stale = inbox_claim(ib, 3, &stale_pos);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(stale);
@@ -284,20 +288,34 @@ static void test_claim_skip_late_publish_laps(void)
 	stopped_claimer(5ull * 1000 * 1000 + 65536 * 3 - 2);
 }
 
-/* A claimer known dead is skipped at once, without the grace period,
- * and its slot is taken back on the next lap. */
-static void test_dead_claimer(void)
+/* A claimer that runs (preempted on a loaded machine) keeps its slot
+ * for the long grace period; one that is stopped, for the short one; one
+ * known gone is skipped at once, and its slot taken back on the next
+ * lap. */
+static void test_claimer_state(void)
 {
 	unsigned int n, i;
 	uint64_t pos;
 
 	inbox_open();
-	consumer_init(3600ull * 1000 * 1000 * 1000);
+	consumer_init(3ull * 1000 * 1000, 3600ull * 1000 * 1000 * 1000);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(inbox_claim(ib, 9, &pos));
 	CU_ASSERT_TRUE_FATAL(send_one(11, 1));
-	CU_ASSERT_EQUAL(recv_one(10), -1); /* alive: waits */
-	gone_proc = 9;
-	CU_ASSERT_EQUAL(recv_one(10), 11);
+	state_proc = 9;
+	state_of = INBOX_CLAIMER_RUNS;
+	CU_ASSERT_EQUAL(recv_one(30), -1);
+	state_of = INBOX_CLAIMER_STOPPED;
+	CU_ASSERT_EQUAL(recv_one(100), 11);
+	CU_ASSERT_EQUAL(cons.abandoned, 1);
+
+	consumer_init(3600ull * 1000 * 1000 * 1000,
+		      3600ull * 1000 * 1000 * 1000);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(inbox_claim(ib, 9, &pos));
+	CU_ASSERT_TRUE_FATAL(send_one(12, 1));
+	CU_ASSERT_EQUAL(recv_one(10), -1);
+	state_proc = 9;
+	state_of = INBOX_CLAIMER_GONE;
+	CU_ASSERT_EQUAL(recv_one(100), 12);
 	CU_ASSERT_TRUE(flows(INBOX_SLOTS, 300));
 	n = fill(3000);
 	CU_ASSERT_EQUAL(n, INBOX_SLOTS);
@@ -377,7 +395,7 @@ static void test_stress(void)
 	bool ok = true;
 
 	inbox_open();
-	consumer_init(20ull * 1000 * 1000);
+	consumer_init(20ull * 1000 * 1000, 20ull * 1000 * 1000);
 	for (i = 0; i < 2; i++)
 		CU_ASSERT_FATAL(pthread_create(&prod[i].th, NULL,
 					       stress_produce, &prod[i]) == 0);
@@ -425,7 +443,7 @@ int main(void)
 		{ "claim skipped, late publish", test_claim_skip_late_publish },
 		{ "claim skipped, late publish, after millions of laps",
 		  test_claim_skip_late_publish_laps },
-		{ "dead claimer", test_dead_claimer },
+		{ "running, stopped and dead claimers", test_claimer_state },
 		{ "stress: stopping producer", test_stress },
 		{ NULL, NULL },
 	};
