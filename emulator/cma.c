@@ -437,10 +437,10 @@ int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
 
 	/* Only from the connected QP's process, as verified at bind. */
 	if (d->nr > PULL_MAX_SEGS || !qp->peer || !qp->place_pid)
-		return -1;
+		return EINVAL;
 	nl = sge_iov(qp, rwqe->sge, rwqe->num_sge, local);
 	if (nl < 0)
-		return -1;
+		return EFAULT;
 	for (i = 0; i < d->nr; i++) {
 		remote[i].iov_base = (void *)(uintptr_t)d->seg[i].addr;
 		remote[i].iov_len = d->seg[i].len;
@@ -449,5 +449,7 @@ int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
 	 * from the connected QP's process, whatever the packet says. */
 	n = process_vm_readv(qp->place_pid, local, (unsigned long)nl, remote,
 			     d->nr, 0);
-	return n == (ssize_t)d->length ? 0 : -1;
+	if (n == (ssize_t)d->length)
+		return 0;
+	return n < 0 && errno == ESRCH ? ESRCH : EFAULT;
 }

@@ -108,26 +108,32 @@ void inbox_unlink(const char *node_name, uint64_t token)
  * gives up (see inbox_claim). */
 #define INBOX_CLAIM_STALLS 1024
 
-struct inbox_slot *inbox_claim(struct inbox *ib, uint64_t *pos_p)
+struct inbox_slot *inbox_claim(struct inbox *ib, int32_t claimer,
+			       uint64_t *pos_p)
 {
 	uint64_t pos = atomic_load_explicit(&ib->tail, memory_order_relaxed);
 	unsigned int stalls = 0;
 	struct inbox_slot *s;
-	uint64_t tail;
+	uint64_t seq, tail;
 	int64_t dif;
 
 	for (;;) {
 		s = &ib->slots[pos & (INBOX_SLOTS - 1)];
-		dif = (int64_t)(atomic_load_explicit(&s->seq,
-						     memory_order_acquire) -
-				pos);
+		seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+		dif = (int64_t)(seq - pos);
 		if (dif == 0) {
 			if (atomic_compare_exchange_weak_explicit(
 				    &ib->tail, &pos, pos + 1,
 				    memory_order_relaxed, memory_order_relaxed))
 				break;
-		} else if (dif < 0) {
-			return NULL; /* full */
+		} else if (dif < 0 || (seq & INBOX_SEQ_QUARANTINED)) {
+			/* Full: not read yet, or out of service until the
+			 * consumer's head reaches it.  In the second case
+			 * the consumer may be asleep with nothing to read. */
+			if (atomic_load_explicit(&ib->sleeping,
+						 memory_order_relaxed))
+				inbox_wake(ib);
+			return NULL;
 		} else {
 			/* Another producer took pos: look again.  A slot
 			 * ahead of a tail that stays put was written by no
@@ -140,6 +146,9 @@ struct inbox_slot *inbox_claim(struct inbox *ib, uint64_t *pos_p)
 			pos = tail;
 		}
 	}
+	/* Who holds the slot, for a consumer that finds it unpublished. */
+	atomic_store_explicit(&s->claim, INBOX_CLAIM_TAG(pos, claimer),
+			      memory_order_relaxed);
 	*pos_p = pos;
 	return s;
 }
@@ -159,11 +168,176 @@ void inbox_wake(struct inbox *ib)
 
 void inbox_publish(struct inbox *ib, struct inbox_slot *s, uint64_t pos)
 {
+	/* Into a quarantined slot, this makes it the consumer's again. */
 	atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
 	/* Store-load order against the sleeper's flag-then-check. */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&ib->sleeping, memory_order_relaxed))
 		inbox_wake(ib);
+}
+
+static uint64_t inbox_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void inbox_consumer_init(struct inbox_consumer *c,
+			 enum inbox_claimer (*claimer_state)(void *arg,
+							     int32_t proc),
+			 void *arg)
+{
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->lock, NULL);
+	c->grace_ns = INBOX_CLAIM_GRACE_NS;
+	c->grace_live_ns = INBOX_CLAIM_GRACE_LIVE_NS;
+	c->claimer_state = claimer_state;
+	c->arg = arg;
+}
+
+/* The claimer a tag names if it claimed position pos, else -1. */
+static int32_t inbox_claimer(const struct inbox_slot *s, uint64_t pos)
+{
+	uint32_t tag = atomic_load_explicit(&s->claim, memory_order_relaxed);
+
+	if (INBOX_CLAIM_LAP(tag) != (uint16_t)(pos / INBOX_SLOTS))
+		return -1;
+	return INBOX_CLAIM_PROC(tag);
+}
+
+static enum inbox_claimer inbox_claimer_state(struct inbox_consumer *c,
+					      int32_t proc)
+{
+	if (proc < 0 || !c->claimer_state)
+		return INBOX_CLAIMER_UNKNOWN;
+	return c->claimer_state(c->arg, proc);
+}
+
+/* See inbox_skip_one. */
+#define INBOX_CLAIM_ASK_NS (1000ull * 1000)
+
+/*
+ * One step on the slot at head that is not published.  Caller holds
+ * c->lock.  Returns true if the head moved (look again).
+ */
+static bool inbox_skip_one(struct inbox *ib, struct inbox_consumer *c,
+			   uint64_t head)
+{
+	struct inbox_slot *s = &ib->slots[head & (INBOX_SLOTS - 1)];
+	uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+	enum inbox_claimer state;
+	uint64_t tail, now;
+	int32_t who;
+
+	if ((seq & INBOX_SEQ_QUARANTINED) ||
+	    (seq < head && ((seq - 1) & (INBOX_SLOTS - 1)) ==
+				   (head & (INBOX_SLOTS - 1)))) {
+		/* Quarantined (Q | p), or published late (p + 1) by its
+		 * claimer.  Producers stop at such a slot, so the tail is
+		 * here: back in service once published or its claimer is
+		 * gone, else skip the position ourselves. */
+		tail = atomic_load_explicit(&ib->tail, memory_order_relaxed);
+		if (tail != head)
+			return false; /* not ours to fix: a peer scribbled */
+		if (!(seq & INBOX_SEQ_QUARANTINED) ||
+		    inbox_claimer_state(c, inbox_claimer(
+						   s, seq & INBOX_SEQ_POS)) ==
+			    INBOX_CLAIMER_GONE) {
+			atomic_store_explicit(&s->claim, 0,
+					      memory_order_relaxed);
+			atomic_store_explicit(&s->seq, head,
+					      memory_order_release);
+			return false;
+		}
+		if (!atomic_compare_exchange_strong_explicit(
+			    &ib->tail, &tail, head + 1, memory_order_relaxed,
+			    memory_order_relaxed))
+			return false;
+		atomic_store_explicit(&ib->head, head + 1,
+				      memory_order_relaxed);
+		c->hopped++;
+		return true;
+	}
+	if (seq != head)
+		return false; /* published meanwhile, or garbage */
+	/* Claimed (the tail is past head), or empty? */
+	tail = atomic_load_explicit(&ib->tail, memory_order_relaxed);
+	if ((int64_t)(tail - head) <= 0) {
+		c->stuck_since = 0;
+		return false; /* empty */
+	}
+	now = inbox_now_ns();
+	if (!c->stuck_since || c->stuck_pos != head) {
+		c->stuck_pos = head;
+		c->stuck_since = now;
+		c->asked_at = 0;
+		return false;
+	}
+	/* A producer fills a slot in microseconds: ask about the claimer
+	 * (system calls) only once the claim has stood a while, and then
+	 * at most once per INBOX_CLAIM_ASK_NS. */
+	if (now - c->stuck_since < INBOX_CLAIM_ASK_NS ||
+	    now - c->asked_at < INBOX_CLAIM_ASK_NS)
+		return false;
+	who = inbox_claimer(s, head);
+	state = inbox_claimer_state(c, who);
+	c->asked_at = now;
+	if (state != INBOX_CLAIMER_GONE &&
+	    now - c->stuck_since < (state == INBOX_CLAIMER_STOPPED ?
+					    c->grace_ns :
+					    c->grace_live_ns))
+		return false;
+	/* Give up on the claimer: one CAS against its publish. */
+	if (!atomic_compare_exchange_strong_explicit(
+		    &s->seq, &seq, INBOX_SEQ_QUARANTINED | head,
+		    memory_order_relaxed, memory_order_relaxed))
+		return false; /* published just now */
+	atomic_store_explicit(&ib->head, head + 1, memory_order_relaxed);
+	c->stuck_since = 0;
+	c->abandoned++;
+	ibemu_log_warn("inbox: position %" PRIu64 " claimed by process slot "
+		       "%d (%s) was not published in time; skipped (a lost "
+		       "packet)", head, (int)who,
+		       state == INBOX_CLAIMER_GONE	  ? "gone" :
+		       state == INBOX_CLAIMER_STOPPED ? "stopped" :
+		       state == INBOX_CLAIMER_RUNS	  ? "running" :
+							    "unknown");
+	return true;
+}
+
+struct inbox_slot *inbox_skip(struct inbox *ib, struct inbox_consumer *c)
+{
+	struct inbox_slot *s = NULL;
+	unsigned int i;
+
+	if (pthread_mutex_trylock(&c->lock))
+		return NULL; /* another thread is at it */
+	/* Bounded: at most one lap of skipped positions per call. */
+	for (i = 0; i < INBOX_SLOTS; i++) {
+		if (!inbox_skip_one(ib, c, atomic_load_explicit(
+						   &ib->head,
+						   memory_order_relaxed)))
+			break;
+		s = inbox_peek(ib);
+		if (s)
+			break;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return s;
+}
+
+/* Whether the slot at head is claimed and not yet published, so that a
+ * sleeper must come back to skip it. */
+static bool inbox_head_claimed(struct inbox *ib)
+{
+	uint64_t head = atomic_load_explicit(&ib->head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&ib->tail, memory_order_relaxed);
+	uint64_t seq = atomic_load_explicit(
+		&ib->slots[head & (INBOX_SLOTS - 1)].seq, memory_order_relaxed);
+
+	return seq == head && (int64_t)(tail - head) > 0;
 }
 
 static void ns_to_timespec(uint64_t ns, struct timespec *ts)
@@ -192,6 +366,10 @@ void inbox_sleep(struct inbox *ib, uint64_t timeout_ns, atomic_bool *more)
 		atomic_store(&ib->sleeping, 0);
 		return;
 	}
+	/* A claimer that stopped at our head: come back to skip it. */
+	if (inbox_head_claimed(ib) &&
+	    (!timeout_ns || timeout_ns > INBOX_CLAIM_GRACE_NS / 4))
+		timeout_ns = INBOX_CLAIM_GRACE_NS / 4;
 	if (timeout_ns) {
 		ns_to_timespec(timeout_ns, &ts);
 		tsp = &ts;

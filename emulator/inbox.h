@@ -4,9 +4,30 @@
  * shared-memory object into which any process of the node writes packets
  * for it.  An inbox is a bounded multi-producer, single-consumer ring of
  * packet slots (a sequence number per slot, as in D. Vyukov's bounded
- * queue): producers claim a slot with one compare-and-swap on the tail
- * and publish it by storing its sequence number; the consumer (the
- * owner's engine, under its engine lock) reads slots in order.
+ * queue): producers claim a slot with one compare-and-swap on the tail,
+ * write who claimed it, fill it and publish it by storing its sequence
+ * number; the consumer (the owner's engine) reads slots in order.
+ *
+ * The sequence number of the slot for position p (p modulo INBOX_SLOTS):
+ *   p          free for position p; claimed once the tail is past p
+ *   p + 1      published: the consumer may read it
+ *   Q | p      quarantined: the consumer gave up waiting for the claimer
+ *              of p (stopped or dead) and went on: the packet is lost
+ *   p + 1 seen when the head is past p: the claimer of p came back and
+ *              published into its quarantined slot; the packet stays lost
+ * with Q = INBOX_SEQ_QUARANTINED.  A claimer that stops must never write
+ * into a slot someone else owns, and its stale packet must never be read:
+ * the consumer quarantines with one compare-and-swap (p to Q | p), so
+ * either the publish came first and the packet is read, or the
+ * quarantine did and the slot stays the claimer's until it publishes.
+ * Producers reaching a slot still quarantined or late-published treat the
+ * ring as full (as for a slot not yet read) and wake the consumer, which,
+ * when its head reaches that position, moves the tail past it (the
+ * position is skipped) or, once the claimer has published or is known
+ * dead, puts the slot back in service.  A claimer that died costs at
+ * worst one skipped position per lap.  Publishing stays one plain store:
+ * the fast path pays nothing for this.  To the engine a skipped position
+ * is a lost packet (RC retransmits, IBA 9.7.5).
  *
  * Waking the owner: its progress thread sleeps on a futex in the inbox
  * only after announcing it in `sleeping`; a producer that sees the flag
@@ -16,6 +37,7 @@
 #ifndef IBEMU_INBOX_H
 #define IBEMU_INBOX_H
 
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -29,6 +51,32 @@
 #define INBOX_MAGIC 0x69626d75696e6278ull /* "ibmuinbx" */
 #define INBOX_SLOTS 1024 /* a power of two */
 
+#define INBOX_SEQ_QUARANTINED (1ull << 63)
+#define INBOX_SEQ_POS (INBOX_SEQ_QUARANTINED - 1)
+
+/* How long a consumer waits for a claimed slot to be published before it
+ * skips the position: at once when the claimer is gone, this long when it
+ * is stopped (SIGSTOP, a debugger), and the long grace when it runs or is
+ * unknown (a thread preempted on a loaded machine must not lose its
+ * packet, yet nothing may wedge the consumer for good). */
+#define INBOX_CLAIM_GRACE_NS (20ull * 1000 * 1000)
+#define INBOX_CLAIM_GRACE_LIVE_NS (1000ull * 1000 * 1000)
+
+/* What the owner knows of the process that claimed a slot. */
+enum inbox_claimer {
+	INBOX_CLAIMER_UNKNOWN,
+	INBOX_CLAIMER_RUNS,
+	INBOX_CLAIMER_STOPPED,
+	INBOX_CLAIMER_GONE,
+};
+
+/* Who claimed a slot: the lap of the position (its low 16 bits) and the
+ * claimer's node process slot + 1 (0: unknown).  A hint only. */
+#define INBOX_CLAIM_TAG(pos, proc)                                             \
+	((uint32_t)(((pos) / INBOX_SLOTS) << 16) | (uint16_t)((proc) + 1))
+#define INBOX_CLAIM_LAP(tag) ((uint16_t)((tag) >> 16))
+#define INBOX_CLAIM_PROC(tag) ((int32_t)((tag) & 0xffff) - 1)
+
 /*
  * A packet slot.  The sequence number, the link header and the first 32
  * bytes of the packet share one cache line, so an ACK or a small SEND
@@ -37,12 +85,15 @@
 struct inbox_slot {
 	_Atomic uint64_t seq;
 	struct pkt_hdr hdr;
+	/* INBOX_CLAIM_TAG(), written by the claimer after its claim */
+	_Atomic uint32_t claim;
 	alignas(32) uint8_t data[PKT_MAX_LEN];
 	struct pkt_grh grh; /* valid when hdr.flags has PKT_F_GRH */
 } __attribute__((aligned(64)));
 
 _Static_assert(offsetof(struct inbox_slot, data) == 32,
 	       "a small packet shares the slot's first cache line");
+_Static_assert(IBEMU_MAX_PROCS < 0xffff, "a claim tag names any process");
 
 /*
  * A memory region as its owner publishes it for requesters that place
@@ -60,7 +111,8 @@ struct pub_mr {
 struct inbox {
 	uint64_t magic;
 	uint64_t token; /* the owner's (node.h), which names the inbox */
-	alignas(64) _Atomic uint64_t tail; /* producers */
+	/* producers; the consumer when it skips a quarantined position */
+	alignas(64) _Atomic uint64_t tail;
 	/* the consumer, under its engine lock; read by the sleeper */
 	alignas(64) _Atomic uint64_t head;
 	alignas(64) _Atomic uint32_t wake; /* futex word */
@@ -81,11 +133,48 @@ int inbox_map(const char *node_name, uint64_t token, struct inbox **ib_p);
 void inbox_unmap(struct inbox *ib);
 void inbox_unlink(const char *node_name, uint64_t token);
 
-/* Producer: claim a slot (NULL when full), fill it, then publish it. */
-struct inbox_slot *inbox_claim(struct inbox *ib, uint64_t *pos_p);
+/* Producer: claim a slot (NULL when full), fill it, then publish it.
+ * claimer: the caller's node process slot (-1: none).  A packet published
+ * after the consumer skipped its slot is lost. */
+struct inbox_slot *inbox_claim(struct inbox *ib, int32_t claimer,
+			       uint64_t *pos_p);
 void inbox_publish(struct inbox *ib, struct inbox_slot *slot, uint64_t pos);
 
-/* Consumer: the next published slot or NULL; release it when done. */
+/*
+ * The consumer's own state (process memory).  Lock rule: `lock`
+ * serialises skips (inbox_next's slow path); releases run under the
+ * owner's engine lock.  A skip acts only on a slot that is not published
+ * and a release only on one that is, so the two never meet on one
+ * position.
+ */
+struct inbox_consumer {
+	pthread_mutex_t lock;
+	uint64_t stuck_pos; /* the head position seen claimed, unpublished */
+	uint64_t stuck_since; /* when (CLOCK_MONOTONIC ns); 0: not stuck */
+	uint64_t asked_at; /* when claimer_state was last asked */
+	/* INBOX_CLAIM_GRACE_NS and _LIVE_NS unless a test says */
+	uint64_t grace_ns, grace_live_ns;
+	/* What is known of node process slot proc (NULL: nothing) */
+	enum inbox_claimer (*claimer_state)(void *arg, int32_t proc);
+	void *arg;
+	/* For tests and statistics: claims given up (packets lost) and
+	 * positions stepped over at a slot out of service. */
+	uint64_t abandoned, hopped;
+	/* Peeks that found nothing, counted without a lock (a lost count
+	 * costs nothing): every INBOX_CHECK_PEEKS-th looks for a claim
+	 * stuck at head. */
+	_Atomic unsigned int empty_peeks;
+};
+
+void inbox_consumer_init(struct inbox_consumer *c,
+			 enum inbox_claimer (*claimer_state)(void *arg,
+							     int32_t proc),
+			 void *arg);
+
+/* Consumer: the next published slot or NULL; release it when done.
+ * inbox_peek only looks; inbox_next also skips a position whose claimer
+ * stopped or died (see above), as does inbox_skip, which the owner's
+ * progress thread calls each time it wakes. */
 static inline struct inbox_slot *inbox_peek(struct inbox *ib)
 {
 	uint64_t head = atomic_load_explicit(&ib->head, memory_order_relaxed);
@@ -95,6 +184,34 @@ static inline struct inbox_slot *inbox_peek(struct inbox *ib)
 		return NULL;
 	return s;
 }
+
+/* Empty peeks between two looks for a claim stuck at head (the tail is a
+ * line the producers write: not read on every peek). */
+#define INBOX_CHECK_PEEKS 1024
+
+struct inbox_slot *inbox_skip(struct inbox *ib, struct inbox_consumer *c);
+
+static inline struct inbox_slot *inbox_next(struct inbox *ib,
+					    struct inbox_consumer *c)
+{
+	uint64_t head = atomic_load_explicit(&ib->head, memory_order_relaxed);
+	struct inbox_slot *s = &ib->slots[head & (INBOX_SLOTS - 1)];
+	uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+	unsigned int n;
+
+	if (seq == head + 1)
+		return s;
+	if (seq == head) { /* empty, or claimed and not yet published */
+		n = atomic_load_explicit(&c->empty_peeks,
+					 memory_order_relaxed) + 1;
+		atomic_store_explicit(&c->empty_peeks, n,
+				      memory_order_relaxed);
+		if (n % INBOX_CHECK_PEEKS)
+			return NULL;
+	}
+	return inbox_skip(ib, c);
+}
+
 static inline void inbox_release(struct inbox *ib, struct inbox_slot *s)
 {
 	uint64_t head = atomic_load_explicit(&ib->head, memory_order_relaxed);

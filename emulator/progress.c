@@ -64,6 +64,7 @@ bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 	struct pkt_hdr *hdr;
 	uint32_t pad = (4 - (paylen & 3)) & 3;
 
+	out->pkt.src_proc = qp->hca->node.proc_slot;
 	if (!e->tp->pkt_claim(dst, &out->pkt))
 		return false;
 	out->e = e;

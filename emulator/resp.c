@@ -265,6 +265,7 @@ static void resp_send_pull(struct emu_qp *qp, const struct pkt *p)
 {
 	const struct tp_place_ops *place = engine_place(qp->hca->engine);
 	struct pull_desc_copy desc, *d = &desc;
+	int ret;
 
 	/* A transport without placement has no pulled SENDs. */
 	if (!place || !(p->op->mask & OPM_ONLY) ||
@@ -277,7 +278,16 @@ static void resp_send_pull(struct emu_qp *qp, const struct pkt *p)
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, 0, IBV_WC_LOC_LEN_ERR);
 		return;
 	}
-	if (place->pull(qp, qp->resp.wqe, d)) {
+	ret = place->pull(qp, qp->resp.wqe, d);
+	if (ret == ESRCH) {
+		/* The sender died after sending: its message never fully
+		 * arrived, as a packet lost on the wire (IBA 9.7.5); the
+		 * receive WQE stays ours for the next SEND, the QP as it
+		 * was. */
+		qp->resp.op = 0;
+		return;
+	}
+	if (ret) {
 		resp_fail(qp, p, AETH_NAK_REM_OP_ERR, 0, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
@@ -295,7 +305,9 @@ static void resp_send(struct emu_qp *qp, const struct pkt *p)
 	uint32_t mask = p->op->mask;
 
 	if (mask & OPM_FIRST) {
-		if (!resp_take_wqe(qp)) {
+		/* A WQE still held (a message that did not arrive) takes
+		 * this one. */
+		if (!qp->resp.has_wqe && !resp_take_wqe(qp)) {
 			resp_rnr(qp, p);
 			return;
 		}

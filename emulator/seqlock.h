@@ -4,9 +4,17 @@
  * others read without a lock (published MRs, published QP state).
  *
  * Lock rule: one writer per record at a time (its owner, under the lock
- * that owns the object); readers never block and retry or give up when
- * the sequence was odd or changed while they read.  Fields are accessed
- * with relaxed atomics so that a torn read is detected, never undefined.
+ * that owns the object); readers never block and never retry: a reader
+ * that finds the sequence odd or changed while it read takes the record
+ * as absent (one-sided requesters then send packets instead of placing
+ * data).  Fields are accessed with relaxed atomics so that a torn read is
+ * detected, never undefined.
+ *
+ * A writer that dies mid-write leaves the sequence odd: readers see no
+ * valid record, never spin.  The next writer (the record's new owner, or
+ * whoever takes it back) starts from whatever the sequence is, odd or
+ * even, and leaves it even: seq_write_begin makes it odd, seq_write_end
+ * the next even value.
  */
 #ifndef IBEMU_SEQLOCK_H
 #define IBEMU_SEQLOCK_H
@@ -19,7 +27,8 @@ static inline void seq_write_begin(_Atomic uint32_t *seq)
 {
 	uint32_t s = atomic_load_explicit(seq, memory_order_relaxed);
 
-	atomic_store_explicit(seq, s + 1, memory_order_relaxed);
+	/* Odd already if the last writer died mid-write: stay odd. */
+	atomic_store_explicit(seq, s | 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 }
 

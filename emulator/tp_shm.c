@@ -7,11 +7,14 @@
  * capability (cma.c).
  *
  * Lock rule: struct tp_shm.peer_lock protects peers[] and retired; the
- * own inbox's consumer side runs under engine.lock (transport.h).
+ * own inbox's consumer side runs under engine.lock (transport.h), its
+ * skips of abandoned claims under consumer.lock (inbox.h).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -24,6 +27,7 @@
 /* The transport's state, one per engine. */
 struct tp_shm {
 	struct inbox *inbox; /* ours */
+	struct inbox_consumer consumer; /* its own lock rule (inbox.h) */
 	char inbox_name[160];
 	pthread_mutex_t peer_lock;
 	/* peer inboxes by node process slot */
@@ -56,6 +60,46 @@ uint64_t tp_shm_peer_token(struct tp_peer *peer)
 	return tp_shm_inbox(peer)->token;
 }
 
+/* Whether pid is stopped (SIGSTOP, a tracer): state T or t in
+ * /proc/PID/stat, the field after the command's closing parenthesis. */
+static bool tp_shm_pid_stopped(pid_t pid)
+{
+	char path[32], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
+/* What is known of the process in node slot proc, the claimer of a slot
+ * of our inbox that is not published: gone when its entry is free or its
+ * liveness lock is released (node.h); whether it is stopped only when its
+ * pid means something in our pid namespace, else taken as running. */
+static enum inbox_claimer tp_shm_claimer_state(void *arg, int32_t proc)
+{
+	struct engine *e = arg;
+	struct node *node = &e->hca->node;
+	struct node_proc_id id;
+
+	if (proc < 0 || proc >= IBEMU_MAX_PROCS)
+		return INBOX_CLAIMER_UNKNOWN;
+	if (node_proc_id(node, proc, &id) || !node_proc_alive(node, proc))
+		return INBOX_CLAIMER_GONE;
+	return id.same_pidns && tp_shm_pid_stopped(id.pid)
+		       ? INBOX_CLAIMER_STOPPED
+		       : INBOX_CLAIMER_RUNS;
+}
+
 static int tp_shm_open(struct engine *e)
 {
 	struct tp_shm *t = calloc(1, sizeof(*t));
@@ -72,6 +116,7 @@ static int tp_shm_open(struct engine *e)
 		free(t);
 		return ret;
 	}
+	inbox_consumer_init(&t->consumer, tp_shm_claimer_state, e);
 	e->tp_priv = t;
 	return 0;
 }
@@ -181,17 +226,23 @@ static bool tp_shm_pkt_at(struct inbox_slot *s, struct tp_pkt *pkt)
 
 static bool tp_shm_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
 {
-	return tp_shm_pkt_at(inbox_claim(tp_shm_inbox(peer), &pkt->pos), pkt);
+	return tp_shm_pkt_at(inbox_claim(tp_shm_inbox(peer), pkt->src_proc,
+					 &pkt->pos),
+			     pkt);
 }
 
 static void tp_shm_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 {
+	/* Lost if the receiver gave up on the slot while we were away, as
+	 * on a fabric (RC retransmits). */
 	inbox_publish(tp_shm_inbox(peer), pkt->slot, pkt->pos);
 }
 
 static bool tp_shm_pkt_peek(struct engine *e, struct tp_pkt *pkt)
 {
-	return tp_shm_pkt_at(inbox_peek(tp_shm(e)->inbox), pkt);
+	struct tp_shm *t = tp_shm(e);
+
+	return tp_shm_pkt_at(inbox_next(t->inbox, &t->consumer), pkt);
 }
 
 static void tp_shm_pkt_release(struct engine *e, struct tp_pkt *pkt)
@@ -202,12 +253,19 @@ static void tp_shm_pkt_release(struct engine *e, struct tp_pkt *pkt)
 static void tp_shm_sleep(struct engine *e, uint64_t timeout_ns,
 			 atomic_bool *more)
 {
-	inbox_sleep(tp_shm(e)->inbox, timeout_ns, more);
+	struct tp_shm *t = tp_shm(e);
+
+	inbox_sleep(t->inbox, timeout_ns, more);
+	/* Awake: a claim stuck at our head is skipped in time. */
+	(void)inbox_skip(t->inbox, &t->consumer);
 }
 
 static void tp_shm_nap(struct engine *e, uint64_t timeout_ns)
 {
-	inbox_nap(tp_shm(e)->inbox, timeout_ns);
+	struct tp_shm *t = tp_shm(e);
+
+	inbox_nap(t->inbox, timeout_ns);
+	(void)inbox_skip(t->inbox, &t->consumer);
 }
 
 static void tp_shm_wake(struct engine *e)

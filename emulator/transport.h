@@ -38,6 +38,9 @@ struct tp_pkt {
 	struct pkt_grh *grh; /* valid when hdr->flags has PKT_F_GRH */
 	void *slot; /* the transport's own */
 	uint64_t pos;
+	/* Set before pkt_claim: the sender's node process slot, so that a
+	 * receiver can tell who holds room it claimed (inbox.h). */
+	int32_t src_proc;
 };
 
 /* Requester-placed RDMA (optional). */
@@ -50,6 +53,8 @@ struct tp_place_ops {
 	/* Large SENDs: the requester describes, the responder pulls. */
 	bool (*pull_ok)(struct emu_qp *qp, const struct wqe *w);
 	uint32_t (*pull_desc)(struct emu_qp *qp, struct wqe *w, void *buf);
+	/* 0; ESRCH: the sender is gone; another positive errno: its data
+	 * cannot be read. */
 	int (*pull)(struct emu_qp *qp, const struct wqe *rwqe,
 		    const struct pull_desc_copy *d);
 	/* Regions and QPs of ours that requesters may place into; withdraw
@@ -74,7 +79,8 @@ struct transport_ops {
 	 * nothing (a stopped or stuck process). */
 	uint64_t (*peer_taken)(struct tp_peer *peer);
 
-	/* Out: room for one packet to peer (false: full, try later). */
+	/* Out: room for one packet to peer (false: full, try later).  A
+	 * sent packet may still be lost (the receiver skipped its room). */
 	bool (*pkt_claim)(struct tp_peer *peer, struct tp_pkt *pkt);
 	void (*pkt_send)(struct tp_peer *peer, struct tp_pkt *pkt);
 

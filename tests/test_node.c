@@ -2,8 +2,9 @@
 /*
  * Unit tests of the node segment (emulator/node.c): concurrent creation,
  * a lock holder killed with SIGKILL, stale and foreign segments, QPN
- * allocation, the sweep of dead processes, and liveness that holds for
- * stopped processes, forked children and other pid namespaces.
+ * allocation, the sweep of dead processes, liveness that holds for
+ * stopped processes, forked children and other pid namespaces, and a QP
+ * entry whose writer died mid-update.
  *
  * Each test runs on its own node (IBEMU_NODE) and removes it afterwards.
  */
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "node.h"
+#include "seqlock.h"
 
 static char node_env[64];
 
@@ -486,6 +488,71 @@ static void test_forked_child_forgets(void)
 	drop_node();
 }
 
+/* A reader of a published QP entry, as one-sided requesters read it
+ * (cma.c): one try, no retry; false: no valid entry. */
+static bool read_qp(struct node *node, uint32_t qpn, uint32_t *state)
+{
+	struct node_qp *q = &node->seg->qps[qpn - IBEMU_QPN_FIRST];
+	uint32_t seq = seq_read_begin(&q->seq);
+
+	*state = SEQ_GET(q->state);
+	return seq_read_ok(&q->seq, seq);
+}
+
+/*
+ * The owner of a QP dies in the middle of publishing its state (the
+ * sequence stays odd): readers see no valid entry and do not spin, and
+ * once the dead owner is swept the entry is valid again for good, for
+ * the next owner's updates too.  Before the fix the sweep's update left
+ * the sequence odd (and even while it wrote).
+ */
+static void test_qp_writer_died(void)
+{
+	struct node node, child;
+	uint32_t qpn, state;
+	int pipefd[2], st;
+	pid_t pid;
+
+	use_fresh_node("seqdead");
+	CU_ASSERT_FATAL(node_open(&node) == 0);
+	CU_ASSERT_FATAL(node_proc_attach(&node) == 0);
+	CU_ASSERT_FATAL(pipe(pipefd) == 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		if (node_open(&child) || node_proc_attach(&child) ||
+		    node_qpn_alloc(&child, 2, &qpn))
+			_exit(1);
+		node_qp_publish(&child, qpn, 3, 0, 1);
+		if (write(pipefd[1], &qpn, sizeof(qpn)) != sizeof(qpn))
+			_exit(1);
+		/* Dies mid-update. */
+		seq_write_begin(&child.seg->qps[qpn - IBEMU_QPN_FIRST].seq);
+		_exit(0);
+	}
+	close(pipefd[1]);
+	CU_ASSERT_FATAL(read(pipefd[0], &qpn, sizeof(qpn)) == sizeof(qpn));
+	close(pipefd[0]);
+	CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
+	CU_ASSERT_FATAL(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	alarm(10);
+	CU_ASSERT_FALSE(read_qp(&node, qpn, &state));
+	alarm(0);
+	node_lock(&node);
+	CU_ASSERT(node_sweep_dead_locked(&node) >= 1);
+	node_unlock(&node);
+	CU_ASSERT_EQUAL(node_qpn_owner_slot(&node, qpn), -1);
+	CU_ASSERT_TRUE(read_qp(&node, qpn, &state));
+	CU_ASSERT_EQUAL(state, 0); /* IBV_QPS_RESET: nothing placed */
+	/* A new owner's updates read back. */
+	node_qp_publish(&node, qpn, 3, 0, 7);
+	CU_ASSERT_TRUE(read_qp(&node, qpn, &state));
+	CU_ASSERT_EQUAL(state, 3);
+	node_proc_detach(&node);
+	node_close(&node);
+	drop_node();
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -498,6 +565,7 @@ int main(void)
 		{ "stopped_alive", test_stopped_alive },
 		{ "other_pid_namespace", test_other_pid_namespace },
 		{ "forked_child_forgets", test_forked_child_forgets },
+		{ "qp_writer_died", test_qp_writer_died },
 		{ NULL, NULL },
 	};
 
