@@ -17,6 +17,7 @@
 #include "inbox.h"
 #include "log.h"
 #include "node.h"
+#include "shmfile.h"
 
 static void inbox_name(char *buf, size_t len, const char *node_name,
 		       pid_t pid, uint64_t start_time)
@@ -31,25 +32,17 @@ int inbox_create(const char *node_name, struct inbox **ib_p, char *name,
 	struct inbox *ib;
 	uint64_t start;
 	uint32_t i;
-	int fd, ret;
+	void *map;
+	int ret;
 
 	/* The start time names the inbox, as in the node segment. */
 	start = node_proc_start_time(pid);
 	inbox_name(name, name_len, node_name, pid, start);
-	shm_unlink(name); /* a leftover of a process with our pid */
-	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, sizeof(*ib))) {
-		ret = -errno;
-		goto err;
-	}
-	ib = mmap(NULL, sizeof(*ib), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (ib == MAP_FAILED) {
-		ret = -errno;
-		goto err;
-	}
-	close(fd);
+	shmfile_unlink(name); /* a leftover of a process with our pid */
+	ret = shmfile_create(name, sizeof(*ib), "process inbox", &map);
+	if (ret)
+		return ret;
+	ib = map;
 	ib->pid = pid;
 	ib->start_time = start;
 	ib->self_addr = (uintptr_t)ib;
@@ -61,10 +54,6 @@ int inbox_create(const char *node_name, struct inbox **ib_p, char *name,
 	ib->magic = INBOX_MAGIC;
 	*ib_p = ib;
 	return 0;
-err:
-	close(fd);
-	shm_unlink(name);
-	return ret;
 }
 
 int inbox_map(const char *node_name, pid_t pid, uint64_t start_time,
@@ -72,23 +61,20 @@ int inbox_map(const char *node_name, pid_t pid, uint64_t start_time,
 {
 	char name[160];
 	struct inbox *ib;
-	struct stat st;
+	void *map;
 	int fd, ret;
 
 	inbox_name(name, sizeof(name), node_name, pid, start_time);
-	fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+	fd = shmfile_open(name, "process inbox");
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || st.st_uid != getuid() || (st.st_mode & 077) ||
-	    (size_t)st.st_size < sizeof(*ib)) {
-		close(fd);
-		return -EPERM;
-	}
-	ib = mmap(NULL, sizeof(*ib), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	ret = ib == MAP_FAILED ? -errno : 0;
+		return fd;
+	/* Shorter than an inbox: not one of this layout; never map past
+	 * its end. */
+	ret = shmfile_map(fd, sizeof(*ib), &map);
 	close(fd);
 	if (ret)
-		return ret;
+		return ret == -EAGAIN ? -EPERM : ret;
+	ib = map;
 	if (ib->magic != INBOX_MAGIC) {
 		munmap(ib, sizeof(*ib));
 		return -EAGAIN;
@@ -107,7 +93,7 @@ void inbox_unlink(const char *node_name, pid_t pid, uint64_t start_time)
 	char name[160];
 
 	inbox_name(name, sizeof(name), node_name, pid, start_time);
-	shm_unlink(name);
+	shmfile_unlink(name);
 }
 
 /* Times a claim finds a slot ahead of a tail that does not move before it

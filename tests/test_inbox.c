@@ -16,6 +16,7 @@
 #include "unit.h"
 
 #include "inbox.h"
+#include "shmfile.h"
 
 static struct inbox *ib;
 static char ib_name[160];
@@ -31,7 +32,7 @@ static void inbox_open(void)
 
 static void inbox_close(void)
 {
-	shm_unlink(ib_name);
+	shmfile_unlink(ib_name);
 	inbox_unmap(ib);
 	ib = NULL;
 }

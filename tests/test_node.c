@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "node.h"
+#include "shmfile.h"
 
 static char node_env[64];
 
@@ -32,7 +33,23 @@ static void use_fresh_node(const char *what)
 	snprintf(node_env, sizeof(node_env), "test-%s-%d", what, (int)getpid());
 	setenv("IBEMU_NODE", node_env, 1);
 	if (!node_default_name(node.name, sizeof(node.name)))
-		shm_unlink(node.name);
+		shmfile_unlink(node.name);
+}
+
+/* Create name in the node's directory, as a process would. */
+static int create_in_dir(const char *name)
+{
+	char path[256], probe[64];
+	void *map;
+
+	/* Makes the directory: any small file will do. */
+	snprintf(probe, sizeof(probe), "probe-%d", (int)getpid());
+	if (shmfile_create(probe, 64, "probe", &map) == 0)
+		munmap(map, 64);
+	shmfile_unlink(probe);
+	if (shmfile_path(path, sizeof(path), name))
+		return -1;
+	return open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
 }
 
 static void drop_node(void)
@@ -40,7 +57,7 @@ static void drop_node(void)
 	char name[96];
 
 	if (!node_default_name(name, sizeof(name)))
-		shm_unlink(name);
+		shmfile_unlink(name);
 }
 
 struct probe_result {
@@ -186,7 +203,7 @@ static void test_stale_segment(void)
 
 	use_fresh_node("stale");
 	CU_ASSERT_FATAL(node_default_name(name, sizeof(name)) == 0);
-	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	fd = create_in_dir(name);
 	CU_ASSERT_FATAL(fd >= 0);
 	/* Full size, never marked ready, creator pid 0 (gone). */
 	CU_ASSERT_FATAL(ftruncate(fd, sizeof(struct node_seg)) == 0);
@@ -209,7 +226,7 @@ static void test_foreign_mode_refused(void)
 
 	use_fresh_node("mode");
 	CU_ASSERT_FATAL(node_default_name(name, sizeof(name)) == 0);
-	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	fd = create_in_dir(name);
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT_FATAL(fchmod(fd, 0644) == 0);
 	close(fd);
@@ -228,7 +245,7 @@ static void test_segment_mode(void)
 
 	use_fresh_node("private");
 	CU_ASSERT_FATAL(node_open(&node) == 0);
-	snprintf(path, sizeof(path), "/dev/shm%s", node.name);
+	CU_ASSERT_FATAL(shmfile_path(path, sizeof(path), node.name) == 0);
 	CU_ASSERT(stat(path, &st) == 0);
 	CU_ASSERT_EQUAL(st.st_mode & 0777, 0600);
 	CU_ASSERT_EQUAL(st.st_uid, getuid());
