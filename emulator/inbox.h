@@ -27,7 +27,20 @@
 #include "wire.h"
 
 #define INBOX_MAGIC 0x69626d75696e6278ull /* "ibmuinbx" */
-#define INBOX_SLOTS 1024 /* a power of two */
+/*
+ * Packet slots: a power of two.  Every inbox is allocated for real
+ * (shmfile.h), so its size is what a process costs in /dev/shm: 128 slots
+ * of 4.2 KiB keep bandwidth (a window of 512 KiB in flight per receiver)
+ * and let 64 processes share Docker's default 64 MiB /dev/shm.
+ */
+#define INBOX_SLOTS 128
+/*
+ * Published memory regions, a power of two: region key index i is
+ * published in mrs[i % INBOX_PUB_MRS] if that entry is free.  A region
+ * that finds its entry taken by another live region is not published,
+ * and RDMA to it takes the packet path (cma.c).
+ */
+#define INBOX_PUB_MRS 1024
 
 /*
  * A packet slot.  The sequence number, the link header and the first 32
@@ -46,8 +59,9 @@ _Static_assert(offsetof(struct inbox_slot, data) == 32,
 
 /*
  * A memory region as its owner publishes it for requesters that place
- * RDMA data themselves (cma.c).  Lock rule: seqlock.h; one writer, the
- * owner registering, re-registering or deregistering that region.
+ * RDMA data themselves (cma.c).  Lock rule: seqlock.h; the writers are
+ * the owner's threads registering, re-registering or deregistering a
+ * region, serialised by the owner's hca.lock.
  */
 struct pub_mr {
 	_Atomic uint32_t seq;
@@ -68,7 +82,7 @@ struct inbox {
 	alignas(64) _Atomic uint32_t wake; /* futex word */
 	_Atomic uint32_t sleeping; /* the owner's thread waits on `wake` */
 	alignas(64) struct inbox_slot slots[INBOX_SLOTS];
-	struct pub_mr mrs[IBEMU_MAX_MR]; /* by key index */
+	struct pub_mr mrs[INBOX_PUB_MRS]; /* by key index, see above */
 	/* Requester-placed RDMA in progress, by the placer's node slot:
 	 * target QPN << 32 | R_Key, 0 when none (cma.c, the fence). */
 	_Atomic uint64_t placing[IBEMU_MAX_PROCS];

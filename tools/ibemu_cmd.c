@@ -21,6 +21,7 @@
 
 #include "inbox.h"
 #include "node.h"
+#include "shmfile.h"
 
 #define LIB_NAME "libibemu.so"
 
@@ -171,7 +172,7 @@ static int cmd_run(int argc, char **argv)
 	return errno == ENOENT ? 127 : 126;
 }
 
-/* The MRs a process published in its inbox, as text. */
+/* The MRs a process published in its inbox (at most INBOX_PUB_MRS). */
 static const char *mr_count(struct node *node, const struct node_proc *p)
 {
 	static char buf[32];
@@ -180,7 +181,7 @@ static const char *mr_count(struct node *node, const struct node_proc *p)
 
 	if (inbox_map(node->name, p->pid, p->start_time, &ib))
 		return "?";
-	for (i = 0; i < IBEMU_MAX_MR; i++)
+	for (i = 0; i < INBOX_PUB_MRS; i++)
 		if (__atomic_load_n(&ib->mrs[i].key, __ATOMIC_RELAXED))
 			n++;
 	inbox_unmap(ib);
@@ -193,6 +194,7 @@ static int cmd_status(void)
 	struct node node;
 	struct node_seg *seg;
 	unsigned int i, nqp = 0;
+	char path[256];
 	int ret;
 
 	ret = node_open(&node);
@@ -202,9 +204,11 @@ static int cmd_status(void)
 		return 1;
 	}
 	seg = node.seg;
+	if (shmfile_path(path, sizeof(path), node.name))
+		snprintf(path, sizeof(path), "%s", node.name);
 	node_lock(&node);
 	node_sweep_dead_locked(&node);
-	printf("node        %s (/dev/shm%s)\n", seg->node_name, node.name);
+	printf("node        %s (%s)\n", seg->node_name, path);
 	printf("device      %s\n", IBEMU_DEVICE_NAME);
 	printf("node_guid   %04x:%04x:%04x:%04x\n",
 	       (unsigned int)(seg->node_guid >> 48) & 0xffff,
@@ -222,7 +226,7 @@ static int cmd_status(void)
 			if (seg->qps[q].owner == (int32_t)i + 1)
 				n++;
 		nqp += n;
-		printf("  pid %-8d contexts %u, QPs %u, MRs %s\n",
+		printf("  pid %-8d contexts %u, QPs %u, published MRs %s\n",
 		       seg->procs[i].pid, seg->procs[i].refs, n,
 		       mr_count(&node, &seg->procs[i]));
 	}
