@@ -30,8 +30,10 @@
 /*
  * Packet slots: a power of two.  Every inbox is allocated for real
  * (shmfile.h), so its size is what a process costs in /dev/shm: 128 slots
- * of 4.2 KiB keep bandwidth (a window of 512 KiB in flight per receiver)
- * and let 64 processes share Docker's default 64 MiB /dev/shm.
+ * of 4.2 KiB (592 KiB with the rest) let 64 processes share Docker's
+ * default 64 MiB /dev/shm, the most that does.  Latency and the bandwidth
+ * of cross-memory attach do not depend on it; the packet path's does
+ * (doc/design.md §8 has the figures).
  */
 #define INBOX_SLOTS 128
 /*
