@@ -168,7 +168,7 @@ if [ "$rc" = 0 ]; then
 	pass "64 MiB /dev/shm: conformance suite: $(echo "$out" | grep -m1 -E '^ +tests')"
 else
 	fail "64 MiB /dev/shm: conformance suite exited $rc"
-	echo "$out" | grep -E 'FAIL|fail|tests|Bus' | head -n 10 | sed 's/^/    /'
+	echo "$out" | grep -E 'FAILED|^ *[0-9]+\. |fail|tests|Bus' | head -n 20 | sed 's/^/    /'
 fi
 
 # --- names another user creates first ---
