@@ -164,8 +164,8 @@ shm_size 64m
 out=$(CF_RC_STRESS_MSGS=${CF_RC_STRESS_MSGS:-3000} IBEMU_NODE=$IBEMU_NODE-cf \
 	timeout -k 5 600 sh "${IBEMU_SRCDIR:-$IBEMU_BUILDDIR}/conformance/run-conformance.sh" 2>&1)
 rc=$?
-if [ "$rc" = 0 ]; then
-	pass "64 MiB /dev/shm: conformance suite: $(echo "$out" | grep -m1 -E '^ +tests')"
+if [ "$rc" = 0 ] && echo "$out" | grep -q "rc_stress: 64 QPs"; then
+	pass "64 MiB /dev/shm: conformance suite with rc_stress: $(echo "$out" | grep -m1 -E '^ +tests')"
 else
 	fail "64 MiB /dev/shm: conformance suite exited $rc"
 	echo "$out" | grep -E 'FAILED|^ *[0-9]+\. |fail|tests|Bus' | head -n 20 | sed 's/^/    /'
