@@ -114,8 +114,7 @@ static int shmfile_dir_open(bool create, bool quiet)
 }
 
 /* One line: what needed how much, and how much room there is. */
-static void shmfile_log_no_room(int dfd, const char *what, size_t size,
-				int err)
+static void shmfile_log_no_room(int dfd, const char *what, size_t size, int err)
 {
 	char path[PATH_MAX] = "";
 	struct statvfs sv;
@@ -144,14 +143,13 @@ int shmfile_create(const char *name, size_t size, const char *what,
 	dfd = shmfile_dir_open(true, false);
 	if (dfd < 0)
 		return dfd;
-	fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
-				       O_CLOEXEC,
-		    0600);
+	fd = openat(dfd, name,
+		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = -errno;
 		if (ret != -EEXIST)
-			ibemu_log_err("cannot create the %s %s: %s", what,
-				      name, strerror(-ret));
+			ibemu_log_err("cannot create the %s %s: %s", what, name,
+				      strerror(-ret));
 		close(dfd);
 		return ret;
 	}
@@ -210,8 +208,8 @@ int shmfile_open(const char *name, const char *what)
 	}
 	/* Our own directory holds only what we put there; check anyway. */
 	if (!S_ISREG(st.st_mode) || st.st_uid != uid || (st.st_mode & 077)) {
-		ibemu_log_err("the %s %s is not a private file of uid %u",
-			      what, name, (unsigned int)uid);
+		ibemu_log_err("the %s %s is not a private file of uid %u", what,
+			      name, (unsigned int)uid);
 		close(fd);
 		return -EPERM;
 	}

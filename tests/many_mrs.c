@@ -63,7 +63,7 @@ struct target_info {
 
 static int xfer_in_ms(int fd, void *buf, size_t len, int ms)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 
 	if (poll(&pfd, 1, ms) != 1)
 		return -1;
@@ -91,10 +91,14 @@ static unsigned char pattern(uint32_t i, uint32_t j)
 static int rdma(struct rc_side *s, enum ibv_wr_opcode op, uint64_t raddr,
 		uint32_t rkey)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)s->buf, .length = SLICE,
-			       .lkey = s->mr->lkey };
-	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = op,
-				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_sge sge = {.addr = (uintptr_t)s->buf,
+			      .length = SLICE,
+			      .lkey = s->mr->lkey};
+	struct ibv_send_wr wr = {.sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
 	struct ibv_wc wc;
 	long spins;
 	int n;

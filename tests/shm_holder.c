@@ -37,10 +37,12 @@ int main(int argc, char **argv)
 	};
 	struct ibv_qp_init_attr qia = {
 		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.cap = {.max_send_wr = 16,
+			.max_recv_wr = 16,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
 	};
-	struct timespec nap = { .tv_sec = 0, .tv_nsec = 20 * 1000 * 1000 };
+	struct timespec nap = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
 	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
