@@ -48,7 +48,8 @@ IBEMU_NODE=bench-$$
 export IBEMU_NODE
 dir=$(mktemp -d)
 # Every node of this run is named bench-$$ or bench-idle-$$: remove them all.
-trap 'sc_cleanup; rm -rf "$dir"; rm -f /dev/shm/ibemu-v*-"$(id -u)-$IBEMU_NODE"* /dev/shm/ibemu-v*-"$(id -u)-bench-idle-$$"*' EXIT
+shmdir=${IBEMU_SHM_DIR:-/dev/shm}/ibemu-$(id -u)
+trap 'sc_cleanup; rm -rf "$dir"; rm -f "$shmdir"/v*-"$IBEMU_NODE"* "$shmdir"/v*-bench-idle-$$*' EXIT
 trap 'exit 130' INT TERM
 [ -n "${BENCH_OUT:-}" ] && mkdir -p "$BENCH_OUT"
 

@@ -21,5 +21,6 @@ CF_RC_STRESS_MSGS=${CF_RC_STRESS_MSGS:-100000}
 export IBEMU_NODE CF_RC_STRESS_MSGS
 LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}" "$prog" -d ibemu0 "$@"
 rc=$?
-rm -f /dev/shm/ibemu-v*-"$(id -u)-$IBEMU_NODE" /dev/shm/ibemu-v*-"$(id -u)-$IBEMU_NODE"-p*
+shmdir=${IBEMU_SHM_DIR:-/dev/shm}/ibemu-$(id -u)
+rm -f "$shmdir"/v*-"$IBEMU_NODE" "$shmdir"/v*-"$IBEMU_NODE"-p*
 exit $rc

@@ -39,13 +39,12 @@ static bool cma_enabled(void)
 	return st > 0;
 }
 
+/* The entry a key is published in, if any (inbox.h). */
 static struct pub_mr *pub_slot(struct inbox *ib, uint32_t key)
 {
-	uint32_t idx = (key >> 8) - 1;
-
-	if ((key >> 8) == 0 || idx >= IBEMU_MAX_MR)
+	if ((key >> 8) == 0)
 		return NULL;
-	return &ib->mrs[idx];
+	return &ib->mrs[((key >> 8) - 1) & (INBOX_PUB_MRS - 1)];
 }
 
 /*
@@ -106,15 +105,27 @@ void cma_fence_qp(struct engine *e, uint32_t qpn)
 	cma_fence(e, qpn, 0);
 }
 
-/* Write mr's published record; withdraw: key 0, nothing placed. */
+/*
+ * Write mr's published record; withdraw: key 0, nothing placed.  The entry
+ * is shared by every key index equal modulo INBOX_PUB_MRS: a region takes
+ * it only if it is free or its own, and only the region in it frees it.
+ * Lock rule: hca.lock, so two regions never write one entry at once.
+ */
 static void cma_write_mr(struct engine *e, const struct emu_mr *mr,
 			 bool withdraw)
 {
 	struct inbox *ib = tp_shm_own_inbox(e);
 	struct pub_mr *p = ib ? pub_slot(ib, mr->key) : NULL;
+	uint32_t holder;
 
 	if (!p)
 		return;
+	pthread_mutex_lock(&e->hca->lock);
+	holder = atomic_load_explicit(&p->key, memory_order_relaxed);
+	if (holder != mr->key && (withdraw || holder)) {
+		pthread_mutex_unlock(&e->hca->lock);
+		return; /* another region's entry: not ours to change */
+	}
 	seq_write_begin(&p->seq);
 	SEQ_SET(p->key, withdraw ? 0 : mr->key);
 	SEQ_SET(p->access, (uint32_t)mr->access);
@@ -123,6 +134,7 @@ static void cma_write_mr(struct engine *e, const struct emu_mr *mr,
 	SEQ_SET(p->iova, mr->iova);
 	SEQ_SET(p->length, mr->length);
 	seq_write_end(&p->seq);
+	pthread_mutex_unlock(&e->hca->lock);
 }
 
 void cma_publish_mr(struct engine *e, const struct emu_mr *mr)

@@ -33,7 +33,8 @@ struct tp_peer;
 /*
  * The process's attachment to its node's HCA.
  * Lock rule: hca.lock protects refs, attach/detach, and changes to the
- * MR and AH tables (mr_table, mr_variant, mr_cursor, nr_mrs, ah_table);
+ * MR and AH tables (mr_table, mr_variant, mr_cursor, nr_mrs, ah_table)
+ * and the writes of the regions published in the inbox (cma.c);
  * the data path reads table entries without it (acquire loads of
  * entries published with release order).
  */

@@ -17,6 +17,7 @@
 #include "inbox.h"
 #include "log.h"
 #include "node.h"
+#include "shmfile.h"
 
 /* An inbox is named for its owner's token: unique whatever the pid
  * namespace, and not known to anyone before the owner draws it. */
@@ -31,22 +32,15 @@ int inbox_create(const char *node_name, uint64_t token, struct inbox **ib_p,
 {
 	struct inbox *ib;
 	uint32_t i;
-	int fd, ret;
+	void *map;
+	int ret;
 
 	inbox_name(name, name_len, node_name, token);
-	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, sizeof(*ib))) {
-		ret = -errno;
-		goto err;
-	}
-	ib = mmap(NULL, sizeof(*ib), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (ib == MAP_FAILED) {
-		ret = -errno;
-		goto err;
-	}
-	close(fd);
+	ret = shmfile_create(name, sizeof(*ib), "process inbox", NULL, &map,
+			     NULL);
+	if (ret)
+		return ret;
+	ib = map;
 	ib->token = token;
 	atomic_init(&ib->head, 0);
 	atomic_init(&ib->tail, 0);
@@ -56,33 +50,26 @@ int inbox_create(const char *node_name, uint64_t token, struct inbox **ib_p,
 	ib->magic = INBOX_MAGIC;
 	*ib_p = ib;
 	return 0;
-err:
-	close(fd);
-	shm_unlink(name);
-	return ret;
 }
 
 int inbox_map(const char *node_name, uint64_t token, struct inbox **ib_p)
 {
 	char name[160];
 	struct inbox *ib;
-	struct stat st;
+	void *map;
 	int fd, ret;
 
 	inbox_name(name, sizeof(name), node_name, token);
-	fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+	fd = shmfile_open(name, "process inbox");
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || st.st_uid != getuid() || (st.st_mode & 077) ||
-	    (size_t)st.st_size < sizeof(*ib)) {
-		close(fd);
-		return -EPERM;
-	}
-	ib = mmap(NULL, sizeof(*ib), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	ret = ib == MAP_FAILED ? -errno : 0;
+		return fd;
+	/* Shorter than an inbox: not one of this layout; never map past
+	 * its end. */
+	ret = shmfile_map(fd, sizeof(*ib), &map);
 	close(fd);
 	if (ret)
-		return ret;
+		return ret == -EAGAIN ? -EPERM : ret;
+	ib = map;
 	if (ib->magic != INBOX_MAGIC || ib->token != token) {
 		munmap(ib, sizeof(*ib));
 		return -EAGAIN;
@@ -101,7 +88,7 @@ void inbox_unlink(const char *node_name, uint64_t token)
 	char name[160];
 
 	inbox_name(name, sizeof(name), node_name, token);
-	shm_unlink(name);
+	shmfile_unlink(name);
 }
 
 /* Times a claim finds a slot ahead of a tail that does not move before it

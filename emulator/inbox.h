@@ -49,7 +49,22 @@
 #include "wire.h"
 
 #define INBOX_MAGIC 0x69626d75696e6278ull /* "ibmuinbx" */
-#define INBOX_SLOTS 1024 /* a power of two */
+/*
+ * Packet slots: a power of two.  Every inbox is allocated for real
+ * (shmfile.h), so its size is what a process costs in /dev/shm: 128 slots
+ * of 4.2 KiB (592 KiB with the rest) let 64 processes share Docker's
+ * default 64 MiB /dev/shm, the most that does.  Latency and the bandwidth
+ * of cross-memory attach do not depend on it; the packet path's does
+ * (doc/design.md §8 has the figures).
+ */
+#define INBOX_SLOTS 128
+/*
+ * Published memory regions, a power of two: region key index i is
+ * published in mrs[i % INBOX_PUB_MRS] if that entry is free.  A region
+ * that finds its entry taken by another live region is not published,
+ * and RDMA to it takes the packet path (cma.c).
+ */
+#define INBOX_PUB_MRS 1024
 
 #define INBOX_SEQ_QUARANTINED (1ull << 63)
 #define INBOX_SEQ_POS (INBOX_SEQ_QUARANTINED - 1)
@@ -97,8 +112,9 @@ _Static_assert(IBEMU_MAX_PROCS < 0xffff, "a claim tag names any process");
 
 /*
  * A memory region as its owner publishes it for requesters that place
- * RDMA data themselves (cma.c).  Lock rule: seqlock.h; one writer, the
- * owner registering, re-registering or deregistering that region.
+ * RDMA data themselves (cma.c).  Lock rule: seqlock.h; the writers are
+ * the owner's threads registering, re-registering or deregistering a
+ * region, serialised by the owner's hca.lock.
  */
 struct pub_mr {
 	_Atomic uint32_t seq;
@@ -118,7 +134,7 @@ struct inbox {
 	alignas(64) _Atomic uint32_t wake; /* futex word */
 	_Atomic uint32_t sleeping; /* the owner's thread waits on `wake` */
 	alignas(64) struct inbox_slot slots[INBOX_SLOTS];
-	struct pub_mr mrs[IBEMU_MAX_MR]; /* by key index */
+	struct pub_mr mrs[INBOX_PUB_MRS]; /* by key index, see above */
 	/* Requester-placed RDMA in progress, by the placer's node slot:
 	 * target QPN << 32 | R_Key, 0 when none (cma.c, the fence). */
 	_Atomic uint64_t placing[IBEMU_MAX_PROCS];

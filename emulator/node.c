@@ -3,8 +3,8 @@
  * The node segment (see node.h for the lock rule).
  *
  * Creation protocol, safe for any number of processes racing:
- *   1. shm_open(O_CREAT|O_EXCL): the winner sizes, maps and initialises the
- *      segment, then publishes `ready` with release order.
+ *   1. Exclusive creation (shmfile_create): the winner allocates, maps and
+ *      initialises the segment, then publishes `ready` with release order.
  *   2. Everyone else opens the existing object, checks it is ours (owner
  *      uid, mode 0600), waits (bounded) for the size and for `ready`.
  *   3. A segment whose creator died before `ready`, or that never became
@@ -35,6 +35,7 @@
 #include "log.h"
 #include "node.h"
 #include "seqlock.h"
+#include "shmfile.h"
 
 #define NODE_WAIT_READY_NS (3ull * 1000 * 1000 * 1000)
 #define NODE_OPEN_ATTEMPTS 8
@@ -86,11 +87,9 @@ int node_default_name(char *buf, size_t len)
 				      env);
 			return -EINVAL;
 		}
-		n = snprintf(buf, len, "/ibemu-v%d-%u-%s", IBEMU_NODE_LAYOUT,
-			     (unsigned int)getuid(), env);
+		n = snprintf(buf, len, "v%d-%s", IBEMU_NODE_LAYOUT, env);
 	} else {
-		n = snprintf(buf, len, "/ibemu-v%d-%u-%" PRIu64,
-			     IBEMU_NODE_LAYOUT, (unsigned int)getuid(),
+		n = snprintf(buf, len, "v%d-%" PRIu64, IBEMU_NODE_LAYOUT,
 			     netns_id());
 	}
 	if (n < 0 || (size_t)n >= len)
@@ -222,61 +221,32 @@ static int node_seg_init(struct node_seg *seg, const char *name)
 	return 0;
 }
 
-/* Unlink name only if it still names the object behind fd. */
-static void node_unlink_if_same(const char *name, int fd)
+/* Held by the creator from before the segment is sized until it is
+ * ready: others tell a dead creator from a slow one. */
+static int node_creator_lock(int fd)
 {
-	struct stat mine, now;
-	int fd2;
-
-	if (fstat(fd, &mine))
-		return;
-	fd2 = shm_open(name, O_RDONLY, 0);
-	if (fd2 < 0)
-		return;
-	if (!fstat(fd2, &now) && now.st_ino == mine.st_ino &&
-	    now.st_dev == mine.st_dev) {
-		ibemu_log_warn("removing stale node segment %s", name);
-		shm_unlink(name);
-	}
-	close(fd2);
+	return node_ofd_lock(fd, NODE_LOCK_CREATOR, F_WRLCK);
 }
 
 static int node_try_create(struct node *node)
 {
-	struct node_seg *seg;
+	void *map;
 	int fd, ret;
 
-	fd = shm_open(node->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	/* Held until ready: others tell a dead creator from a slow one. */
-	ret = node_ofd_lock(fd, NODE_LOCK_CREATOR, F_WRLCK);
+	ret = shmfile_create(node->name, sizeof(struct node_seg),
+			     "node segment", node_creator_lock, &map, &fd);
 	if (ret)
-		goto err_unlink;
-	if (ftruncate(fd, sizeof(*seg))) {
-		ret = -errno;
-		goto err_unlink;
-	}
-	seg = mmap(NULL, sizeof(*seg), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		   0);
-	if (seg == MAP_FAILED) {
-		ret = -errno;
-		goto err_unlink;
-	}
-	ret = node_seg_init(seg, node->name);
+		return ret;
+	ret = node_seg_init(map, node->name);
 	if (ret) {
-		munmap(seg, sizeof(*seg));
-		goto err_unlink;
+		munmap(map, sizeof(struct node_seg));
+		shmfile_unlink(node->name);
+		return ret;
 	}
 	node_ofd_lock(fd, NODE_LOCK_CREATOR, F_UNLCK);
-	node->seg = seg;
+	node->seg = map;
 	node->fd = fd;
 	return 0;
-
-err_unlink:
-	shm_unlink(node->name);
-	close(fd);
-	return ret;
 }
 
 /* Returns 0, -EAGAIN to restart the protocol, or another -errno. */
@@ -284,41 +254,23 @@ static int node_try_attach(struct node *node)
 {
 	uint64_t deadline = monotonic_ns() + NODE_WAIT_READY_NS;
 	struct node_seg *seg;
-	struct stat st;
+	void *map;
 	int fd, ret;
 
-	fd = shm_open(node->name, O_RDWR | O_CLOEXEC, 0);
+	fd = shmfile_open(node->name, "node segment");
 	if (fd < 0)
-		return errno == ENOENT ? -EAGAIN : -errno;
-	if (fstat(fd, &st)) {
-		ret = -errno;
-		goto out_close;
-	}
-	/* Someone else's segment, or one others may write: refuse it. */
-	if (st.st_uid != getuid() || (st.st_mode & 077)) {
-		ibemu_log_err("node segment /dev/shm%s is not private to uid %u",
-			      node->name, (unsigned int)getuid());
-		ret = -EPERM;
-		goto out_close;
-	}
-	while ((size_t)st.st_size < sizeof(*seg)) {
+		return fd == -ENOENT ? -EAGAIN : fd;
+	/* The creator sets the size once every page is allocated. */
+	while ((ret = shmfile_map(fd, sizeof(*seg), &map)) == -EAGAIN) {
 		if (monotonic_ns() > deadline) {
-			node_unlink_if_same(node->name, fd);
-			ret = -EAGAIN;
+			shmfile_unlink_if_same(node->name, fd);
 			goto out_close;
 		}
 		pause_briefly();
-		if (fstat(fd, &st)) {
-			ret = -errno;
-			goto out_close;
-		}
 	}
-	seg = mmap(NULL, sizeof(*seg), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		   0);
-	if (seg == MAP_FAILED) {
-		ret = -errno;
+	if (ret)
 		goto out_close;
-	}
+	seg = map;
 	while (!atomic_load_explicit(&seg->ready, memory_order_acquire)) {
 		/* The creator sets ready before it drops its lock: ready
 		 * is looked at again after the lock is found free. */
@@ -328,7 +280,7 @@ static int node_try_attach(struct node *node)
 					      memory_order_acquire);
 
 		if (monotonic_ns() > deadline || creator_gone) {
-			node_unlink_if_same(node->name, fd);
+			shmfile_unlink_if_same(node->name, fd);
 			munmap(seg, sizeof(*seg));
 			ret = -EAGAIN;
 			goto out_close;
@@ -337,7 +289,7 @@ static int node_try_attach(struct node *node)
 	}
 	if (seg->magic != IBEMU_NODE_MAGIC || seg->layout != IBEMU_NODE_LAYOUT ||
 	    seg->size != sizeof(*seg)) {
-		node_unlink_if_same(node->name, fd);
+		shmfile_unlink_if_same(node->name, fd);
 		munmap(seg, sizeof(*seg));
 		ret = -EAGAIN;
 		goto out_close;
@@ -374,9 +326,10 @@ int node_open(struct node *node)
 	 * lock: a forked child must not inherit it (node_forget()). */
 	if (ret == 0)
 		madvise(node->seg, sizeof(*node->seg), MADV_DONTFORK);
-	if (ret)
-		ibemu_log_err("cannot open node segment /dev/shm%s: %s",
-			      node->name, strerror(-ret));
+	/* shmfile.c said why, except when the attempts ran out. */
+	if (ret == -EAGAIN || ret == -EEXIST)
+		ibemu_log_err("cannot open the node segment %s: it stays "
+			      "stale or half-made", node->name);
 	return ret;
 }
 

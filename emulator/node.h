@@ -3,9 +3,10 @@
  * The node segment: the state of one node's emulated HCA, shared by every
  * process of that node as a real HCA is (doc/design.md §6).
  *
- * A node is a host or a network namespace.  Its segment is a POSIX shared
- * memory object named for the user and the network namespace, mode 0600,
- * created by the first process that needs it; no daemon owns it.
+ * A node is a host or a network namespace.  Its segment is a file of the
+ * user's shared-memory directory (shmfile.h) named for the network
+ * namespace, mode 0600, created by the first process that needs it; no
+ * daemon owns it.
  *
  * Lock rule: node_seg.lock (a robust, process-shared mutex) protects
  * procs[], qps[] and qpn_cursor.  The identity fields (node_guid, lid,
@@ -41,7 +42,7 @@
 #include "params.h"
 
 #define IBEMU_NODE_MAGIC 0x6962656d756e6f64ull /* "ibemunod" */
-#define IBEMU_NODE_LAYOUT 3
+#define IBEMU_NODE_LAYOUT 4
 
 /* Byte offsets of the liveness locks in the segment's file (advisory:
  * they do not touch the mapped data). */
@@ -105,7 +106,7 @@ struct node_seg {
 /* A process's view of its node. */
 struct node {
 	struct node_seg *seg;
-	char name[96]; /* shm object name */
+	char name[96]; /* file name in the user's directory (shmfile.h) */
 	int fd; /* the segment's file, ours alone: liveness locks */
 	int proc_slot; /* our index in seg->procs[], -1 until attached */
 	uint64_t token; /* ours while attached, 0 otherwise */

@@ -23,6 +23,7 @@
 #include "cma.h"
 #include "engine.h"
 #include "log.h"
+#include "shmfile.h"
 
 /* The transport's state, one per engine. */
 struct tp_shm {
@@ -111,8 +112,7 @@ static int tp_shm_open(struct engine *e)
 	ret = -inbox_create(e->hca->node.name, e->hca->node.token, &t->inbox,
 			    t->inbox_name, sizeof(t->inbox_name));
 	if (ret) {
-		ibemu_log_err("cannot create the process inbox: %s",
-			      strerror(ret));
+		/* inbox_create said why. */
 		free(t);
 		return ret;
 	}
@@ -132,7 +132,7 @@ static void tp_shm_close(struct engine *e)
 	for (i = 0; i < t->nr_retired; i++)
 		inbox_unmap(t->retired[i]);
 	free(t->retired);
-	shm_unlink(t->inbox_name);
+	shmfile_unlink(t->inbox_name);
 	inbox_unmap(t->inbox);
 	free(t);
 	e->tp_priv = NULL;

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "shmfile.h"
 
 #define FZ_PAGE 4096u
 #define FZ_BUF_LEN (4 * FZ_PAGE) /* each region */
@@ -229,11 +230,13 @@ static void region_init(struct fz_region *r, uint64_t iova, int access)
 
 static void drop_node(void)
 {
-	char pattern[128];
+	char pattern[256], name[96];
 	glob_t g;
 	size_t i;
 
-	snprintf(pattern, sizeof(pattern), "/dev/shm/ibemu-*-%s*", node_name);
+	snprintf(name, sizeof(name), "v*-%s*", node_name);
+	if (shmfile_path(pattern, sizeof(pattern), name))
+		return;
 	if (glob(pattern, 0, NULL, &g))
 		return;
 	for (i = 0; i < g.gl_pathc; i++)

@@ -145,7 +145,7 @@ static void fuzz_inbox(struct input *in)
 	}
 	/* Producers: claims never leave the ring and always return. */
 	for (k = 0; k < 4; k++) {
-		claimed[k] = inbox_claim(ib, &pos[k]);
+		claimed[k] = inbox_claim(ib, -1, &pos[k]);
 		if (!claimed[k])
 			break;
 		if (claimed[k] != &ib->slots[pos[k] & (INBOX_SLOTS - 1)])

@@ -25,6 +25,7 @@
 
 #include "engine.h"
 #include "loop_transport.h"
+#include "shmfile.h"
 
 #define WAIT_MS 1000 /* the longest any expected answer may take */
 #define MTU 1024 /* IBV_MTU_1024 */
@@ -1073,11 +1074,13 @@ static void test_comp_blocked_times_out(void)
 /* Remove the node segment and anything else named for this node. */
 static void drop_node(void)
 {
-	char pattern[128];
+	char pattern[256], name[96];
 	glob_t g;
 	size_t i;
 
-	snprintf(pattern, sizeof(pattern), "/dev/shm/ibemu-*-%s*", node_name);
+	snprintf(name, sizeof(name), "v*-%s*", node_name);
+	if (shmfile_path(pattern, sizeof(pattern), name))
+		return;
 	if (glob(pattern, 0, NULL, &g))
 		return;
 	for (i = 0; i < g.gl_pathc; i++)

@@ -21,6 +21,7 @@
 #include "unit.h"
 
 #include "inbox.h"
+#include "shmfile.h"
 
 static struct inbox *ib;
 static char ib_name[160];
@@ -49,7 +50,7 @@ static void inbox_open_at(uint64_t laps)
 
 static void inbox_close(void)
 {
-	shm_unlink(ib_name);
+	shmfile_unlink(ib_name);
 	inbox_unmap(ib);
 	ib = NULL;
 }

@@ -27,6 +27,7 @@
 
 #include "node.h"
 #include "seqlock.h"
+#include "shmfile.h"
 
 static char node_env[64];
 
@@ -37,7 +38,23 @@ static void use_fresh_node(const char *what)
 	snprintf(node_env, sizeof(node_env), "test-%s-%d", what, (int)getpid());
 	setenv("IBEMU_NODE", node_env, 1);
 	if (!node_default_name(node.name, sizeof(node.name)))
-		shm_unlink(node.name);
+		shmfile_unlink(node.name);
+}
+
+/* Create name in the node's directory, as a process would. */
+static int create_in_dir(const char *name)
+{
+	char path[256], probe[64];
+	void *map;
+
+	/* Makes the directory: any small file will do. */
+	snprintf(probe, sizeof(probe), "probe-%d", (int)getpid());
+	if (shmfile_create(probe, 64, "probe", NULL, &map, NULL) == 0)
+		munmap(map, 64);
+	shmfile_unlink(probe);
+	if (shmfile_path(path, sizeof(path), name))
+		return -1;
+	return open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
 }
 
 static void drop_node(void)
@@ -45,7 +62,7 @@ static void drop_node(void)
 	char name[96];
 
 	if (!node_default_name(name, sizeof(name)))
-		shm_unlink(name);
+		shmfile_unlink(name);
 }
 
 struct probe_result {
@@ -199,7 +216,7 @@ static void test_stale_segment(void)
 
 	use_fresh_node("stale");
 	CU_ASSERT_FATAL(node_default_name(name, sizeof(name)) == 0);
-	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	fd = create_in_dir(name);
 	CU_ASSERT_FATAL(fd >= 0);
 	/* Full size, never marked ready, no creator holding its lock. */
 	CU_ASSERT_FATAL(ftruncate(fd, sizeof(struct node_seg)) == 0);
@@ -222,7 +239,7 @@ static void test_foreign_mode_refused(void)
 
 	use_fresh_node("mode");
 	CU_ASSERT_FATAL(node_default_name(name, sizeof(name)) == 0);
-	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	fd = create_in_dir(name);
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT_FATAL(fchmod(fd, 0644) == 0);
 	close(fd);
@@ -241,12 +258,117 @@ static void test_segment_mode(void)
 
 	use_fresh_node("private");
 	CU_ASSERT_FATAL(node_open(&node) == 0);
-	snprintf(path, sizeof(path), "/dev/shm%s", node.name);
+	CU_ASSERT_FATAL(shmfile_path(path, sizeof(path), node.name) == 0);
 	CU_ASSERT(stat(path, &st) == 0);
 	CU_ASSERT_EQUAL(st.st_mode & 0777, 0600);
 	CU_ASSERT_EQUAL(st.st_uid, getuid());
 	node_close(&node);
 	drop_node();
+}
+
+/*
+ * The user's directory (shmfile.h), under a private IBEMU_SHM_DIR: made
+ * 0700; refused, and nothing written through it, when it is a symbolic
+ * link or others may enter it; a symbolic link at the segment's name is
+ * not followed.
+ */
+static char shm_base[64];
+
+static void use_private_base(void)
+{
+	snprintf(shm_base, sizeof(shm_base), "/tmp/ibemu-unit-XXXXXX");
+	CU_ASSERT_FATAL(mkdtemp(shm_base) != NULL);
+	setenv("IBEMU_SHM_DIR", shm_base, 1);
+}
+
+static void drop_private_base(void)
+{
+	char cmd[128];
+
+	unsetenv("IBEMU_SHM_DIR");
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", shm_base);
+	CU_ASSERT(system(cmd) == 0);
+}
+
+static void user_dir(char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/ibemu-%u", shm_base, (unsigned int)getuid());
+}
+
+static void test_dir_private(void)
+{
+	struct node node;
+	struct stat st;
+	char dir[128];
+
+	use_private_base();
+	use_fresh_node("dir");
+	CU_ASSERT_FATAL(node_open(&node) == 0);
+	user_dir(dir, sizeof(dir));
+	CU_ASSERT(lstat(dir, &st) == 0 && S_ISDIR(st.st_mode));
+	CU_ASSERT_EQUAL(st.st_mode & 0777, 0700);
+	CU_ASSERT_EQUAL(st.st_uid, getuid());
+	node_close(&node);
+	drop_private_base();
+}
+
+static void test_dir_symlink_refused(void)
+{
+	struct node node;
+	char dir[128], real[128];
+
+	use_private_base();
+	use_fresh_node("dirlink");
+	user_dir(dir, sizeof(dir));
+	snprintf(real, sizeof(real), "%s/elsewhere", shm_base);
+	CU_ASSERT_FATAL(mkdir(real, 0700) == 0);
+	CU_ASSERT_FATAL(symlink(real, dir) == 0);
+	setenv("IBEMU_QUIET", "1", 1);
+	CU_ASSERT_EQUAL(node_open(&node), -EPERM);
+	unsetenv("IBEMU_QUIET");
+	CU_ASSERT(rmdir(real) == 0); /* still empty */
+	drop_private_base();
+}
+
+static void test_dir_mode_refused(void)
+{
+	struct node node;
+	char dir[128];
+
+	use_private_base();
+	use_fresh_node("dirmode");
+	user_dir(dir, sizeof(dir));
+	CU_ASSERT_FATAL(mkdir(dir, 0700) == 0);
+	CU_ASSERT_FATAL(chmod(dir, 0755) == 0);
+	setenv("IBEMU_QUIET", "1", 1);
+	CU_ASSERT_EQUAL(node_open(&node), -EPERM);
+	unsetenv("IBEMU_QUIET");
+	drop_private_base();
+}
+
+static void test_segment_symlink_not_followed(void)
+{
+	struct node node;
+	char dir[128], name[96], link[256], target[128];
+	struct stat st;
+	int fd;
+
+	use_private_base();
+	use_fresh_node("seglink");
+	user_dir(dir, sizeof(dir));
+	CU_ASSERT_FATAL(mkdir(dir, 0700) == 0);
+	CU_ASSERT_FATAL(node_default_name(name, sizeof(name)) == 0);
+	snprintf(target, sizeof(target), "%s/target", shm_base);
+	fd = open(target, O_RDWR | O_CREAT | O_EXCL, 0600);
+	CU_ASSERT_FATAL(fd >= 0);
+	close(fd);
+	snprintf(link, sizeof(link), "%s/%s", dir, name);
+	CU_ASSERT_FATAL(symlink(target, link) == 0);
+	setenv("IBEMU_QUIET", "1", 1);
+	CU_ASSERT(node_open(&node) < 0);
+	unsetenv("IBEMU_QUIET");
+	CU_ASSERT(stat(target, &st) == 0 && st.st_size == 0);
+	drop_private_base();
 }
 
 /* QPNs are 24-bit, never 0 or 1, not reused at once after a free. */
@@ -561,6 +683,11 @@ int main(void)
 		{ "stale_segment", test_stale_segment },
 		{ "foreign_mode_refused", test_foreign_mode_refused },
 		{ "segment_mode", test_segment_mode },
+		{ "dir_private", test_dir_private },
+		{ "dir_symlink_refused", test_dir_symlink_refused },
+		{ "dir_mode_refused", test_dir_mode_refused },
+		{ "segment_symlink_not_followed",
+		  test_segment_symlink_not_followed },
 		{ "qpn_allocation", test_qpn_allocation },
 		{ "stopped_alive", test_stopped_alive },
 		{ "other_pid_namespace", test_other_pid_namespace },

@@ -22,6 +22,7 @@
 
 #include "inbox.h"
 #include "node.h"
+#include "shmfile.h"
 
 #define LIB_NAME "libibemu.so"
 
@@ -172,7 +173,7 @@ static int cmd_run(int argc, char **argv)
 	return errno == ENOENT ? 127 : 126;
 }
 
-/* The MRs a process published in its inbox, as text. */
+/* The MRs a process published in its inbox (at most INBOX_PUB_MRS). */
 static const char *mr_count(struct node *node, const struct node_proc *p)
 {
 	static char buf[32];
@@ -181,7 +182,7 @@ static const char *mr_count(struct node *node, const struct node_proc *p)
 
 	if (inbox_map(node->name, p->token, &ib))
 		return "?";
-	for (i = 0; i < IBEMU_MAX_MR; i++)
+	for (i = 0; i < INBOX_PUB_MRS; i++)
 		if (__atomic_load_n(&ib->mrs[i].key, __ATOMIC_RELAXED))
 			n++;
 	inbox_unmap(ib);
@@ -195,6 +196,7 @@ static int cmd_status(void)
 	struct node_seg *seg;
 	unsigned int i, nqp = 0;
 	struct stat ns;
+	char path[256];
 	int ret;
 
 	ret = node_open(&node);
@@ -206,9 +208,11 @@ static int cmd_status(void)
 	if (stat("/proc/self/ns/pid", &ns))
 		ns.st_ino = 0;
 	seg = node.seg;
+	if (shmfile_path(path, sizeof(path), node.name))
+		snprintf(path, sizeof(path), "%s", node.name);
 	node_lock(&node);
 	node_sweep_dead_locked(&node);
-	printf("node        %s (/dev/shm%s)\n", seg->node_name, node.name);
+	printf("node        %s (%s)\n", seg->node_name, path);
 	printf("device      %s\n", IBEMU_DEVICE_NAME);
 	printf("node_guid   %04x:%04x:%04x:%04x\n",
 	       (unsigned int)(seg->node_guid >> 48) & 0xffff,
@@ -228,8 +232,8 @@ static int cmd_status(void)
 			if (seg->qps[q].owner == (int32_t)i + 1)
 				n++;
 		nqp += n;
-		printf("  pid %-8d contexts %u, QPs %u, MRs %s%s\n", p->pid,
-		       p->refs, n, mr_count(&node, p),
+		printf("  pid %-8d contexts %u, QPs %u, published MRs %s%s\n",
+		       p->pid, p->refs, n, mr_count(&node, p),
 		       ns.st_ino && p->pidns_ino == (uint64_t)ns.st_ino &&
 				       p->pidns_dev == (uint64_t)ns.st_dev
 			       ? ""
