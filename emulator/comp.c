@@ -45,22 +45,26 @@ static uint64_t comp_peer_taken(const struct emu_qp *qp)
 }
 
 /*
- * A request that could not leave at all since the timer was armed, to a
- * peer that took packets meanwhile, met congestion, not loss: the timer
- * starts again without spending a retry.  A peer that took nothing
- * (stopped, stuck) spends them as for a loss (IBA 9.7.6.1.3).
+ * A request that cannot leave because the peer's inbox is full met
+ * congestion, not loss, when the peer took packets since the timer was
+ * armed or is known to run (its consumer is then at most a grace period
+ * from taking more, inbox.h): the timer starts again without spending a
+ * retry.  A peer gone or stopped spends them as for a loss (IBA
+ * 9.7.6.1.3).
  */
 static bool comp_congested(struct emu_qp *qp)
 {
+	const struct transport_ops *tp = qp->hca->engine->tp;
 	uint64_t taken;
 
 	if (!qp->req.blocked)
 		return false;
 	taken = comp_peer_taken(qp);
-	if (taken == qp->comp.peer_taken)
-		return false;
-	qp->comp.peer_taken = taken;
-	return true;
+	if (taken != qp->comp.peer_taken) {
+		qp->comp.peer_taken = taken;
+		return true;
+	}
+	return tp->peer_runs && tp->peer_runs(qp->hca->engine, qp->peer_proc);
 }
 
 void comp_arm_timer_locked(struct emu_qp *qp)

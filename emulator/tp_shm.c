@@ -101,6 +101,11 @@ static enum inbox_claimer tp_shm_claimer_state(void *arg, int32_t proc)
 		       : INBOX_CLAIMER_RUNS;
 }
 
+static bool tp_shm_peer_runs(struct engine *e, int32_t proc_slot)
+{
+	return tp_shm_claimer_state(e, proc_slot) == INBOX_CLAIMER_RUNS;
+}
+
 static int tp_shm_open(struct engine *e)
 {
 	struct tp_shm *t = calloc(1, sizeof(*t));
@@ -297,6 +302,7 @@ const struct transport_ops tp_shm_ops = {
 	.peer_get = tp_shm_peer_get,
 	.peer_is_self = tp_shm_peer_is_self,
 	.peer_taken = tp_shm_peer_taken,
+	.peer_runs = tp_shm_peer_runs,
 	.pkt_claim = tp_shm_pkt_claim,
 	.pkt_send = tp_shm_pkt_send,
 	.pkt_peek = tp_shm_pkt_peek,

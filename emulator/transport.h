@@ -78,6 +78,9 @@ struct transport_ops {
 	 * for change, telling a congested peer from one that takes
 	 * nothing (a stopped or stuck process). */
 	uint64_t (*peer_taken)(struct tp_peer *peer);
+	/* Whether the process in node slot proc_slot is known to run (not
+	 * gone, not stopped); optional. */
+	bool (*peer_runs)(struct engine *e, int32_t proc_slot);
 
 	/* Out: room for one packet to peer (false: full, try later).  A
 	 * sent packet may still be lost (the receiver skipped its room). */
