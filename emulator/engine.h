@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "fault.h"
 #include "hca.h"
 #include "hdr.h"
 #include "inbox.h"
@@ -46,6 +47,7 @@ struct engine {
 	pthread_t thread;
 	atomic_bool stop;
 	atomic_uint app_polled; /* poll_cq ran since the thread looked */
+	struct fault *faults; /* IBEMU_FAULTS (fault.c); NULL: none */
 };
 
 
@@ -96,6 +98,9 @@ bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
 	       uint32_t paylen);
 void pkt_send(struct pkt_out *out);
+/* Parse a received packet and hand it to the responder or completer;
+ * caller holds engine.lock. */
+void engine_deliver(struct engine *e, const struct tp_pkt *in);
 
 /* req.c */
 void req_run_locked(struct emu_qp *qp);

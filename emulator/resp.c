@@ -65,6 +65,7 @@ static void resp_ack(struct emu_qp *qp)
 {
 	if (!qp_is_rc(qp))
 		return;
+	fault_point(FAULT_AT_ACK);
 	if (!resp_send_aeth(qp, psn_add(qp->resp.epsn, BTH_PSN_MASK),
 			    AETH_ACK | AETH_ACK_UNLIMITED)) {
 		qp->resp.ack_pending = true;
@@ -405,6 +406,7 @@ static void resp_write(struct emu_qp *qp, const struct pkt *p)
 		}
 		qp->resp.wva += p->paylen;
 		qp->resp.remaining -= p->paylen;
+		fault_point(FAULT_AT_WRITE);
 	}
 	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
 	if (mask & OPM_LAST) {
@@ -666,6 +668,7 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 	}
 	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
 	qp->resp.msn++;
+	fault_point(FAULT_AT_ATOMIC);
 	saved = resp_atomic_save(qp, p->psn, orig);
 	if (saved)
 		resp_atomic_ack(qp, saved);
