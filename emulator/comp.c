@@ -275,12 +275,19 @@ static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 		return; /* a response to a READ re-issued: seen already */
 	off = (uint32_t)psn_cmp(p->psn, w->first_psn) * qp->mtu;
 	if (!comp_read_resp_fits(qp, w, p, off)) {
+		/* Once the READ is re-issued, the responses of the old
+		 * stream still on their way do not fit either: ignored, as
+		 * a responder NAKs a gap once (IBA 9.7.5.2.1), or each of
+		 * them would re-issue it again and spend a retry. */
+		if (w->read_reissued)
+			return;
 		/* A response went missing (or does not fit): an implied
 		 * sequence error, the READ is re-issued (IBA 9.7.5.2.1,
 		 * 9.7.5.1.3). */
 		comp_nak(qp, w->read_next, AETH_NAK_PSN_SEQ_ERR);
 		return;
 	}
+	w->read_reissued = false; /* the new stream has begun */
 	/* A response acknowledges every earlier request (IBA 9.7.5.1.3). */
 	comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK));
 	if (p->paylen && sge_copy(qp, w->sge, w->num_sge, off,

@@ -330,6 +330,7 @@ static enum req_step req_start_wqe(struct emu_qp *qp, struct wqe *w)
 	qp->req.psn = psn_add(w->first_psn, n);
 	w->sent = 0;
 	w->read_next = w->first_psn;
+	w->read_reissued = false;
 	w->state = WQE_SENDING;
 	if (rd_atomic)
 		qp->req.rd_atomic++;
@@ -428,6 +429,7 @@ void req_rewind_locked(struct emu_qp *qp)
 		w->state = WQE_SENDING;
 		w->sent = 0;
 		w->read_next = w->first_psn;
+		w->read_reissued = w->opcode == IBV_WR_RDMA_READ;
 	}
 	if (first != qp->sq.tail)
 		qp->req.next = first;
