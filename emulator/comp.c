@@ -211,7 +211,7 @@ static void comp_nak(struct emu_qp *qp, uint32_t psn, uint8_t code)
 			return;
 		}
 		qp->comp.retry_left--;
-		req_rewind_locked(qp);
+		req_rewind_from_locked(qp, psn);
 		return;
 	}
 	w = comp_find(qp, psn);
@@ -243,7 +243,7 @@ static void comp_rnr(struct emu_qp *qp, uint32_t psn, uint8_t timer)
 		}
 		qp->comp.rnr_left--;
 	}
-	req_rewind_locked(qp);
+	req_rewind_from_locked(qp, psn);
 	qp->comp.deadline = 0;
 	qp->comp.rnr_resume = engine_now_ns() + rnr_timer_us[timer & 31] * 1000ull;
 	engine_pending_add_locked(qp);

@@ -105,6 +105,7 @@ void engine_deliver(struct engine *e, const struct tp_pkt *in);
 /* req.c */
 void req_run_locked(struct emu_qp *qp);
 void req_rewind_locked(struct emu_qp *qp);
+void req_rewind_from_locked(struct emu_qp *qp, uint32_t psn);
 int req_resolve_peer_locked(struct emu_qp *qp);
 
 /* resp.c */

@@ -414,6 +414,39 @@ void req_run_locked(struct emu_qp *qp)
 	}
 }
 
+/*
+ * Resend from psn, with the same PSNs: a sequence-error or RNR NAK names
+ * the first request to resend (IBA 9.7.5.2.1, 9.7.5.2.8).  The WQE that
+ * holds psn resumes at that packet, the responder being inside its
+ * message; a READ or an atomic, and a pulled SEND, start again whole.
+ * The WQEs before psn are left alone: a READ among them still takes the
+ * responses the responder queued before the NAK.
+ */
+void req_rewind_from_locked(struct emu_qp *qp, uint32_t psn)
+{
+	uint32_t i, first = qp->sq.tail;
+	struct wqe *w;
+
+	for (i = qp->sq.head; i != qp->req.next; i++) {
+		w = wqe_ring_at(&qp->sq, i);
+		if (w->state != WQE_SENT && w->state != WQE_SENDING)
+			continue;
+		if (psn_cmp(w->last_psn, psn) < 0)
+			continue;
+		if (first == qp->sq.tail)
+			first = i;
+		w->state = WQE_SENDING;
+		w->sent = 0;
+		w->read_next = w->first_psn;
+		w->read_reissued = w->opcode == IBV_WR_RDMA_READ;
+		if (!wr_is(w->opcode, WR_RD_ATOMIC) && !w->pulled &&
+		    psn_cmp(psn, w->first_psn) > 0)
+			w->sent = (uint32_t)psn_cmp(psn, w->first_psn) * qp->mtu;
+	}
+	if (first != qp->sq.tail)
+		qp->req.next = first;
+}
+
 /* Resend from the oldest WQE not yet answered, with the same PSNs. */
 void req_rewind_locked(struct emu_qp *qp)
 {

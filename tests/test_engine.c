@@ -994,6 +994,49 @@ static void test_comp_read_gap_stragglers(void)
 	fx_teardown(&f);
 }
 
+/*
+ * IBA 9.7.5.2.1: a sequence-error NAK names the first PSN to resend.  The
+ * requester resumes there, in the middle of a message if that is where
+ * the responder stopped, and does not re-issue a READ before that PSN,
+ * whose responses the responder queued before the NAK: re-issuing it
+ * (and everything after) on every NAK spent the retries of a busy QP.
+ */
+static void test_comp_nak_resend_from_psn(void)
+{
+	uint32_t len = 3000, mtu = 1024;
+	struct loop_pkt *p;
+	struct fixture f;
+	uint8_t data[256];
+
+	fx_setup(&f, &default_params);
+	fill(data, sizeof(data), 29);
+	fill(f.buf + LOCAL_OFF + 256, len, 31);
+	fx_post_send(&f, 90, IBV_WR_RDMA_READ, LOCAL_OFF, sizeof(data),
+		     0x123456789000ull, 0xabcd01);
+	free(expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN));
+	fx_post_send(&f, 91, IBV_WR_SEND, LOCAL_OFF + 256, len, 0, 0);
+	free(expect_pkt(&f, IB_OP_SEND_FIRST, SQ_PSN + 1));
+	free(expect_pkt(&f, IB_OP_SEND_MIDDLE, SQ_PSN + 2));
+	free(expect_pkt(&f, IB_OP_SEND_LAST, SQ_PSN + 3));
+	/* The responder took the READ and the SEND's FIRST, lost the
+	 * MIDDLE. */
+	inject_ack(&f, SQ_PSN + 2, AETH_NAK | AETH_NAK_PSN_SEQ_ERR, 1);
+	p = expect_pkt(&f, IB_OP_SEND_MIDDLE, SQ_PSN + 2);
+	CU_ASSERT(memcmp(pkt_data(p), f.buf + LOCAL_OFF + 256 + mtu, mtu) ==
+		  0);
+	free(p);
+	free(expect_pkt(&f, IB_OP_SEND_LAST, SQ_PSN + 3));
+	expect_quiet();
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_ONLY, SQ_PSN, data,
+			 sizeof(data));
+	expect_send_wc(&f, 90, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, sizeof(data));
+	CU_ASSERT(memcmp(f.buf + LOCAL_OFF, data, sizeof(data)) == 0);
+	inject_ack(&f, SQ_PSN + 3, AETH_ACK | AETH_ACK_UNLIMITED, 2);
+	expect_send_wc(&f, 91, IBV_WC_SUCCESS, IBV_WC_SEND, len);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
 /* ---- the program ---- */
 
 /* Remove the node segment and anything else named for this node. */
@@ -1035,6 +1078,7 @@ int main(void)
 		{ "comp_read", test_comp_read },
 		{ "comp_read_gap", test_comp_read_gap },
 		{ "comp_read_gap_stragglers", test_comp_read_gap_stragglers },
+		{ "comp_nak_resend_from_psn", test_comp_nak_resend_from_psn },
 		{ NULL, NULL },
 	};
 	int ret;
