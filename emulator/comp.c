@@ -137,6 +137,22 @@ void comp_retire_locked(struct emu_qp *qp)
 	comp_check_drained(qp);
 }
 
+/*
+ * The responder has executed every request up to psn.  Beyond what it
+ * had acknowledged before, that is forward progress: the retry budget is
+ * whole again (IBA 9.7.6.1), as it counts the attempts at one PSN, not
+ * the losses of a busy QP, whose NAKs name ever later PSNs while its
+ * oldest READ is still being answered.
+ */
+static void comp_progress(struct emu_qp *qp, uint32_t psn)
+{
+	if (psn_cmp(psn, qp->comp.acked_psn) <= 0 ||
+	    psn_cmp(psn, qp->req.psn) >= 0)
+		return;
+	qp->comp.acked_psn = psn;
+	qp->comp.retry_left = qp->attr.retry_cnt;
+}
+
 /* Everything up to and including psn is acknowledged (IBA 9.7.5.1). */
 static void comp_ack_upto(struct emu_qp *qp, uint32_t psn)
 {
@@ -199,6 +215,7 @@ static void comp_nak(struct emu_qp *qp, uint32_t psn, uint8_t code)
 
 	/* A NAK acknowledges every earlier PSN (IBA 9.7.5.1.2). */
 	comp_ack_upto(qp, psn_add(psn, BTH_PSN_MASK));
+	comp_progress(qp, psn_add(psn, BTH_PSN_MASK));
 	if (code == AETH_NAK_PSN_SEQ_ERR) {
 		/* Sequence error: resend from psn (IBA 9.7.5.2.1); during an
 		 * RNR wait the resend is already scheduled. */
@@ -288,6 +305,7 @@ static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 		return;
 	}
 	w->read_reissued = false; /* the new stream has begun */
+	comp_progress(qp, p->psn);
 	/* A response acknowledges every earlier request (IBA 9.7.5.1.3). */
 	comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK));
 	if (p->paylen && sge_copy(qp, w->sge, w->num_sge, off,
@@ -308,6 +326,7 @@ static void comp_atomic_ack(struct emu_qp *qp, const struct pkt *p)
 	if (!w || !wr_is(w->opcode, WR_ATOMIC))
 		return;
 	comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK));
+	comp_progress(qp, p->psn);
 	orig = pkt_atmack_orig(p);
 	if (sge_copy(qp, w->sge, 1, 0, &orig, 8, true)) {
 		wqe_fail(qp, w, IBV_WC_LOC_PROT_ERR);
@@ -375,6 +394,7 @@ void comp_recv_locked(struct emu_qp *qp, const struct pkt *p)
 		return;
 	case COMP_ACK:
 		comp_ack_upto(qp, p->psn);
+		comp_progress(qp, p->psn);
 		break;
 	case COMP_RNR_NAK:
 		comp_rnr(qp, p->psn, pkt_aeth_syndrome(p) & 0x1f);

@@ -124,6 +124,8 @@ struct qp_comp {
 	uint64_t rnr_resume; /* RNR wait ends, ns; 0 = none */
 	uint8_t retry_left, rnr_left;
 	bool sqd_notify; /* raise SQ_DRAINED when the SQ drains */
+	/* the last PSN the responder is known to have executed */
+	uint32_t acked_psn;
 };
 
 /* A READ request the responder is answering. */

@@ -1037,6 +1037,44 @@ static void test_comp_nak_resend_from_psn(void)
 	fx_teardown(&f);
 }
 
+/*
+ * IBA 9.7.6.1: the retry budget counts attempts without forward progress.
+ * Two NAKs naming ever later PSNs show the responder moving on, while the
+ * READ at the head still waits for its response: with retry_cnt 1 the
+ * second NAK must not end the QP in RETRY_EXC_ERR, as it did when only a
+ * completion at the head restored the budget.
+ */
+static void test_comp_nak_progress_restores_retries(void)
+{
+	struct qp_params params = default_params;
+	struct fixture f;
+	uint8_t data[64];
+	int i;
+
+	params.retry_cnt = 1;
+	fx_setup(&f, &params);
+	fill(data, sizeof(data), 37);
+	fx_post_send(&f, 92, IBV_WR_RDMA_READ, LOCAL_OFF, sizeof(data),
+		     0x123456789000ull, 0xabcd01);
+	free(expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN));
+	for (i = 1; i <= 3; i++)
+		post_and_see_send(&f, 92 + i, SQ_PSN + i, 40 + i);
+	inject_ack(&f, SQ_PSN + 2, AETH_NAK | AETH_NAK_PSN_SEQ_ERR, 2);
+	expect_resend(&f, SQ_PSN + 2, 42);
+	expect_resend(&f, SQ_PSN + 3, 43);
+	inject_ack(&f, SQ_PSN + 3, AETH_NAK | AETH_NAK_PSN_SEQ_ERR, 3);
+	expect_resend(&f, SQ_PSN + 3, 43);
+	expect_no_wc(&f);
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_ONLY, SQ_PSN, data,
+			 sizeof(data));
+	expect_send_wc(&f, 92, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, sizeof(data));
+	inject_ack(&f, SQ_PSN + 3, AETH_ACK | AETH_ACK_UNLIMITED, 4);
+	for (i = 1; i <= 3; i++)
+		expect_send_wc(&f, 92 + i, IBV_WC_SUCCESS, IBV_WC_SEND, 64);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
 /* ---- the program ---- */
 
 /* Remove the node segment and anything else named for this node. */
@@ -1079,6 +1117,8 @@ int main(void)
 		{ "comp_read_gap", test_comp_read_gap },
 		{ "comp_read_gap_stragglers", test_comp_read_gap_stragglers },
 		{ "comp_nak_resend_from_psn", test_comp_nak_resend_from_psn },
+		{ "comp_nak_progress_restores_retries",
+		  test_comp_nak_progress_restores_retries },
 		{ NULL, NULL },
 	};
 	int ret;
