@@ -169,6 +169,12 @@ static void req_fill_reth(struct pkt_out *out, const struct wqe *w)
 	out_set_reth(out, w->remote_addr, w->rkey, w->length);
 }
 
+/* Bytes of a READ already in place: the responses before read_next. */
+static uint32_t req_read_done(const struct emu_qp *qp, const struct wqe *w)
+{
+	return (uint32_t)psn_cmp(w->read_next, w->first_psn) * qp->mtu;
+}
+
 /* Send the (remaining) packets of w; false if the peer's inbox is full. */
 static bool req_send_wqe(struct emu_qp *qp, struct wqe *w)
 {
@@ -182,14 +188,20 @@ static bool req_send_wqe(struct emu_qp *qp, struct wqe *w)
 		dst = qp->peer;
 
 	if (wr_is(w->opcode, WR_RD_ATOMIC)) {
+		/* A READ re-issued asks for what is still missing, from the
+		 * first response not received, its address and length
+		 * moved on as far (IBA 9.7.4.1.5, 9.7.5.2.1); the
+		 * responder answers from that PSN. */
+		off = w->opcode == IBV_WR_RDMA_READ ? req_read_done(qp, w) : 0;
 		opcode = req_opcode(qp, w, true, true);
 		if (!dst)
 			return true; /* no such peer: lost, the timer fires */
-		if (!pkt_begin(&out, dst, qp, opcode, dqpn, w->first_psn, true,
-			       0))
+		if (!pkt_begin(&out, dst, qp, opcode, dqpn,
+			       psn_add(w->first_psn, off / qp->mtu), true, 0))
 			return false;
 		if (out.op->mask & OPM_RETH) {
-			req_fill_reth(&out, w);
+			out_set_reth(&out, w->remote_addr + off, w->rkey,
+				     w->length - off);
 		} else {
 			bool cas = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
 
@@ -418,7 +430,8 @@ void req_run_locked(struct emu_qp *qp)
  * Resend from psn, with the same PSNs: a sequence-error or RNR NAK names
  * the first request to resend (IBA 9.7.5.2.1, 9.7.5.2.8).  The WQE that
  * holds psn resumes at that packet, the responder being inside its
- * message; a READ or an atomic, and a pulled SEND, start again whole.
+ * message; a READ resumes at its first response missing; an atomic and
+ * a pulled SEND start again whole.
  * The WQEs before psn are left alone: a READ among them still takes the
  * responses the responder queued before the NAK.
  */
@@ -437,7 +450,6 @@ void req_rewind_from_locked(struct emu_qp *qp, uint32_t psn)
 			first = i;
 		w->state = WQE_SENDING;
 		w->sent = 0;
-		w->read_next = w->first_psn;
 		w->read_reissued = w->opcode == IBV_WR_RDMA_READ;
 		if (!wr_is(w->opcode, WR_RD_ATOMIC) && !w->pulled &&
 		    psn_cmp(psn, w->first_psn) > 0)
@@ -461,7 +473,6 @@ void req_rewind_locked(struct emu_qp *qp)
 			first = i;
 		w->state = WQE_SENDING;
 		w->sent = 0;
-		w->read_next = w->first_psn;
 		w->read_reissued = w->opcode == IBV_WR_RDMA_READ;
 	}
 	if (first != qp->sq.tail)

@@ -914,16 +914,29 @@ static void inject_read_resp(struct fixture *f, uint8_t opcode, uint32_t psn,
 	loop_inject(&resp);
 }
 
+/* A READ_REQUEST at psn asking for [va, va+len). */
+static void expect_read_req(const struct fixture *f, uint32_t psn,
+			    uint64_t va, uint32_t len)
+{
+	struct loop_pkt *req = expect_pkt(f, IB_OP_READ_REQUEST, psn);
+	const struct reth *reth = (const struct reth *)(
+		req->data + opcode_get(IB_OP_READ_REQUEST)->reth);
+
+	CU_ASSERT_EQUAL(be64toh(reth->va), va);
+	CU_ASSERT_EQUAL(be32toh(reth->len), len);
+	free(req);
+}
+
 /*
  * IBA 9.7.5.2.1 / 9.7.5.1.3: a READ response that is not the next one
  * expected (a MIDDLE lost) is an implied sequence error: the READ does
- * not complete with a hole, it is re-issued, and the full set of
- * responses then completes it with every byte.
+ * not complete with a hole, it is re-issued for what is missing, from the
+ * first response lost (IBA 9.7.4.1.5: its RETH moved on as far), and the
+ * responses to that complete it with every byte.
  */
 static void test_comp_read_gap(void)
 {
 	uint32_t len = 2500, mtu = 1024;
-	struct loop_pkt *req;
 	struct fixture f;
 	uint8_t data[2500];
 
@@ -936,11 +949,10 @@ static void test_comp_read_gap(void)
 	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN, data, mtu);
 	inject_read_resp(&f, IB_OP_READ_RESPONSE_LAST, SQ_PSN + 2,
 			 data + 2 * mtu, len - 2 * mtu);
-	req = expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN);
-	free(req);
+	/* Re-issued for what is missing, from the first gap. */
+	expect_read_req(&f, SQ_PSN + 1, 0x123456789000ull + mtu, len - mtu);
 	expect_no_wc(&f);
-	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN, data, mtu);
-	inject_read_resp(&f, IB_OP_READ_RESPONSE_MIDDLE, SQ_PSN + 1,
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN + 1,
 			 data + mtu, mtu);
 	inject_read_resp(&f, IB_OP_READ_RESPONSE_LAST, SQ_PSN + 2,
 			 data + 2 * mtu, len - 2 * mtu);
@@ -978,12 +990,13 @@ static void test_comp_read_gap_stragglers(void)
 			 data + 2 * mtu, mtu);
 	inject_read_resp(&f, IB_OP_READ_RESPONSE_LAST, SQ_PSN + 3,
 			 data + 3 * mtu, len - 3 * mtu);
-	free(expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN));
+	expect_read_req(&f, SQ_PSN + 1, 0x123456789000ull + mtu, len - mtu);
 	CU_ASSERT(loop_settle(hca->engine, WAIT_MS));
 	expect_quiet(); /* re-issued once only */
 	expect_no_wc(&f);
-	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN, data, mtu);
-	for (i = 1; i < 3; i++)
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN + 1,
+			 data + mtu, mtu);
+	for (i = 2; i < 3; i++)
 		inject_read_resp(&f, IB_OP_READ_RESPONSE_MIDDLE, SQ_PSN + i,
 				 data + i * mtu, mtu);
 	inject_read_resp(&f, IB_OP_READ_RESPONSE_LAST, SQ_PSN + 3,
