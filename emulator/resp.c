@@ -280,7 +280,10 @@ static void resp_send(struct emu_qp *qp, const struct pkt *p)
 	uint32_t mask = p->op->mask;
 
 	if (mask & OPM_FIRST) {
-		if (!resp_take_wqe(qp)) {
+		/* UC: the receive WQE of a message dropped on the way is
+		 * still ours and takes this one (IBA 9.8.3: a dropped
+		 * message consumes no receive WQE); RC never leaves one. */
+		if (!qp->resp.has_wqe && !resp_take_wqe(qp)) {
 			resp_rnr(qp, p);
 			return;
 		}
