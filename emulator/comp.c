@@ -151,6 +151,10 @@ static void comp_progress(struct emu_qp *qp, uint32_t psn)
 		return;
 	qp->comp.acked_psn = psn;
 	qp->comp.retry_left = qp->attr.retry_cnt;
+	/* The transport timer waits for progress, not for the head of
+	 * the queue to complete: restart it (IBA 9.7.6.1.1). */
+	qp->comp.deadline = 0;
+	comp_arm_timer_locked(qp);
 }
 
 /* Everything up to and including psn is acknowledged (IBA 9.7.5.1). */
