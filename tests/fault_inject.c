@@ -858,6 +858,7 @@ static int child_main(enum mode mode, uint64_t arg)
 	struct stats st = { 0 };
 	uint64_t received = 0, sent = 0;
 	FILE *log = tmpfile();
+	char c;
 	int ret;
 
 	/* Our stderr into a file we read back after closing the device. */
@@ -865,6 +866,9 @@ static int child_main(enum mode mode, uint64_t arg)
 		return 1;
 	if (mode == MODE_KILL)
 		setenv("IBEMU_FAULTS", "kill:atomic:3", 1);
+	/* The parent's QPs first: the same QPNs on every run (replay). */
+	if (rc_xfer(sock, &c, 1, 0))
+		return 1;
 	ret = side_open(&s, mode);
 	if (ret) {
 		side_close(&s);
@@ -897,12 +901,15 @@ static int child_main(enum mode mode, uint64_t arg)
 
 static int parent_main(enum mode mode, uint64_t arg, pid_t child)
 {
+	char open_done = 'o';
 	struct side s = { 0 };
 	int ret, status;
 
 	if (mode == MODE_KILL)
 		unsetenv("IBEMU_FAULTS");
 	ret = side_open(&s, mode);
+	if (!ret && rc_xfer(sock, &open_done, 1, 1))
+		ret = -1;
 	if (ret) {
 		side_close(&s);
 		kill(child, SIGKILL);
