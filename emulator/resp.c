@@ -532,6 +532,32 @@ static void resp_read_send(struct emu_qp *qp)
 	}
 }
 
+/*
+ * A duplicate READ request at psn: the requester has given up the
+ * responses from psn on, and resends every request after it.  The
+ * responses still queued from there are dropped, the duplicate taking
+ * their place (IBA 9.7.4.1.2: a duplicate READ is answered anew), so
+ * that re-issued READs never hold more responder resources than
+ * max_dest_rd_atomic and a new READ is not refused for want of them.
+ */
+static void resp_read_cancel_from(struct emu_qp *qp, uint32_t psn)
+{
+	const struct resp_read *r;
+	uint32_t i;
+
+	if (!qp->resp.reads)
+		return;
+	for (i = qp->resp.reads_head; i != qp->resp.reads_tail;
+	     i = (i + 1) % qp->resp.reads_size) {
+		r = &qp->resp.reads[i];
+		if (psn_cmp(psn_add(r->psn, psn_span(r->left, qp->mtu) - 1),
+			    psn) >= 0) {
+			qp->resp.reads_tail = i;
+			return;
+		}
+	}
+}
+
 /* Execute a READ request: check it and queue its responses.  A
  * duplicate that finds the queue full is dropped: the requester resends. */
 static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
@@ -553,6 +579,8 @@ static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
 			return false;
 		}
 	}
+	if (dup)
+		resp_read_cancel_from(qp, p->psn);
 	/* More outstanding reads than the responder resources granted
 	 * (max_dest_rd_atomic, manual 6.1.4). */
 	if (!qp->attr.max_dest_rd_atomic || !resp_read_queue(qp, p, va, len)) {
