@@ -240,8 +240,9 @@ static int qp_connect(struct side *s, int q, const struct conn *to)
 	a.sq_psn = 1000 * (q + 1);
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (t == IBV_QPT_RC) {
-		/* 32 ms timer (the engine's least), 7 retries */
-		a.timeout = 8;
+		/* 67 ms timer, 7 retries, as ibv_rc_pingpong: a loaded
+		 * machine must not look like a dead peer */
+		a.timeout = 14;
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;
 		a.max_rd_atomic = 16;
