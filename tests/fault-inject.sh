@@ -26,16 +26,16 @@ tmp=$(mktemp -d)
 trap 'ibemu_cleanup; rm -rf "$tmp"' EXIT
 
 IBEMU_FAULTS="$faults,delay:0.01:50,seed=3" run "uc: 4000 messages per QP" "$prog" uc 4000
-tail -1 "$tmp/out" | sed 's/^/    /'
+grep "^received" "$tmp/out" | sed 's/^/    /'
 IBEMU_FAULTS="$faults,delay:0.01:50,seed=4" run "ud: 4000 datagrams" "$prog" ud 4000
-tail -1 "$tmp/out" | sed 's/^/    /'
+grep "^received" "$tmp/out" | sed 's/^/    /'
 
 # Replay: decisions are a hash of the seed and the packet, so the same
 # seed makes the same faults (fresh node: the same QPNs and PSNs).
 for i in 1 2; do
 	IBEMU_NODE=$IBEMU_NODE-replay$i IBEMU_FAULTS="drop:0.05,dup:0.05,reorder:0.05,seed=99" \
 		run "ud replay, run $i" "$prog" ud 2000
-	tail -1 "$tmp/out" > "$tmp/replay$i"
+	grep "^received" "$tmp/out" > "$tmp/replay$i"
 	rm -f /dev/shm/ibemu-v*-"$(id -u)-$IBEMU_NODE-replay$i"*
 done
 if cmp -s "$tmp/replay1" "$tmp/replay2" && grep -q "^received" "$tmp/replay1"; then
