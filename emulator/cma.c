@@ -298,6 +298,7 @@ bool cma_try(struct emu_qp *qp, struct wqe *w)
 	placing = &tp_shm_inbox(qp->peer)->placing[qp->hca->node.proc_slot];
 	atomic_store(placing, (uint64_t)qp->attr.dest_qp_num << 32 | w->rkey);
 	atomic_thread_fence(memory_order_seq_cst);
+	fault_point(FAULT_AT_PLACE);
 	n = cma_place(qp, w, write);
 	atomic_store_explicit(placing, 0, memory_order_release);
 	if (n == (ssize_t)w->length)

@@ -169,6 +169,26 @@ void comp_retire_locked(struct emu_qp *qp)
 }
 
 /*
+ * The responder has executed every request up to psn.  Beyond what it
+ * had acknowledged before, that is forward progress: the retry budget is
+ * whole again (IBA 9.7.6.1), as it counts the attempts at one PSN, not
+ * the losses of a busy QP, whose NAKs name ever later PSNs while its
+ * oldest READ is still being answered.
+ */
+static void comp_progress(struct emu_qp *qp, uint32_t psn)
+{
+	if (psn_cmp(psn, qp->comp.acked_psn) <= 0 ||
+	    psn_cmp(psn, qp->req.psn) >= 0)
+		return;
+	qp->comp.acked_psn = psn;
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	/* The transport timer waits for progress, not for the head of
+	 * the queue to complete: restart it (IBA 9.7.6.1.1). */
+	qp->comp.deadline = 0;
+	comp_arm_timer_locked(qp);
+}
+
+/*
  * Everything up to and including psn is acknowledged (IBA 9.7.5.1).
  * Reads and atomics complete with their responses only: one that an
  * acknowledgement passes had its responses lost, since a responder
@@ -230,10 +250,10 @@ static struct wqe *comp_oldest(struct emu_qp *qp)
 	return NULL;
 }
 
-/* A sequence error, told or implied: resend from the oldest WQE not yet
- * answered while the retry budget lasts (IBA 9.7.5.2.1, 9.7.6.1.3); during
- * an RNR wait the resend is already scheduled. */
-static void comp_seq_retry(struct emu_qp *qp)
+/* A sequence error, told or implied: resend from psn while the retry
+ * budget lasts (IBA 9.7.5.2.1, 9.7.6.1.3); during an RNR wait the resend
+ * is already scheduled. */
+static void comp_seq_retry(struct emu_qp *qp, uint32_t psn)
 {
 	struct wqe *w;
 
@@ -246,14 +266,23 @@ static void comp_seq_retry(struct emu_qp *qp)
 		return;
 	}
 	qp->comp.retry_left--;
-	req_rewind_locked(qp);
+	req_rewind_from_locked(qp, psn);
+}
+
+/* Where a READ or atomic whose responses were lost resumes: a READ at
+ * its first response missing, an atomic whole. */
+static uint32_t comp_resume_psn(const struct wqe *w)
+{
+	return w->opcode == IBV_WR_RDMA_READ ? w->read_next : w->first_psn;
 }
 
 /* Acknowledge up to psn; an implied NAK is a sequence error. */
 static void comp_ack(struct emu_qp *qp, uint32_t psn)
 {
-	if (comp_ack_upto(qp, psn))
-		comp_seq_retry(qp);
+	struct wqe *lost = comp_ack_upto(qp, psn);
+
+	if (lost)
+		comp_seq_retry(qp, comp_resume_psn(lost));
 }
 
 static void comp_nak(struct emu_qp *qp, uint32_t psn, uint8_t code)
@@ -266,10 +295,14 @@ static void comp_nak(struct emu_qp *qp, uint32_t psn, uint8_t code)
 	};
 	struct wqe *w;
 
-	/* A NAK acknowledges every earlier PSN (IBA 9.7.5.1.2). */
-	if (comp_ack_upto(qp, psn_add(psn, BTH_PSN_MASK)) ||
-	    code == AETH_NAK_PSN_SEQ_ERR) {
-		comp_seq_retry(qp);
+	/* A NAK acknowledges every earlier PSN (IBA 9.7.5.1.2).  The
+	 * responder sends a NAK at once, ahead of READ responses it still
+	 * owes (resp.c): a READ or atomic it passes is not taken as lost. */
+	comp_ack_upto(qp, psn_add(psn, BTH_PSN_MASK));
+	comp_progress(qp, psn_add(psn, BTH_PSN_MASK));
+	if (code == AETH_NAK_PSN_SEQ_ERR) {
+		/* Sequence error: resend from psn (IBA 9.7.5.2.1). */
+		comp_seq_retry(qp, psn);
 		return;
 	}
 	w = comp_find(qp, psn);
@@ -288,10 +321,8 @@ static void comp_rnr(struct emu_qp *qp, uint32_t psn, uint8_t timer)
 {
 	struct wqe *w;
 
-	if (comp_ack_upto(qp, psn_add(psn, BTH_PSN_MASK))) {
-		comp_seq_retry(qp);
-		return;
-	}
+	/* As for a NAK: a READ or atomic it passes is not taken as lost. */
+	comp_ack_upto(qp, psn_add(psn, BTH_PSN_MASK));
 	w = comp_find(qp, psn);
 	if (!w)
 		w = comp_oldest(qp);
@@ -304,7 +335,7 @@ static void comp_rnr(struct emu_qp *qp, uint32_t psn, uint8_t timer)
 		}
 		qp->comp.rnr_left--;
 	}
-	req_rewind_locked(qp);
+	req_rewind_from_locked(qp, psn);
 	qp->comp.deadline = 0;
 	qp->comp.rnr_resume = engine_now_ns() + rnr_timer_us[timer & 31] * 1000ull;
 	engine_pending_add_locked(qp);
@@ -327,7 +358,7 @@ static bool comp_read_resp_fits(const struct emu_qp *qp, const struct wqe *w,
 
 static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 {
-	struct wqe *w = comp_find(qp, p->psn);
+	struct wqe *w = comp_find(qp, p->psn), *lost;
 	uint32_t off;
 
 	if (!w || w->opcode != IBV_WR_RDMA_READ)
@@ -336,15 +367,24 @@ static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 		return; /* a response to a READ re-issued: seen already */
 	off = (uint32_t)psn_cmp(p->psn, w->first_psn) * qp->mtu;
 	if (!comp_read_resp_fits(qp, w, p, off)) {
+		/* Once the READ is re-issued, the responses of the old
+		 * stream still on their way do not fit either: ignored, as
+		 * a responder NAKs a gap once (IBA 9.7.5.2.1), or each of
+		 * them would re-issue it again and spend a retry. */
+		if (w->read_reissued)
+			return;
 		/* A response went missing (or does not fit): an implied
 		 * sequence error, the READ is re-issued (IBA 9.7.5.2.1,
 		 * 9.7.5.1.3). */
 		comp_nak(qp, w->read_next, AETH_NAK_PSN_SEQ_ERR);
 		return;
 	}
+	w->read_reissued = false; /* the new stream has begun */
+	comp_progress(qp, p->psn);
 	/* A response acknowledges every earlier request (IBA 9.7.5.1.3). */
-	if (comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK))) {
-		comp_seq_retry(qp);
+	lost = comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK));
+	if (lost) {
+		comp_seq_retry(qp, comp_resume_psn(lost));
 		return;
 	}
 	if (p->paylen && sge_copy(qp, w->sge, w->num_sge, off,
@@ -359,13 +399,15 @@ static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 
 static void comp_atomic_ack(struct emu_qp *qp, const struct pkt *p)
 {
-	struct wqe *w = comp_find(qp, p->psn);
+	struct wqe *w = comp_find(qp, p->psn), *lost;
 	uint64_t orig;
 
 	if (!w || !wr_is(w->opcode, WR_ATOMIC))
 		return;
-	if (comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK))) {
-		comp_seq_retry(qp);
+	comp_progress(qp, p->psn);
+	lost = comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK));
+	if (lost) {
+		comp_seq_retry(qp, comp_resume_psn(lost));
 		return;
 	}
 	orig = pkt_atmack_orig(p);
@@ -435,6 +477,7 @@ void comp_recv_locked(struct emu_qp *qp, const struct pkt *p)
 		return;
 	case COMP_ACK:
 		comp_ack(qp, p->psn);
+		comp_progress(qp, p->psn);
 		break;
 	case COMP_RNR_NAK:
 		comp_rnr(qp, p->psn, pkt_aeth_syndrome(p) & 0x1f);

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "fault.h"
 #include "hca.h"
 #include "hdr.h"
 #include "inbox.h"
@@ -46,6 +47,7 @@ struct engine {
 	pthread_t thread;
 	atomic_bool stop;
 	atomic_uint app_polled; /* poll_cq ran since the thread looked */
+	struct fault *faults; /* IBEMU_FAULTS (fault.c); NULL: none */
 };
 
 
@@ -106,6 +108,7 @@ void engine_flush_acks_locked(struct engine *e);
 /* req.c */
 void req_run_locked(struct emu_qp *qp);
 void req_rewind_locked(struct emu_qp *qp);
+void req_rewind_from_locked(struct emu_qp *qp, uint32_t psn);
 int req_resolve_peer_locked(struct emu_qp *qp);
 
 /* resp.c */

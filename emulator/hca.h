@@ -126,6 +126,8 @@ struct qp_comp {
 	uint8_t retry_left, rnr_left;
 	bool sqd_notify; /* raise SQ_DRAINED when the SQ drains */
 	uint64_t peer_taken; /* the peer's count when the timer was armed */
+	/* the last PSN the responder is known to have executed */
+	uint32_t acked_psn;
 };
 
 /*

@@ -89,6 +89,7 @@ void pkt_send(struct pkt_out *out)
 	/* Captured before publishing: the receiver may reuse the slot. */
 	if (pcap_enabled())
 		pcap_write(out->pkt.hdr, out->base);
+	fault_point(FAULT_AT_PUBLISH);
 	out->e->tp->pkt_send(out->dst, &out->pkt);
 }
 
@@ -256,14 +257,21 @@ void engine_recv_locked(struct engine *e, const struct tp_pkt *in)
 		engine_dispatch(e, &p);
 }
 
-/* Drain up to max packets; caller holds engine.lock.  Returns count. */
+/* Drain up to max packets; caller holds engine.lock.  Returns count.
+ * With IBEMU_FAULTS every packet passes the injector (fault.c), which
+ * may also hand over packets it held back. */
 static unsigned int engine_drain(struct engine *e, unsigned int max)
 {
 	struct tp_pkt in;
 	unsigned int n = 0;
 
+	if (__builtin_expect(e->faults != NULL, 0))
+		fault_flush(e);
 	while (n < max && e->tp->pkt_peek(e, &in)) {
-		engine_recv_locked(e, &in);
+		if (__builtin_expect(e->faults != NULL, 0))
+			fault_recv(e, &in);
+		else
+			engine_recv_locked(e, &in);
 		e->tp->pkt_release(e, &in);
 		n++;
 	}
@@ -315,6 +323,8 @@ static uint64_t engine_run_pending(struct engine *e, bool *busy)
 			engine_pending_requeue(e, qp);
 		pthread_mutex_unlock(&qp->lock);
 	}
+	if (e->faults) /* packets held back are due too */
+		next = fault_next_due(e, next);
 	atomic_store_explicit(&e->next_deadline, next, memory_order_relaxed);
 	atomic_store_explicit(&e->busy, *busy, memory_order_relaxed);
 	return next;
@@ -424,6 +434,8 @@ static void *engine_thread(void *arg)
 			next = engine_run_pending(e, &busy);
 		else
 			atomic_store(&e->pending_new, false);
+		if (e->faults)
+			next = fault_next_due(e, next);
 		pthread_mutex_unlock(&e->lock);
 		if (atomic_load(&e->stop))
 			break;
@@ -470,9 +482,14 @@ int engine_start(struct emu_hca *hca)
 	}
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->pending_lock, NULL);
-	ret = e->tp->open(e);
+	/* A malformed IBEMU_FAULTS refuses the device rather than run
+	 * without the faults asked for. */
+	ret = fault_open(e);
 	if (ret)
 		goto err_qps;
+	ret = e->tp->open(e);
+	if (ret)
+		goto err_faults;
 	hca->engine = e;
 	pcap_open();
 	ret = pthread_create(&e->thread, NULL, engine_thread, e);
@@ -484,6 +501,8 @@ int engine_start(struct emu_hca *hca)
 
 err_tp:
 	e->tp->close(e);
+err_faults:
+	fault_forget(e);
 err_qps:
 	free(e->qps);
 err_free:
@@ -501,6 +520,7 @@ void engine_forget(struct emu_hca *hca)
 	if (!e)
 		return;
 	e->tp->forget(e);
+	fault_forget(e);
 	free(e->qps);
 	free(e);
 }
@@ -515,6 +535,7 @@ void engine_stop(struct emu_hca *hca)
 	e->tp->wake(e);
 	pthread_join(e->thread, NULL);
 	hca->engine = NULL;
+	fault_close(e);
 	e->tp->close(e);
 	free(e->qps);
 	free(e);

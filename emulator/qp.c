@@ -429,8 +429,10 @@ static void qp_engine_transition_locked(struct emu_qp *qp,
 		if (qp->type != IBV_QPT_UD)
 			req_resolve_peer_locked(qp);
 	}
-	if (mask & IBV_QP_SQ_PSN)
+	if (mask & IBV_QP_SQ_PSN) {
 		qp->req.psn = qp->attr.sq_psn;
+		qp->comp.acked_psn = psn_add(qp->attr.sq_psn, BTH_PSN_MASK);
+	}
 	if (next == IBV_QPS_RTS && cur != IBV_QPS_RTS) {
 		qp->comp.retry_left = qp->attr.retry_cnt;
 		qp->comp.rnr_left = qp->attr.rnr_retry;

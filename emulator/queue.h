@@ -44,6 +44,10 @@ struct wqe {
 	uint32_t first_psn, last_psn;
 	uint32_t sent; /* bytes sent */
 	uint32_t read_next; /* RDMA READ: the response PSN expected next */
+	/* RDMA READ: re-issued, and no response of the new stream has come
+	 * yet; what arrives out of sequence meanwhile is left over from the
+	 * old one (comp.c) */
+	bool read_reissued;
 	struct ibv_sge sge[];
 };
 

@@ -232,6 +232,12 @@ static void req_fill_reth(struct pkt_out *out, const struct wqe *w)
 	out_set_reth(out, w->remote_addr, w->rkey, w->length);
 }
 
+/* Bytes of a READ already in place: the responses before read_next. */
+static uint32_t req_read_done(const struct emu_qp *qp, const struct wqe *w)
+{
+	return (uint32_t)psn_cmp(w->read_next, w->first_psn) * qp->mtu;
+}
+
 /* Send the (remaining) packets of w: REQ_SENT, or REQ_BLOCKED if the
  * peer's inbox is full, or REQ_LOCAL_ERROR. */
 static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w)
@@ -248,14 +254,20 @@ static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w)
 		dst = qp->peer;
 
 	if (wr_is(w->opcode, WR_RD_ATOMIC)) {
+		/* A READ re-issued asks for what is still missing, from the
+		 * first response not received, its address and length
+		 * moved on as far (IBA 9.7.4.1.5, 9.7.5.2.1); the
+		 * responder answers from that PSN. */
+		off = w->opcode == IBV_WR_RDMA_READ ? req_read_done(qp, w) : 0;
 		opcode = req_opcode(qp, w, true, true);
 		if (!dst)
 			return REQ_SENT; /* no such peer: lost, the timer fires */
-		if (!pkt_begin(&out, dst, qp, opcode, dqpn, w->first_psn, true,
-			       0))
+		if (!pkt_begin(&out, dst, qp, opcode, dqpn,
+			       psn_add(w->first_psn, off / qp->mtu), true, 0))
 			return REQ_BLOCKED;
 		if (out.op->mask & OPM_RETH) {
-			req_fill_reth(&out, w);
+			out_set_reth(&out, w->remote_addr + off, w->rkey,
+				     w->length - off);
 		} else {
 			bool cas = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
 
@@ -374,6 +386,7 @@ static enum req_step req_start_wqe(struct emu_qp *qp, struct wqe *w)
 	qp->req.psn = psn_add(w->first_psn, n);
 	w->sent = 0;
 	w->read_next = w->first_psn;
+	w->read_reissued = false;
 	w->state = WQE_SENDING;
 	if (rd_atomic)
 		qp->req.rd_atomic++;
@@ -465,6 +478,39 @@ void req_run_locked(struct emu_qp *qp)
 	}
 }
 
+/*
+ * Resend from psn, with the same PSNs: a sequence-error or RNR NAK names
+ * the first request to resend (IBA 9.7.5.2.1, 9.7.5.2.8).  The WQE that
+ * holds psn resumes at that packet, the responder being inside its
+ * message; a READ resumes at its first response missing; an atomic and
+ * a pulled SEND start again whole.
+ * The WQEs before psn are left alone: a READ among them still takes the
+ * responses the responder queued before the NAK.
+ */
+void req_rewind_from_locked(struct emu_qp *qp, uint32_t psn)
+{
+	uint32_t i, first = qp->sq.tail;
+	struct wqe *w;
+
+	for (i = qp->sq.head; i != qp->req.next; i++) {
+		w = wqe_ring_at(&qp->sq, i);
+		if (w->state != WQE_SENT && w->state != WQE_SENDING)
+			continue;
+		if (psn_cmp(w->last_psn, psn) < 0)
+			continue;
+		if (first == qp->sq.tail)
+			first = i;
+		w->state = WQE_SENDING;
+		w->sent = 0;
+		w->read_reissued = w->opcode == IBV_WR_RDMA_READ;
+		if (!wr_is(w->opcode, WR_RD_ATOMIC) && !w->pulled &&
+		    psn_cmp(psn, w->first_psn) > 0)
+			w->sent = (uint32_t)psn_cmp(psn, w->first_psn) * qp->mtu;
+	}
+	if (first != qp->sq.tail)
+		qp->req.next = first;
+}
+
 /* Resend from the oldest WQE not yet answered, with the same PSNs. */
 void req_rewind_locked(struct emu_qp *qp)
 {
@@ -479,7 +525,7 @@ void req_rewind_locked(struct emu_qp *qp)
 			first = i;
 		w->state = WQE_SENDING;
 		w->sent = 0;
-		w->read_next = w->first_psn;
+		w->read_reissued = w->opcode == IBV_WR_RDMA_READ;
 	}
 	if (first != qp->sq.tail)
 		qp->req.next = first;

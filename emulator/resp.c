@@ -75,6 +75,7 @@ static void resp_ack(struct emu_qp *qp)
 		qp->resp.ack_pending = true;
 		return;
 	}
+	fault_point(FAULT_AT_ACK);
 	if (!resp_send_aeth(qp, psn_add(qp->resp.epsn, BTH_PSN_MASK),
 			    AETH_ACK | AETH_ACK_UNLIMITED)) {
 		qp->resp.ack_pending = true;
@@ -305,8 +306,10 @@ static void resp_send(struct emu_qp *qp, const struct pkt *p)
 	uint32_t mask = p->op->mask;
 
 	if (mask & OPM_FIRST) {
-		/* A WQE still held (a message that did not arrive) takes
-		 * this one. */
+		/* A receive WQE still held takes this one: UC's, of a
+		 * message dropped on the way (IBA 9.8.3: a dropped message
+		 * consumes no receive WQE), or one whose pulled data could
+		 * not be read from a sender that died. */
 		if (!qp->resp.has_wqe && !resp_take_wqe(qp)) {
 			resp_rnr(qp, p);
 			return;
@@ -433,6 +436,7 @@ static void resp_write(struct emu_qp *qp, const struct pkt *p)
 		}
 		qp->resp.wva += p->paylen;
 		qp->resp.remaining -= p->paylen;
+		fault_point(FAULT_AT_WRITE);
 	}
 	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
 	if (mask & OPM_LAST) {
@@ -621,6 +625,34 @@ full:
 	engine_pending_add_locked(qp);
 }
 
+/*
+ * A duplicate READ request at psn: the requester has given up the
+ * responses from psn on, and resends every request after it.  The
+ * responses still owed from there are dropped, the duplicate taking
+ * their place (IBA 9.7.4.1.2: a duplicate READ is answered anew), so
+ * that re-issued READs never hold more responder resources than
+ * max_dest_rd_atomic and a new READ is not refused for want of them.
+ */
+static void resp_read_cancel_from(struct emu_qp *qp, uint32_t psn)
+{
+	const struct resp_reply *r;
+	uint32_t i, last;
+
+	if (!qp->resp.replies)
+		return;
+	for (i = qp->resp.replies_head; i != qp->resp.replies_tail;
+	     i = (i + 1) % qp->resp.replies_size) {
+		r = &qp->resp.replies[i];
+		last = r->atomic ? r->psn
+				 : psn_add(r->psn,
+					   psn_span(r->left, qp->mtu) - 1);
+		if (psn_cmp(last, psn) >= 0) {
+			qp->resp.replies_tail = i;
+			return;
+		}
+	}
+}
+
 /* Execute a READ request: check it and queue its responses.  A
  * duplicate that finds the queue full is dropped: the requester resends. */
 static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
@@ -642,6 +674,8 @@ static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
 			return false;
 		}
 	}
+	if (dup)
+		resp_read_cancel_from(qp, p->psn);
 	/* More outstanding reads than the responder resources granted
 	 * (max_dest_rd_atomic, manual 6.1.4). */
 	/* The READ's AETHs carry the MSN it completes (IBA 9.7.5.1.3);
@@ -770,6 +804,7 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 	}
 	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
 	qp->resp.msn++;
+	fault_point(FAULT_AT_ATOMIC);
 	resp_atomic_save(qp, p->psn, orig);
 	resp_atomic_reply(qp, p->psn, qp->resp.msn, orig);
 }

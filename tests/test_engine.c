@@ -972,16 +972,29 @@ static void inject_read_resp(struct fixture *f, uint8_t opcode, uint32_t psn,
 	loop_inject(&resp);
 }
 
+/* A READ_REQUEST at psn asking for [va, va+len). */
+static void expect_read_req(const struct fixture *f, uint32_t psn,
+			    uint64_t va, uint32_t len)
+{
+	struct loop_pkt *req = expect_pkt(f, IB_OP_READ_REQUEST, psn);
+	const struct reth *reth = (const struct reth *)(
+		req->data + opcode_get(IB_OP_READ_REQUEST)->reth);
+
+	CU_ASSERT_EQUAL(be64toh(reth->va), va);
+	CU_ASSERT_EQUAL(be32toh(reth->len), len);
+	free(req);
+}
+
 /*
  * IBA 9.7.5.2.1 / 9.7.5.1.3: a READ response that is not the next one
  * expected (a MIDDLE lost) is an implied sequence error: the READ does
- * not complete with a hole, it is re-issued, and the full set of
- * responses then completes it with every byte.
+ * not complete with a hole, it is re-issued for what is missing, from the
+ * first response lost (IBA 9.7.4.1.5: its RETH moved on as far), and the
+ * responses to that complete it with every byte.
  */
 static void test_comp_read_gap(void)
 {
 	uint32_t len = 2500, mtu = 1024;
-	struct loop_pkt *req;
 	struct fixture f;
 	uint8_t data[2500];
 
@@ -994,16 +1007,141 @@ static void test_comp_read_gap(void)
 	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN, data, mtu);
 	inject_read_resp(&f, IB_OP_READ_RESPONSE_LAST, SQ_PSN + 2,
 			 data + 2 * mtu, len - 2 * mtu);
-	req = expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN);
-	free(req);
+	/* Re-issued for what is missing, from the first gap. */
+	expect_read_req(&f, SQ_PSN + 1, 0x123456789000ull + mtu, len - mtu);
 	expect_no_wc(&f);
-	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN, data, mtu);
-	inject_read_resp(&f, IB_OP_READ_RESPONSE_MIDDLE, SQ_PSN + 1,
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN + 1,
 			 data + mtu, mtu);
 	inject_read_resp(&f, IB_OP_READ_RESPONSE_LAST, SQ_PSN + 2,
 			 data + 2 * mtu, len - 2 * mtu);
 	expect_send_wc(&f, 87, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, len);
 	CU_ASSERT(memcmp(f.buf + LOCAL_OFF, data, len) == 0);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 9.7.5.2.1: after a missing READ response the READ is re-issued
+ * once.  The responses of the first stream already on their way (here
+ * two behind the gap) are left over, not further gaps: each of them used
+ * to re-issue the READ again and spend a retry, so a loss followed by a
+ * few stragglers ended in RETRY_EXC_ERR.  With retry_cnt 1 the READ must
+ * still complete, every byte in place.
+ */
+static void test_comp_read_gap_stragglers(void)
+{
+	struct qp_params params = default_params;
+	uint32_t len = 3500, mtu = 1024, i;
+	struct fixture f;
+	uint8_t data[3500];
+
+	params.retry_cnt = 1;
+	fx_setup(&f, &params);
+	fill(data, len, 23);
+	memset(f.buf + LOCAL_OFF, 0, len);
+	fx_post_send(&f, 88, IBV_WR_RDMA_READ, LOCAL_OFF, len,
+		     0x123456789000ull, 0xabcd01);
+	free(expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN));
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN, data, mtu);
+	/* SQ_PSN + 1 is lost; two more of the first stream follow. */
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_MIDDLE, SQ_PSN + 2,
+			 data + 2 * mtu, mtu);
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_LAST, SQ_PSN + 3,
+			 data + 3 * mtu, len - 3 * mtu);
+	expect_read_req(&f, SQ_PSN + 1, 0x123456789000ull + mtu, len - mtu);
+	CU_ASSERT(loop_settle(hca->engine, WAIT_MS));
+	expect_quiet(); /* re-issued once only */
+	expect_no_wc(&f);
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN + 1,
+			 data + mtu, mtu);
+	for (i = 2; i < 3; i++)
+		inject_read_resp(&f, IB_OP_READ_RESPONSE_MIDDLE, SQ_PSN + i,
+				 data + i * mtu, mtu);
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_LAST, SQ_PSN + 3,
+			 data + 3 * mtu, len - 3 * mtu);
+	expect_send_wc(&f, 88, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, len);
+	CU_ASSERT(memcmp(f.buf + LOCAL_OFF, data, len) == 0);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 9.7.5.2.1: a sequence-error NAK names the first PSN to resend.  The
+ * requester resumes there, in the middle of a message if that is where
+ * the responder stopped, and does not re-issue a READ before that PSN,
+ * whose responses the responder queued before the NAK: re-issuing it
+ * (and everything after) on every NAK spent the retries of a busy QP.
+ */
+static void test_comp_nak_resend_from_psn(void)
+{
+	uint32_t len = 3000, mtu = 1024;
+	struct loop_pkt *p;
+	struct fixture f;
+	uint8_t data[256];
+
+	fx_setup(&f, &default_params);
+	fill(data, sizeof(data), 29);
+	fill(f.buf + LOCAL_OFF + 256, len, 31);
+	fx_post_send(&f, 90, IBV_WR_RDMA_READ, LOCAL_OFF, sizeof(data),
+		     0x123456789000ull, 0xabcd01);
+	free(expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN));
+	fx_post_send(&f, 91, IBV_WR_SEND, LOCAL_OFF + 256, len, 0, 0);
+	free(expect_pkt(&f, IB_OP_SEND_FIRST, SQ_PSN + 1));
+	free(expect_pkt(&f, IB_OP_SEND_MIDDLE, SQ_PSN + 2));
+	free(expect_pkt(&f, IB_OP_SEND_LAST, SQ_PSN + 3));
+	/* The responder took the READ and the SEND's FIRST, lost the
+	 * MIDDLE. */
+	inject_ack(&f, SQ_PSN + 2, AETH_NAK | AETH_NAK_PSN_SEQ_ERR, 1);
+	p = expect_pkt(&f, IB_OP_SEND_MIDDLE, SQ_PSN + 2);
+	CU_ASSERT(memcmp(pkt_data(p), f.buf + LOCAL_OFF + 256 + mtu, mtu) ==
+		  0);
+	free(p);
+	free(expect_pkt(&f, IB_OP_SEND_LAST, SQ_PSN + 3));
+	expect_quiet();
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_ONLY, SQ_PSN, data,
+			 sizeof(data));
+	expect_send_wc(&f, 90, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, sizeof(data));
+	CU_ASSERT(memcmp(f.buf + LOCAL_OFF, data, sizeof(data)) == 0);
+	inject_ack(&f, SQ_PSN + 3, AETH_ACK | AETH_ACK_UNLIMITED, 2);
+	expect_send_wc(&f, 91, IBV_WC_SUCCESS, IBV_WC_SEND, len);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 9.7.6.1: the retry budget counts attempts without forward progress.
+ * Two NAKs naming ever later PSNs show the responder moving on, while the
+ * READ at the head still waits for its response: with retry_cnt 1 the
+ * second NAK must not end the QP in RETRY_EXC_ERR, as it did when only a
+ * completion at the head restored the budget.
+ */
+static void test_comp_nak_progress_restores_retries(void)
+{
+	struct qp_params params = default_params;
+	struct fixture f;
+	uint8_t data[64];
+	int i;
+
+	params.retry_cnt = 1;
+	fx_setup(&f, &params);
+	fill(data, sizeof(data), 37);
+	fx_post_send(&f, 92, IBV_WR_RDMA_READ, LOCAL_OFF, sizeof(data),
+		     0x123456789000ull, 0xabcd01);
+	free(expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN));
+	for (i = 1; i <= 3; i++)
+		post_and_see_send(&f, 92 + i, SQ_PSN + i, 40 + i);
+	inject_ack(&f, SQ_PSN + 2, AETH_NAK | AETH_NAK_PSN_SEQ_ERR, 2);
+	expect_resend(&f, SQ_PSN + 2, 42);
+	expect_resend(&f, SQ_PSN + 3, 43);
+	inject_ack(&f, SQ_PSN + 3, AETH_NAK | AETH_NAK_PSN_SEQ_ERR, 3);
+	expect_resend(&f, SQ_PSN + 3, 43);
+	expect_no_wc(&f);
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_ONLY, SQ_PSN, data,
+			 sizeof(data));
+	expect_send_wc(&f, 92, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, sizeof(data));
+	inject_ack(&f, SQ_PSN + 3, AETH_ACK | AETH_ACK_UNLIMITED, 4);
+	for (i = 1; i <= 3; i++)
+		expect_send_wc(&f, 92 + i, IBV_WC_SUCCESS, IBV_WC_SEND, 64);
 	expect_quiet();
 	fx_teardown(&f);
 }
@@ -1115,6 +1253,10 @@ int main(void)
 		{ "comp_nak_psn_seq", test_comp_nak_psn_seq },
 		{ "comp_read", test_comp_read },
 		{ "comp_read_gap", test_comp_read_gap },
+		{ "comp_read_gap_stragglers", test_comp_read_gap_stragglers },
+		{ "comp_nak_resend_from_psn", test_comp_nak_resend_from_psn },
+		{ "comp_nak_progress_restores_retries",
+		  test_comp_nak_progress_restores_retries },
 		{ NULL, NULL },
 	};
 	int ret;
