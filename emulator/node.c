@@ -612,15 +612,23 @@ int32_t node_qpn_owner_slot(struct node *node, uint32_t qpn)
 	return owner > 0 && owner <= IBEMU_MAX_PROCS ? owner - 1 : -1;
 }
 
+/* The entry of qpn, or NULL outside the QPN space. */
+static struct node_qp *node_qp_entry(struct node *node, uint32_t qpn)
+{
+	uint32_t idx = qpn - IBEMU_QPN_FIRST;
+
+	if (qpn < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
+		return NULL;
+	return &node->seg->qps[idx];
+}
+
 void node_qp_publish(struct node *node, uint32_t qpn, uint32_t state,
 		     uint32_t access, uint64_t pd_id)
 {
-	uint32_t idx = qpn - IBEMU_QPN_FIRST;
-	struct node_qp *q;
+	struct node_qp *q = node_qp_entry(node, qpn);
 
-	if (qpn < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
+	if (!q)
 		return;
-	q = &node->seg->qps[idx];
 	seq_write_begin(&q->seq);
 	SEQ_SET(q->state, state);
 	SEQ_SET(q->access, access);
@@ -630,12 +638,10 @@ void node_qp_publish(struct node *node, uint32_t qpn, uint32_t state,
 
 void node_qp_publish_pull(struct node *node, uint32_t qpn, uint64_t pull_from)
 {
-	uint32_t idx = qpn - IBEMU_QPN_FIRST;
-	struct node_qp *q;
+	struct node_qp *q = node_qp_entry(node, qpn);
 
-	if (qpn < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
+	if (!q)
 		return;
-	q = &node->seg->qps[idx];
 	seq_write_begin(&q->seq);
 	SEQ_SET(q->pull_from, pull_from);
 	seq_write_end(&q->seq);

@@ -511,22 +511,18 @@ void req_rewind_from_locked(struct emu_qp *qp, uint32_t psn)
 		qp->req.next = first;
 }
 
-/* Resend from the oldest WQE not yet answered, with the same PSNs. */
+/* Resend from the oldest WQE not yet answered, with the same PSNs, from
+ * its start. */
 void req_rewind_locked(struct emu_qp *qp)
 {
-	uint32_t i, first = qp->sq.tail;
 	struct wqe *w;
+	uint32_t i;
 
 	for (i = qp->sq.head; i != qp->req.next; i++) {
 		w = wqe_ring_at(&qp->sq, i);
-		if (w->state != WQE_SENT && w->state != WQE_SENDING)
-			continue;
-		if (first == qp->sq.tail)
-			first = i;
-		w->state = WQE_SENDING;
-		w->sent = 0;
-		w->read_reissued = w->opcode == IBV_WR_RDMA_READ;
+		if (w->state == WQE_SENT || w->state == WQE_SENDING) {
+			req_rewind_from_locked(qp, w->first_psn);
+			return;
+		}
 	}
-	if (first != qp->sq.tail)
-		qp->req.next = first;
 }

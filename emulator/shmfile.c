@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -249,6 +250,22 @@ void shmfile_unlink(const char *name)
 		return;
 	unlinkat(dfd, name, 0);
 	close(dfd);
+}
+
+void shmfile_unlink_node(const char *node)
+{
+	char pattern[PATH_MAX], name[128];
+	glob_t g;
+	size_t i;
+
+	snprintf(name, sizeof(name), "v*-%s*", node);
+	if (shmfile_path(pattern, sizeof(pattern), name))
+		return;
+	if (glob(pattern, 0, NULL, &g))
+		return;
+	for (i = 0; i < g.gl_pathc; i++)
+		unlink(g.gl_pathv[i]);
+	globfree(&g);
 }
 
 void shmfile_unlink_if_same(const char *name, int fd)

@@ -47,6 +47,9 @@ int shmfile_open(const char *name, const char *what);
 int shmfile_map(int fd, size_t size, void **map_p);
 /* Remove name. */
 void shmfile_unlink(const char *name);
+/* Remove every file of the node $IBEMU_NODE=node names (its segment and
+ * its processes' inboxes), for tests that leave nothing behind. */
+void shmfile_unlink_node(const char *node);
 /* Remove name only if it still names the file behind fd. */
 void shmfile_unlink_if_same(const char *name, int fd);
 /* The full path of name, for messages and tools; 0 or -ENAMETOOLONG. */

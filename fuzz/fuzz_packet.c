@@ -36,7 +36,6 @@
 #include "config.h"
 
 #include <endian.h>
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,18 +229,7 @@ static void region_init(struct fz_region *r, uint64_t iova, int access)
 
 static void drop_node(void)
 {
-	char pattern[256], name[96];
-	glob_t g;
-	size_t i;
-
-	snprintf(name, sizeof(name), "v*-%s*", node_name);
-	if (shmfile_path(pattern, sizeof(pattern), name))
-		return;
-	if (glob(pattern, 0, NULL, &g))
-		return;
-	for (i = 0; i < g.gl_pathc; i++)
-		unlink(g.gl_pathv[i]);
-	globfree(&g);
+	shmfile_unlink_node(node_name);
 }
 
 static void fz_exit(void)

@@ -26,43 +26,12 @@
 
 #include "cma.h"
 #include "engine.h"
+#include "fuzz_input.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct inbox *ib;
-
-/* The input, consumed front to back; zeros once it runs out. */
-struct input {
-	const uint8_t *p;
-	size_t n;
-};
-
-static void take(struct input *in, void *dst, size_t len)
-{
-	size_t k = in->n < len ? in->n : len;
-
-	memcpy(dst, in->p, k);
-	memset((uint8_t *)dst + k, 0, len - k);
-	in->p += k;
-	in->n -= k;
-}
-
-static uint64_t take64(struct input *in)
-{
-	uint64_t v;
-
-	take(in, &v, sizeof(v));
-	return v;
-}
-
-static uint32_t take32(struct input *in)
-{
-	uint32_t v;
-
-	take(in, &v, sizeof(v));
-	return v;
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -11,27 +11,8 @@
 # (only their descriptor is a packet): the full-size RC run therefore
 # uses IBEMU_CMA=0, where every byte travels as packets, and a smaller
 # run checks the default mode under the same faults.
-. "$(dirname "$0")/lib.sh"
-prog=$IBEMU_BUILDDIR/tests/fault_inject
-faults="drop:0.01,dup:0.01,reorder:0.01"
+. "$(dirname "$0")/fault-lib.sh"
 : "${FAULT_RC_MIB:=1024}"
-
-run() {
-	local name=$1
-	shift
-	LD_PRELOAD=$IBEMU_LIB_PATH "$@" > "$tmp/out" 2>&1
-	local rc=$?
-	[ "$rc" = 77 ] && { echo "SKIP: no device"; exit 77; }
-	if [ "$rc" = 0 ]; then
-		pass "$name"
-	else
-		sed 's/^/    /' "$tmp/out" | tail -20
-		fail "$name (exit $rc)"
-	fi
-}
-
-tmp=$(mktemp -d)
-trap 'ibemu_cleanup; rm -rf "$tmp"' EXIT
 
 IBEMU_CMA=0 IBEMU_FAULTS="$faults,seed=1" run "rc: $FAULT_RC_MIB MiB per QP, packets only" "$prog" rc "$FAULT_RC_MIB"
 grep -h "IBEMU_FAULTS: process" "$tmp/out" | sed 's/^/    /'

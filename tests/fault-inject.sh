@@ -4,26 +4,7 @@
 # message checked; the same seed injecting the same faults again; a kill
 # point; a malformed IBEMU_FAULTS refusing the device.  RC is
 # tests/fault-inject-rc.sh.
-. "$(dirname "$0")/lib.sh"
-prog=$IBEMU_BUILDDIR/tests/fault_inject
-faults="drop:0.01,dup:0.01,reorder:0.01"
-
-run() {
-	local name=$1
-	shift
-	LD_PRELOAD=$IBEMU_LIB_PATH "$@" > "$tmp/out" 2>&1
-	local rc=$?
-	[ "$rc" = 77 ] && { echo "SKIP: no device"; exit 77; }
-	if [ "$rc" = 0 ]; then
-		pass "$name"
-	else
-		sed 's/^/    /' "$tmp/out" | tail -20
-		fail "$name (exit $rc)"
-	fi
-}
-
-tmp=$(mktemp -d)
-trap 'ibemu_cleanup; rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/fault-lib.sh"
 
 IBEMU_FAULTS="$faults,delay:0.01:50,seed=3" run "uc: 4000 messages per QP" "$prog" uc 4000
 grep "^received" "$tmp/out" | sed 's/^/    /'

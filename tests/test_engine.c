@@ -15,7 +15,6 @@
 
 #include "unit.h"
 #include <fcntl.h>
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1212,18 +1211,7 @@ static void test_comp_blocked_times_out(void)
 /* Remove the node segment and anything else named for this node. */
 static void drop_node(void)
 {
-	char pattern[256], name[96];
-	glob_t g;
-	size_t i;
-
-	snprintf(name, sizeof(name), "v*-%s*", node_name);
-	if (shmfile_path(pattern, sizeof(pattern), name))
-		return;
-	if (glob(pattern, 0, NULL, &g))
-		return;
-	for (i = 0; i < g.gl_pathc; i++)
-		unlink(g.gl_pathv[i]);
-	globfree(&g);
+	shmfile_unlink_node(node_name);
 }
 
 int main(void)
