@@ -256,21 +256,23 @@ static int read_while(struct traffic *t, int fd, void *buf, size_t len)
 	return -1;
 }
 
+/* The RC QP between the survivor and its peer, the same on both sides. */
+static const struct rc_pair_attr peer_attr = {
+	.buf_len = BUF_LEN,
+	.mr_access = IBV_ACCESS_LOCAL_WRITE,
+	.cq_depth = 4 * DEPTH,
+	.max_send_wr = DEPTH,
+	.max_recv_wr = DEPTH,
+	.path_mtu = IBV_MTU_4096,
+	.timeout = PEER_TIMEOUT,
+	.retry_cnt = PEER_RETRY,
+	.rnr_retry = 7,
+};
+
 /* ---- the peer ---- */
 
 static int peer_main(int fd, uint32_t round)
 {
-	struct rc_pair_attr attr = {
-		.buf_len = BUF_LEN,
-		.mr_access = IBV_ACCESS_LOCAL_WRITE,
-		.cq_depth = 4 * DEPTH,
-		.max_send_wr = DEPTH,
-		.max_recv_wr = DEPTH,
-		.path_mtu = IBV_MTU_4096,
-		.timeout = PEER_TIMEOUT,
-		.retry_cnt = PEER_RETRY,
-		.rnr_retry = 7,
-	};
 	struct report mine, theirs;
 	struct rc_side s = { 0 };
 	struct rc_conn to;
@@ -281,7 +283,7 @@ static int peer_main(int fd, uint32_t round)
 	char c;
 
 	alarm(60); /* whatever happens to the survivor */
-	if (rc_pair_open(&s, &attr) ||
+	if (rc_pair_open(&s, &peer_attr) ||
 	    rc_xfer(fd, &s.me, sizeof(s.me), 1) ||
 	    rc_xfer(fd, &to, sizeof(to), 0) || rc_pair_connect(&s, &to))
 		return 1;
@@ -457,17 +459,6 @@ struct tally {
 static int round_run(const char *self, struct loopback *lo, uint32_t round,
 		     bool kill_it, unsigned int *seed, struct tally *tally)
 {
-	struct rc_pair_attr attr = {
-		.buf_len = BUF_LEN,
-		.mr_access = IBV_ACCESS_LOCAL_WRITE,
-		.cq_depth = 4 * DEPTH,
-		.max_send_wr = DEPTH,
-		.max_recv_wr = DEPTH,
-		.path_mtu = IBV_MTU_4096,
-		.timeout = PEER_TIMEOUT,
-		.retry_cnt = PEER_RETRY,
-		.rnr_retry = 7,
-	};
 	struct report mine, theirs, final;
 	struct rc_side s = { 0 };
 	struct rc_conn to;
@@ -483,7 +474,7 @@ static int round_run(const char *self, struct loopback *lo, uint32_t round,
 		say("round %u: cannot start the peer", round);
 		return -1;
 	}
-	if (rc_pair_open(&s, &attr) ||
+	if (rc_pair_open(&s, &peer_attr) ||
 	    rc_xfer(fd, &s.me, sizeof(s.me), 1) ||
 	    rc_xfer(fd, &to, sizeof(to), 0) || rc_pair_connect(&s, &to)) {
 		say("round %u: connection failed", round);
