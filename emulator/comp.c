@@ -257,6 +257,9 @@ static void comp_seq_retry(struct emu_qp *qp, uint32_t psn)
 {
 	struct wqe *w;
 
+	ibemu_trace("comp qp %#x sequence retry from psn %#x, %u retries left%s",
+		    qp->qpn, psn, qp->comp.retry_left,
+		    qp->comp.rnr_resume ? " (RNR wait)" : "");
 	if (qp->comp.rnr_resume)
 		return;
 	if (!qp->comp.retry_left) {
@@ -276,13 +279,38 @@ static uint32_t comp_resume_psn(const struct wqe *w)
 	return w->opcode == IBV_WR_RDMA_READ ? w->read_next : w->first_psn;
 }
 
+/*
+ * An implied NAK (IBA 9.7.5.1.3): the responses of lost, a READ or an
+ * atomic that an acknowledgement passed, did not come.  It is re-issued
+ * once: the acknowledgements of the requests resent behind it pass it
+ * again before its first response can come, and imply nothing new, until
+ * that response comes or the transport timer fires (9.7.6.1.3).
+ */
+static void comp_implied_nak(struct emu_qp *qp, const struct wqe *lost)
+{
+	uint32_t psn = comp_resume_psn(lost);
+
+	if (qp->comp.implied_retry && qp->comp.implied_psn == psn)
+		return;
+	qp->comp.implied_retry = true;
+	qp->comp.implied_psn = psn;
+	comp_seq_retry(qp, psn);
+}
+
+/* The first response to the request at psn came. */
+static void comp_answered(struct emu_qp *qp, uint32_t psn)
+{
+	if (qp->comp.implied_retry && psn_cmp(psn, qp->comp.implied_psn) >= 0)
+		qp->comp.implied_retry = false;
+}
+
 /* Acknowledge up to psn; an implied NAK is a sequence error. */
 static void comp_ack(struct emu_qp *qp, uint32_t psn)
 {
 	struct wqe *lost = comp_ack_upto(qp, psn);
 
 	if (lost)
-		comp_seq_retry(qp, comp_resume_psn(lost));
+		comp_implied_nak(qp, lost);
 }
 
 static void comp_nak(struct emu_qp *qp, uint32_t psn, uint8_t code)
@@ -380,11 +408,12 @@ static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 		return;
 	}
 	w->read_reissued = false; /* the new stream has begun */
+	comp_answered(qp, p->psn);
 	comp_progress(qp, p->psn);
 	/* A response acknowledges every earlier request (IBA 9.7.5.1.3). */
 	lost = comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK));
 	if (lost) {
-		comp_seq_retry(qp, comp_resume_psn(lost));
+		comp_implied_nak(qp, lost);
 		return;
 	}
 	if (p->paylen && sge_copy(qp, w->sge, w->num_sge, off,
@@ -404,10 +433,11 @@ static void comp_atomic_ack(struct emu_qp *qp, const struct pkt *p)
 
 	if (!w || !wr_is(w->opcode, WR_ATOMIC))
 		return;
+	comp_answered(qp, p->psn);
 	comp_progress(qp, p->psn);
 	lost = comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK));
 	if (lost) {
-		comp_seq_retry(qp, comp_resume_psn(lost));
+		comp_implied_nak(qp, lost);
 		return;
 	}
 	orig = pkt_atmack_orig(p);
@@ -520,6 +550,7 @@ uint64_t comp_timers_locked(struct emu_qp *qp, uint64_t now)
 	}
 	if (qp->comp.deadline && now >= qp->comp.deadline) {
 		qp->comp.deadline = 0;
+		qp->comp.implied_retry = false;
 		w = comp_oldest(qp);
 		if (w && comp_congested(qp)) {
 			comp_arm_timer_locked(qp);

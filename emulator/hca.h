@@ -128,6 +128,11 @@ struct qp_comp {
 	uint64_t peer_taken; /* the peer's count when the timer was armed */
 	/* the last PSN the responder is known to have executed */
 	uint32_t acked_psn;
+	/* A READ or atomic re-issued after an implied NAK, from this PSN,
+	 * whose first response has not come yet: later acknowledgements
+	 * that pass it imply nothing new (comp.c). */
+	bool implied_retry;
+	uint32_t implied_psn;
 };
 
 /*
