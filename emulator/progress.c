@@ -512,6 +512,12 @@ void engine_stop(struct emu_hca *hca)
 	if (!e)
 		return;
 	atomic_store(&e->stop, true);
+	/* Also through the sleeper's `more`: a wake counts only once the
+	 * sleep has begun (transport.h), and the thread may have looked at
+	 * stop just before this store and be on its way to sleep with no
+	 * timeout.  Sequentially consistent, after stop, as for
+	 * engine_pending_add_locked. */
+	atomic_store(&e->pending_new, true);
 	e->tp->wake(e);
 	pthread_join(e->thread, NULL);
 	hca->engine = NULL;
