@@ -420,10 +420,15 @@ static void *engine_thread(void *arg)
 		served = engine_drain(e, INBOX_SLOTS);
 		busy = false;
 		next = 0;
-		if (engine_has_pending(e))
+		/* The flag is taken before the list is looked at, in one
+		 * exchange: an adder queues its QP, then sets the flag, so
+		 * either its QP is seen here or its flag stays set for the
+		 * sleep.  Cleared after an empty look instead, it could be
+		 * cleared over a QP queued meanwhile, whose timer then ran
+		 * only at the next packet. */
+		if (atomic_exchange(&e->pending_new, false) ||
+		    engine_has_pending(e))
 			next = engine_run_pending(e, &busy);
-		else
-			atomic_store(&e->pending_new, false);
 		pthread_mutex_unlock(&e->lock);
 		if (atomic_load(&e->stop))
 			break;
