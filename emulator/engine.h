@@ -41,7 +41,9 @@ struct engine {
 	 * after a QP lock, never before one */
 	pthread_mutex_t pending_lock;
 	struct emu_qp *_Atomic pending; /* read unlocked: engine_has_pending */
-	atomic_bool pending_new; /* added since the last pass */
+	/* Added since the last pass, or engine_stop: the thread's sleep
+	 * returns at once while it is set (transport.h) */
+	atomic_bool pending_new;
 	atomic_bool busy; /* the last pass left work blocked */
 	_Atomic uint64_t next_deadline; /* earliest timer of the last pass */
 	pthread_t thread;

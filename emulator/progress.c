@@ -430,10 +430,15 @@ static void *engine_thread(void *arg)
 		served = engine_drain(e, INBOX_SLOTS);
 		busy = false;
 		next = 0;
-		if (engine_has_pending(e))
+		/* The flag is taken before the list is looked at, in one
+		 * exchange: an adder queues its QP, then sets the flag, so
+		 * either its QP is seen here or its flag stays set for the
+		 * sleep.  Cleared after an empty look instead, it could be
+		 * cleared over a QP queued meanwhile, whose timer then ran
+		 * only at the next packet. */
+		if (atomic_exchange(&e->pending_new, false) ||
+		    engine_has_pending(e))
 			next = engine_run_pending(e, &busy);
-		else
-			atomic_store(&e->pending_new, false);
 		if (e->faults)
 			next = fault_next_due(e, next);
 		pthread_mutex_unlock(&e->lock);
@@ -532,6 +537,12 @@ void engine_stop(struct emu_hca *hca)
 	if (!e)
 		return;
 	atomic_store(&e->stop, true);
+	/* Also through the sleeper's `more`: a wake counts only once the
+	 * sleep has begun (transport.h), and the thread may have looked at
+	 * stop just before this store and be on its way to sleep with no
+	 * timeout.  Sequentially consistent, after stop, as for
+	 * engine_pending_add_locked. */
+	atomic_store(&e->pending_new, true);
 	e->tp->wake(e);
 	pthread_join(e->thread, NULL);
 	hca->engine = NULL;

@@ -93,7 +93,10 @@ struct transport_ops {
 
 	/* The progress thread waits for packets: sleep until one comes, a
 	 * wake, *more, or the timeout (0: none); nap without asking
-	 * producers to wake it; wake a sleeper or napper. */
+	 * producers to wake it; wake a sleeper or napper.  As a futex, a
+	 * wake may count only if it comes after the sleep began: whatever
+	 * the caller looked at before calling sleep and must not miss is
+	 * announced in *more, which sleep checks after it began. */
 	void (*sleep)(struct engine *e, uint64_t timeout_ns, atomic_bool *more);
 	void (*nap)(struct engine *e, uint64_t timeout_ns);
 	void (*wake)(struct engine *e);

@@ -23,6 +23,8 @@ static struct {
 	atomic_bool sleeping;
 	int room; /* packets the peer still takes; < 0: no limit */
 	uint64_t taken; /* packets the peer took */
+	enum { HOLD_NONE, HOLD_ARMED, HOLD_HELD, HOLD_DONE } hold;
+	bool hold_timed_out; /* the held sleep ended by its bound */
 } loop = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.room = -1,
@@ -183,8 +185,8 @@ static void loop_pkt_release(struct engine *e, struct tp_pkt *pkt)
 }
 
 /* Wait for a packet, a wake, *more or the deadline; caller holds the
- * lock. */
-static void loop_wait_locked(uint64_t timeout_ns, atomic_bool *more)
+ * lock.  True if the deadline ended it. */
+static bool loop_wait_locked(uint64_t timeout_ns, atomic_bool *more)
 {
 	struct timespec ts;
 	int ret = 0;
@@ -200,6 +202,26 @@ static void loop_wait_locked(uint64_t timeout_ns, atomic_bool *more)
 			pthread_cond_wait(&loop.cond, &loop.lock);
 	}
 	loop.woken = false;
+	return ret == ETIMEDOUT && !loop.in_head && !(more && atomic_load(more));
+}
+
+/* Bound on a held sleep (loop_hold_sleep), whatever it waits for. */
+#define LOOP_HOLD_NS (1000ull * 1000 * 1000)
+
+/* The held sleep: wait for the wake that comes while the caller is on
+ * its way to sleep, then sleep as a futex does, for which that wake came
+ * too early: only a packet, *more, or a later wake end it.  Caller holds
+ * the lock. */
+static void loop_sleep_held_locked(atomic_bool *more)
+{
+	loop.hold = HOLD_HELD;
+	loop.woken = false;
+	pthread_cond_broadcast(&loop.cond);
+	while (!loop.woken)
+		pthread_cond_wait(&loop.cond, &loop.lock);
+	loop.woken = false;
+	loop.hold = HOLD_DONE;
+	loop.hold_timed_out = loop_wait_locked(LOOP_HOLD_NS, more);
 }
 
 static void loop_sleep(struct engine *e, uint64_t timeout_ns,
@@ -207,7 +229,10 @@ static void loop_sleep(struct engine *e, uint64_t timeout_ns,
 {
 	pthread_mutex_lock(&loop.lock);
 	atomic_store(&loop.sleeping, true);
-	loop_wait_locked(timeout_ns, more);
+	if (loop.hold == HOLD_ARMED)
+		loop_sleep_held_locked(more);
+	else
+		loop_wait_locked(timeout_ns, more);
 	atomic_store(&loop.sleeping, false);
 	pthread_mutex_unlock(&loop.lock);
 }
@@ -297,7 +322,37 @@ void loop_reset(void)
 	loop_free_all(&loop.in_head, &loop.in_tail);
 	loop_free_all(&loop.out_head, &loop.out_tail);
 	loop.room = -1;
+	loop.hold = HOLD_NONE;
 	pthread_mutex_unlock(&loop.lock);
+}
+
+bool loop_hold_sleep(unsigned int timeout_ms)
+{
+	struct timespec ts;
+	int ret = 0;
+
+	loop_deadline(&ts, timeout_ms * 1000000ull);
+	pthread_mutex_lock(&loop.lock);
+	loop.hold = HOLD_ARMED;
+	loop.hold_timed_out = false;
+	/* Out of the sleep it may be in, into the next one. */
+	loop.woken = true;
+	pthread_cond_broadcast(&loop.cond);
+	while (loop.hold != HOLD_HELD && ret != ETIMEDOUT)
+		ret = pthread_cond_timedwait(&loop.cond, &loop.lock, &ts);
+	ret = loop.hold == HOLD_HELD;
+	pthread_mutex_unlock(&loop.lock);
+	return ret;
+}
+
+bool loop_hold_timed_out(void)
+{
+	bool t;
+
+	pthread_mutex_lock(&loop.lock);
+	t = loop.hold_timed_out;
+	pthread_mutex_unlock(&loop.lock);
+	return t;
 }
 
 bool loop_settle(struct engine *e, unsigned int timeout_ms)

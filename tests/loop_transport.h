@@ -34,6 +34,13 @@ unsigned int loop_captured(void);
 /* The peer takes room more packets, then its inbox is full; < 0: no
  * limit (the default).  Wakes the engine to retry what was blocked. */
 void loop_set_room(int room);
+/* Hold the engine thread's next sleep at its start until a wake comes
+ * (false if the thread did not get there within timeout_ms); that sleep
+ * then treats the wake as a futex treats one that came before the wait
+ * (it does not count) and ends only on a packet, its `more` flag, a later
+ * wake, or after a second.  Whether it ended by that bound: */
+bool loop_hold_sleep(unsigned int timeout_ms);
+bool loop_hold_timed_out(void);
 /* Drop every packet, in both directions. */
 void loop_reset(void);
 /* Wait until the engine has consumed every injected packet and finished

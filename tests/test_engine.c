@@ -1219,6 +1219,22 @@ static void drop_node(void)
 	shmfile_unlink_node(node_name);
 }
 
+/*
+ * Stopping the engine (the last ibv_close_device) while its thread has
+ * just looked at the stop flag and is on its way to sleep with no timeout:
+ * the stop's wake comes before the sleep began, which a futex does not
+ * count, so the thread must learn of the stop from what its sleep checks
+ * after it began.  It used to sleep until the next packet, and the
+ * process hung in ibv_close_device.
+ */
+static void test_engine_stop_before_sleep(void)
+{
+	CU_ASSERT_FATAL(loop_hold_sleep(WAIT_MS));
+	engine_stop(hca);
+	CU_ASSERT(!loop_hold_timed_out());
+	CU_ASSERT_FATAL(engine_start(hca) == 0);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -1250,6 +1266,7 @@ int main(void)
 		{ "comp_nak_resend_from_psn", test_comp_nak_resend_from_psn },
 		{ "comp_nak_progress_restores_retries",
 		  test_comp_nak_progress_restores_retries },
+		{ "engine_stop_before_sleep", test_engine_stop_before_sleep },
 		{ NULL, NULL },
 	};
 	int ret;
