@@ -182,6 +182,7 @@ static void comp_progress(struct emu_qp *qp, uint32_t psn)
 		return;
 	qp->comp.acked_psn = psn;
 	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.retrying = false;
 	/* The transport timer waits for progress, not for the head of
 	 * the queue to complete: restart it (IBA 9.7.6.1.1). */
 	qp->comp.deadline = 0;
@@ -250,12 +251,20 @@ static struct wqe *comp_oldest(struct emu_qp *qp)
 	return NULL;
 }
 
-/* A sequence error, told or implied: resend from psn while the retry
+/*
+ * A sequence error, told or implied: resend from psn while the retry
  * budget lasts (IBA 9.7.5.2.1, 9.7.6.1.3); during an RNR wait the resend
- * is already scheduled. */
+ * is already scheduled.  Once: until something answers the resend, or
+ * the transport timer fires, another sequence error at the same PSN (the
+ * old stream's later responses, the acknowledgements of the requests
+ * resent behind it) means nothing new, as rxe's started_retry.
+ */
 static void comp_seq_retry(struct emu_qp *qp, uint32_t psn)
 {
 	struct wqe *w;
+
+	if (qp->comp.retrying && qp->comp.retry_psn == psn)
+		return;
 
 	ibemu_trace("comp qp %#x sequence retry from psn %#x, %u retries left%s",
 		    qp->qpn, psn, qp->comp.retry_left,
@@ -269,6 +278,8 @@ static void comp_seq_retry(struct emu_qp *qp, uint32_t psn)
 		return;
 	}
 	qp->comp.retry_left--;
+	qp->comp.retrying = true;
+	qp->comp.retry_psn = psn;
 	req_rewind_from_locked(qp, psn);
 }
 
@@ -279,29 +290,18 @@ static uint32_t comp_resume_psn(const struct wqe *w)
 	return w->opcode == IBV_WR_RDMA_READ ? w->read_next : w->first_psn;
 }
 
-/*
- * An implied NAK (IBA 9.7.5.1.3): the responses of lost, a READ or an
- * atomic that an acknowledgement passed, did not come.  It is re-issued
- * once: the acknowledgements of the requests resent behind it pass it
- * again before its first response can come, and imply nothing new, until
- * that response comes or the transport timer fires (9.7.6.1.3).
- */
+/* An implied NAK (IBA 9.7.5.1.3): the responses of lost, a READ or an
+ * atomic that an acknowledgement passed, did not come. */
 static void comp_implied_nak(struct emu_qp *qp, const struct wqe *lost)
 {
-	uint32_t psn = comp_resume_psn(lost);
-
-	if (qp->comp.implied_retry && qp->comp.implied_psn == psn)
-		return;
-	qp->comp.implied_retry = true;
-	qp->comp.implied_psn = psn;
-	comp_seq_retry(qp, psn);
+	comp_seq_retry(qp, comp_resume_psn(lost));
 }
 
-/* The first response to the request at psn came. */
+/* A response at psn answers a resend from psn or earlier. */
 static void comp_answered(struct emu_qp *qp, uint32_t psn)
 {
-	if (qp->comp.implied_retry && psn_cmp(psn, qp->comp.implied_psn) >= 0)
-		qp->comp.implied_retry = false;
+	if (qp->comp.retrying && psn_cmp(psn, qp->comp.retry_psn) >= 0)
+		qp->comp.retrying = false;
 }
 
 /* Acknowledge up to psn; an implied NAK is a sequence error. */
@@ -506,8 +506,8 @@ void comp_recv_locked(struct emu_qp *qp, const struct pkt *p)
 	case COMP_IGNORED:
 		return;
 	case COMP_ACK:
-		comp_ack(qp, p->psn);
 		comp_progress(qp, p->psn);
+		comp_ack(qp, p->psn);
 		break;
 	case COMP_RNR_NAK:
 		comp_rnr(qp, p->psn, pkt_aeth_syndrome(p) & 0x1f);
@@ -550,7 +550,7 @@ uint64_t comp_timers_locked(struct emu_qp *qp, uint64_t now)
 	}
 	if (qp->comp.deadline && now >= qp->comp.deadline) {
 		qp->comp.deadline = 0;
-		qp->comp.implied_retry = false;
+		qp->comp.retrying = false;
 		w = comp_oldest(qp);
 		if (w && comp_congested(qp)) {
 			comp_arm_timer_locked(qp);

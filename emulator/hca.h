@@ -128,11 +128,11 @@ struct qp_comp {
 	uint64_t peer_taken; /* the peer's count when the timer was armed */
 	/* the last PSN the responder is known to have executed */
 	uint32_t acked_psn;
-	/* A READ or atomic re-issued after an implied NAK, from this PSN,
-	 * whose first response has not come yet: later acknowledgements
-	 * that pass it imply nothing new (comp.c). */
-	bool implied_retry;
-	uint32_t implied_psn;
+	/* A resend from retry_psn is under way and nothing has answered it
+	 * yet: sequence errors, told or implied, that name the same PSN
+	 * mean nothing new (comp.c). */
+	bool retrying;
+	uint32_t retry_psn;
 };
 
 /*
