@@ -37,8 +37,12 @@
 
 /* Received packets remembered, for how often each was seen: a packet is
  * retransmitted soon after it was first sent, long before 2^16 others
- * have come. */
+ * have come.  Sets of FAULT_SEEN_WAYS, the least recently seen replaced:
+ * a packet that keeps being resent must keep its count even when others
+ * resent with it hash to its set, or it would meet its first decision
+ * (a drop, say) again and again, a loss no retransmission gets past. */
 #define FAULT_SEEN_SLOTS (1u << 16)
+#define FAULT_SEEN_WAYS 4u
 /* Packets held back at once; a packet that finds no room goes through. */
 #define FAULT_HOLD_MAX 16
 /* The longest a reordered packet waits for a successor. */
@@ -90,11 +94,13 @@ struct fault_held {
 struct fault_seen {
 	uint64_t tag; /* 0: empty */
 	uint32_t count;
+	uint32_t last; /* fault.seen_clock when last received */
 };
 
 struct fault {
 	struct fault_cfg cfg;
-	struct fault_seen *seen; /* FAULT_SEEN_SLOTS, by tag */
+	struct fault_seen *seen; /* FAULT_SEEN_SLOTS, sets by tag */
+	uint32_t seen_clock; /* packets looked up, wrapping */
 	struct fault_held *held; /* FAULT_HOLD_MAX, in the order held */
 	unsigned int nr_held;
 	struct fault_copy dup; /* a duplicated packet's copy */
@@ -131,12 +137,27 @@ static uint64_t fault_tag(uint32_t src_qpn, uint32_t dst_qpn, uint32_t psn,
 /* How often this process received the packet tagged tag before. */
 static uint32_t fault_occurrence(struct fault *f, uint64_t tag)
 {
-	struct fault_seen *s = &f->seen[tag & (FAULT_SEEN_SLOTS - 1)];
+	struct fault_seen *set = &f->seen[tag & (FAULT_SEEN_SLOTS -
+						 FAULT_SEEN_WAYS)];
+	struct fault_seen *s = NULL;
+	uint32_t now = ++f->seen_clock;
+	unsigned int i;
 
+	for (i = 0; i < FAULT_SEEN_WAYS; i++) {
+		if (set[i].tag == tag) {
+			s = &set[i];
+			break;
+		}
+		/* An empty way, or else the least recently seen. */
+		if (!s || (s->tag &&
+			   (!set[i].tag || now - set[i].last > now - s->last)))
+			s = &set[i];
+	}
 	if (s->tag != tag) {
 		s->tag = tag;
 		s->count = 0;
 	}
+	s->last = now;
 	return s->count++;
 }
 
