@@ -626,14 +626,16 @@ full:
 }
 
 /*
- * A duplicate READ request at psn: the requester has given up the
- * responses from psn on, and resends every request after it.  The
+ * A duplicate READ or atomic request at psn: the requester has given up
+ * the responses from psn on, and resends every request after it.  The
  * responses still owed from there are dropped, the duplicate taking
- * their place (IBA 9.7.4.1.2: a duplicate READ is answered anew), so
- * that re-issued READs never hold more responder resources than
- * max_dest_rd_atomic and a new READ is not refused for want of them.
+ * their place (IBA 9.7.4.1.2: a duplicate READ is answered anew, a
+ * duplicate atomic with its saved result), so that re-issued requests
+ * never hold more responder resources than max_dest_rd_atomic and a new
+ * READ is not refused for want of them.  The ring is in PSN order: every
+ * reply is pushed after the cancelling of those from its PSN on.
  */
-static void resp_read_cancel_from(struct emu_qp *qp, uint32_t psn)
+static void resp_replies_cancel_from(struct emu_qp *qp, uint32_t psn)
 {
 	const struct resp_reply *r;
 	uint32_t i, last;
@@ -675,7 +677,7 @@ static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
 		}
 	}
 	if (dup)
-		resp_read_cancel_from(qp, p->psn);
+		resp_replies_cancel_from(qp, p->psn);
 	/* More outstanding reads than the responder resources granted
 	 * (max_dest_rd_atomic, manual 6.1.4). */
 	/* The READ's AETHs carry the MSN it completes (IBA 9.7.5.1.3);
@@ -821,8 +823,14 @@ static void resp_duplicate(struct emu_qp *qp, const struct pkt *p)
 	} else if (p->op->mask & OPM_ATOMIC) {
 		const struct resp_atomic *a = resp_atomic_find(qp, p->psn);
 
-		if (a)
+		/* As a duplicate READ: the requester resends from here,
+		 * the replies owed from this PSN on give way to the
+		 * saved answer, and the owed ring stays in PSN order,
+		 * which resp_replies_cancel_from relies on. */
+		if (a) {
+			resp_replies_cancel_from(qp, p->psn);
 			resp_atomic_reply(qp, a->psn, a->msn, a->orig);
+		}
 	} else if (pkt_ackreq(p)) {
 		resp_ack(qp);
 	}

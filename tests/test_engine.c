@@ -821,6 +821,47 @@ static void test_resp_atomic_ack_full(void)
 	fx_teardown(&f);
 }
 
+/*
+ * IBA 9.7.4.1.2: a duplicate atomic is answered with its saved result,
+ * and a duplicate READ anew; both mean the requester resends from their
+ * PSN.  Here the FETCH_ADD's acknowledgement was sent (and lost) while
+ * the READ behind it waits for room, owed: the requester resends both.
+ * The atomic's answer must come out, then the READ's, in request order.
+ * It used to be queued behind the READ's owed responses, and the
+ * duplicate READ, cancelling what was owed from its PSN on, dropped it
+ * with them: the atomic was never answered again, and the requester
+ * ended in RETRY_EXC_ERR.
+ */
+static void test_resp_duplicate_atomic_then_read(void)
+{
+	uint32_t len = 2500;
+	uint64_t *target;
+	struct fixture f;
+	struct loop_pkt p;
+
+	fx_setup(&f, &default_params);
+	target = (uint64_t *)(f.buf + TARGET_OFF + 4000);
+	*target = 7;
+	fill(f.buf + TARGET_OFF, len, 51);
+	inject_fetch_add(&f, RQ_PSN, fx_va(&f, TARGET_OFF + 4000), 3);
+	expect_atomic_ack(&f, RQ_PSN, 7, 1); /* lost on its way */
+	loop_set_room(0);
+	craft(&p, &f, IB_OP_READ_REQUEST, RQ_PSN + 1, true, NULL, 0);
+	set_reth(&p, fx_va(&f, TARGET_OFF), f.key, len);
+	loop_inject(&p);
+	/* The resend: the atomic, then the READ. */
+	inject_fetch_add(&f, RQ_PSN, fx_va(&f, TARGET_OFF + 4000), 3);
+	loop_inject(&p);
+	CU_ASSERT(loop_settle(hca->engine, WAIT_MS));
+	CU_ASSERT_EQUAL(loop_captured(), 0);
+	loop_set_room(-1);
+	expect_atomic_ack(&f, RQ_PSN, 7, 1);
+	expect_read_responses(&f, RQ_PSN + 1, f.buf + TARGET_OFF, len, 2);
+	expect_quiet();
+	CU_ASSERT_EQUAL(__atomic_load_n(target, __ATOMIC_SEQ_CST), 10);
+	fx_teardown(&f);
+}
+
 /* ---- the completer ---- */
 
 /* Post a 64-byte signaled SEND and check the SEND_ONLY it becomes. */
@@ -1324,6 +1365,8 @@ int main(void)
 		{ "comp_nak_resend_from_psn", test_comp_nak_resend_from_psn },
 		{ "comp_nak_progress_restores_retries",
 		  test_comp_nak_progress_restores_retries },
+		{ "resp_duplicate_atomic_then_read",
+		  test_resp_duplicate_atomic_then_read },
 		{ "fault_resent_packet_gets_through",
 		  test_fault_resent_packet_gets_through },
 		{ "engine_stop_before_sleep", test_engine_stop_before_sleep },
