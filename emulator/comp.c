@@ -168,6 +168,25 @@ void comp_retire_locked(struct emu_qp *qp)
 	comp_check_drained(qp);
 }
 
+/* An acknowledgement up to psn answers a resend from a NAK at or
+ * before psn (IBA 9.7.5.2.1): the responder executed what it asked. */
+static void comp_acked_answers(struct emu_qp *qp, uint32_t psn)
+{
+	if (qp->comp.retrying && psn_cmp(psn, qp->comp.retry_psn) >= 0)
+		qp->comp.retrying = false;
+}
+
+/* Forward progress: the retry budget is whole again and the transport
+ * timer starts over. */
+static void comp_budget_restore(struct emu_qp *qp)
+{
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	/* The transport timer waits for progress, not for the head of
+	 * the queue to complete: restart it (IBA 9.7.6.1.1). */
+	qp->comp.deadline = 0;
+	comp_arm_timer_locked(qp);
+}
+
 /*
  * The responder has executed every request up to psn.  Beyond what it
  * had acknowledged before, that is forward progress: the retry budget is
@@ -181,12 +200,8 @@ static void comp_progress(struct emu_qp *qp, uint32_t psn)
 	    psn_cmp(psn, qp->req.psn) >= 0)
 		return;
 	qp->comp.acked_psn = psn;
-	qp->comp.retry_left = qp->attr.retry_cnt;
-	qp->comp.retrying = false;
-	/* The transport timer waits for progress, not for the head of
-	 * the queue to complete: restart it (IBA 9.7.6.1.1). */
-	qp->comp.deadline = 0;
-	comp_arm_timer_locked(qp);
+	comp_budget_restore(qp);
+	comp_acked_answers(qp, psn);
 }
 
 /*
@@ -207,11 +222,10 @@ static struct wqe *comp_ack_upto(struct emu_qp *qp, uint32_t psn)
 			continue;
 		if (psn_cmp(w->last_psn, psn) > 0)
 			break;
+		/* Passed (its last PSN is at or before psn): its
+		 * responses were lost, unless it is being resent. */
 		if (wr_is(w->opcode, WR_RD_ATOMIC))
-			return psn_cmp(psn, w->last_psn) > 0 &&
-				       w->state == WQE_SENT
-			       ? w
-			       : NULL;
+			return w->state == WQE_SENT ? w : NULL;
 		wqe_done(qp, w);
 	}
 	return NULL;
@@ -252,22 +266,29 @@ static struct wqe *comp_oldest(struct emu_qp *qp)
 }
 
 /*
- * A sequence error, told or implied: resend from psn while the retry
- * budget lasts (IBA 9.7.5.2.1, 9.7.6.1.3); during an RNR wait the resend
- * is already scheduled.  Once: until something answers the resend, or
- * the transport timer fires, another sequence error at the same PSN (the
- * old stream's later responses, the acknowledgements of the requests
- * resent behind it) means nothing new, as rxe's started_retry.
+ * A sequence error, told (a NAK) or implied (a READ or atomic that a
+ * later answer passed, or a gap in a READ's responses): resend from psn
+ * while the retry budget lasts (IBA 9.7.5.2.1, 9.7.5.1.3, 9.7.6.1.3);
+ * during an RNR wait the resend is already scheduled.  Once: until
+ * something answers the resend, or the transport timer fires, another
+ * sequence error at the same PSN (the old stream's later responses, the
+ * acknowledgements of the requests resent behind it) means nothing new,
+ * as rxe's started_retry.  Told and implied ones are kept apart: a NAK
+ * at a later PSN, sent ahead of the responses the responder owes (resp.c),
+ * does not make the next implied NAK of the READ resent before it look
+ * new, which alternated the two resends until the budget was spent.
  */
-static void comp_seq_retry(struct emu_qp *qp, uint32_t psn)
+static void comp_seq_retry(struct emu_qp *qp, uint32_t psn, bool implied)
 {
 	struct wqe *w;
 
-	if (qp->comp.retrying && qp->comp.retry_psn == psn)
+	if (implied ? qp->comp.rd_retrying && qp->comp.rd_retry_psn == psn
+		    : qp->comp.retrying && qp->comp.retry_psn == psn)
 		return;
 
-	ibemu_trace("comp qp %#x sequence retry from psn %#x, %u retries left%s",
-		    qp->qpn, psn, qp->comp.retry_left,
+	ibemu_trace("comp qp %#x sequence retry from psn %#x%s, %u retries "
+		    "left%s", qp->qpn, psn, implied ? " (implied)" : "",
+		    qp->comp.retry_left,
 		    qp->comp.rnr_resume ? " (RNR wait)" : "");
 	if (qp->comp.rnr_resume)
 		return;
@@ -278,8 +299,13 @@ static void comp_seq_retry(struct emu_qp *qp, uint32_t psn)
 		return;
 	}
 	qp->comp.retry_left--;
-	qp->comp.retrying = true;
-	qp->comp.retry_psn = psn;
+	if (implied) {
+		qp->comp.rd_retrying = true;
+		qp->comp.rd_retry_psn = psn;
+	} else {
+		qp->comp.retrying = true;
+		qp->comp.retry_psn = psn;
+	}
 	req_rewind_from_locked(qp, psn);
 }
 
@@ -294,14 +320,25 @@ static uint32_t comp_resume_psn(const struct wqe *w)
  * atomic that an acknowledgement passed, did not come. */
 static void comp_implied_nak(struct emu_qp *qp, const struct wqe *lost)
 {
-	comp_seq_retry(qp, comp_resume_psn(lost));
+	comp_seq_retry(qp, comp_resume_psn(lost), true);
 }
 
-/* A response at psn answers a resend from psn or earlier. */
-static void comp_answered(struct emu_qp *qp, uint32_t psn)
+/*
+ * A response of w, a READ or an atomic, answers a resend from a PSN
+ * inside w.  The responses of later requests do not: the responder may
+ * have queued them before the resend reached it, and each passes the
+ * READ or atomic still unanswered; taking them as answers would start
+ * the resend again at every one and spend the whole retry budget in a
+ * burst (IBA 9.7.6.1.3 counts the attempts that get no answer).
+ */
+static void comp_answered(struct emu_qp *qp, const struct wqe *w,
+			  uint32_t psn)
 {
-	if (qp->comp.retrying && psn_cmp(psn, qp->comp.retry_psn) >= 0)
-		qp->comp.retrying = false;
+	if (qp->comp.rd_retrying &&
+	    psn_cmp(qp->comp.rd_retry_psn, w->first_psn) >= 0 &&
+	    psn_cmp(qp->comp.rd_retry_psn, w->last_psn) <= 0)
+		qp->comp.rd_retrying = false;
+	comp_acked_answers(qp, psn);
 }
 
 /* Acknowledge up to psn; an implied NAK is a sequence error. */
@@ -330,7 +367,7 @@ static void comp_nak(struct emu_qp *qp, uint32_t psn, uint8_t code)
 	comp_progress(qp, psn_add(psn, BTH_PSN_MASK));
 	if (code == AETH_NAK_PSN_SEQ_ERR) {
 		/* Sequence error: resend from psn (IBA 9.7.5.2.1). */
-		comp_seq_retry(qp, psn);
+		comp_seq_retry(qp, psn, false);
 		return;
 	}
 	w = comp_find(qp, psn);
@@ -393,6 +430,15 @@ static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 		return; /* a duplicate or stray response: ignored */
 	if (psn_cmp(p->psn, w->read_next) < 0)
 		return; /* a response to a READ re-issued: seen already */
+	/* A response acknowledges every earlier request (IBA 9.7.5.1.3),
+	 * and implies the loss of an earlier READ or atomic unanswered:
+	 * that one is resent first, with everything after it, this READ
+	 * included, whatever gap its own responses show. */
+	lost = comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK));
+	if (lost) {
+		comp_implied_nak(qp, lost);
+		return;
+	}
 	off = (uint32_t)psn_cmp(p->psn, w->first_psn) * qp->mtu;
 	if (!comp_read_resp_fits(qp, w, p, off)) {
 		/* Once the READ is re-issued, the responses of the old
@@ -402,26 +448,27 @@ static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 		if (w->read_reissued)
 			return;
 		/* A response went missing (or does not fit): an implied
-		 * sequence error, the READ is re-issued (IBA 9.7.5.2.1,
-		 * 9.7.5.1.3). */
-		comp_nak(qp, w->read_next, AETH_NAK_PSN_SEQ_ERR);
+		 * sequence error, the READ is re-issued from its first
+		 * response missing (IBA 9.7.5.2.1, 9.7.5.1.3). */
+		comp_seq_retry(qp, w->read_next, true);
 		return;
 	}
 	w->read_reissued = false; /* the new stream has begun */
-	comp_answered(qp, p->psn);
+	comp_answered(qp, w, p->psn);
 	comp_progress(qp, p->psn);
-	/* A response acknowledges every earlier request (IBA 9.7.5.1.3). */
-	lost = comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK));
-	if (lost) {
-		comp_implied_nak(qp, lost);
-		return;
-	}
 	if (p->paylen && sge_copy(qp, w->sge, w->num_sge, off,
 				  (void *)p->payload, p->paylen, true)) {
 		wqe_fail(qp, w, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
 	w->read_next = psn_add(w->read_next, 1);
+	/* A READ response taken for the first time is forward progress
+	 * too, though its PSN is below what later requests' ACKs told:
+	 * a READ whose responses were lost after those ACKs came is
+	 * re-issued for the part missing, and each part that comes
+	 * restores the budget, which counts the attempts that get no
+	 * answer (IBA 9.7.6.1.3), not the losses of a long READ. */
+	comp_budget_restore(qp);
 	if (p->op->mask & OPM_LAST)
 		wqe_done(qp, w);
 }
@@ -433,7 +480,7 @@ static void comp_atomic_ack(struct emu_qp *qp, const struct pkt *p)
 
 	if (!w || !wr_is(w->opcode, WR_ATOMIC))
 		return;
-	comp_answered(qp, p->psn);
+	comp_answered(qp, w, p->psn);
 	comp_progress(qp, p->psn);
 	lost = comp_ack_upto(qp, psn_add(w->first_psn, BTH_PSN_MASK));
 	if (lost) {
@@ -551,6 +598,7 @@ uint64_t comp_timers_locked(struct emu_qp *qp, uint64_t now)
 	if (qp->comp.deadline && now >= qp->comp.deadline) {
 		qp->comp.deadline = 0;
 		qp->comp.retrying = false;
+		qp->comp.rd_retrying = false;
 		w = comp_oldest(qp);
 		if (w && comp_congested(qp)) {
 			comp_arm_timer_locked(qp);
@@ -564,6 +612,9 @@ uint64_t comp_timers_locked(struct emu_qp *qp, uint64_t now)
 			return next;
 		}
 		if (w) {
+			ibemu_trace("comp qp %#x timeout: resend from psn "
+				    "%#x, %u retries left", qp->qpn,
+				    w->first_psn, qp->comp.retry_left);
 			qp->comp.retry_left--;
 			req_rewind_locked(qp);
 			req_run_locked(qp);

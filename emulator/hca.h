@@ -128,11 +128,17 @@ struct qp_comp {
 	uint64_t peer_taken; /* the peer's count when the timer was armed */
 	/* the last PSN the responder is known to have executed */
 	uint32_t acked_psn;
-	/* A resend from retry_psn is under way and nothing has answered it
-	 * yet: sequence errors, told or implied, that name the same PSN
-	 * mean nothing new (comp.c). */
+	/* A resend from retry_psn, which a NAK named, is under way and
+	 * nothing at or past it has answered yet: another NAK naming the
+	 * same PSN means nothing new (comp.c). */
 	bool retrying;
 	uint32_t retry_psn;
+	/* A READ or atomic whose responses were lost is resent from
+	 * rd_retry_psn and none of its own responses has come yet: the
+	 * ACKs and responses of later requests, which imply its loss
+	 * again, mean nothing new (comp.c). */
+	bool rd_retrying;
+	uint32_t rd_retry_psn;
 };
 
 /*

@@ -1223,6 +1223,150 @@ static void test_comp_ack_past_read(void)
 	fx_teardown(&f);
 }
 
+/* A READ_RESPONSE_ONLY at psn carrying data[0, len). */
+static void inject_read_only(struct fixture *f, uint32_t psn,
+			     const uint8_t *data, uint32_t len)
+{
+	inject_read_resp(f, IB_OP_READ_RESPONSE_ONLY, psn, data, len);
+}
+
+/*
+ * IBA 9.7.5.1.3 / 9.7.6.1.3: READ A's response was lost, READ B's came:
+ * A is re-issued, B behind it.  The responses the responder queued before
+ * the resend reached it keep coming (here B's again): they pass A still,
+ * but they do not answer its resend, which is not started again for each
+ * of them.  It was: with retry_cnt 1 the second one ended the QP in
+ * RETRY_EXC_ERR.  A's own response ends the resend; both complete.
+ */
+static void test_comp_stale_response_past_reissued_read(void)
+{
+	struct qp_params prm = default_params;
+	uint8_t a[64], b[64];
+	struct fixture f;
+
+	prm.retry_cnt = 1;
+	fx_setup(&f, &prm);
+	fill(a, sizeof(a), 61);
+	fill(b, sizeof(b), 62);
+	fx_post_send(&f, 101, IBV_WR_RDMA_READ, LOCAL_OFF, sizeof(a),
+		     0x123456789000ull, 0xabcd01);
+	free(expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN));
+	fx_post_send(&f, 102, IBV_WR_RDMA_READ, LOCAL_OFF + 64, sizeof(b),
+		     0x123456789100ull, 0xabcd01);
+	free(expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN + 1));
+	inject_read_only(&f, SQ_PSN + 1, b, sizeof(b));
+	expect_read_req(&f, SQ_PSN, 0x123456789000ull, sizeof(a));
+	expect_read_req(&f, SQ_PSN + 1, 0x123456789100ull, sizeof(b));
+	/* The old stream's response of B, again: nothing new. */
+	inject_read_only(&f, SQ_PSN + 1, b, sizeof(b));
+	CU_ASSERT(loop_settle(hca->engine, WAIT_MS));
+	expect_quiet();
+	expect_no_wc(&f);
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_RTS);
+	/* The resend's answers. */
+	inject_read_only(&f, SQ_PSN, a, sizeof(a));
+	inject_read_only(&f, SQ_PSN + 1, b, sizeof(b));
+	expect_send_wc(&f, 101, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, sizeof(a));
+	expect_send_wc(&f, 102, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, sizeof(b));
+	CU_ASSERT(memcmp(f.buf + LOCAL_OFF, a, sizeof(a)) == 0);
+	CU_ASSERT(memcmp(f.buf + LOCAL_OFF + 64, b, sizeof(b)) == 0);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 9.7.5.2.1 / 9.7.5.1.3: a READ re-issued for an implied NAK, then a
+ * NAK naming a later PSN (the responder took the READ again, lost a
+ * SEND behind it, and NAKs ahead of the READ's responses it owes).  An
+ * ACK of the old stream passing the READ afterwards implies nothing new:
+ * the told NAK does not make the READ's resend look unanswered.  It did,
+ * and the two resends alternated, each spending a retry, until
+ * RETRY_EXC_ERR (here with retry_cnt 2).
+ */
+static void test_comp_nak_between_implied_naks(void)
+{
+	struct qp_params prm = default_params;
+	struct fixture f;
+	uint8_t a[64];
+
+	prm.retry_cnt = 2;
+	fx_setup(&f, &prm);
+	fill(a, sizeof(a), 63);
+	fx_post_send(&f, 103, IBV_WR_RDMA_READ, LOCAL_OFF + 512, sizeof(a),
+		     0x123456789000ull, 0xabcd01);
+	free(expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN));
+	post_and_see_send(&f, 104, SQ_PSN + 1, 64);
+	post_and_see_send(&f, 105, SQ_PSN + 2, 65);
+	/* The SEND's ACK passes the READ: re-issued, SENDs behind. */
+	inject_ack(&f, SQ_PSN + 1, AETH_ACK | AETH_ACK_UNLIMITED, 2);
+	expect_read_req(&f, SQ_PSN, 0x123456789000ull, sizeof(a));
+	expect_resend(&f, SQ_PSN + 1, 64);
+	expect_resend(&f, SQ_PSN + 2, 65);
+	/* The responder lost the second SEND of the resend. */
+	inject_ack(&f, SQ_PSN + 2, AETH_NAK | AETH_NAK_PSN_SEQ_ERR, 2);
+	expect_resend(&f, SQ_PSN + 2, 65);
+	/* The old stream's ACK, duplicated on its way: nothing new. */
+	inject_ack(&f, SQ_PSN + 1, AETH_ACK | AETH_ACK_UNLIMITED, 2);
+	CU_ASSERT(loop_settle(hca->engine, WAIT_MS));
+	expect_quiet();
+	expect_no_wc(&f);
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_RTS);
+	inject_read_only(&f, SQ_PSN, a, sizeof(a));
+	inject_ack(&f, SQ_PSN + 2, AETH_ACK | AETH_ACK_UNLIMITED, 3);
+	expect_send_wc(&f, 103, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, sizeof(a));
+	expect_send_wc(&f, 104, IBV_WC_SUCCESS, IBV_WC_SEND, 64);
+	expect_send_wc(&f, 105, IBV_WC_SUCCESS, IBV_WC_SEND, 64);
+	CU_ASSERT(memcmp(f.buf + LOCAL_OFF + 512, a, sizeof(a)) == 0);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 9.7.6.1.3: the retry budget counts attempts that get no answer.  A
+ * READ whose responses were lost after a later SEND's ACK came is
+ * re-issued; each of its responses that comes is progress, though its
+ * PSN is below what that ACK told, and restores the budget.  A second
+ * loss inside the re-issued READ then re-issues it again, as a first
+ * loss would; it used to end in RETRY_EXC_ERR (retry_cnt 1).
+ */
+static void test_comp_read_progress_restores_retries(void)
+{
+	struct qp_params prm = default_params;
+	uint32_t len = 2500, mtu = 1024;
+	struct fixture f;
+	uint8_t data[2500];
+
+	prm.retry_cnt = 1;
+	fx_setup(&f, &prm);
+	fill(data, len, 66);
+	memset(f.buf + LOCAL_OFF + 512, 0, len);
+	fx_post_send(&f, 106, IBV_WR_RDMA_READ, LOCAL_OFF + 512, len,
+		     0x123456789000ull, 0xabcd01);
+	free(expect_pkt(&f, IB_OP_READ_REQUEST, SQ_PSN));
+	post_and_see_send(&f, 107, SQ_PSN + 3, 67);
+	/* The READ's three responses are lost; the SEND's ACK comes. */
+	inject_ack(&f, SQ_PSN + 3, AETH_ACK | AETH_ACK_UNLIMITED, 2);
+	expect_read_req(&f, SQ_PSN, 0x123456789000ull, len);
+	expect_resend(&f, SQ_PSN + 3, 67);
+	/* The first response comes, the second is lost again. */
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN, data, mtu);
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_LAST, SQ_PSN + 2,
+			 data + 2 * mtu, len - 2 * mtu);
+	expect_read_req(&f, SQ_PSN + 1, 0x123456789000ull + mtu, len - mtu);
+	expect_resend(&f, SQ_PSN + 3, 67);
+	expect_no_wc(&f);
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN + 1,
+			 data + mtu, mtu);
+	inject_read_resp(&f, IB_OP_READ_RESPONSE_LAST, SQ_PSN + 2,
+			 data + 2 * mtu, len - 2 * mtu);
+	inject_ack(&f, SQ_PSN + 3, AETH_ACK | AETH_ACK_UNLIMITED, 2);
+	expect_send_wc(&f, 106, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, len);
+	expect_send_wc(&f, 107, IBV_WC_SUCCESS, IBV_WC_SEND, 64);
+	CU_ASSERT(memcmp(f.buf + LOCAL_OFF + 512, data, len) == 0);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
 /*
  * IBA 9.7.6.1.3: the transport timer runs for a request that cannot leave
  * because the responder takes nothing (its inbox stays full, as a stopped
@@ -1367,6 +1511,12 @@ int main(void)
 		  test_comp_nak_progress_restores_retries },
 		{ "resp_duplicate_atomic_then_read",
 		  test_resp_duplicate_atomic_then_read },
+		{ "comp_stale_response_past_reissued_read",
+		  test_comp_stale_response_past_reissued_read },
+		{ "comp_nak_between_implied_naks",
+		  test_comp_nak_between_implied_naks },
+		{ "comp_read_progress_restores_retries",
+		  test_comp_read_progress_restores_retries },
 		{ "fault_resent_packet_gets_through",
 		  test_fault_resent_packet_gets_through },
 		{ "engine_stop_before_sleep", test_engine_stop_before_sleep },
