@@ -194,14 +194,15 @@ static void comp_budget_restore(struct emu_qp *qp)
  * the losses of a busy QP, whose NAKs name ever later PSNs while its
  * oldest READ is still being answered.
  */
-static void comp_progress(struct emu_qp *qp, uint32_t psn)
+static bool comp_progress(struct emu_qp *qp, uint32_t psn)
 {
 	if (psn_cmp(psn, qp->comp.acked_psn) <= 0 ||
 	    psn_cmp(psn, qp->req.psn) >= 0)
-		return;
+		return false;
 	qp->comp.acked_psn = psn;
 	comp_budget_restore(qp);
 	comp_acked_answers(qp, psn);
+	return true;
 }
 
 /*
@@ -424,6 +425,7 @@ static bool comp_read_resp_fits(const struct emu_qp *qp, const struct wqe *w,
 static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 {
 	struct wqe *w = comp_find(qp, p->psn), *lost;
+	bool progress;
 	uint32_t off;
 
 	if (!w || w->opcode != IBV_WR_RDMA_READ)
@@ -455,7 +457,7 @@ static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 	}
 	w->read_reissued = false; /* the new stream has begun */
 	comp_answered(qp, w, p->psn);
-	comp_progress(qp, p->psn);
+	progress = comp_progress(qp, p->psn);
 	if (p->paylen && sge_copy(qp, w->sge, w->num_sge, off,
 				  (void *)p->payload, p->paylen, true)) {
 		wqe_fail(qp, w, IBV_WC_LOC_PROT_ERR);
@@ -467,8 +469,10 @@ static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 	 * a READ whose responses were lost after those ACKs came is
 	 * re-issued for the part missing, and each part that comes
 	 * restores the budget, which counts the attempts that get no
-	 * answer (IBA 9.7.6.1.3), not the losses of a long READ. */
-	comp_budget_restore(qp);
+	 * answer (IBA 9.7.6.1.3), not the losses of a long READ.  (In
+	 * order, comp_progress did it already.) */
+	if (!progress)
+		comp_budget_restore(qp);
 	if (p->op->mask & OPM_LAST)
 		wqe_done(qp, w);
 }
