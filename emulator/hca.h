@@ -149,6 +149,7 @@ struct qp_comp {
  */
 struct resp_reply {
 	bool atomic; /* an atomic's acknowledgement; else READ responses */
+	bool dup; /* owed to a duplicate request (resp.c) */
 	uint32_t psn; /* of the next response packet */
 	uint32_t rkey; /* READ: checked again for every packet (resp.c) */
 	uint64_t va; /* READ: next byte to send, as the requester names it */
@@ -181,10 +182,13 @@ struct qp_resp {
 	uint32_t remaining; /* RDMA WRITE: bytes still expected */
 	uint32_t wlen; /* RDMA WRITE: total length */
 	bool ack_pending; /* an ACK could not be sent yet */
-	/* responses still to send, a ring of max_dest_rd_atomic + 1
-	 * entries at most (IBA 9.7.4.1.5 responder resources) */
+	/* responses still to send, in PSN order: at most
+	 * max_dest_rd_atomic owed to new requests (IBA 9.7.4.1.5
+	 * responder resources), as many more to duplicates (resp.c);
+	 * 2 * IBEMU_MAX_QP_INIT_RD_ATOM + 1 entries */
 	struct resp_reply *replies;
 	uint32_t replies_head, replies_tail, replies_size;
+	uint32_t replies_dups; /* of them, owed to duplicates */
 	/* the results of the last atomics, replayed on a duplicate (IBA
 	 * 9.7.4.1.6): one per responder resource, IBEMU_MAX_QP_INIT_RD_ATOM
 	 * entries, allocated at the first atomic */

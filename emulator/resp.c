@@ -131,6 +131,7 @@ void resp_reset_locked(struct emu_qp *qp)
 	qp->resp.ack_pending = false;
 	qp->resp.nak_sent = false;
 	qp->resp.replies_head = qp->resp.replies_tail = 0;
+	qp->resp.replies_dups = 0;
 }
 
 static void resp_complete_recv(struct emu_qp *qp, enum ibv_wc_status st,
@@ -464,29 +465,45 @@ static bool resp_replies_empty(const struct emu_qp *qp)
 
 static void resp_replies_pop(struct emu_qp *qp)
 {
+	if (qp->resp.replies[qp->resp.replies_head].dup)
+		qp->resp.replies_dups--;
 	qp->resp.replies_head = (qp->resp.replies_head + 1) %
 				qp->resp.replies_size;
 }
 
-/* Whether one more response may be owed: no more at once than the
- * responder resources granted (max_dest_rd_atomic, IBA 9.7.4.1.5), READs
- * and atomics alike. */
-static bool resp_reply_room(const struct emu_qp *qp)
+static uint32_t resp_replies_owed(const struct emu_qp *qp)
 {
-	uint32_t owed = qp->resp.replies_size
-				? (qp->resp.replies_tail +
-				   qp->resp.replies_size -
-				   qp->resp.replies_head) %
-					  qp->resp.replies_size
-				: 0;
+	return qp->resp.replies_size
+		       ? (qp->resp.replies_tail + qp->resp.replies_size -
+			  qp->resp.replies_head) %
+				 qp->resp.replies_size
+		       : 0;
+}
 
-	return owed < qp->attr.max_dest_rd_atomic;
+/*
+ * Whether one more response may be owed.  To new requests, no more at
+ * once than the responder resources granted (max_dest_rd_atomic, IBA
+ * 9.7.4.1.5), READs and atomics alike: the requester has no more
+ * outstanding.  The answers to duplicates are not counted there: the
+ * requester may have completed the request since, with a response of the
+ * first stream that came late, and answers it no longer waits for must
+ * not make the responder refuse a new READ (NAK invalid request, the QP
+ * in error).  They have room of their own; a duplicate that finds none
+ * goes unanswered and the requester asks again.
+ */
+static bool resp_reply_room(const struct emu_qp *qp, bool dup)
+{
+	if (dup)
+		return qp->resp.replies_dups < qp->attr.max_dest_rd_atomic;
+	return resp_replies_owed(qp) - qp->resp.replies_dups <
+	       qp->attr.max_dest_rd_atomic;
 }
 
 /* Owe a response; NULL if there is no room. */
-static struct resp_reply *resp_reply_push(struct emu_qp *qp, uint32_t psn)
+static struct resp_reply *resp_reply_push(struct emu_qp *qp, uint32_t psn,
+					  bool dup)
 {
-	uint32_t size = IBEMU_MAX_QP_INIT_RD_ATOM + 1;
+	uint32_t size = 2 * IBEMU_MAX_QP_INIT_RD_ATOM + 1;
 	struct resp_reply *r;
 
 	if (!qp->resp.replies) {
@@ -495,11 +512,13 @@ static struct resp_reply *resp_reply_push(struct emu_qp *qp, uint32_t psn)
 			return NULL;
 		qp->resp.replies_size = size;
 	}
-	if (!resp_reply_room(qp))
+	if (!resp_reply_room(qp, dup))
 		return NULL;
 	r = &qp->resp.replies[qp->resp.replies_tail];
 	memset(r, 0, sizeof(*r));
 	r->psn = psn;
+	r->dup = dup;
+	qp->resp.replies_dups += dup;
 	qp->resp.replies_tail = (qp->resp.replies_tail + 1) %
 				qp->resp.replies_size;
 	return r;
@@ -507,9 +526,9 @@ static struct resp_reply *resp_reply_push(struct emu_qp *qp, uint32_t psn)
 
 /* Queue the responses to a READ request; their AETHs carry msn. */
 static bool resp_read_queue(struct emu_qp *qp, const struct pkt *p,
-			    uint64_t va, uint32_t len, uint32_t msn)
+			    uint64_t va, uint32_t len, uint32_t msn, bool dup)
 {
-	struct resp_reply *r = resp_reply_push(qp, p->psn);
+	struct resp_reply *r = resp_reply_push(qp, p->psn, dup);
 
 	if (!r)
 		return false;
@@ -638,7 +657,7 @@ full:
 static void resp_replies_cancel_from(struct emu_qp *qp, uint32_t psn)
 {
 	const struct resp_reply *r;
-	uint32_t i, last;
+	uint32_t i, j, last;
 
 	if (!qp->resp.replies)
 		return;
@@ -648,11 +667,14 @@ static void resp_replies_cancel_from(struct emu_qp *qp, uint32_t psn)
 		last = r->atomic ? r->psn
 				 : psn_add(r->psn,
 					   psn_span(r->left, qp->mtu) - 1);
-		if (psn_cmp(last, psn) >= 0) {
-			qp->resp.replies_tail = i;
-			return;
-		}
+		if (psn_cmp(last, psn) >= 0)
+			break;
 	}
+	/* The entries from i on are given up. */
+	for (j = i; j != qp->resp.replies_tail;
+	     j = (j + 1) % qp->resp.replies_size)
+		qp->resp.replies_dups -= qp->resp.replies[j].dup;
+	qp->resp.replies_tail = i;
 }
 
 /* Execute a READ request: check it and queue its responses.  A
@@ -684,7 +706,7 @@ static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
 	 * a duplicate's, the current one. */
 	if (!qp->attr.max_dest_rd_atomic ||
 	    !resp_read_queue(qp, p, va, len,
-			     dup ? qp->resp.msn : qp->resp.msn + 1)) {
+			     dup ? qp->resp.msn : qp->resp.msn + 1, dup)) {
 		if (dup && qp->attr.max_dest_rd_atomic)
 			return false;
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_ACCESS_ERR,
@@ -710,9 +732,9 @@ static void resp_read(struct emu_qp *qp, const struct pkt *p)
  * room (a duplicate beyond the responder resources) it is not sent: the
  * requester times out and asks again. */
 static void resp_atomic_reply(struct emu_qp *qp, uint32_t psn, uint32_t msn,
-			      uint64_t orig)
+			      uint64_t orig, bool dup)
 {
-	struct resp_reply *r = resp_reply_push(qp, psn);
+	struct resp_reply *r = resp_reply_push(qp, psn, dup);
 
 	if (r) {
 		r->atomic = true;
@@ -777,7 +799,7 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 	}
 	/* More outstanding than the responder resources granted (IBA
 	 * 9.7.4.1.5): refused before anything is executed. */
-	if (!resp_reply_room(qp)) {
+	if (!resp_reply_room(qp, false)) {
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_ACCESS_ERR,
 			  IBV_WC_SUCCESS);
 		return;
@@ -808,7 +830,7 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 	qp->resp.msn++;
 	fault_point(FAULT_AT_ATOMIC);
 	resp_atomic_save(qp, p->psn, orig);
-	resp_atomic_reply(qp, p->psn, qp->resp.msn, orig);
+	resp_atomic_reply(qp, p->psn, qp->resp.msn, orig, false);
 }
 
 /* A request we have seen: answer again, execute nothing twice except a
@@ -829,7 +851,7 @@ static void resp_duplicate(struct emu_qp *qp, const struct pkt *p)
 		 * which resp_replies_cancel_from relies on. */
 		if (a) {
 			resp_replies_cancel_from(qp, p->psn);
-			resp_atomic_reply(qp, a->psn, a->msn, a->orig);
+			resp_atomic_reply(qp, a->psn, a->msn, a->orig, true);
 		}
 	} else if (pkt_ackreq(p)) {
 		resp_ack(qp);

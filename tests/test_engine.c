@@ -862,6 +862,54 @@ static void test_resp_duplicate_atomic_then_read(void)
 	fx_teardown(&f);
 }
 
+/*
+ * IBA 9.7.4.1.5 / 9.7.4.1.2: the responder resources granted
+ * (max_dest_rd_atomic, 4 here) bound the READs and atomics a requester
+ * has outstanding, not the answers owed to duplicates.  READ A was
+ * answered; a duplicate of it (the requester resent it, then completed
+ * it with the first stream's response that came late) is owed while the
+ * requester's inbox is full, and four new READs follow.  The fourth used
+ * to find the owed ring full and be refused: NAK invalid request and the
+ * QP in error, a failure seen under injected faults.  All are answered,
+ * in order, once there is room.
+ */
+static void test_resp_duplicate_reply_holds_no_resource(void)
+{
+	uint32_t len = 2500, i;
+	struct fixture f;
+	struct loop_pkt p, *r;
+
+	fx_setup(&f, &default_params);
+	fill(f.buf + TARGET_OFF, len, 71);
+	craft(&p, &f, IB_OP_READ_REQUEST, RQ_PSN, true, NULL, 0);
+	set_reth(&p, fx_va(&f, TARGET_OFF), f.key, len);
+	loop_inject(&p);
+	expect_read_responses(&f, RQ_PSN, f.buf + TARGET_OFF, len, 1);
+	loop_set_room(0);
+	loop_inject(&p); /* the duplicate */
+	for (i = 0; i < 4; i++) {
+		craft(&p, &f, IB_OP_READ_REQUEST, RQ_PSN + 3 + i, true, NULL,
+		      0);
+		set_reth(&p, fx_va(&f, TARGET_OFF + 8 * i), f.key, 8);
+		loop_inject(&p);
+	}
+	CU_ASSERT(loop_settle(hca->engine, WAIT_MS));
+	CU_ASSERT_EQUAL(loop_captured(), 0);
+	loop_set_room(-1);
+	expect_read_responses(&f, RQ_PSN, f.buf + TARGET_OFF, len, 1);
+	for (i = 0; i < 4; i++) {
+		r = expect_pkt(&f, IB_OP_READ_RESPONSE_ONLY, RQ_PSN + 3 + i);
+		expect_aeth(r, AETH_ACK | AETH_ACK_UNLIMITED, 2 + i);
+		CU_ASSERT_EQUAL(pkt_paylen(r), 8);
+		CU_ASSERT(memcmp(pkt_data(r), f.buf + TARGET_OFF + 8 * i, 8) ==
+			  0);
+		free(r);
+	}
+	expect_quiet();
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_RTS);
+	fx_teardown(&f);
+}
+
 /* ---- the completer ---- */
 
 /* Post a 64-byte signaled SEND and check the SEND_ONLY it becomes. */
@@ -1519,6 +1567,8 @@ int main(void)
 		  test_comp_read_progress_restores_retries },
 		{ "fault_resent_packet_gets_through",
 		  test_fault_resent_packet_gets_through },
+		{ "resp_duplicate_reply_holds_no_resource",
+		  test_resp_duplicate_reply_holds_no_resource },
 		{ "engine_stop_before_sleep", test_engine_stop_before_sleep },
 		{ NULL, NULL },
 	};
