@@ -17,7 +17,7 @@ for i in 1 2; do
 	IBEMU_NODE=$IBEMU_NODE-replay$i IBEMU_FAULTS="drop:0.05,dup:0.05,reorder:0.05,seed=99" \
 		run "ud replay, run $i" "$prog" ud 2000
 	grep "^received" "$tmp/out" > "$tmp/replay$i"
-	rm -f /dev/shm/ibemu-v*-"$(id -u)-$IBEMU_NODE-replay$i"*
+	IBEMU_NODE=$IBEMU_NODE-replay$i ibemu_cleanup
 done
 if cmp -s "$tmp/replay1" "$tmp/replay2" && grep -q "^received" "$tmp/replay1"; then
 	pass "the same seed injects the same faults: $(cat "$tmp/replay1")"
