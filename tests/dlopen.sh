@@ -8,6 +8,19 @@ LD_PRELOAD=$IBEMU_LIB_PATH "$IBEMU_BUILDDIR/tests/dlopen_plugin" "$plugin" &&
 	pass "a RTLD_LOCAL plug-in linked with libibverbs lists ibemu0" ||
 	fail "a RTLD_LOCAL plug-in linked with libibverbs"
 
+# A program that dlopens libibverbs and dlsym()s its functions itself:
+# the audit module, set by `ibemu run`, and by hand.
+"$IBEMU" run -- "$IBEMU_BUILDDIR/tests/dlopen_verbs" &&
+	pass "dlopen(libibverbs) and dlsym() list ibemu0 under ibemu run" ||
+	fail "dlopen(libibverbs) and dlsym() under ibemu run"
+LD_PRELOAD=$IBEMU_LIB_PATH LD_AUDIT=$IBEMU_BUILDDIR/.libs/libibemu-audit.so \
+	"$IBEMU_BUILDDIR/tests/dlopen_verbs" &&
+	pass "dlopen(libibverbs) and dlsym() list ibemu0 with LD_PRELOAD and LD_AUDIT" ||
+	fail "dlopen(libibverbs) and dlsym() with LD_PRELOAD and LD_AUDIT"
+out=$(LD_AUDIT=$IBEMU_BUILDDIR/.libs/libibemu-audit.so LD_PRELOAD=$IBEMU_LIB_PATH /bin/true 2>&1) &&
+	[ -z "$out" ] && pass "/bin/true under the preload and the audit module" ||
+	fail "/bin/true under the preload and the audit module: $out"
+
 # rdma-core's Python binding: an extension module loaded RTLD_LOCAL.
 if /usr/bin/python3 -c "import pyverbs" 2>/dev/null; then
 	out=$(LD_PRELOAD=$IBEMU_LIB_PATH /usr/bin/python3 -c \

@@ -5,8 +5,10 @@
  *   ibemu run [options] -- CMD [ARGS...]   run CMD with the emulated HCA
  *   ibemu status                          the node's device, processes, QPs
  *
- * `run` only sets LD_PRELOAD and ibemu's environment, then executes CMD:
- * everything it does can be done by hand with LD_PRELOAD=libibemu.so.
+ * `run` only sets LD_PRELOAD (and LD_AUDIT, see provider/audit.c) and
+ * ibemu's environment, then executes CMD:
+ * everything it does can be done by hand with LD_PRELOAD=libibemu.so
+ * (and LD_AUDIT=libibemu-audit.so).
  */
 #include "config.h"
 
@@ -25,6 +27,7 @@
 #include "shmfile.h"
 
 #define LIB_NAME "libibemu.so"
+#define AUDIT_NAME "libibemu-audit.so"
 
 static void usage(FILE *out)
 {
@@ -118,7 +121,7 @@ static int cmd_run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	char lib[PATH_MAX], *preload;
+	char lib[PATH_MAX], audit[PATH_MAX], *preload, *slash;
 	const char *old;
 	int c;
 
@@ -168,6 +171,16 @@ static int cmd_run(int argc, char **argv)
 	}
 	setenv("LD_PRELOAD", preload, 1);
 	free(preload);
+	/* The audit module beside the preload serves programs that dlopen
+	 * libibverbs and dlsym() its functions themselves (audit.c). */
+	slash = strrchr(lib, '/');
+	if (slash && (size_t)(slash - lib) + sizeof("/" AUDIT_NAME) <=
+			     sizeof(audit)) {
+		memcpy(audit, lib, (size_t)(slash - lib));
+		strcpy(audit + (slash - lib), "/" AUDIT_NAME);
+		if (readable(audit) && !getenv("LD_AUDIT"))
+			setenv("LD_AUDIT", audit, 1);
+	}
 	execvp(argv[optind], &argv[optind]);
 	fprintf(stderr, "ibemu: %s: %s\n", argv[optind], strerror(errno));
 	return errno == ENOENT ? 127 : 126;
