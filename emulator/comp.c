@@ -172,8 +172,8 @@ void comp_retire_locked(struct emu_qp *qp)
  * before psn (IBA 9.7.5.2.1): the responder executed what it asked. */
 static void comp_acked_answers(struct emu_qp *qp, uint32_t psn)
 {
-	if (qp->comp.retrying && psn_cmp(psn, qp->comp.retry_psn) >= 0)
-		qp->comp.retrying = false;
+	if (qp->comp.told.on && psn_cmp(psn, qp->comp.told.psn) >= 0)
+		qp->comp.told.on = false;
 }
 
 /* Forward progress: the retry budget is whole again and the transport
@@ -281,10 +281,10 @@ static struct wqe *comp_oldest(struct emu_qp *qp)
  */
 static void comp_seq_retry(struct emu_qp *qp, uint32_t psn, bool implied)
 {
+	struct comp_resend *r = implied ? &qp->comp.implied : &qp->comp.told;
 	struct wqe *w;
 
-	if (implied ? qp->comp.rd_retrying && qp->comp.rd_retry_psn == psn
-		    : qp->comp.retrying && qp->comp.retry_psn == psn)
+	if (r->on && r->psn == psn)
 		return;
 
 	ibemu_trace("comp qp %#x sequence retry from psn %#x%s, %u retries "
@@ -300,13 +300,8 @@ static void comp_seq_retry(struct emu_qp *qp, uint32_t psn, bool implied)
 		return;
 	}
 	qp->comp.retry_left--;
-	if (implied) {
-		qp->comp.rd_retrying = true;
-		qp->comp.rd_retry_psn = psn;
-	} else {
-		qp->comp.retrying = true;
-		qp->comp.retry_psn = psn;
-	}
+	r->on = true;
+	r->psn = psn;
 	req_rewind_from_locked(qp, psn);
 }
 
@@ -335,10 +330,10 @@ static void comp_implied_nak(struct emu_qp *qp, const struct wqe *lost)
 static void comp_answered(struct emu_qp *qp, const struct wqe *w,
 			  uint32_t psn)
 {
-	if (qp->comp.rd_retrying &&
-	    psn_cmp(qp->comp.rd_retry_psn, w->first_psn) >= 0 &&
-	    psn_cmp(qp->comp.rd_retry_psn, w->last_psn) <= 0)
-		qp->comp.rd_retrying = false;
+	if (qp->comp.implied.on &&
+	    psn_cmp(qp->comp.implied.psn, w->first_psn) >= 0 &&
+	    psn_cmp(qp->comp.implied.psn, w->last_psn) <= 0)
+		qp->comp.implied.on = false;
 	comp_acked_answers(qp, psn);
 }
 
@@ -601,8 +596,8 @@ uint64_t comp_timers_locked(struct emu_qp *qp, uint64_t now)
 	}
 	if (qp->comp.deadline && now >= qp->comp.deadline) {
 		qp->comp.deadline = 0;
-		qp->comp.retrying = false;
-		qp->comp.rd_retrying = false;
+		qp->comp.told.on = false;
+		qp->comp.implied.on = false;
 		w = comp_oldest(qp);
 		if (w && comp_congested(qp)) {
 			comp_arm_timer_locked(qp);

@@ -119,6 +119,13 @@ struct qp_req {
 	uint64_t ud_full_since; /* UD: destinations full since (ns), 0: no */
 };
 
+/* A resend under way from psn, none of whose answers has come yet
+ * (comp.c comp_seq_retry). */
+struct comp_resend {
+	bool on;
+	uint32_t psn;
+};
+
 /* The completer's state (comp.c): timers and retry budgets. */
 struct qp_comp {
 	uint64_t deadline; /* retransmit timer, ns; 0 = idle */
@@ -128,17 +135,13 @@ struct qp_comp {
 	uint64_t peer_taken; /* the peer's count when the timer was armed */
 	/* the last PSN the responder is known to have executed */
 	uint32_t acked_psn;
-	/* A resend from retry_psn, which a NAK named, is under way and
-	 * nothing at or past it has answered yet: another NAK naming the
-	 * same PSN means nothing new (comp.c). */
-	bool retrying;
-	uint32_t retry_psn;
-	/* A READ or atomic whose responses were lost is resent from
-	 * rd_retry_psn and none of its own responses has come yet: the
-	 * ACKs and responses of later requests, which imply its loss
-	 * again, mean nothing new (comp.c). */
-	bool rd_retrying;
-	uint32_t rd_retry_psn;
+	/* told: a resend from the PSN a NAK named; nothing at or past it
+	 * has answered yet, so another NAK naming it means nothing new.
+	 * implied: a READ or atomic whose responses were lost is resent
+	 * and none of its own responses has come yet, so the ACKs and
+	 * responses of later requests, which imply its loss again, mean
+	 * nothing new. */
+	struct comp_resend told, implied;
 };
 
 /*

@@ -433,8 +433,8 @@ static void qp_engine_transition_locked(struct emu_qp *qp,
 		/* A new PSN space: no resend of the old one is under way. */
 		qp->req.psn = qp->attr.sq_psn;
 		qp->comp.acked_psn = psn_add(qp->attr.sq_psn, BTH_PSN_MASK);
-		qp->comp.retrying = false;
-		qp->comp.rd_retrying = false;
+		qp->comp.told.on = false;
+		qp->comp.implied.on = false;
 	}
 	if (next == IBV_QPS_RTS && cur != IBV_QPS_RTS) {
 		qp->comp.retry_left = qp->attr.retry_cnt;
