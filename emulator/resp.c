@@ -463,12 +463,17 @@ static bool resp_replies_empty(const struct emu_qp *qp)
 	return qp->resp.replies_head == qp->resp.replies_tail;
 }
 
+/* The ring index after i. */
+static uint32_t resp_replies_next(const struct emu_qp *qp, uint32_t i)
+{
+	return (i + 1) % qp->resp.replies_size;
+}
+
 static void resp_replies_pop(struct emu_qp *qp)
 {
 	if (qp->resp.replies[qp->resp.replies_head].dup)
 		qp->resp.replies_dups--;
-	qp->resp.replies_head = (qp->resp.replies_head + 1) %
-				qp->resp.replies_size;
+	qp->resp.replies_head = resp_replies_next(qp, qp->resp.replies_head);
 }
 
 static uint32_t resp_replies_owed(const struct emu_qp *qp)
@@ -519,8 +524,7 @@ static struct resp_reply *resp_reply_push(struct emu_qp *qp, uint32_t psn,
 	r->psn = psn;
 	r->dup = dup;
 	qp->resp.replies_dups += dup;
-	qp->resp.replies_tail = (qp->resp.replies_tail + 1) %
-				qp->resp.replies_size;
+	qp->resp.replies_tail = resp_replies_next(qp, qp->resp.replies_tail);
 	return r;
 }
 
@@ -662,7 +666,7 @@ static void resp_replies_cancel_from(struct emu_qp *qp, uint32_t psn)
 	if (!qp->resp.replies)
 		return;
 	for (i = qp->resp.replies_head; i != qp->resp.replies_tail;
-	     i = (i + 1) % qp->resp.replies_size) {
+	     i = resp_replies_next(qp, i)) {
 		r = &qp->resp.replies[i];
 		last = r->atomic ? r->psn
 				 : psn_add(r->psn,
@@ -671,8 +675,7 @@ static void resp_replies_cancel_from(struct emu_qp *qp, uint32_t psn)
 			break;
 	}
 	/* The entries from i on are given up. */
-	for (j = i; j != qp->resp.replies_tail;
-	     j = (j + 1) % qp->resp.replies_size)
+	for (j = i; j != qp->resp.replies_tail; j = resp_replies_next(qp, j))
 		qp->resp.replies_dups -= qp->resp.replies[j].dup;
 	qp->resp.replies_tail = i;
 }
@@ -701,9 +704,9 @@ static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
 	if (dup)
 		resp_replies_cancel_from(qp, p->psn);
 	/* More outstanding reads than the responder resources granted
-	 * (max_dest_rd_atomic, manual 6.1.4). */
-	/* The READ's AETHs carry the MSN it completes (IBA 9.7.5.1.3);
-	 * a duplicate's, the current one. */
+	 * (max_dest_rd_atomic, manual 6.1.4) are refused.  The READ's
+	 * AETHs carry the MSN it completes (IBA 9.7.5.1.3); a duplicate's,
+	 * the current one. */
 	if (!qp->attr.max_dest_rd_atomic ||
 	    !resp_read_queue(qp, p, va, len,
 			     dup ? qp->resp.msn : qp->resp.msn + 1, dup)) {
