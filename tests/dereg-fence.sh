@@ -3,13 +3,5 @@
 # the requester placing the data itself and through packets
 # (tests/dereg_fence.c).
 . "$(dirname "$0")/lib.sh"
-for cma in 1 0; do
-	IBEMU_CMA=$cma LD_PRELOAD=$IBEMU_LIB_PATH \
-		"$IBEMU_BUILDDIR/tests/dereg_fence"
-	case $? in
-	0) pass "dereg-fence IBEMU_CMA=$cma" ;;
-	77) exit 77 ;;
-	*) fail "dereg-fence IBEMU_CMA=$cma" ;;
-	esac
-done
+both_placements dereg-fence "$IBEMU_BUILDDIR/tests/dereg_fence"
 finish

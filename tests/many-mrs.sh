@@ -4,13 +4,5 @@
 # requester placing the data itself and through packets (tests/many_mrs.c).
 . "$(dirname "$0")/lib.sh"
 need timeout
-for cma in 1 0; do
-	IBEMU_CMA=$cma LD_PRELOAD=$IBEMU_LIB_PATH \
-		timeout -k 5 120 "$IBEMU_BUILDDIR/tests/many_mrs"
-	case $? in
-	0) pass "many-mrs IBEMU_CMA=$cma" ;;
-	77) exit 77 ;;
-	*) fail "many-mrs IBEMU_CMA=$cma" ;;
-	esac
-done
+both_placements many-mrs timeout -k 5 120 "$IBEMU_BUILDDIR/tests/many_mrs"
 finish
