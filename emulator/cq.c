@@ -12,14 +12,31 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine.h"
 #include "hca.h"
 #include "log.h"
 
+static uint64_t cq_clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A clock no one steps or slews, as an HCA's oscillator: one tick per
+ * nanosecond (IBEMU_CORE_CLOCK_KHZ). */
+uint64_t emu_clock_raw(void)
+{
+	return cq_clock_ns(CLOCK_MONOTONIC_RAW);
+}
+
 int emu_cq_create(struct emu_hca *hca, uint32_t cqe, int comp_fd,
-		  const struct emu_owner *owner, struct emu_cq **cq_p)
+		  const struct emu_owner *owner, bool stamped,
+		  struct emu_cq **cq_p)
 {
 	struct emu_cq *cq;
 
@@ -31,7 +48,7 @@ int emu_cq_create(struct emu_hca *hca, uint32_t cqe, int comp_fd,
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return ENOMEM;
-	if (wc_ring_init(&cq->ring, cqe)) {
+	if (wc_ring_init(&cq->ring, cqe, stamped)) {
 		free(cq);
 		return ENOMEM;
 	}
@@ -127,6 +144,18 @@ static void cq_notify_locked(struct emu_cq *cq)
 		ibemu_log_warn("completion event lost: %s", strerror(errno));
 }
 
+/* When the completion being added was generated.  Taken under cq.lock,
+ * so stamps follow the CQ's order; real time may be stepped back, and is
+ * held at the CQ's last value until it passes it again. */
+static void cq_stamp_locked(struct emu_cq *cq, struct emu_wc_stamp *st)
+{
+	st->raw = emu_clock_raw();
+	st->wall_ns = cq_clock_ns(CLOCK_REALTIME);
+	if (st->wall_ns < cq->last_wall_ns)
+		st->wall_ns = cq->last_wall_ns;
+	cq->last_wall_ns = st->wall_ns;
+}
+
 /*
  * Add a completion.  An armed CQ raises one completion event: for any
  * completion when armed for "next", for a solicited or an unsuccessful
@@ -136,10 +165,14 @@ static void cq_notify_locked(struct emu_cq *cq)
  */
 bool cq_push(struct emu_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
+	struct emu_wc_stamp stamp;
 	bool overrun = false, ok;
 
 	pthread_mutex_lock(&cq->lock);
-	if (cq->overflow || !wc_ring_put(&cq->ring, wc)) {
+	if (cq->ring.stamp)
+		cq_stamp_locked(cq, &stamp);
+	if (cq->overflow ||
+	    !wc_ring_put(&cq->ring, wc, cq->ring.stamp ? &stamp : NULL)) {
 		overrun = !cq->overflow;
 		cq->overflow = true;
 	} else if (cq->armed == CQ_ARM_NEXT ||
@@ -193,4 +226,9 @@ void emu_cq_poll_end(struct emu_cq *cq)
 		wc_ring_drop(&cq->ring);
 	cq->polling = false;
 	pthread_mutex_unlock(&cq->lock);
+}
+
+const struct emu_wc_stamp *emu_cq_poll_stamp(struct emu_cq *cq)
+{
+	return wc_ring_oldest_stamp(&cq->ring);
 }

@@ -69,8 +69,22 @@ uint64_t emu_node_guid(void);
 bool emu_port_valid(unsigned int port_num);
 
 /* cq.c: completion queues (manual 3.3.7-3.3.9, 3.6.7-3.6.10) */
+/*
+ * When a completion was generated, taken as the HCA adds it to the CQ
+ * (not when it is polled), non-decreasing in the CQ's order.
+ */
+struct emu_wc_stamp {
+	/* the HCA's free-running clock: CLOCK_MONOTONIC_RAW in ticks of
+	 * IBEMU_CORE_CLOCK_KHZ (params.h), the value emu_clock_raw() reads */
+	uint64_t raw;
+	uint64_t wall_ns; /* CLOCK_REALTIME, ns since the epoch */
+};
+/* The HCA's free-running clock now (ibv_query_rt_values_ex). */
+uint64_t emu_clock_raw(void);
+/* stamped: keep an emu_wc_stamp with every entry. */
 int emu_cq_create(struct emu_hca *hca, uint32_t cqe, int comp_fd,
-		  const struct emu_owner *owner, struct emu_cq **cq_p);
+		  const struct emu_owner *owner, bool stamped,
+		  struct emu_cq **cq_p);
 int emu_cq_destroy(struct emu_cq *cq);
 int emu_cq_resize(struct emu_cq *cq, uint32_t cqe);
 int emu_cq_poll(struct emu_cq *cq, int num_entries, struct ibv_wc *wc);
@@ -82,6 +96,8 @@ const struct ibv_wc *emu_cq_poll_start(struct emu_cq *cq);
 const struct ibv_wc *emu_cq_poll_next(struct emu_cq *cq);
 /* Consume the current entry, if any, and unlock. */
 void emu_cq_poll_end(struct emu_cq *cq);
+/* The current entry's stamp (a stamped CQ, between start and end). */
+const struct emu_wc_stamp *emu_cq_poll_stamp(struct emu_cq *cq);
 
 /* srq.c: shared receive queues (manual 3.4.5-3.4.7, IBA 10.2.9) */
 int emu_srq_create(struct emu_hca *hca, uint64_t pd_id,

@@ -32,6 +32,9 @@
 /* Completion queues. */
 #define IBEMU_MAX_CQ 16384
 #define IBEMU_MAX_CQE 65536
+/* The free-running clock completions are stamped with: 1 GHz, so one
+ * tick is one nanosecond (hca_core_clock is in kHz). */
+#define IBEMU_CORE_CLOCK_KHZ 1000000ull
 
 /* Memory. */
 #define IBEMU_MAX_PD 65536

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+#include "emu.h"
+
 /* Where the requester is with a send WQE. */
 enum wqe_state {
 	WQE_PENDING, /* not looked at yet */
@@ -86,11 +88,12 @@ static inline struct wqe *wqe_ring_head(const struct wqe_ring *r)
 /* head and tail are atomic for the unlocked emptiness test only. */
 struct wc_ring {
 	struct ibv_wc *buf;
+	struct emu_wc_stamp *stamp; /* one per entry, or NULL: not stamped */
 	uint32_t size;
 	_Atomic uint32_t head, tail;
 };
 
-int wc_ring_init(struct wc_ring *r, uint32_t size);
+int wc_ring_init(struct wc_ring *r, uint32_t size, bool stamped);
 void wc_ring_fini(struct wc_ring *r);
 /* Move the entries to a ring of new size (>= count); 0 or -errno. */
 int wc_ring_resize(struct wc_ring *r, uint32_t size);
@@ -115,7 +118,16 @@ static inline void wc_ring_drop(struct wc_ring *r)
 	atomic_store_explicit(&r->head, r->head + 1, memory_order_relaxed);
 }
 /* false if full */
-bool wc_ring_put(struct wc_ring *r, const struct ibv_wc *wc);
+/* stamp: kept with the entry when the ring is stamped (may be NULL
+ * otherwise). */
+bool wc_ring_put(struct wc_ring *r, const struct ibv_wc *wc,
+		 const struct emu_wc_stamp *stamp);
+/* The stamp of the oldest entry (there is one; the ring is stamped). */
+static inline const struct emu_wc_stamp *wc_ring_oldest_stamp(
+	const struct wc_ring *r)
+{
+	return &r->stamp[r->head % r->size];
+}
 bool wc_ring_get(struct wc_ring *r, struct ibv_wc *wc);
 
 #endif /* IBEMU_QUEUE_H */

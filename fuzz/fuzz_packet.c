@@ -270,7 +270,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		die("cannot attach the HCA");
 	emu_hca_port_info(hca, &port);
 	lid = port.lid;
-	if (emu_cq_create(hca, 1024, -1, &owner, &cq))
+	if (emu_cq_create(hca, 1024, -1, &owner, false, &cq))
 		die("emu_cq_create");
 	region_init(&rw, FZ_IOVA,
 		    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |

@@ -14,10 +14,19 @@
 #include "ibemu.h"
 #include "log.h"
 
-#define CQ_WC_FLAGS_SUPPORTED                                                  \
-	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | \
-	 IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |     \
-	 IBV_WC_EX_WITH_DLID_PATH_BITS)
+/*
+ * The readers ibv_create_cq_ex offers: the standard ones and both
+ * completion timestamps.  Refused with EOPNOTSUPP: IBV_WC_EX_WITH_CVLAN
+ * (an Ethernet VLAN of raw packet QPs; the link is InfiniBand),
+ * IBV_WC_EX_WITH_FLOW_TAG (no flow steering) and IBV_WC_EX_WITH_TM_INFO
+ * (no tag matching: max_num_tags is 0).
+ */
+#define CQ_WC_FLAGS_STAMPS                                                     \
+	(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |                                 \
+	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+#define CQ_WC_FLAGS_SUPPORTED (IBV_WC_STANDARD_FLAGS | CQ_WC_FLAGS_STAMPS)
+/* A hint that is honoured by not needing it: the CQ keeps its lock. */
+#define CQ_CREATE_FLAGS_SUPPORTED IBV_CREATE_CQ_ATTR_SINGLE_THREADED
 
 static int cq_check_attr(struct ibv_context *context, int cqe,
 			 struct ibv_comp_channel *channel, int comp_vector)
@@ -38,7 +47,7 @@ static int cq_check_attr(struct ibv_context *context, int cqe,
 
 static struct ibemu_cq *cq_create(struct ibv_context *context, int cqe,
 				  struct ibv_comp_channel *channel,
-				  int comp_vector)
+				  int comp_vector, bool stamped)
 {
 	struct ibemu_context *ctx = to_ectx(context);
 	struct emu_owner owner;
@@ -64,7 +73,7 @@ static struct ibemu_cq *cq_create(struct ibv_context *context, int cqe,
 	}
 	owner = ibemu_owner(context, &cq->vcq.cq);
 	ret = emu_cq_create(ctx->hca, (uint32_t)cqe, cq->comp_wfd, &owner,
-			    &cq->ecq);
+			    stamped, &cq->ecq);
 	if (ret)
 		goto err_fd;
 	cq->vcq.cq.context = context;
@@ -87,7 +96,8 @@ struct ibv_cq *ibemu_create_cq(struct ibv_context *context, int cqe,
 			       struct ibv_comp_channel *channel,
 			       int comp_vector)
 {
-	struct ibemu_cq *cq = cq_create(context, cqe, channel, comp_vector);
+	struct ibemu_cq *cq = cq_create(context, cqe, channel, comp_vector,
+					false);
 
 	return cq ? &cq->vcq.cq : NULL;
 }
@@ -104,6 +114,8 @@ int ibemu_destroy_cq(struct ibv_cq *ibcq)
 		return ret;
 	if (cq->comp_wfd >= 0)
 		close(cq->comp_wfd);
+	if (cq->parent)
+		atomic_fetch_sub(&cq->parent->usecnt, 1);
 	atomic_fetch_sub(&to_ectx(ibcq->context)->nr_cqs, 1);
 	free(cq);
 	return 0;
@@ -214,12 +226,42 @@ static uint8_t cq_ex_read_dlid_path_bits(struct ibv_cq_ex *cqx)
 	return to_ecq_ex(cqx)->cur->dlid_path_bits;
 }
 
-static int cq_ex_check_attr(const struct ibv_cq_init_attr_ex *attr)
+/* The completion's timestamps: the HCA clock's ticks
+ * (ibv_query_device_ex hca_core_clock kHz) and real time in ns. */
+static uint64_t cq_ex_read_completion_ts(struct ibv_cq_ex *cqx)
 {
-	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS))
+	return emu_cq_poll_stamp(to_ecq_ex(cqx)->ecq)->raw;
+}
+static uint64_t cq_ex_read_completion_wallclock_ns(struct ibv_cq_ex *cqx)
+{
+	return emu_cq_poll_stamp(to_ecq_ex(cqx)->ecq)->wall_ns;
+}
+
+static int cq_ex_check_attr(struct ibv_context *context,
+			    const struct ibv_cq_init_attr_ex *attr)
+{
+	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					  IBV_CQ_INIT_ATTR_MASK_PD)) {
+		ibemu_log_dbg("create_cq_ex: comp_mask %#x not offered",
+			      attr->comp_mask);
 		return EOPNOTSUPP;
-	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && attr->flags)
+	}
+	/* IGNORE_OVERRUN is refused: an overrun always puts the CQ in
+	 * error (manual 6.1.1). */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (attr->flags & ~(uint32_t)CQ_CREATE_FLAGS_SUPPORTED)) {
+		ibemu_log_dbg("create_cq_ex: flags %#x not offered",
+			      attr->flags);
 		return EOPNOTSUPP;
+	}
+	/* The CQ's parent domain must be one (ibv_create_cq_ex(3)). */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!attr->parent_domain || attr->parent_domain->context != context ||
+	     !ibemu_pd_is_parent(attr->parent_domain))) {
+		ibemu_log_dbg("create_cq_ex: parent_domain is not a parent "
+			      "domain of this context");
+		return EINVAL;
+	}
 	if (attr->wc_flags & ~(uint64_t)CQ_WC_FLAGS_SUPPORTED) {
 		ibemu_log_dbg("create_cq_ex: wc_flags %#llx not offered",
 			      (unsigned long long)(attr->wc_flags &
@@ -254,6 +296,11 @@ static void cq_ex_set_readers(struct ibv_cq_ex *cqx, uint64_t wc_flags)
 		cqx->read_sl = cq_ex_read_sl;
 	if (wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
 		cqx->read_dlid_path_bits = cq_ex_read_dlid_path_bits;
+	if (wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+		cqx->read_completion_ts = cq_ex_read_completion_ts;
+	if (wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+		cqx->read_completion_wallclock_ns =
+			cq_ex_read_completion_wallclock_ns;
 }
 
 struct ibv_cq_ex *ibemu_create_cq_ex(struct ibv_context *context,
@@ -262,15 +309,20 @@ struct ibv_cq_ex *ibemu_create_cq_ex(struct ibv_context *context,
 	struct ibemu_cq *cq;
 	int ret;
 
-	ret = cq_ex_check_attr(attr);
+	ret = ibemu_ctx_stale(context) ? EIO : cq_ex_check_attr(context, attr);
 	if (ret) {
 		errno = ret;
 		return NULL;
 	}
 	cq = cq_create(context, (int)attr->cqe, attr->channel,
-		       (int)attr->comp_vector);
+		       (int)attr->comp_vector,
+		       (attr->wc_flags & CQ_WC_FLAGS_STAMPS) != 0);
 	if (!cq)
 		return NULL;
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+		cq->parent = to_epd(attr->parent_domain);
+		atomic_fetch_add(&cq->parent->usecnt, 1);
+	}
 	cq_ex_set_readers(&cq->vcq.cq_ex, attr->wc_flags);
 	return &cq->vcq.cq_ex;
 }

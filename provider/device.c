@@ -87,7 +87,9 @@ static void ibemu_uninit_device(struct verbs_device *vdev)
 }
 
 static const struct verbs_context_ops ibemu_ctx_ops = {
+	.alloc_parent_domain = ibemu_alloc_parent_domain,
 	.alloc_pd = ibemu_alloc_pd,
+	.alloc_td = ibemu_alloc_td,
 	.attach_mcast = ibemu_attach_mcast,
 	.cq_event = ibemu_cq_event,
 	.create_ah = ibemu_create_ah,
@@ -97,6 +99,7 @@ static const struct verbs_context_ops ibemu_ctx_ops = {
 	.create_qp_ex = ibemu_create_qp_ex,
 	.create_srq = ibemu_create_srq,
 	.dealloc_pd = ibemu_dealloc_pd,
+	.dealloc_td = ibemu_dealloc_td,
 	.dereg_mr = ibemu_dereg_mr,
 	.destroy_ah = ibemu_destroy_ah,
 	.destroy_cq = ibemu_destroy_cq,
@@ -113,6 +116,7 @@ static const struct verbs_context_ops ibemu_ctx_ops = {
 	.query_device_ex = ibemu_query_device_ex,
 	.query_port = ibemu_query_port,
 	.query_qp = ibemu_query_qp,
+	.query_rt_values = ibemu_query_rt_values,
 	.query_srq = ibemu_query_srq,
 	.reg_mr = ibemu_reg_mr,
 	.req_notify_cq = ibemu_req_notify_cq,

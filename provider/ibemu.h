@@ -45,9 +45,30 @@ struct ibemu_context {
 	atomic_int nr_pds, nr_cqs, nr_qps, nr_srqs, nr_ahs;
 };
 
+/* A thread domain (ibv_alloc_td): accepted in a parent domain and not
+ * exploited, every object keeping its own lock. */
+struct ibemu_td {
+	struct ibv_td ibv_td;
+	atomic_int usecnt; /* parent domains using this TD */
+};
+
+/*
+ * A protection domain, or a parent domain (ibv_alloc_parent_domain),
+ * which stands wherever a PD is accepted for the PD it was made of
+ * (`protection`) and adds a thread domain and the application's queue
+ * buffer allocators.  Lock rule: usecnt is atomic; the rest is set at
+ * allocation and read-only afterwards.
+ */
 struct ibemu_pd {
 	struct ibv_pd ibv_pd;
-	atomic_int usecnt; /* MRs, QPs, SRQs, AHs using this PD */
+	atomic_int usecnt; /* MRs, QPs, SRQs, AHs, CQs, parent domains */
+	struct ibemu_pd *protection; /* parent domain: its PD; else NULL */
+	struct ibemu_td *td; /* parent domain: its TD, or NULL */
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size,
+		       size_t alignment, uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr,
+		     uint64_t resource_type);
+	void *pd_context;
 };
 
 struct ibemu_mr {
@@ -60,6 +81,7 @@ struct ibemu_cq {
 	struct emu_cq *ecq;
 	int comp_wfd; /* non-blocking write end of the channel, or -1 */
 	const struct ibv_wc *cur; /* extended poll: the entry being read */
+	struct ibemu_pd *parent; /* its parent domain (ibv_create_cq_ex) */
 };
 
 struct ibemu_srq {
@@ -106,6 +128,22 @@ static inline struct ibemu_context *to_ectx(struct ibv_context *c)
 static inline struct ibemu_pd *to_epd(struct ibv_pd *pd)
 {
 	return container_of(pd, struct ibemu_pd, ibv_pd);
+}
+static inline struct ibemu_td *to_etd(struct ibv_td *td)
+{
+	return container_of(td, struct ibemu_td, ibv_td);
+}
+static inline bool ibemu_pd_is_parent(struct ibv_pd *pd)
+{
+	return to_epd(pd)->protection != NULL;
+}
+/* The protection domain the HCA checks (IBA 10.2.3): a parent domain's
+ * is the PD it was made of. */
+static inline uint64_t ibemu_pd_id(struct ibv_pd *pd)
+{
+	struct ibemu_pd *p = to_epd(pd);
+
+	return (uintptr_t)(p->protection ? &p->protection->ibv_pd : pd);
 }
 static inline struct ibemu_mr *to_emr(struct ibv_mr *mr)
 {
@@ -163,12 +201,19 @@ int ibemu_query_port(struct ibv_context *context, uint8_t port_num,
 		     struct ibv_port_attr *port_attr);
 int ibemu_query_gid_entry(struct ibv_context *context, uint32_t port_num,
 			  uint32_t index, struct ibv_gid_entry *entry);
+int ibemu_query_rt_values(struct ibv_context *context,
+			  struct ibv_values_ex *values);
 int ibemu_query_pkey_value(struct ibv_context *context, uint8_t port_num,
 			   int index, uint16_t *pkey_p);
 
-/* pd.c */
+/* pd.c: protection domains, thread domains, parent domains */
 struct ibv_pd *ibemu_alloc_pd(struct ibv_context *context);
 int ibemu_dealloc_pd(struct ibv_pd *pd);
+struct ibv_td *ibemu_alloc_td(struct ibv_context *context,
+			      struct ibv_td_init_attr *attr);
+int ibemu_dealloc_td(struct ibv_td *td);
+struct ibv_pd *ibemu_alloc_parent_domain(
+	struct ibv_context *context, struct ibv_parent_domain_init_attr *attr);
 
 /* mr.c */
 struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,

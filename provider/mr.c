@@ -28,7 +28,7 @@ struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		errno = ENOMEM;
 		return NULL;
 	}
-	ret = emu_mr_reg(to_ectx(pd->context)->hca, (uintptr_t)pd, addr,
+	ret = emu_mr_reg(to_ectx(pd->context)->hca, ibemu_pd_id(pd), addr,
 			 length, hca_va, access, &mr->emr, &key);
 	if (ret) {
 		free(mr);
@@ -72,7 +72,7 @@ int ibemu_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		return EIO;
 	if (new_pd && (!pd || pd->context != vmr->ibv_mr.context))
 		return EINVAL;
-	ret = emu_mr_rereg(mr->emr, flags, new_pd ? (uintptr_t)pd : 0, addr,
+	ret = emu_mr_rereg(mr->emr, flags, new_pd ? ibemu_pd_id(pd) : 0, addr,
 			   length, access);
 	if (ret)
 		return ret;

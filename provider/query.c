@@ -93,9 +93,31 @@ int ibemu_query_device_ex(struct ibv_context *context,
 	ibemu_fill_device_attr(context, &full.orig_attr);
 	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
 	full.phys_port_cnt_ex = IBEMU_NUM_PORTS;
+	/* Completion timestamps (ibv_create_cq_ex) count a 64-bit clock
+	 * of hca_core_clock kHz, the one ibv_query_rt_values_ex reads. */
+	full.completion_timestamp_mask = UINT64_MAX;
+	full.hca_core_clock = IBEMU_CORE_CLOCK_KHZ;
 	if (attr_size > sizeof(full))
 		attr_size = sizeof(full);
 	memcpy(attr, &full, attr_size);
+	return 0;
+}
+
+/* The HCA's clock now (ibv_query_rt_values_ex(3)): raw_clock holds its
+ * ticks in tv_nsec (tv_sec 0), as providers with a raw clock do.
+ * comp_mask is in/out: on return, the values filled. */
+int ibemu_query_rt_values(struct ibv_context *context,
+			  struct ibv_values_ex *values)
+{
+	if (ibemu_ctx_stale(context))
+		return EIO;
+	if (!values)
+		return EINVAL;
+	if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+		values->raw_clock.tv_sec = 0;
+		values->raw_clock.tv_nsec = (long)emu_clock_raw();
+	}
+	values->comp_mask &= IBV_VALUES_MASK_RAW_CLOCK;
 	return 0;
 }
 
