@@ -249,6 +249,8 @@ static bool cma_candidate(struct emu_qp *qp, const struct wqe *w)
 	if (!qp->place_pid || qp->place_refused || !cma_enabled() ||
 	    qp->type != IBV_QPT_RC || !w->length)
 		return false;
+	/* Not an ATOMIC WRITE: process_vm_writev promises no single 8-byte
+	 * store, so it goes by packet and the responder stores it. */
 	if (w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_READ)
 		return false;
 	/* Nothing in flight: this WQE cannot overtake another. */

@@ -144,8 +144,7 @@ void comp_retire_locked(struct emu_qp *qp)
 		wc.status = IBV_WC_SUCCESS;
 		if (w->opcode == IBV_WR_RDMA_READ)
 			wc.byte_len = w->length;
-		else if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-			 w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		else if (wr_is(w->opcode, WR_ATOMIC | WR_ATOMIC_WRITE))
 			wc.byte_len = 8;
 		else
 			wc.byte_len = w->length;

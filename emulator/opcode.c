@@ -51,6 +51,10 @@ static const struct opcode_info opcode_rows[256] = {
 	   OPM_RC | OPM_REQ | OPM_ATOMIC | OPM_ONLY | OPM_ATMETH),
 	OP(0x14, "RC_FETCH_ADD",
 	   OPM_RC | OPM_REQ | OPM_ATOMIC | OPM_ONLY | OPM_ATMETH),
+	/* RETH and an 8-byte payload, answered by an RC ACKNOWLEDGE (IBA
+	 * 1.5 RDMA ATOMIC WRITE). */
+	OP(0x1d, "RC_ATOMIC_WRITE",
+	   RC_WRITE | OPM_ONLY | OPM_RETH | OPM_ATOMIC_WRITE),
 
 	OP(0x20, "UC_SEND_FIRST", UC_SEND | OPM_FIRST),
 	OP(0x21, "UC_SEND_MIDDLE", UC_SEND | OPM_MIDDLE),

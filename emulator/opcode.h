@@ -37,6 +37,7 @@ enum ib_opcode {
 	IB_OP_ATOMIC_ACKNOWLEDGE = 0x12,
 	IB_OP_COMPARE_SWAP = 0x13,
 	IB_OP_FETCH_ADD = 0x14,
+	IB_OP_ATOMIC_WRITE = 0x1d, /* IBA 1.5 RDMA ATOMIC WRITE, RC only */
 };
 
 enum opcode_mask {
@@ -59,6 +60,8 @@ enum opcode_mask {
 	OPM_RC = 1 << 16,
 	OPM_UC = 1 << 17,
 	OPM_UD = 1 << 18,
+	/* an RDMA WRITE of one aligned 8-byte word, stored at once */
+	OPM_ATOMIC_WRITE = 1 << 19,
 	OPM_ONLY = OPM_FIRST | OPM_LAST,
 };
 

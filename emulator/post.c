@@ -45,6 +45,16 @@ static int post_send_check(struct emu_qp *qp, const struct ibv_send_wr *wr)
 			      wr->opcode, qp->type);
 		return EINVAL;
 	}
+	/* An ATOMIC WRITE stores exactly one 8-byte word (IBA 1.5 RDMA
+	 * ATOMIC WRITE); inline, it is kept in the WQE itself. */
+	if (wr_is(wr->opcode, WR_ATOMIC_WRITE)) {
+		if (sge_total(wr->sg_list, wr->num_sge) != 8) {
+			ibemu_log_dbg("post_send: ATOMIC_WRITE of %u bytes",
+				      sge_total(wr->sg_list, wr->num_sge));
+			return EINVAL;
+		}
+		return 0;
+	}
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		if (!wr_is(wr->opcode, WR_PAYLOAD))
 			return EINVAL;
@@ -104,7 +114,8 @@ static int post_send_store(struct emu_qp *qp, uint32_t pos,
 	}
 	/* Inline data is copied at post time: the buffer may be reused as
 	 * soon as ibv_post_send returns (manual 3.6.5). */
-	dst = wqe_inline_data(qp, wqe);
+	dst = wr_is(wr->opcode, WR_ATOMIC_WRITE) ? (uint8_t *)&wqe->compare_add
+						 : wqe_inline_data(qp, wqe);
 	for (i = 0; i < wr->num_sge; i++) {
 		memcpy(dst + wqe->inline_len,
 		       (void *)(uintptr_t)wr->sg_list[i].addr,

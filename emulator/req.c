@@ -71,6 +71,8 @@ static uint8_t req_opcode(const struct emu_qp *qp, const struct wqe *w,
 		return IB_OP_COMPARE_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return IB_OP_FETCH_ADD;
+	case IBV_WR_ATOMIC_WRITE:
+		return IB_OP_ATOMIC_WRITE;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		imm = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -158,7 +160,10 @@ static void req_payload_fill(struct emu_qp *qp, struct wqe *w,
 			     uint32_t off, uint32_t len, void *dst,
 			     const struct iovec *iov, int nr)
 {
-	if (w->send_flags & IBV_SEND_INLINE)
+	if ((w->send_flags & IBV_SEND_INLINE) &&
+	    wr_is(w->opcode, WR_ATOMIC_WRITE))
+		memcpy(dst, &w->compare_add, len);
+	else if (w->send_flags & IBV_SEND_INLINE)
 		memcpy(dst, wqe_inline_data(qp, w) + off, len);
 	else
 		iov_gather(dst, iov, nr);

@@ -457,6 +457,48 @@ static void resp_write(struct emu_qp *qp, const struct pkt *p)
 	}
 }
 
+/*
+ * RDMA ATOMIC WRITE (IBA 1.5): one naturally aligned 8-byte word under
+ * an R_Key with remote write access, stored at once, so that no reader,
+ * CPU or HCA, sees part of it.  Acknowledged as an RDMA WRITE; a
+ * duplicate is acknowledged again, not executed again (resp_duplicate).
+ * The errors are those of RDMA WRITE and of the atomics: the QP does not
+ * allow remote writes, or the request is not one aligned word: NAK
+ * Invalid Request (IBA 9.7.4.1.4, 9.4.5); the R_Key does not allow it:
+ * NAK Remote Access Error (IBA 9.7.4.1.5, C9-88).
+ */
+static void resp_atomic_write(struct emu_qp *qp, const struct pkt *p)
+{
+	uint64_t va = pkt_reth_va(p), value;
+	uint8_t *target;
+
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE)) {
+		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_REQ_ERR,
+			  IBV_WC_SUCCESS);
+		return;
+	}
+	if (pkt_reth_len(p) != 8 || p->paylen != 8 || (va & 7)) {
+		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_ACCESS_ERR,
+			  IBV_WC_SUCCESS);
+		return;
+	}
+	target = resp_rkey(qp, pkt_reth_rkey(p), va, 8,
+			   IBV_ACCESS_REMOTE_WRITE);
+	if (!target) {
+		resp_fail(qp, p, AETH_NAK_REM_ACC_ERR, IBV_EVENT_QP_ACCESS_ERR,
+			  IBV_WC_SUCCESS);
+		return;
+	}
+	/* The payload is copied once out of the packet, then stored whole:
+	 * the application's word, as for the atomics (resp_atomic). */
+	memcpy(&value, p->payload, sizeof(value));
+	__atomic_store_n((uint64_t *)target, value, __ATOMIC_SEQ_CST);
+	fault_point(FAULT_AT_WRITE);
+	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
+	qp->resp.msn++;
+	resp_ack_later(qp);
+}
+
 /* Responses owed: none is waiting for room in the requester's inbox. */
 static bool resp_replies_empty(const struct emu_qp *qp)
 {
@@ -1002,6 +1044,8 @@ static void resp_execute(struct emu_qp *qp, const struct pkt *p)
 	qp->resp.nak_sent = false;
 	if (kind == OPM_SEND)
 		resp_send(qp, p);
+	else if (p->op->mask & OPM_ATOMIC_WRITE)
+		resp_atomic_write(qp, p);
 	else if (kind == OPM_WRITE)
 		resp_write(qp, p);
 	else if (kind == OPM_READ && qp_is_rc(qp))

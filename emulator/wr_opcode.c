@@ -26,4 +26,10 @@ const struct wr_opcode_info wr_opcode_table[WR_OPCODE_MAX] = {
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = { "ATOMIC_FETCH_AND_ADD",
 					  WR_ATOMIC | WR_RC,
 					  IBV_WC_FETCH_ADD },
+	/* The 8 bytes to store are its payload (IBA 1.5 RDMA ATOMIC
+	 * WRITE); no responder resource, acknowledged as a WRITE. */
+	[IBV_WR_ATOMIC_WRITE] = { "ATOMIC_WRITE",
+				  WR_WRITE | WR_ATOMIC_WRITE | WR_PAYLOAD |
+					  WR_RC,
+				  IBV_WC_ATOMIC_WRITE },
 };

@@ -26,7 +26,13 @@
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |      \
 	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |                  \
 	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |       \
-	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_ATOMIC_WRITE)
+
+/* The word an ATOMIC WRITE stores, copied at once, as inline data. */
+struct wr_word {
+	struct ibv_sge sge;
+	uint64_t value;
+};
 
 struct ibemu_wr_stage {
 	pthread_mutex_t lock;
@@ -37,6 +43,7 @@ struct ibemu_wr_stage {
 	struct ibv_send_wr *wrs; /* max entries */
 	struct ibv_sge *sges; /* max_send_sge per WR */
 	uint8_t *inline_buf; /* max_inline_data per WR */
+	struct wr_word *words; /* one per WR, for ATOMIC WRITE */
 	struct ibv_send_wr *cur; /* the WR the setters fill */
 };
 
@@ -289,6 +296,37 @@ static void wr_abort(struct ibv_qp_ex *qpx)
 	pthread_mutex_unlock(&st->lock);
 }
 
+/*
+ * RDMA ATOMIC WRITE (IBA 1.5, ibv_wr_atomic_write(3)): the 8 bytes at
+ * atomic_wr are stored at once at remote_addr, which must be aligned to
+ * 8.  rdma-core 44 has no capability bit for it: a device without it
+ * refuses IBV_QP_EX_WITH_ATOMIC_WRITE or the post with EOPNOTSUPP.
+ */
+static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+			    uint64_t remote_addr, const void *atomic_wr)
+{
+	struct ibemu_wr_stage *st = to_eqp_ex(qpx)->stage;
+	struct ibv_send_wr *wr = wr_new(qpx, IBV_WR_ATOMIC_WRITE,
+					IBV_QP_EX_WITH_ATOMIC_WRITE);
+	struct wr_word *w;
+
+	if (!wr)
+		return;
+	if (!atomic_wr) {
+		st->err = EINVAL;
+		return;
+	}
+	w = &st->words[st->n - 1];
+	memcpy(&w->value, atomic_wr, sizeof(w->value));
+	w->sge = (struct ibv_sge){ .addr = (uintptr_t)&w->value,
+				   .length = sizeof(w->value) };
+	wr->wr.rdma.rkey = rkey;
+	wr->wr.rdma.remote_addr = remote_addr;
+	wr->sg_list = &w->sge;
+	wr->num_sge = 1;
+	wr->send_flags |= IBV_SEND_INLINE;
+}
+
 static int qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags)
 {
 	if (send_ops_flags & ~(uint64_t)QP_EX_OPS_SUPPORTED) {
@@ -299,7 +337,8 @@ static int qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags)
 	if (type != IBV_QPT_RC &&
 	    (send_ops_flags & (IBV_QP_EX_WITH_RDMA_READ |
 			       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-			       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)))
+			       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+			       IBV_QP_EX_WITH_ATOMIC_WRITE)))
 		return EINVAL;
 	if (type == IBV_QPT_UD &&
 	    (send_ops_flags & (IBV_QP_EX_WITH_RDMA_WRITE |
@@ -319,10 +358,12 @@ static struct ibemu_wr_stage *qp_ex_stage_alloc(const struct ibv_qp_cap *cap)
 	st->sges = calloc((size_t)st->max * cap->max_send_sge,
 			  sizeof(*st->sges));
 	st->inline_buf = calloc((size_t)st->max * cap->max_inline_data + 1, 1);
-	if (!st->wrs || !st->sges || !st->inline_buf) {
+	st->words = calloc(st->max, sizeof(*st->words));
+	if (!st->wrs || !st->sges || !st->inline_buf || !st->words) {
 		free(st->wrs);
 		free(st->sges);
 		free(st->inline_buf);
+		free(st->words);
 		free(st);
 		return NULL;
 	}
@@ -340,6 +381,7 @@ void ibemu_qp_ex_fini(struct ibemu_qp *qp)
 	free(st->wrs);
 	free(st->sges);
 	free(st->inline_buf);
+	free(st->words);
 	free(st);
 	qp->stage = NULL;
 }
@@ -369,6 +411,7 @@ int ibemu_qp_ex_init(struct ibemu_qp *qp, uint64_t send_ops_flags)
 	qpx->wr_rdma_read = wr_rdma_read;
 	qpx->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	qpx->wr_atomic_fetch_add = wr_atomic_fetch_add;
+	qpx->wr_atomic_write = wr_atomic_write;
 	qpx->wr_set_sge = wr_set_sge;
 	qpx->wr_set_sge_list = wr_set_sge_list;
 	qpx->wr_set_inline_data = wr_set_inline_data;
