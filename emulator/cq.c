@@ -36,7 +36,7 @@ uint64_t emu_clock_raw(void)
 
 int emu_cq_create(struct emu_hca *hca, uint32_t cqe, int comp_fd,
 		  const struct emu_owner *owner, bool stamped,
-		  struct emu_cq **cq_p)
+		  const struct emu_buf_alloc *alloc, struct emu_cq **cq_p)
 {
 	struct emu_cq *cq;
 
@@ -48,7 +48,7 @@ int emu_cq_create(struct emu_hca *hca, uint32_t cqe, int comp_fd,
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return ENOMEM;
-	if (wc_ring_init(&cq->ring, cqe, stamped)) {
+	if (wc_ring_init(&cq->ring, cqe, stamped, alloc)) {
 		free(cq);
 		return ENOMEM;
 	}

@@ -47,6 +47,25 @@ struct emu_owner {
 	int async_fd;
 };
 
+/*
+ * Where the HCA takes a queue's buffer (a QP's send and receive rings, an
+ * SRQ's, a CQ's) from: the application's allocator of a parent domain
+ * (ibv_alloc_parent_domain(3)).  alloc returns the buffer, NULL when it
+ * cannot (the verb fails with ENOMEM), or EMU_BUF_USE_DEFAULT for the
+ * HCA's own; free gives back what alloc returned.  Both are called
+ * with no lock of the HCA held, except the SRQ's or the CQ's own lock
+ * when it is resized.
+ * A NULL emu_buf_alloc: always the HCA's own.
+ */
+#define EMU_BUF_USE_DEFAULT ((void *)-1)
+struct emu_buf_alloc {
+	void *(*alloc)(void *priv, size_t size, size_t alignment,
+		       uint64_t type);
+	void (*free)(void *priv, void *ptr, uint64_t type);
+	void *priv;
+	uint64_t type; /* passed to both, as the application asked */
+};
+
 /* hca.c: the process's attachment to its node's HCA (reference counted:
  * each open context holds one). */
 int emu_hca_get(struct emu_hca **hca_p);
@@ -82,9 +101,10 @@ struct emu_wc_stamp {
 /* The HCA's free-running clock now (ibv_query_rt_values_ex). */
 uint64_t emu_clock_raw(void);
 /* stamped: keep an emu_wc_stamp with every entry. */
+/* alloc: may be NULL; must outlive the CQ. */
 int emu_cq_create(struct emu_hca *hca, uint32_t cqe, int comp_fd,
 		  const struct emu_owner *owner, bool stamped,
-		  struct emu_cq **cq_p);
+		  const struct emu_buf_alloc *alloc, struct emu_cq **cq_p);
 int emu_cq_destroy(struct emu_cq *cq);
 int emu_cq_resize(struct emu_cq *cq, uint32_t cqe);
 int emu_cq_poll(struct emu_cq *cq, int num_entries, struct ibv_wc *wc);
@@ -100,9 +120,10 @@ void emu_cq_poll_end(struct emu_cq *cq);
 const struct emu_wc_stamp *emu_cq_poll_stamp(struct emu_cq *cq);
 
 /* srq.c: shared receive queues (manual 3.4.5-3.4.7, IBA 10.2.9) */
+/* alloc: may be NULL; must outlive the SRQ. */
 int emu_srq_create(struct emu_hca *hca, uint64_t pd_id,
 		   struct ibv_srq_attr *attr, const struct emu_owner *owner,
-		   struct emu_srq **srq_p);
+		   const struct emu_buf_alloc *alloc, struct emu_srq **srq_p);
 int emu_srq_modify(struct emu_srq *srq, const struct ibv_srq_attr *attr,
 		   int mask);
 void emu_srq_query(struct emu_srq *srq, struct ibv_srq_attr *attr);
@@ -135,6 +156,7 @@ struct emu_qp_init {
 	struct ibv_qp_cap cap; /* in: requested; out: granted */
 	bool sq_sig_all;
 	struct emu_owner owner;
+	const struct emu_buf_alloc *alloc; /* may be NULL; outlives the QP */
 };
 int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
 		  struct emu_qp **qp_p, uint32_t *qpn_p);

@@ -222,6 +222,7 @@ struct emu_qp {
 	struct emu_rq rq; /* unused when attached to an SRQ */
 	struct emu_cq *scq, *rcq;
 	struct emu_srq *srq;
+	const struct emu_buf_alloc *buf_alloc; /* its rings' (emu.h) */
 	struct emu_mcast *mcast; /* groups joined (UD only) */
 	unsigned int nr_mcast;
 	uint32_t mtu; /* path MTU in bytes */
@@ -267,7 +268,8 @@ void emu_event(const struct emu_owner *owner, enum ibv_event_type type);
 bool cq_push(struct emu_cq *cq, const struct ibv_wc *wc, bool solicited);
 
 /* rq.c: receive queues */
-int rq_init(struct emu_rq *rq, uint32_t max_wr, uint32_t max_sge);
+int rq_init(struct emu_rq *rq, uint32_t max_wr, uint32_t max_sge,
+	    const struct emu_buf_alloc *alloc);
 void rq_fini(struct emu_rq *rq);
 int rq_post(struct emu_rq *rq, struct ibv_recv_wr *wr,
 	    struct ibv_recv_wr **bad_wr);

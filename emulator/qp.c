@@ -98,12 +98,13 @@ static int qp_alloc_queues(struct emu_qp *qp)
 	int ret;
 
 	ret = -wqe_ring_init(&qp->sq, qp->cap.max_send_wr,
-			     qp->cap.max_send_sge, qp->cap.max_inline_data);
+			     qp->cap.max_send_sge, qp->cap.max_inline_data,
+			     qp->buf_alloc);
 	if (ret)
 		return ret;
 	if (!qp->srq) {
 		ret = rq_init(&qp->rq, qp->cap.max_recv_wr,
-			      qp->cap.max_recv_sge);
+			      qp->cap.max_recv_sge, qp->buf_alloc);
 		if (ret)
 			goto err_sq;
 	}
@@ -158,6 +159,7 @@ int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
 	qp->srq = init->srq;
 	qp->sq_sig_all = init->sq_sig_all;
 	qp->cap = init->cap;
+	qp->buf_alloc = init->alloc;
 	qp_grant_cap(&qp->cap, qp->srq != NULL);
 	ret = qp_alloc_queues(qp);
 	if (ret)

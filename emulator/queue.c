@@ -7,8 +7,41 @@
 
 #include "queue.h"
 
+/* Queue buffers are aligned to a cache line for the allocator. */
+#define RING_ALIGN 64
+
+/* A zeroed buffer of n bytes from alloc (emu.h) or the HCA's own;
+ * *custom_p says which.  NULL if there is none. */
+static void *ring_buf_get(const struct emu_buf_alloc *alloc, size_t n,
+			  bool *custom_p)
+{
+	void *buf;
+
+	*custom_p = false;
+	if (alloc && alloc->alloc) {
+		buf = alloc->alloc(alloc->priv, n, RING_ALIGN, alloc->type);
+		if (!buf)
+			return NULL;
+		if (buf != EMU_BUF_USE_DEFAULT) {
+			memset(buf, 0, n);
+			*custom_p = true;
+			return buf;
+		}
+	}
+	return calloc(1, n);
+}
+
+static void ring_buf_put(const struct emu_buf_alloc *alloc, void *buf,
+			 bool custom)
+{
+	if (custom)
+		alloc->free(alloc->priv, buf, alloc->type);
+	else
+		free(buf);
+}
+
 int wqe_ring_init(struct wqe_ring *r, uint32_t size, uint32_t max_sge,
-		  uint32_t max_inline)
+		  uint32_t max_inline, const struct emu_buf_alloc *alloc)
 {
 	size_t stride = sizeof(struct wqe) + max_sge * sizeof(struct ibv_sge) +
 			max_inline;
@@ -17,7 +50,8 @@ int wqe_ring_init(struct wqe_ring *r, uint32_t size, uint32_t max_sge,
 	memset(r, 0, sizeof(*r));
 	if (!size)
 		size = 1;
-	r->buf = calloc(size, stride);
+	r->alloc = alloc;
+	r->buf = ring_buf_get(alloc, (size_t)size * stride, &r->custom);
 	if (!r->buf)
 		return -ENOMEM;
 	r->stride = (uint32_t)stride;
@@ -27,31 +61,37 @@ int wqe_ring_init(struct wqe_ring *r, uint32_t size, uint32_t max_sge,
 
 void wqe_ring_fini(struct wqe_ring *r)
 {
-	free(r->buf);
+	if (r->buf)
+		ring_buf_put(r->alloc, r->buf, r->custom);
 	r->buf = NULL;
 }
 
-int wc_ring_init(struct wc_ring *r, uint32_t size, bool stamped)
+int wc_ring_init(struct wc_ring *r, uint32_t size, bool stamped,
+		 const struct emu_buf_alloc *alloc)
 {
 	memset(r, 0, sizeof(*r));
-	r->buf = calloc(size ? size : 1, sizeof(*r->buf));
+	if (!size)
+		size = 1;
+	r->alloc = alloc;
+	r->buf = ring_buf_get(alloc, size * sizeof(*r->buf), &r->custom);
 	if (!r->buf)
 		return -ENOMEM;
 	if (stamped) {
-		r->stamp = calloc(size ? size : 1, sizeof(*r->stamp));
+		r->stamp = calloc(size, sizeof(*r->stamp));
 		if (!r->stamp) {
-			free(r->buf);
+			ring_buf_put(alloc, r->buf, r->custom);
 			r->buf = NULL;
 			return -ENOMEM;
 		}
 	}
-	r->size = size ? size : 1;
+	r->size = size;
 	return 0;
 }
 
 void wc_ring_fini(struct wc_ring *r)
 {
-	free(r->buf);
+	if (r->buf)
+		ring_buf_put(r->alloc, r->buf, r->custom);
 	free(r->stamp);
 	r->buf = NULL;
 	r->stamp = NULL;
@@ -62,16 +102,19 @@ int wc_ring_resize(struct wc_ring *r, uint32_t size)
 	uint32_t n = wc_ring_count(r), i;
 	struct emu_wc_stamp *stamp = NULL;
 	struct ibv_wc *buf;
+	bool custom;
 
 	if (size < n)
 		return -EINVAL;
-	buf = calloc(size ? size : 1, sizeof(*buf));
+	if (!size)
+		size = 1;
+	buf = ring_buf_get(r->alloc, size * sizeof(*buf), &custom);
 	if (!buf)
 		return -ENOMEM;
 	if (r->stamp) {
-		stamp = calloc(size ? size : 1, sizeof(*stamp));
+		stamp = calloc(size, sizeof(*stamp));
 		if (!stamp) {
-			free(buf);
+			ring_buf_put(r->alloc, buf, custom);
 			return -ENOMEM;
 		}
 		for (i = 0; i < n; i++)
@@ -81,9 +124,10 @@ int wc_ring_resize(struct wc_ring *r, uint32_t size)
 	}
 	for (i = 0; i < n; i++)
 		buf[i] = r->buf[(r->head + i) % r->size];
-	free(r->buf);
+	ring_buf_put(r->alloc, r->buf, r->custom);
 	r->buf = buf;
-	r->size = size ? size : 1;
+	r->custom = custom;
+	r->size = size;
 	r->head = 0;
 	r->tail = n;
 	return 0;

@@ -55,13 +55,16 @@ struct wqe {
 
 struct wqe_ring {
 	unsigned char *buf;
+	const struct emu_buf_alloc *alloc; /* where buf comes from */
+	bool custom; /* buf is from alloc, not the HCA's own */
 	uint32_t stride; /* bytes per element */
 	uint32_t size; /* elements */
 	uint32_t head, tail;
 };
 
+/* alloc: the buffer's allocator, or NULL (emu.h). */
 int wqe_ring_init(struct wqe_ring *r, uint32_t size, uint32_t max_sge,
-		  uint32_t max_inline);
+		  uint32_t max_inline, const struct emu_buf_alloc *alloc);
 void wqe_ring_fini(struct wqe_ring *r);
 static inline uint32_t wqe_ring_count(const struct wqe_ring *r)
 {
@@ -88,12 +91,15 @@ static inline struct wqe *wqe_ring_head(const struct wqe_ring *r)
 /* head and tail are atomic for the unlocked emptiness test only. */
 struct wc_ring {
 	struct ibv_wc *buf;
+	const struct emu_buf_alloc *alloc; /* where buf comes from */
+	bool custom; /* buf is from alloc, not the HCA's own */
 	struct emu_wc_stamp *stamp; /* one per entry, or NULL: not stamped */
 	uint32_t size;
 	_Atomic uint32_t head, tail;
 };
 
-int wc_ring_init(struct wc_ring *r, uint32_t size, bool stamped);
+int wc_ring_init(struct wc_ring *r, uint32_t size, bool stamped,
+		 const struct emu_buf_alloc *alloc);
 void wc_ring_fini(struct wc_ring *r);
 /* Move the entries to a ring of new size (>= count); 0 or -errno. */
 int wc_ring_resize(struct wc_ring *r, uint32_t size);

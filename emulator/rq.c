@@ -11,9 +11,10 @@
 #include "hca.h"
 #include "log.h"
 
-int rq_init(struct emu_rq *rq, uint32_t max_wr, uint32_t max_sge)
+int rq_init(struct emu_rq *rq, uint32_t max_wr, uint32_t max_sge,
+	    const struct emu_buf_alloc *alloc)
 {
-	int ret = wqe_ring_init(&rq->ring, max_wr, max_sge, 0);
+	int ret = wqe_ring_init(&rq->ring, max_wr, max_sge, 0, alloc);
 
 	if (ret)
 		return -ret;

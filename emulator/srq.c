@@ -14,7 +14,7 @@
 
 int emu_srq_create(struct emu_hca *hca, uint64_t pd_id,
 		   struct ibv_srq_attr *a, const struct emu_owner *owner,
-		   struct emu_srq **srq_p)
+		   const struct emu_buf_alloc *alloc, struct emu_srq **srq_p)
 {
 	struct emu_srq *srq;
 	int ret;
@@ -31,7 +31,7 @@ int emu_srq_create(struct emu_hca *hca, uint64_t pd_id,
 	/* Grant at least one SGE, and say so (manual 3.4.5: attr is in/out). */
 	if (!a->max_sge)
 		a->max_sge = 1;
-	ret = rq_init(&srq->rq, a->max_wr, a->max_sge);
+	ret = rq_init(&srq->rq, a->max_wr, a->max_sge, alloc);
 	if (ret) {
 		free(srq);
 		return ret;
@@ -52,7 +52,7 @@ static int srq_resize_locked(struct emu_rq *rq, uint32_t max_wr)
 	struct wqe_ring bigger;
 	int ret;
 
-	ret = -wqe_ring_init(&bigger, max_wr, rq->max_sge, 0);
+	ret = -wqe_ring_init(&bigger, max_wr, rq->max_sge, 0, rq->ring.alloc);
 	if (ret)
 		return ret;
 	for (i = 0; i < n; i++)

@@ -270,7 +270,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		die("cannot attach the HCA");
 	emu_hca_port_info(hca, &port);
 	lid = port.lid;
-	if (emu_cq_create(hca, 1024, -1, &owner, false, &cq))
+	if (emu_cq_create(hca, 1024, -1, &owner, false, NULL, &cq))
 		die("emu_cq_create");
 	region_init(&rw, FZ_IOVA,
 		    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -390,7 +390,7 @@ static void qps_create(void)
 	uint32_t end = FZ_BUF_LEN;
 	int i;
 
-	if (emu_srq_create(hca, FZ_PD, &sattr, &owner, &srq))
+	if (emu_srq_create(hca, FZ_PD, &sattr, &owner, NULL, &srq))
 		die("emu_srq_create");
 	for (i = 0; i < FZ_NR_QPS; i++) {
 		struct emu_qp_init init = {

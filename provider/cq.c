@@ -47,7 +47,8 @@ static int cq_check_attr(struct ibv_context *context, int cqe,
 
 static struct ibemu_cq *cq_create(struct ibv_context *context, int cqe,
 				  struct ibv_comp_channel *channel,
-				  int comp_vector, bool stamped)
+				  int comp_vector, bool stamped,
+				  struct ibv_pd *parent)
 {
 	struct ibemu_context *ctx = to_ectx(context);
 	struct emu_owner owner;
@@ -73,7 +74,12 @@ static struct ibemu_cq *cq_create(struct ibv_context *context, int cqe,
 	}
 	owner = ibemu_owner(context, &cq->vcq.cq);
 	ret = emu_cq_create(ctx->hca, (uint32_t)cqe, cq->comp_wfd, &owner,
-			    stamped, &cq->ecq);
+			    stamped,
+			    parent ? ibemu_pd_buf_alloc(parent,
+							IBEMU_RES_TYPE_CQ,
+							&cq->buf_alloc)
+				   : NULL,
+			    &cq->ecq);
 	if (ret)
 		goto err_fd;
 	cq->vcq.cq.context = context;
@@ -97,7 +103,7 @@ struct ibv_cq *ibemu_create_cq(struct ibv_context *context, int cqe,
 			       int comp_vector)
 {
 	struct ibemu_cq *cq = cq_create(context, cqe, channel, comp_vector,
-					false);
+					false, NULL);
 
 	return cq ? &cq->vcq.cq : NULL;
 }
@@ -316,7 +322,10 @@ struct ibv_cq_ex *ibemu_create_cq_ex(struct ibv_context *context,
 	}
 	cq = cq_create(context, (int)attr->cqe, attr->channel,
 		       (int)attr->comp_vector,
-		       (attr->wc_flags & CQ_WC_FLAGS_STAMPS) != 0);
+		       (attr->wc_flags & CQ_WC_FLAGS_STAMPS) != 0,
+		       (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD)
+			       ? attr->parent_domain
+			       : NULL);
 	if (!cq)
 		return NULL;
 	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {

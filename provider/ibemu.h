@@ -82,11 +82,13 @@ struct ibemu_cq {
 	int comp_wfd; /* non-blocking write end of the channel, or -1 */
 	const struct ibv_wc *cur; /* extended poll: the entry being read */
 	struct ibemu_pd *parent; /* its parent domain (ibv_create_cq_ex) */
+	struct emu_buf_alloc buf_alloc; /* the parent domain's allocators */
 };
 
 struct ibemu_srq {
 	struct verbs_srq vsrq;
 	struct emu_srq *esrq;
+	struct emu_buf_alloc buf_alloc; /* its parent domain's allocators */
 };
 
 /*
@@ -100,6 +102,7 @@ struct ibemu_qp {
 	bool sq_sig_all;
 	struct ibv_qp_cap cap; /* what create granted */
 	struct ibemu_wr_stage *stage; /* extended send API */
+	struct emu_buf_alloc buf_alloc; /* its parent domain's allocators */
 };
 
 struct ibemu_ah {
@@ -214,6 +217,21 @@ struct ibv_td *ibemu_alloc_td(struct ibv_context *context,
 int ibemu_dealloc_td(struct ibv_td *td);
 struct ibv_pd *ibemu_alloc_parent_domain(
 	struct ibv_context *context, struct ibv_parent_domain_init_attr *attr);
+/*
+ * The resource_type a parent domain's allocators are called with for a
+ * queue buffer (documented in ibemu(7)): a QP's send and receive rings,
+ * an SRQ's ring, a CQ's ring.
+ */
+enum {
+	IBEMU_RES_TYPE_QP = 1,
+	IBEMU_RES_TYPE_SRQ = 4,
+	IBEMU_RES_TYPE_CQ = 5,
+};
+/* Fill *a with pd's allocators for objects of type and return it, or
+ * NULL when pd is not a parent domain with allocators. */
+const struct emu_buf_alloc *ibemu_pd_buf_alloc(struct ibv_pd *pd,
+					       uint64_t type,
+					       struct emu_buf_alloc *a);
 
 /* mr.c */
 struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,

@@ -72,6 +72,38 @@ int ibemu_dealloc_pd(struct ibv_pd *ibpd)
 	return 0;
 }
 
+static void *pd_buf_alloc(void *priv, size_t size, size_t alignment,
+			  uint64_t type)
+{
+	struct ibemu_pd *pd = priv;
+	void *buf = pd->alloc(&pd->ibv_pd, pd->pd_context, size, alignment,
+			      type);
+
+	return buf == IBV_ALLOCATOR_USE_DEFAULT ? EMU_BUF_USE_DEFAULT : buf;
+}
+
+static void pd_buf_free(void *priv, void *ptr, uint64_t type)
+{
+	struct ibemu_pd *pd = priv;
+
+	pd->free(&pd->ibv_pd, pd->pd_context, ptr, type);
+}
+
+const struct emu_buf_alloc *ibemu_pd_buf_alloc(struct ibv_pd *ibpd,
+					       uint64_t type,
+					       struct emu_buf_alloc *a)
+{
+	struct ibemu_pd *pd = to_epd(ibpd);
+
+	if (!pd->alloc)
+		return NULL;
+	*a = (struct emu_buf_alloc){ .alloc = pd_buf_alloc,
+				     .free = pd_buf_free,
+				     .priv = pd,
+				     .type = type };
+	return a;
+}
+
 struct ibv_td *ibemu_alloc_td(struct ibv_context *context,
 			      struct ibv_td_init_attr *attr)
 {

@@ -74,6 +74,8 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 		.cap = a->cap,
 		.sq_sig_all = a->sq_sig_all != 0,
 		.owner = ibemu_owner(context, &qp->vqp.qp),
+		.alloc = ibemu_pd_buf_alloc(a->pd, IBEMU_RES_TYPE_QP,
+					    &qp->buf_alloc),
 	};
 	ret = emu_qp_create(ctx->hca, &init, &qp->eqp, &qpn);
 	if (ret)

@@ -27,6 +27,8 @@ struct ibv_srq *ibemu_create_srq(struct ibv_pd *pd,
 		goto err_count;
 	owner = ibemu_owner(pd->context, &srq->vsrq.srq);
 	ret = emu_srq_create(ctx->hca, ibemu_pd_id(pd), &init->attr, &owner,
+			     ibemu_pd_buf_alloc(pd, IBEMU_RES_TYPE_SRQ,
+						&srq->buf_alloc),
 			     &srq->esrq);
 	if (ret) {
 		free(srq);

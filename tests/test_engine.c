@@ -136,7 +136,7 @@ static void fx_setup(struct fixture *f, const struct qp_params *p)
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CU_ASSERT_FATAL(f->buf != MAP_FAILED);
 	memset(f->buf, 0, BUF_LEN);
-	CU_ASSERT_FATAL(emu_cq_create(hca, 64, -1, &owner, false, &f->cq) == 0);
+	CU_ASSERT_FATAL(emu_cq_create(hca, 64, -1, &owner, false, NULL, &f->cq) == 0);
 	CU_ASSERT_FATAL(emu_mr_reg(hca, 1, f->buf, BUF_LEN,
 				   (uintptr_t)f->buf,
 				   IBV_ACCESS_LOCAL_WRITE |
