@@ -52,6 +52,10 @@ struct cf_peer_params {
 	uint64_t cq_ex_wc_flags;
 	bool qp_ex;		/* QPs from ibv_create_qp_ex */
 	uint64_t send_ops_flags;
+	/* MR, QPs and CQ (ibv_create_cq_ex) on a parent domain of the PD
+	 * with a thread domain and counting allocators; a skip when the
+	 * device has none */
+	bool parent_domain;
 	bool connect;		/* walk to RTS before the body (default) */
 	bool child_may_die;	/* the body kills the child on purpose */
 	int deadline_s;		/* whole run, default 60 */
@@ -83,6 +87,10 @@ struct cf_ep {
 	struct ibv_port_attr port;
 	union ibv_gid gid;
 	struct ibv_pd *pd;
+	struct ibv_td *td;	/* p->parent_domain */
+	struct ibv_pd *pdom;	/* p->parent_domain: the objects' PD */
+	/* what the parent domain's allocators saw */
+	unsigned int pd_allocs, pd_frees, pd_alloc_wrong;
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq;
 	struct ibv_cq_ex *cqx;

@@ -60,6 +60,74 @@ static int cf_ep_open(struct cf_ep *ep)
 	return 0;
 }
 
+/* The parent domain's allocators: buffers of their own, counted; a call
+ * with another PD or context than ours is counted as wrong. */
+static void *cf_pd_alloc(struct ibv_pd *pd, void *pd_context, size_t size,
+			 size_t alignment, uint64_t resource_type)
+{
+	struct cf_ep *ep = pd_context;
+	void *buf = NULL;
+
+	(void)resource_type;
+	if (pd != ep->pdom)
+		ep->pd_alloc_wrong++;
+	if (alignment < sizeof(void *))
+		alignment = sizeof(void *);
+	if (posix_memalign(&buf, alignment, size ? size : 1))
+		return NULL;
+	ep->pd_allocs++;
+	return buf;
+}
+
+static void cf_pd_free(struct ibv_pd *pd, void *pd_context, void *ptr,
+		       uint64_t resource_type)
+{
+	struct cf_ep *ep = pd_context;
+
+	(void)resource_type;
+	if (pd != ep->pdom)
+		ep->pd_alloc_wrong++;
+	ep->pd_frees++;
+	free(ptr);
+}
+
+/* The thread domain and parent domain (p->parent_domain); a skip when the
+ * device offers neither. */
+static int cf_ep_create_parent_domain(struct cf_ep *ep)
+{
+	struct ibv_td_init_attr ta = { .comp_mask = 0 };
+	struct ibv_parent_domain_init_attr pa = {
+		.pd = ep->pd,
+		.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+			     IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT,
+		.alloc = cf_pd_alloc,
+		.free = cf_pd_free,
+		.pd_context = ep,
+	};
+
+	ep->td = ibv_alloc_td(ep->ctx, &ta);
+	if (!ep->td && (errno == EOPNOTSUPP || errno == ENOSYS)) {
+		cf_ep_skip(ep, "ibv_alloc_td: %s", strerror(errno));
+		return -1;
+	}
+	EP_REQUIRE(ep, ep->td, "ibv_alloc_td: %s", strerror(errno));
+	pa.td = ep->td;
+	ep->pdom = ibv_alloc_parent_domain(ep->ctx, &pa);
+	if (!ep->pdom && (errno == EOPNOTSUPP || errno == ENOSYS)) {
+		cf_ep_skip(ep, "ibv_alloc_parent_domain: %s", strerror(errno));
+		return -1;
+	}
+	EP_REQUIRE(ep, ep->pdom, "ibv_alloc_parent_domain: %s",
+		   strerror(errno));
+	return 0;
+}
+
+/* The PD the objects are made on: the parent domain when there is one. */
+static struct ibv_pd *cf_ep_obj_pd(const struct cf_ep *ep)
+{
+	return ep->pdom ? ep->pdom : ep->pd;
+}
+
 /* The CQ from ibv_create_cq_ex (p->cq_ex); a skip when unsupported. */
 static int cf_ep_create_cq_ex(struct cf_ep *ep)
 {
@@ -69,6 +137,11 @@ static int cf_ep_create_cq_ex(struct cf_ep *ep)
 		.channel = ep->ch,
 		.wc_flags = p->cq_ex_wc_flags,
 	};
+
+	if (ep->pdom) {
+		ca.comp_mask |= IBV_CQ_INIT_ATTR_MASK_PD;
+		ca.parent_domain = ep->pdom;
+	}
 
 	ep->cqx = ibv_create_cq_ex(ep->ctx, &ca);
 	if (!ep->cqx && (errno == EOPNOTSUPP || errno == ENOSYS)) {
@@ -90,7 +163,7 @@ static int cf_ep_create_cq(struct cf_ep *ep)
 		EP_REQUIRE(ep, ep->ch, "ibv_create_comp_channel: %s",
 			   strerror(errno));
 	}
-	if (p->cq_ex)
+	if (p->cq_ex || ep->pdom)
 		return cf_ep_create_cq_ex(ep);
 	ep->cq = ibv_create_cq(ep->ctx, p->cq_size, NULL, ep->ch, 0);
 	EP_REQUIRE(ep, ep->cq, "ibv_create_cq(%d): %s", p->cq_size,
@@ -107,7 +180,8 @@ static int cf_ep_create_mr(struct cf_ep *ep)
 	ret = posix_memalign((void **)&ep->buf, 4096, p->buf_len);
 	EP_REQUIRE(ep, !ret, "posix_memalign(%zu) failed", p->buf_len);
 	memset(ep->buf, 0, p->buf_len);
-	ep->mr = ibv_reg_mr(ep->pd, ep->buf, p->buf_len, p->mr_access);
+	ep->mr = ibv_reg_mr(cf_ep_obj_pd(ep), ep->buf, p->buf_len,
+			    p->mr_access);
 	EP_REQUIRE(ep, ep->mr, "ibv_reg_mr(%zu, 0x%x): %s", p->buf_len,
 		   p->mr_access, strerror(errno));
 	return 0;
@@ -130,7 +204,7 @@ static int cf_ep_create_srq(struct cf_ep *ep)
 		cf_ep_skip(ep, "device has no SRQ (max_srq 0)");
 		return -1;
 	}
-	ep->srq = ibv_create_srq(ep->pd, &sa);
+	ep->srq = ibv_create_srq(cf_ep_obj_pd(ep), &sa);
 	EP_REQUIRE(ep, ep->srq, "ibv_create_srq: %s", strerror(errno));
 	return 0;
 }
@@ -154,7 +228,7 @@ static void cf_ep_qp_init_attr(const struct cf_ep *ep,
 	ia->cap.max_recv_sge = cf_clamp_u32(p->max_sge, d->max_sge);
 	ia->cap.max_inline_data = p->max_inline;
 	ia->comp_mask = IBV_QP_INIT_ATTR_PD;
-	ia->pd = ep->pd;
+	ia->pd = cf_ep_obj_pd(ep);
 	if (p->qp_ex) {
 		ia->comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 		ia->send_ops_flags = p->send_ops_flags;
@@ -223,7 +297,11 @@ int cf_ep_setup(struct cf_ep *ep)
 	const struct cf_peer_params *p = ep->p;
 	int i;
 
-	if (cf_ep_open(ep) || cf_ep_create_cq(ep) || cf_ep_create_mr(ep))
+	if (cf_ep_open(ep))
+		return -1;
+	if (p->parent_domain && cf_ep_create_parent_domain(ep))
+		return -1;
+	if (cf_ep_create_cq(ep) || cf_ep_create_mr(ep))
 		return -1;
 	if (p->srq && cf_ep_create_srq(ep))
 		return -1;
@@ -257,6 +335,10 @@ void cf_ep_teardown(struct cf_ep *ep)
 		ibv_destroy_cq(ep->cq);
 	if (ep->ch)
 		ibv_destroy_comp_channel(ep->ch);
+	if (ep->pdom)
+		ibv_dealloc_pd(ep->pdom);
+	if (ep->td)
+		ibv_dealloc_td(ep->td);
 	if (ep->pd)
 		ibv_dealloc_pd(ep->pd);
 	if (ep->ctx)

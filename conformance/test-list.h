@@ -165,6 +165,12 @@ CF_PEER(rc_ex, wr_ops, wr_ops, wr_ops, 0)
 CF_PEER(rc_ex, wr_atomics, wr_atomics, wr_atomics, 0)
 CF_PEER(rc_ex, wr_abort, wr_abort, wr_send, 0)
 CF_PEER(rc_ex, cq_ex_poll, cq_ex, cq_ex, 0)
+CF_PEER(rc_ex, cq_ex_stamps, cq_ex_stamps, cq_ex_stamps, 0, 1)
+CF_PEER(rc_ex, cq_ex_ud_readers, cq_ex_ud_readers, cq_ex_ud, 0)
+CF_PEER(rc_ex, wr_atomic_write, wr_atomic_write, wr_atomic_write, 0)
+CF_PEER(rc_ex, wr_atomic_write_err, wr_atomic_write_err, wr_atomic_write_err,
+	0, 1)
+CF_PEER(rc_ex, parent_domain, parent_domain, parent_domain, 0)
 
 CF_SUITE(rc_stress, NULL, NULL)
 CF_PEER(rc_stress, qp64_random_sizes, stress, stress, 0)
