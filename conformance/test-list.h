@@ -184,6 +184,12 @@ CF_PEER(ud, longer_than_mtu, too_long, ud, 0)
 CF_PEER(ud, qkey_high_bit, qkey_controlled, ud, 0)
 CF_PEER(ud, loopback, loopback, loopback, 0)
 
+CF_SUITE(td, cf_suite_init, cf_suite_cleanup)
+CF_TEST(td, alloc_dealloc)
+CF_TEST(td, dealloc_busy)
+CF_TEST(td, parent_domain_objects)
+CF_TEST(td, parent_domain_invalid)
+
 CF_SUITE(uc, NULL, NULL)
 CF_PEER(uc, send, ops, uc, 0)
 CF_PEER(uc, send_imm, ops, uc, 1)

@@ -861,6 +861,10 @@ CF_BODY_IMPL(rc_ex, parent_domain)
 		 "an MR, a QP and a CQ: %s, expected EBUSY", cf_errname(ret));
 	EP_CHECK(ep, !ep->pd_alloc_wrong, "the allocators were called %u "
 		 "times with another PD or context", ep->pd_alloc_wrong);
+	/* test_td.c: a device held to calling them */
+	if (getenv("CF_EXPECT_PD_ALLOCATORS"))
+		EP_CHECK(ep, ep->pd_allocs > 0, "CF_EXPECT_PD_ALLOCATORS: the "
+			 "allocators were never called for the QP and CQ");
 	if (ep->side == CF_CHILD) {
 		cf_pattern_fill(ep->buf + 8192, 3000, 62);
 		EP_REQUIRE(ep, !cf_ep_post_recv(ep, ep->qp, 0, 4096, 1),
