@@ -3,7 +3,8 @@
  * Completion queues as libibverbs sees them (manual 3.3.7-3.3.9,
  * 3.6.7-3.6.10): argument checks, the completion channel's non-blocking
  * write end handed to the HCA, and the extended poll API
- * (ibv_create_cq_ex, ibv_start_poll) read from the HCA's CQ.
+ * (ibv_create_cq_ex, ibv_start_poll) read from the HCA's CQ, completion
+ * timestamps included (the HCA stamps each entry as it adds it).
  */
 #include "config.h"
 

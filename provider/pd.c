@@ -8,7 +8,9 @@
  * locks.  ibemu accepts it and does not exploit it: every object keeps
  * its lock.  A parent domain stands for its PD wherever a PD is accepted
  * (ibv_reg_mr, ibv_create_qp(_ex), ibv_create_srq, ibv_create_ah, and
- * ibv_create_cq_ex's parent_domain).
+ * ibv_create_cq_ex's parent_domain); its allocators, if any, give the
+ * queue buffers of the QPs, SRQs and CQs made with it (emu.h
+ * emu_buf_alloc; resource types in ibemu.h).
  */
 #include "config.h"
 
