@@ -78,10 +78,10 @@ struct emu_cq {
 	atomic_int armed; /* 0, CQ_ARM_NEXT or CQ_ARM_SOLICITED */
 	bool overflow;
 	bool polling; /* extended poll: an entry is current */
-	uint64_t last_wall_ns; /* stamped CQ: the last real-time stamp */
 	int comp_fd; /* completion channel, non-blocking; -1: none */
 	struct emu_owner owner;
 	atomic_int usecnt; /* QPs using this CQ */
+	uint64_t last_wall_ns; /* stamped CQ: the last real-time stamp */
 };
 
 enum {

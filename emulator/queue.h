@@ -55,11 +55,11 @@ struct wqe {
 
 struct wqe_ring {
 	unsigned char *buf;
-	const struct emu_buf_alloc *alloc; /* where buf comes from */
-	bool custom; /* buf is from alloc, not the HCA's own */
 	uint32_t stride; /* bytes per element */
 	uint32_t size; /* elements */
 	uint32_t head, tail;
+	const struct emu_buf_alloc *alloc; /* where buf comes from */
+	bool custom; /* buf is from alloc, not the HCA's own */
 };
 
 /* alloc: the buffer's allocator, or NULL (emu.h). */
@@ -91,11 +91,11 @@ static inline struct wqe *wqe_ring_head(const struct wqe_ring *r)
 /* head and tail are atomic for the unlocked emptiness test only. */
 struct wc_ring {
 	struct ibv_wc *buf;
-	const struct emu_buf_alloc *alloc; /* where buf comes from */
-	bool custom; /* buf is from alloc, not the HCA's own */
-	struct emu_wc_stamp *stamp; /* one per entry, or NULL: not stamped */
 	uint32_t size;
 	_Atomic uint32_t head, tail;
+	bool custom; /* buf is from alloc, not the HCA's own */
+	struct emu_wc_stamp *stamp; /* one per entry, or NULL: not stamped */
+	const struct emu_buf_alloc *alloc; /* where buf comes from */
 };
 
 int wc_ring_init(struct wc_ring *r, uint32_t size, bool stamped,
