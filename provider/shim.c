@@ -68,7 +68,17 @@ static struct {
 	query_gid_type_fn query_gid_type;
 } real;
 
-static pthread_once_t shim_once = PTHREAD_ONCE_INIT;
+/*
+ * Lock rule: shim_lock serializes shim_init.  real, pabi, verbs_scope and
+ * shim_enabled are written only under it, before shim_resolved is set
+ * (release), and only read after shim_resolved was seen set (acquire):
+ * from then on they never change.  Until libibverbs is found every
+ * interposer call looks again, for it may come into the process after the
+ * first call (a program without it can reach the preload's functions by
+ * dlsym(RTLD_DEFAULT), then dlopen a plug-in that has it).
+ */
+static pthread_mutex_t shim_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool shim_resolved;
 static bool shim_enabled;
 /* Set while ibv_import_device runs: it must see only real devices. */
 static __thread bool shim_suppress;
@@ -167,9 +177,20 @@ static void shim_init(void)
 	shim_enabled = true;
 }
 
-static void shim_ensure_init(void)
+/* Whether libibverbs is in the process (real and pabi are then set). */
+static bool shim_ensure_init(void)
 {
-	pthread_once(&shim_once, shim_init);
+	if (atomic_load_explicit(&shim_resolved, memory_order_acquire))
+		return true;
+	pthread_mutex_lock(&shim_lock);
+	if (!atomic_load_explicit(&shim_resolved, memory_order_relaxed)) {
+		shim_init();
+		if (real.get_device_list)
+			atomic_store_explicit(&shim_resolved, true,
+					      memory_order_release);
+	}
+	pthread_mutex_unlock(&shim_lock);
+	return atomic_load_explicit(&shim_resolved, memory_order_relaxed);
 }
 
 bool ibemu_is_ours(const struct ibv_context *context)
@@ -184,8 +205,7 @@ IBEMU_EXPORT struct ibv_device **ibv_get_device_list(int *num)
 	struct ibv_device *ours;
 	int n = 0, i;
 
-	shim_ensure_init();
-	if (!real.get_device_list) {
+	if (!shim_ensure_init()) {
 		errno = ENOSYS;
 		return NULL;
 	}
@@ -225,8 +245,7 @@ IBEMU_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
 	struct ibv_context *ctx;
 
-	shim_ensure_init();
-	if (!real.import_device) {
+	if (!shim_ensure_init() || !real.import_device) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -266,7 +285,10 @@ ibv_create_comp_channel(struct ibv_context *context)
 	struct ibv_comp_channel *channel;
 	int ret;
 
-	shim_ensure_init();
+	if (!shim_ensure_init()) {
+		errno = ENOSYS;
+		return NULL;
+	}
 	if (!ibemu_is_ours(context)) {
 		if (!real.create_comp_channel) {
 			errno = ENOSYS;
@@ -294,7 +316,8 @@ ibv_create_comp_channel(struct ibv_context *context)
 
 IBEMU_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 {
-	shim_ensure_init();
+	if (!shim_ensure_init())
+		return 0;
 	if (device && device == ibemu_device_get())
 		return htobe64(emu_node_guid());
 	return real.get_device_guid ? real.get_device_guid(device) : 0;
@@ -306,7 +329,10 @@ IBEMU_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num,
 	struct ibv_gid_entry entry;
 	int ret;
 
-	shim_ensure_init();
+	if (!shim_ensure_init()) {
+		errno = ENOSYS;
+		return -1;
+	}
 	if (!ibemu_is_ours(context)) {
 		if (!real.query_gid) {
 			errno = ENOSYS;
@@ -338,7 +364,10 @@ IBEMU_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num,
 	uint16_t val;
 	int ret;
 
-	shim_ensure_init();
+	if (!shim_ensure_init()) {
+		errno = ENOSYS;
+		return -1;
+	}
 	if (!ibemu_is_ours(context)) {
 		if (!real.query_pkey) {
 			errno = ENOSYS;
@@ -364,7 +393,9 @@ IBEMU_EXPORT int _ibv_query_gid_ex(struct ibv_context *context,
 	struct ibv_gid_entry e;
 	int ret;
 
-	shim_ensure_init();
+	if (!shim_ensure_init()) {
+		return ENOSYS;
+	}
 	if (!ibemu_is_ours(context))
 		return real.query_gid_ex ? real.query_gid_ex(context, port_num,
 							     gid_index, entry,
@@ -392,7 +423,9 @@ IBEMU_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
 	uint8_t port;
 	int idx;
 
-	shim_ensure_init();
+	if (!shim_ensure_init()) {
+		return -ENOSYS;
+	}
 	if (!ibemu_is_ours(context))
 		return real.query_gid_table
 			       ? real.query_gid_table(context, entries,
@@ -425,7 +458,10 @@ IBEMU_EXPORT int ibv_query_gid_type(struct ibv_context *context,
 	struct ibv_gid_entry e;
 	int ret;
 
-	shim_ensure_init();
+	if (!shim_ensure_init()) {
+		errno = ENOSYS;
+		return -1;
+	}
 	if (!ibemu_is_ours(context)) {
 		if (!real.query_gid_type) {
 			errno = ENOSYS;
@@ -449,6 +485,5 @@ IBEMU_EXPORT int ibv_query_gid_type(struct ibv_context *context,
 
 bool ibemu_shim_enabled(void)
 {
-	shim_ensure_init();
-	return shim_enabled;
+	return shim_ensure_init() && shim_enabled;
 }
