@@ -198,3 +198,9 @@ CF_PEER(mr_rereg, narrow_access, narrow, none, 0)
 CF_PEER(mr_rereg, narrow_pd, narrow, none, 1)
 CF_PEER(mr_rereg, local_translation, local, none, 0)
 CF_PEER(mr_rereg, local_pd, local, none, 1)
+
+CF_SUITE(import, cf_suite_init, cf_suite_cleanup)
+CF_TEST(import, dup_fd)
+
+CF_SUITE(import_peer, NULL, NULL)
+CF_PEER(import_peer, scm_rights, scm_rights, none, 0)
