@@ -101,6 +101,24 @@ void emu_hca_fork_child(void)
 	node_forget(&hca->node);
 }
 
+uint64_t emu_hca_token(const struct emu_hca *hca)
+{
+	return hca->node.token;
+}
+
+bool emu_hca_token_alive(struct emu_hca *hca, uint64_t token)
+{
+	int i;
+
+	if (!token)
+		return false;
+	for (i = 0; i < IBEMU_MAX_PROCS; i++)
+		if (atomic_load_explicit(&hca->node.seg->procs[i].token,
+					 memory_order_acquire) == token)
+			return node_proc_alive(&hca->node, i);
+	return false;
+}
+
 void emu_hca_port_info(struct emu_hca *hca, struct emu_port_info *info)
 {
 	const struct node_seg *seg = hca->node.seg;

@@ -53,8 +53,8 @@ struct emu_hca {
 };
 
 /* A memory region as the HCA translates it (IBA 10.6.3).  Immutable
- * while published in mr_table, except by rereg under hca.lock with the
- * region withdrawn (mr.c). */
+ * while published in mr_table: rereg puts a copy with the new attributes
+ * in its entry while it changes, under hca.lock (mr.c). */
 struct emu_mr {
 	struct emu_hca *hca;
 	uint64_t pd_id;

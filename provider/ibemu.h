@@ -41,6 +41,11 @@ struct ibemu_context {
 	pid_t pid; /* the process that opened it */
 	struct emu_hca *hca;
 	int async_wfd; /* non-blocking write end of context.async_fd */
+	/* Whose objects this context names (import.c): the token of the
+	 * HCA attachment that made its command fd; foreign when that is
+	 * another process's. */
+	uint64_t exporter;
+	bool foreign;
 	/* Lock rule: counts only, atomically updated. */
 	atomic_int nr_pds, nr_cqs, nr_qps, nr_srqs, nr_ahs;
 };
@@ -48,11 +53,14 @@ struct ibemu_context {
 struct ibemu_pd {
 	struct ibv_pd ibv_pd;
 	atomic_int usecnt; /* MRs, QPs, SRQs, AHs using this PD */
+	uint64_t id; /* the PD as the HCA names it (import.c) */
+	struct ibemu_share *share; /* the object it is a handle of */
 };
 
 struct ibemu_mr {
 	struct verbs_mr vmr;
 	struct emu_mr *emr;
+	struct ibemu_share *share;
 };
 
 struct ibemu_cq {
@@ -174,6 +182,23 @@ int ibemu_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			    uint64_t hca_va, int access);
 int ibemu_dereg_mr(struct verbs_mr *vmr);
+/* import.c: command fds, shared PDs and MRs (ibv_import_device(3)). */
+struct ibemu_share;
+int ibemu_cmd_fd_open(void);
+void ibemu_import_fork_child(void);
+int ibemu_cmd_fd_bind(struct ibemu_context *ctx, int cmd_fd, bool imported);
+int ibemu_import_fd_take(void);
+struct ibv_context *ibemu_import_device(int cmd_fd,
+				       struct ibv_context *(*open)(
+					       struct ibv_device *));
+int ibemu_pd_share_new(struct ibemu_pd *pd);
+bool ibemu_share_put(struct ibemu_share *share, struct emu_mr **emr_p);
+int ibemu_mr_share_new(struct ibemu_mr *mr);
+struct ibv_pd *ibemu_import_pd(struct ibv_context *context,
+			       uint32_t pd_handle);
+void ibemu_unimport_pd(struct ibv_pd *pd);
+struct ibv_mr *ibemu_import_mr(struct ibv_pd *pd, uint32_t mr_handle);
+void ibemu_unimport_mr(struct ibv_mr *mr);
 int ibemu_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		   void *addr, size_t length, int access);
 

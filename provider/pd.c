@@ -26,6 +26,12 @@ struct ibv_pd *ibemu_alloc_pd(struct ibv_context *context)
 	}
 	pd->ibv_pd.context = context;
 	atomic_init(&pd->usecnt, 0);
+	if (ibemu_pd_share_new(pd)) {
+		atomic_fetch_sub(&ctx->nr_pds, 1);
+		free(pd);
+		errno = ENOMEM;
+		return NULL;
+	}
 	return &pd->ibv_pd;
 }
 
@@ -40,6 +46,9 @@ int ibemu_dealloc_pd(struct ibv_pd *ibpd)
 			      atomic_load(&pd->usecnt));
 		return EBUSY;
 	}
+	/* The PD goes with its last handle (it may have imports). */
+	if (!ibemu_ctx_stale(ibpd->context))
+		ibemu_share_put(pd->share, NULL);
 	atomic_fetch_sub(&to_ectx(ibpd->context)->nr_pds, 1);
 	free(pd);
 	return 0;

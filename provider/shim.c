@@ -40,6 +40,7 @@ typedef struct ibv_device **(*get_device_list_fn)(int *num);
 typedef struct ibv_comp_channel *(*create_comp_channel_fn)(
 	struct ibv_context *context);
 typedef struct ibv_context *(*import_device_fn)(int cmd_fd);
+typedef struct ibv_context *(*open_device_fn)(struct ibv_device *device);
 typedef int (*query_gid_fn)(struct ibv_context *context, uint8_t port_num,
 			    int index, union ibv_gid *gid);
 typedef int (*query_pkey_fn)(struct ibv_context *context, uint8_t port_num,
@@ -60,6 +61,7 @@ static struct {
 	get_device_list_fn get_device_list;
 	create_comp_channel_fn create_comp_channel;
 	import_device_fn import_device;
+	open_device_fn open_device;
 	query_gid_fn query_gid;
 	query_pkey_fn query_pkey;
 	get_device_guid_fn get_device_guid;
@@ -145,6 +147,7 @@ static void shim_init(void)
 	real.create_comp_channel =
 		real_sym("ibv_create_comp_channel", "IBVERBS_1.0");
 	real.import_device = real_sym("ibv_import_device", "IBVERBS_1.10");
+	real.open_device = real_sym("ibv_open_device", "IBVERBS_1.1");
 	real.query_gid = real_sym("ibv_query_gid", "IBVERBS_1.1");
 	real.query_pkey = real_sym("ibv_query_pkey", "IBVERBS_1.1");
 	real.get_device_guid = real_sym("ibv_get_device_guid", "IBVERBS_1.1");
@@ -245,12 +248,22 @@ IBEMU_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
 	struct ibv_context *ctx;
 
-	if (!shim_ensure_init() || !real.import_device) {
+	if (!shim_ensure_init()) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	/* Stock import matches the fd against every device's sysfs cdev;
-	 * ibemu's devices have no sysfs and cannot be imported. */
+	/* An ibemu context's command fd (provider/import.c). */
+	if (shim_enabled && real.open_device) {
+		ctx = ibemu_import_device(cmd_fd, real.open_device);
+		if (ctx || errno != EBADF)
+			return ctx;
+	}
+	if (!real.import_device) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* Stock import matches the fd against every device's sysfs cdev,
+	 * which ibemu's device does not have: it is hidden meanwhile. */
 	shim_suppress = true;
 	ctx = real.import_device(cmd_fd);
 	shim_suppress = false;
