@@ -47,12 +47,17 @@ struct ibemu_context {
 
 struct ibemu_pd {
 	struct ibv_pd ibv_pd;
-	atomic_int usecnt; /* MRs, QPs, SRQs, AHs using this PD */
+	atomic_int usecnt; /* MRs, MWs, QPs, SRQs, AHs using this PD */
 };
 
 struct ibemu_mr {
 	struct verbs_mr vmr;
 	struct emu_mr *emr;
+};
+
+struct ibemu_mw {
+	struct ibv_mw ibv_mw;
+	struct emu_mw *emw;
 };
 
 struct ibemu_cq {
@@ -110,6 +115,10 @@ static inline struct ibemu_pd *to_epd(struct ibv_pd *pd)
 static inline struct ibemu_mr *to_emr(struct ibv_mr *mr)
 {
 	return container_of(mr, struct ibemu_mr, vmr.ibv_mr);
+}
+static inline struct ibemu_mw *to_emw(struct ibv_mw *mw)
+{
+	return container_of(mw, struct ibemu_mw, ibv_mw);
 }
 static inline struct ibemu_cq *to_ecq(struct ibv_cq *cq)
 {
@@ -176,6 +185,12 @@ struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 int ibemu_dereg_mr(struct verbs_mr *vmr);
 int ibemu_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		   void *addr, size_t length, int access);
+
+/* mw.c: memory windows */
+struct ibv_mw *ibemu_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int ibemu_dealloc_mw(struct ibv_mw *mw);
+int ibemu_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		  struct ibv_mw_bind *mw_bind);
 
 /* cq.c */
 struct ibv_cq *ibemu_create_cq(struct ibv_context *context, int cqe,
