@@ -47,6 +47,13 @@ CF_TEST(mr, prot_none)
 CF_TEST(mr, read_only)
 CF_TEST(mr, same_buffer_many)
 
+CF_SUITE(mw, NULL, NULL)
+CF_PEER(mw, type1_write_read, type1, mw, 0)
+CF_PEER(mw, type2_write_read, type2, mw_ex, 0, 1)
+CF_PEER(mw, outside_window, outside, mw, 0, 1, 2)
+CF_PEER(mw, revoke, revoke, mw, 0, 1, 2)
+CF_PEER(mw, bind_err, bind_err, mw, 0, 1, 2)
+
 CF_SUITE(cq, cf_suite_init, cf_suite_cleanup)
 CF_TEST(cq, create_destroy)
 CF_TEST(cq, bad_size)
