@@ -53,6 +53,7 @@ CF_PEER(mw, type2_write_read, type2, mw_ex, 0, 1)
 CF_PEER(mw, outside_window, outside, mw, 0, 1, 2)
 CF_PEER(mw, revoke, revoke, mw, 0, 1, 2)
 CF_PEER(mw, bind_err, bind_err, mw, 0, 1, 2)
+CF_PEER(mw, invalidate_type1, inv_err, mw, 0, 1)
 
 CF_SUITE(cq, cf_suite_init, cf_suite_cleanup)
 CF_TEST(cq, create_destroy)

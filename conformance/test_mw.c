@@ -497,3 +497,66 @@ CF_BODY_IMPL(mw, bind_err)
 	ibv_dereg_mr(mr);
 	return cf_ep_sync(ep, WAIT_MS) || ret ? -1 : 0;
 }
+
+/*
+ * Only a type 2 window can be invalidated (o10-37.2.26): arg 0 a
+ * LOCAL_INV of a type 1 window's R_Key completes in error at the child;
+ * arg 1 a SEND with Invalidate naming one fails the child's receive and
+ * the parent's send.  Only the statuses are checked: which error each
+ * side reports is the device's (ibemu: LOC_QP_OP_ERR, REM_INV_REQ_ERR).
+ */
+CF_BODY_IMPL(mw, inv_err)
+{
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_mw *mw;
+	struct ibv_wc wc;
+	uint64_t rkey;
+	int got, ret = 0;
+
+	if (mw_skip(ep, IBV_MW_TYPE_2))
+		return 0;
+	if (ep->side == CF_PARENT) {
+		if (cf_ep_recv_val(ep, &rkey, WAIT_MS))
+			return -1;
+		if (ep->arg == 1) {
+			cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND_WITH_INV,
+				      SRC_OFF, 16, 11);
+			wr.invalidate_rkey = (uint32_t)rkey;
+			if (cf_ep_post_send(ep, ep->qp, &wr))
+				return -1;
+			got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
+			EP_CHECK(ep, got == 1 && wc.wr_id == 11 &&
+				 wc.status != IBV_WC_SUCCESS,
+				 "SEND with Invalidate of a type 1 window: got "
+				 "%d, status %s", got,
+				 got == 1 ? ibv_wc_status_str(wc.status) : "-");
+		}
+		return cf_ep_sync(ep, WAIT_MS + 2000);
+	}
+	mw = ibv_alloc_mw(ep->pd, IBV_MW_TYPE_1);
+	EP_REQUIRE(ep, mw, "ibv_alloc_mw: %s", strerror(errno));
+	if (mw_bind1(ep, mw, ep->mr, WIN_OFF, WIN_LEN, MW_RIGHTS,
+		     IBV_WC_SUCCESS) ||
+	    (ep->arg == 1 && cf_ep_post_recv(ep, ep->qp, SINK_OFF, 64, 12)) ||
+	    cf_ep_send_val(ep, mw->rkey)) {
+		ibv_dealloc_mw(mw);
+		return -1;
+	}
+	if (ep->arg == 0) {
+		cf_ep_send_wr(ep, &wr, &sge, IBV_WR_LOCAL_INV, 0, 0, 13);
+		wr.num_sge = 0;
+		wr.invalidate_rkey = mw->rkey;
+		ret = cf_ep_post_send(ep, ep->qp, &wr);
+	}
+	if (!ret) {
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
+		EP_CHECK(ep, got == 1 && wc.wr_id == (ep->arg ? 12u : 13u) &&
+			 wc.status != IBV_WC_SUCCESS,
+			 "%s of a type 1 window: got %d, status %s",
+			 ep->arg ? "SEND with Invalidate" : "LOCAL_INV", got,
+			 got == 1 ? ibv_wc_status_str(wc.status) : "-");
+	}
+	ibv_dealloc_mw(mw);
+	return cf_ep_sync(ep, WAIT_MS + 2000) || ret ? -1 : 0;
+}
