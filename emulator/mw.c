@@ -150,7 +150,8 @@ static bool mw_bind_region_ok(const struct emu_mw *mw, const struct emu_mr *mr,
 		return false;
 	/* C10-74: a window granting remote write or atomic access needs
 	 * a region with local write access. */
-	if ((b->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	if ((b->access &
+	     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(mr->access & IBV_ACCESS_LOCAL_WRITE))
 		return false;
 	/* C10-75: the window lies within the region. */
@@ -250,7 +251,7 @@ int mw_invalidate_locked(struct emu_qp *qp, uint32_t rkey, bool remote)
 out:
 	pthread_mutex_unlock(&hca->mw_lock);
 	if (ret)
-		ibemu_log_dbg("%s: qp %#x key %#x is no type 2 window of its PD",
+		ibemu_log_dbg("%s: qp %#x key %#x: no type 2 window of its PD",
 			      remote ? "send with invalidate" : "local_inv",
 			      qp->qpn, rkey);
 	return ret;

@@ -46,7 +46,7 @@ struct wqe {
 	uint32_t inline_len; /* bytes stored after sge[] when inline */
 	uint64_t compare_add, swap; /* atomics */
 	union {
-		struct ibv_ah_attr av; /* UD: the address vector, copied at post */
+		struct ibv_ah_attr av; /* UD: the address vector, as posted */
 		struct wqe_bind bind; /* BIND_MW (RC, UC) */
 	};
 	uint32_t remote_qpn, remote_qkey; /* UD */
