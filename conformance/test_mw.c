@@ -143,10 +143,12 @@ static int mw_bind2(struct cf_ep *ep, struct ibv_mw *mw, bool ex,
 	return 0;
 }
 
-/* Parent: an RDMA op of len bytes at raddr under rkey, expecting st. */
-static int mw_rdma(struct cf_ep *ep, enum ibv_wr_opcode op, size_t loff,
-		   uint32_t len, uint64_t raddr, uint32_t rkey,
-		   enum ibv_wc_status st, const char *what)
+/* Parent: an RDMA op of len bytes at raddr under rkey on qp, expecting
+ * st. */
+static int mw_rdma_qp(struct cf_ep *ep, struct ibv_qp *qp,
+		      enum ibv_wr_opcode op, size_t loff, uint32_t len,
+		      uint64_t raddr, uint32_t rkey, enum ibv_wc_status st,
+		      const char *what)
 {
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
@@ -165,9 +167,17 @@ static int mw_rdma(struct cf_ep *ep, enum ibv_wr_opcode op, size_t loff,
 		wr.wr.rdma.remote_addr = raddr;
 		wr.wr.rdma.rkey = rkey;
 	}
-	if (cf_ep_post_send(ep, ep->qp, &wr))
+	if (cf_ep_post_send(ep, qp, &wr))
 		return -1;
 	return mw_wait(ep, wr_id, st, wcop, what) ? 0 : -1;
+}
+
+/* The same on the first QP. */
+static int mw_rdma(struct cf_ep *ep, enum ibv_wr_opcode op, size_t loff,
+		   uint32_t len, uint64_t raddr, uint32_t rkey,
+		   enum ibv_wc_status st, const char *what)
+{
+	return mw_rdma_qp(ep, ep->qp, op, loff, len, raddr, rkey, st, what);
 }
 
 /* Child: hand the window's address and R_Key to the parent. */
@@ -311,6 +321,52 @@ CF_BODY_IMPL(mw, type2)
 	} else {
 		mw_child_check(ep);
 	}
+	ibv_dealloc_mw(mw);
+	return ret;
+}
+
+/* Two connected QP pairs (type2_other_qp). */
+CF_TUNE_IMPL(mw_2qp)
+{
+	(void)arg;
+	p->mr_access |= IBV_ACCESS_MW_BIND;
+	p->nqp = 2;
+}
+
+/*
+ * A type 2 window is bound to the QP that bound it (IBA 10.6.7.1, types
+ * 2A and 2B): a WRITE through the child's other QP is a remote access
+ * error, one through the binding QP lands.
+ */
+CF_BODY_IMPL(mw, type2_qp)
+{
+	uint32_t rkey;
+	uint64_t addr;
+	struct ibv_mw *mw;
+	int ret = 0;
+
+	if (mw_skip(ep, IBV_MW_TYPE_2))
+		return 0;
+	if (ep->side == CF_PARENT) {
+		if (mw_take(ep, &addr, &rkey))
+			return -1;
+		cf_pattern_fill(ep->buf + SRC_OFF, WIN_LEN, 77);
+		if (mw_rdma_qp(ep, ep->qps[1], IBV_WR_RDMA_WRITE, SRC_OFF, 64,
+			       addr, rkey, IBV_WC_REM_ACCESS_ERR,
+			       "WRITE through another QP") ||
+		    mw_rdma(ep, IBV_WR_RDMA_WRITE, SRC_OFF, WIN_LEN, addr, rkey,
+			    IBV_WC_SUCCESS, "WRITE through the binding QP"))
+			ret = -1;
+		return cf_ep_sync(ep, WAIT_MS) || ret ? -1 : 0;
+	}
+	memset(ep->buf, 0x5a, WIN_OFF + WIN_LEN + 4096);
+	mw = ibv_alloc_mw(ep->pd, IBV_MW_TYPE_2);
+	EP_REQUIRE(ep, mw, "ibv_alloc_mw(TYPE_2): %s", strerror(errno));
+	if (mw_bind2(ep, mw, false, MW_RIGHTS, &rkey) ||
+	    mw_offer(ep, rkey) || cf_ep_sync(ep, WAIT_MS + 2000))
+		ret = -1;
+	else
+		mw_child_check(ep);
 	ibv_dealloc_mw(mw);
 	return ret;
 }

@@ -53,6 +53,7 @@ struct emu_hca {
 	uint8_t *mw_variant; /* per index: low 8 bits of the next key */
 	uint32_t mw_cursor;
 	uint32_t nr_mws;
+	uint32_t nr_mw_bound2; /* type 2 windows bound */
 	struct ibv_ah_attr **ah_table; /* IBEMU_MAX_AH entries, by handle */
 	uint32_t ah_cursor;
 	struct engine *engine; /* the data path (engine.h) */
@@ -316,6 +317,8 @@ int mw_invalidate_locked(struct emu_qp *qp, uint32_t rkey, bool remote);
 uint8_t *mw_access_begin(struct emu_qp *qp, uint32_t rkey, uint64_t va,
 			 uint64_t len, int access);
 void mw_access_end(struct emu_qp *qp);
+/* The type 2B windows bound through QP qpn stop granting access. */
+void mw_qp_destroyed(struct emu_hca *hca, uint32_t qpn);
 
 /* ah.c */
 void ah_table_fini(struct emu_hca *hca);

@@ -23,7 +23,7 @@
  * placement path.
  *
  * Lock rule: hca.mw_lock protects the window table (mw_table, mw_variant,
- * mw_cursor, nr_mws) and every field of every window that a bind or an
+ * mw_cursor, nr_mws, nr_mw_bound2) and every field of every window that a bind or an
  * invalidation changes.  It is a leaf: taken under a QP lock, no other
  * lock is taken under it.  The responder holds it from its check of a
  * window to the end of the copy (mw_access_begin/end), so once a bind,
@@ -55,6 +55,7 @@ int mw_table_init(struct emu_hca *hca)
 	pthread_mutex_init(&hca->mw_lock, NULL);
 	hca->mw_cursor = 0;
 	hca->nr_mws = 0;
+	hca->nr_mw_bound2 = 0;
 	return 0;
 }
 
@@ -120,6 +121,18 @@ int emu_mw_alloc(struct emu_hca *hca, uint64_t pd_id, enum ibv_mw_type type,
 	return ENOMEM;
 }
 
+/* Take back what mw grants; caller holds hca.mw_lock. */
+static void mw_unbind_locked(struct emu_hca *hca, struct emu_mw *mw)
+{
+	if (mw->bound && mw->type == IBV_MW_TYPE_2)
+		hca->nr_mw_bound2--;
+	mw->bound = false;
+	mw->length = 0;
+	mw->access = 0;
+	mw->mr_key = 0;
+	mw->qpn = 0;
+}
+
 /* Deallocation unbinds the window first (ibv_alloc_mw(3)); its keys stop
  * working before this returns (see the lock rule). */
 int emu_mw_dealloc(struct emu_mw *mw)
@@ -127,6 +140,7 @@ int emu_mw_dealloc(struct emu_mw *mw)
 	struct emu_hca *hca = mw->hca;
 
 	pthread_mutex_lock(&hca->mw_lock);
+	mw_unbind_locked(hca, mw);
 	hca->mw_table[mw->index] = NULL;
 	hca->mw_variant[mw->index]++;
 	hca->nr_mws--;
@@ -208,7 +222,10 @@ enum ibv_wc_status mw_bind_locked(struct emu_qp *qp, const struct wqe_bind *b)
 	/* The key part of the R_Key is the next one (type 1, the
 	 * provider's ibv_inc_rkey) or the consumer's (type 2). */
 	mw->key = (mw->key & ~0xffu) | (b->new_key & 0xff);
+	mw_unbind_locked(hca, mw);
 	mw->bound = b->length != 0;
+	if (mw->bound && mw->type == IBV_MW_TYPE_2)
+		hca->nr_mw_bound2++;
 	mw->addr = b->addr;
 	mw->length = b->length;
 	mw->access = (int)(b->access & MW_ACCESS_REMOTE);
@@ -242,11 +259,7 @@ int mw_invalidate_locked(struct emu_qp *qp, uint32_t rkey, bool remote)
 	if (remote && mw->bound && mw->qpn != qp->qpn)
 		goto out;
 	/* Invalidating a window already free changes nothing. */
-	mw->bound = false;
-	mw->length = 0;
-	mw->access = 0;
-	mw->mr_key = 0;
-	mw->qpn = 0;
+	mw_unbind_locked(hca, mw);
 	ret = 0;
 out:
 	pthread_mutex_unlock(&hca->mw_lock);
@@ -255,6 +268,28 @@ out:
 			      remote ? "send with invalidate" : "local_inv",
 			      qp->qpn, rkey);
 	return ret;
+}
+
+/*
+ * The QP qpn is destroyed: the type 2B windows bound through it grant
+ * nothing from now on (IBA 10.6.7.1: usable only through that QP, and its
+ * number may soon name another).  The table is walked only while some
+ * type 2 window is bound.
+ */
+void mw_qp_destroyed(struct emu_hca *hca, uint32_t qpn)
+{
+	struct emu_mw *mw;
+	uint32_t i;
+
+	pthread_mutex_lock(&hca->mw_lock);
+	for (i = 0; hca->nr_mw_bound2 && hca->mw_table && i < IBEMU_MAX_MW;
+	     i++) {
+		mw = hca->mw_table[i];
+		if (mw && mw->bound && mw->type == IBV_MW_TYPE_2 &&
+		    mw->qpn == qpn)
+			mw_unbind_locked(hca, mw);
+	}
+	pthread_mutex_unlock(&hca->mw_lock);
 }
 
 /* Whether [va, va+len) with access is inside what mw grants qp. */
