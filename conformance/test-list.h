@@ -52,7 +52,7 @@ CF_PEER(mw, type1_write_read, type1, mw, 0)
 CF_PEER(mw, type2_write_read, type2, mw_ex, 0, 1)
 CF_PEER(mw, type2_bound_qp, type2_qp, mw_2qp, 0)
 CF_PEER(mw, outside_window, outside, mw, 0, 1, 2)
-CF_PEER(mw, revoke, revoke, mw, 0, 1, 2)
+CF_PEER(mw, revoke, revoke, mw_revoke, 0, 1, 2, 3)
 CF_PEER(mw, bind_err, bind_err, mw, 0, 1, 2)
 CF_PEER(mw, invalidate_type1, inv_err, mw, 0, 1)
 

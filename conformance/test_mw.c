@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests.h"
 
@@ -420,12 +421,53 @@ CF_BODY_IMPL(mw, outside)
 	return ret;
 }
 
+/* revoke: arg 3 reads the receive through the extended CQ. */
+CF_TUNE_IMPL(mw_revoke)
+{
+	p->mr_access |= IBV_ACCESS_MW_BIND;
+	if (arg == 3) {
+		p->cq_ex = true;
+		p->cq_ex_wc_flags = IBV_WC_EX_WITH_BYTE_LEN |
+				    IBV_WC_EX_WITH_IMM;
+	}
+}
+
+/* One completion through ibv_start_poll(3) with a deadline: 1, or 0. */
+static int mw_poll_ex(struct cf_ep *ep, struct ibv_wc *wc)
+{
+	struct ibv_poll_cq_attr pa = { .comp_mask = 0 };
+	long long deadline = cf_now_ms() + WAIT_MS;
+	struct ibv_cq_ex *cq = ep->cqx;
+	int ret;
+
+	while (cf_now_ms() < deadline) {
+		ret = ibv_start_poll(cq, &pa);
+		if (ret == ENOENT) {
+			usleep(100);
+			continue;
+		}
+		if (!EP_CHECK(ep, !ret, "ibv_start_poll: %s", cf_errname(ret)))
+			return 0;
+		memset(wc, 0, sizeof(*wc));
+		wc->wr_id = cq->wr_id;
+		wc->status = cq->status;
+		wc->opcode = ibv_wc_read_opcode(cq);
+		wc->wc_flags = ibv_wc_read_wc_flags(cq);
+		if (wc->wc_flags & IBV_WC_WITH_INV)
+			wc->invalidated_rkey = ibv_wc_read_invalidated_rkey(cq);
+		ibv_end_poll(cq);
+		return 1;
+	}
+	return 0;
+}
+
 /*
  * Revoking a window (IBA 10.6.7.3): after the child's LOCAL_INV (arg 0)
- * or the parent's SEND with Invalidate (arg 1) of a type 2 window, or
- * ibv_dealloc_mw of a bound type 1 window (arg 2), the R_Key that worked
- * before gives a remote access error.  The SEND's receive completion has
- * IBV_WC_WITH_INV and the invalidated R_Key.
+ * or the parent's SEND with Invalidate (arg 1; arg 3 with the receive
+ * read through the extended CQ) of a type 2 window, or ibv_dealloc_mw of
+ * a bound type 1 window (arg 2), the R_Key that worked before gives a
+ * remote access error.  The SEND's receive completion has IBV_WC_WITH_INV
+ * and the invalidated R_Key.
  */
 CF_BODY_IMPL(mw, revoke)
 {
@@ -446,7 +488,7 @@ CF_BODY_IMPL(mw, revoke)
 			return -1;
 		if (cf_ep_sync(ep, WAIT_MS + 2000))
 			return -1;
-		if (ep->arg == 1) {
+		if (ep->arg == 1 || ep->arg == 3) {
 			cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND_WITH_INV,
 				      SRC_OFF, 16, 7);
 			wr.invalidate_rkey = rkey;
@@ -476,7 +518,7 @@ CF_BODY_IMPL(mw, revoke)
 		goto out;
 	rkey = mw->rkey;
 	/* The parent's first WRITE has completed. */
-	if ((ep->arg == 1 && cf_ep_post_recv(ep, ep->qp, SINK_OFF, 64, 9)) ||
+	if ((ep->arg & 1 && cf_ep_post_recv(ep, ep->qp, SINK_OFF, 64, 9)) ||
 	    cf_ep_sync(ep, WAIT_MS + 2000))
 		goto fail;
 	if (ep->arg == 0) {
@@ -487,8 +529,11 @@ CF_BODY_IMPL(mw, revoke)
 		    !mw_wait(ep, 8, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV,
 			     "LOCAL_INV"))
 			goto fail;
-	} else if (ep->arg == 1) {
-		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
+	} else if (ep->arg & 1) {
+		if (ep->arg == 3)
+			got = mw_poll_ex(ep, &wc);
+		else
+			got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 		if (!cf_ep_wc_ok(ep, &wc, got, 9, IBV_WC_RECV,
 				 "SEND with Invalidate"))
 			goto fail;
@@ -575,7 +620,7 @@ CF_BODY_IMPL(mw, inv_err)
 	if (ep->side == CF_PARENT) {
 		if (cf_ep_recv_val(ep, &rkey, WAIT_MS))
 			return -1;
-		if (ep->arg == 1) {
+		if (ep->arg == 1 || ep->arg == 3) {
 			cf_ep_send_wr(ep, &wr, &sge, IBV_WR_SEND_WITH_INV,
 				      SRC_OFF, 16, 11);
 			wr.invalidate_rkey = (uint32_t)rkey;

@@ -185,15 +185,11 @@ static uint32_t cq_ex_read_byte_len(struct ibv_cq_ex *cqx)
 {
 	return to_ecq_ex(cqx)->cur->byte_len;
 }
-/* Also the invalidated R_Key, which ibv_wc_read_invalidated_rkey()
- * reads in network order through this reader. */
+/* Also the invalidated R_Key (host order, in the same union of struct
+ * ibv_wc), which ibv_wc_read_invalidated_rkey() reads through it. */
 static __be32 cq_ex_read_imm_data(struct ibv_cq_ex *cqx)
 {
-	const struct ibv_wc *wc = to_ecq_ex(cqx)->cur;
-
-	if (wc->wc_flags & IBV_WC_WITH_INV)
-		return htobe32(wc->invalidated_rkey);
-	return wc->imm_data;
+	return to_ecq_ex(cqx)->cur->imm_data;
 }
 static uint32_t cq_ex_read_qp_num(struct ibv_cq_ex *cqx)
 {
