@@ -31,6 +31,7 @@ struct emu_cq;
 struct emu_qp;
 struct emu_srq;
 struct emu_mr;
+struct emu_mw;
 
 /* One async event record, the layout of the kernel's
  * struct ib_uverbs_async_event_desc that ibv_get_async_event() reads. */
@@ -118,6 +119,13 @@ struct emu_mr_attr {
 void emu_mr_attr(struct emu_mr *mr, struct emu_mr_attr *attr);
 int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 		 size_t length, int access);
+
+/* mw.c: memory windows (IBA 10.6.7), type 1 and type 2B; a window is
+ * bound and invalidated by work requests (post.c). */
+int emu_mw_alloc(struct emu_hca *hca, uint64_t pd_id, enum ibv_mw_type type,
+		 struct emu_mw **mw_p, uint32_t *key_p);
+/* Unbinds the window: its keys stop working before this returns. */
+int emu_mw_dealloc(struct emu_mw *mw);
 
 /* ah.c: address vectors (IBA 10.2.2.1); a UD work request names one by
  * the handle of its struct ibv_ah, and the HCA copies it at post time. */

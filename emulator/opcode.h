@@ -37,6 +37,8 @@ enum ib_opcode {
 	IB_OP_ATOMIC_ACKNOWLEDGE = 0x12,
 	IB_OP_COMPARE_SWAP = 0x13,
 	IB_OP_FETCH_ADD = 0x14,
+	IB_OP_SEND_LAST_INV = 0x16,
+	IB_OP_SEND_ONLY_INV = 0x17,
 };
 
 enum opcode_mask {
@@ -59,6 +61,7 @@ enum opcode_mask {
 	OPM_RC = 1 << 16,
 	OPM_UC = 1 << 17,
 	OPM_UD = 1 << 18,
+	OPM_IETH = 1 << 19,
 	OPM_ONLY = OPM_FIRST | OPM_LAST,
 };
 
@@ -67,7 +70,7 @@ struct opcode_info {
 	uint32_t mask; /* 0: reserved opcode */
 	uint8_t hdr_len; /* BTH plus extended headers */
 	/* offsets from the start of the BTH; 0 if absent */
-	uint8_t reth, aeth, atmeth, atmack, immdt, deth;
+	uint8_t reth, aeth, atmeth, atmack, immdt, deth, ieth;
 };
 
 /* Filled by a constructor when the library loads; read-only afterwards. */

@@ -23,6 +23,8 @@ enum wr_mask {
 	WR_RC = 1 << 6, /* allowed on RC, UC, UD QPs */
 	WR_UC = 1 << 7,
 	WR_UD = 1 << 8,
+	WR_LOCAL = 1 << 9, /* executed by the HCA itself: no packet */
+	WR_INV = 1 << 10, /* carries an R_Key to invalidate */
 	WR_RD_ATOMIC = WR_READ | WR_ATOMIC, /* needs a responder resource */
 };
 

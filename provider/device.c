@@ -88,7 +88,9 @@ static void ibemu_uninit_device(struct verbs_device *vdev)
 }
 
 static const struct verbs_context_ops ibemu_ctx_ops = {
+	.alloc_mw = ibemu_alloc_mw,
 	.alloc_pd = ibemu_alloc_pd,
+	.bind_mw = ibemu_bind_mw,
 	.attach_mcast = ibemu_attach_mcast,
 	.cq_event = ibemu_cq_event,
 	.create_ah = ibemu_create_ah,
@@ -97,6 +99,7 @@ static const struct verbs_context_ops ibemu_ctx_ops = {
 	.create_qp = ibemu_create_qp,
 	.create_qp_ex = ibemu_create_qp_ex,
 	.create_srq = ibemu_create_srq,
+	.dealloc_mw = ibemu_dealloc_mw,
 	.dealloc_pd = ibemu_dealloc_pd,
 	.dereg_mr = ibemu_dereg_mr,
 	.destroy_ah = ibemu_destroy_ah,

@@ -52,7 +52,7 @@ struct ibemu_context {
 
 struct ibemu_pd {
 	struct ibv_pd ibv_pd;
-	atomic_int usecnt; /* MRs, QPs, SRQs, AHs using this PD */
+	atomic_int usecnt; /* MRs, MWs, QPs, SRQs, AHs using this PD */
 	uint64_t id; /* the PD as the HCA names it (import.c) */
 	struct ibemu_share *share; /* the object it is a handle of */
 };
@@ -61,6 +61,11 @@ struct ibemu_mr {
 	struct verbs_mr vmr;
 	struct emu_mr *emr;
 	struct ibemu_share *share;
+};
+
+struct ibemu_mw {
+	struct ibv_mw ibv_mw;
+	struct emu_mw *emw;
 };
 
 struct ibemu_cq {
@@ -118,6 +123,10 @@ static inline struct ibemu_pd *to_epd(struct ibv_pd *pd)
 static inline struct ibemu_mr *to_emr(struct ibv_mr *mr)
 {
 	return container_of(mr, struct ibemu_mr, vmr.ibv_mr);
+}
+static inline struct ibemu_mw *to_emw(struct ibv_mw *mw)
+{
+	return container_of(mw, struct ibemu_mw, ibv_mw);
 }
 static inline struct ibemu_cq *to_ecq(struct ibv_cq *cq)
 {
@@ -201,6 +210,12 @@ struct ibv_mr *ibemu_import_mr(struct ibv_pd *pd, uint32_t mr_handle);
 void ibemu_unimport_mr(struct ibv_mr *mr);
 int ibemu_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		   void *addr, size_t length, int access);
+
+/* mw.c: memory windows */
+struct ibv_mw *ibemu_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int ibemu_dealloc_mw(struct ibv_mw *mw);
+int ibemu_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		  struct ibv_mw_bind *mw_bind);
 
 /* cq.c */
 struct ibv_cq *ibemu_create_cq(struct ibv_context *context, int cqe,
