@@ -292,3 +292,86 @@ CF_TEST_IMPL(mr, same_buffer_many)
 	free(mrs);
 	free(buf);
 }
+
+/* One ibv_rereg_mr with errno cleared first; errno is kept in *err_p. */
+static int rereg_err(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
+		     void *addr, size_t len, int access, int *err_p)
+{
+	int ret;
+
+	errno = 0;
+	ret = ibv_rereg_mr(mr, flags, pd, addr, len, access);
+	*err_p = errno;
+	return ret;
+}
+
+/*
+ * ibv_rereg_mr(3) return codes: IBV_REREG_MR_ERR_INPUT (errno EINVAL)
+ * for what libibverbs refuses before the device sees it (unknown flags,
+ * CHANGE_TRANSLATION with no address or length, access bits without
+ * CHANGE_ACCESS), IBV_REREG_MR_ERR_CMD for what the device refuses
+ * (remote write without local write, IBA 10.6.3.1; an unmapped range,
+ * which the kernel cannot pin).  A refused call leaves the MR's fields as
+ * they were, and the MR can still be deregistered (ibv_rereg_mr(3),
+ * NOTES).
+ */
+CF_TEST_IMPL(mr, rereg_errors)
+{
+	char *buf = calloc(1, 2 * MR_LEN), *hole;
+	struct ibv_mr *mr;
+	int ret, err;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	mr = ibv_reg_mr(cf.pd, buf, MR_LEN, IBV_ACCESS_LOCAL_WRITE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mr);
+	ret = rereg_err(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, &err);
+	if (ret && (err == EOPNOTSUPP || err == ENOSYS)) {
+		ibv_dereg_mr(mr);
+		free(buf);
+		SKIP("ibv_rereg_mr: %s", cf_errname(err));
+	}
+	CF_CHECK(ret == 0, "rereg CHANGE_ACCESS: %d (%s)", ret,
+		 cf_errname(err));
+	ret = rereg_err(mr, IBV_REREG_MR_FLAGS_SUPPORTED + 1, NULL, NULL, 0,
+			0, &err);
+	CF_CHECK(ret == IBV_REREG_MR_ERR_INPUT && err == EINVAL,
+		 "rereg with unknown flags: %d/%s, expected "
+		 "IBV_REREG_MR_ERR_INPUT/EINVAL", ret, cf_errname(err));
+	ret = rereg_err(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, buf, 0, 0,
+			&err);
+	CF_CHECK(ret == IBV_REREG_MR_ERR_INPUT && err == EINVAL,
+		 "rereg CHANGE_TRANSLATION of 0 bytes: %d/%s, expected "
+		 "IBV_REREG_MR_ERR_INPUT/EINVAL", ret, cf_errname(err));
+	ret = rereg_err(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, NULL,
+			MR_LEN, 0, &err);
+	CF_CHECK(ret == IBV_REREG_MR_ERR_INPUT && err == EINVAL,
+		 "rereg CHANGE_TRANSLATION to NULL: %d/%s, expected "
+		 "IBV_REREG_MR_ERR_INPUT/EINVAL", ret, cf_errname(err));
+	ret = rereg_err(mr, IBV_REREG_MR_CHANGE_PD, cf.pd, NULL, 0,
+			IBV_ACCESS_LOCAL_WRITE, &err);
+	CF_CHECK(ret == IBV_REREG_MR_ERR_INPUT && err == EINVAL,
+		 "rereg with access but without CHANGE_ACCESS: %d/%s, "
+		 "expected IBV_REREG_MR_ERR_INPUT/EINVAL", ret,
+		 cf_errname(err));
+	ret = rereg_err(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			IBV_ACCESS_REMOTE_WRITE, &err);
+	CF_CHECK(ret == IBV_REREG_MR_ERR_CMD,
+		 "rereg to REMOTE_WRITE without LOCAL_WRITE: %d/%s, "
+		 "expected IBV_REREG_MR_ERR_CMD", ret, cf_errname(err));
+	hole = mmap(NULL, MR_LEN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		    0);
+	CU_ASSERT_FATAL(hole != MAP_FAILED);
+	ret = rereg_err(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, hole,
+			MR_LEN, 0, &err);
+	CF_CHECK(ret == IBV_REREG_MR_ERR_CMD ||
+			 ret == IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW,
+		 "rereg CHANGE_TRANSLATION to a PROT_NONE range: %d/%s, "
+		 "expected IBV_REREG_MR_ERR_CMD", ret, cf_errname(err));
+	munmap(hole, MR_LEN);
+	CF_CHECK(mr->addr == buf && mr->length == MR_LEN && mr->pd == cf.pd,
+		 "a refused rereg changed the MR: addr %p length %zu",
+		 mr->addr, mr->length);
+	CF_EXPECT_OK(cf_rc(ibv_dereg_mr(mr)), "ibv_dereg_mr after refusals");
+	free(buf);
+}

@@ -31,6 +31,7 @@ struct emu_cq;
 struct emu_qp;
 struct emu_srq;
 struct emu_mr;
+struct emu_mw;
 
 /* One async event record, the layout of the kernel's
  * struct ib_uverbs_async_event_desc that ibv_get_async_event() reads. */
@@ -73,6 +74,14 @@ void emu_hca_put(struct emu_hca *hca);
 /* In a forked child: forget the parent's attachment without touching it
  * (its engine thread does not exist here; its mappings are the parent's). */
 void emu_hca_fork_child(void);
+/*
+ * The identity of this attachment: its random token (node.c), drawn at
+ * attach and never reused, and whether another attachment of the same
+ * node, named by its token, is attached and alive (node.c liveness).
+ * What ibv_import_device uses to tell whose objects a context names.
+ */
+uint64_t emu_hca_token(const struct emu_hca *hca);
+bool emu_hca_token_alive(struct emu_hca *hca, uint64_t token);
 /* Node identity, read-only once the node exists (host byte order). */
 struct emu_port_info {
 	uint64_t node_guid;
@@ -137,8 +146,23 @@ int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 	       uint32_t *key_p);
 /* Returns once no operation of the HCA can touch the region any more. */
 int emu_mr_dereg(struct emu_mr *mr);
+/* What a region is now (import); its fields as one snapshot. */
+struct emu_mr_attr {
+	void *addr;
+	uint64_t length;
+	int access;
+	uint32_t key;
+};
+void emu_mr_attr(struct emu_mr *mr, struct emu_mr_attr *attr);
 int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 		 size_t length, int access);
+
+/* mw.c: memory windows (IBA 10.6.7), type 1 and type 2B; a window is
+ * bound and invalidated by work requests (post.c). */
+int emu_mw_alloc(struct emu_hca *hca, uint64_t pd_id, enum ibv_mw_type type,
+		 struct emu_mw **mw_p, uint32_t *key_p);
+/* Unbinds the window: its keys stop working before this returns. */
+int emu_mw_dealloc(struct emu_mw *mw);
 
 /* ah.c: address vectors (IBA 10.2.2.1); a UD work request names one by
  * the handle of its struct ibv_ah, and the HCA copies it at post time. */

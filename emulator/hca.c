@@ -37,11 +37,16 @@ static int hca_attach_locked(struct emu_hca *hca)
 	ret = mr_table_init(hca);
 	if (ret)
 		goto err_detach;
-	ret = engine_start(hca);
+	ret = mw_table_init(hca);
 	if (ret)
 		goto err_mr;
+	ret = engine_start(hca);
+	if (ret)
+		goto err_mw;
 	return 0;
 
+err_mw:
+	mw_table_fini(hca);
 err_mr:
 	mr_table_fini(hca);
 err_detach:
@@ -73,6 +78,7 @@ void emu_hca_put(struct emu_hca *hca)
 	if (--hca->refs == 0) {
 		engine_stop(hca);
 		ah_table_fini(hca);
+		mw_table_fini(hca);
 		mr_table_fini(hca);
 		node_proc_detach(&hca->node);
 		node_close(&hca->node);
@@ -97,8 +103,27 @@ void emu_hca_fork_child(void)
 	engine_forget(hca);
 	pcap_forget();
 	ah_table_fini(hca);
+	mw_table_fini(hca);
 	mr_table_fini(hca);
 	node_forget(&hca->node);
+}
+
+uint64_t emu_hca_token(const struct emu_hca *hca)
+{
+	return hca->node.token;
+}
+
+bool emu_hca_token_alive(struct emu_hca *hca, uint64_t token)
+{
+	int i;
+
+	if (!token)
+		return false;
+	for (i = 0; i < IBEMU_MAX_PROCS; i++)
+		if (atomic_load_explicit(&hca->node.seg->procs[i].token,
+					 memory_order_acquire) == token)
+			return node_proc_alive(&hca->node, i);
+	return false;
 }
 
 void emu_hca_port_info(struct emu_hca *hca, struct emu_port_info *info)

@@ -8,7 +8,7 @@
  *   qp.lock          a QP: state, attributes, send queue, engine state
  *   rq.lock          a receive queue (the QP's own or an SRQ's)
  *   cq.lock          a completion queue
- *   engine.pending_lock, hca.lock, peer_lock   leaves
+ *   engine.pending_lock, hca.lock, hca.mw_lock, peer_lock   leaves
  * Async events and completion events are written to non-blocking
  * descriptors, so no lock is held across a write that can block.
  */
@@ -47,14 +47,21 @@ struct emu_hca {
 	uint8_t *mr_variant; /* per index: low 8 bits of the next key */
 	uint32_t mr_cursor;
 	uint32_t nr_mrs;
+	/* Memory windows (mw.c); lock rule: mw_lock, a leaf */
+	pthread_mutex_t mw_lock;
+	struct emu_mw **mw_table; /* IBEMU_MAX_MW entries, by index */
+	uint8_t *mw_variant; /* per index: low 8 bits of the next key */
+	uint32_t mw_cursor;
+	uint32_t nr_mws;
+	uint32_t nr_mw_bound2; /* type 2 windows bound */
 	struct ibv_ah_attr **ah_table; /* IBEMU_MAX_AH entries, by handle */
 	uint32_t ah_cursor;
 	struct engine *engine; /* the data path (engine.h) */
 };
 
 /* A memory region as the HCA translates it (IBA 10.6.3).  Immutable
- * while published in mr_table, except by rereg under hca.lock with the
- * region withdrawn (mr.c). */
+ * while published in mr_table: rereg puts a copy with the new attributes
+ * in its entry while it changes, under hca.lock (mr.c). */
 struct emu_mr {
 	struct emu_hca *hca;
 	uint64_t pd_id;
@@ -64,6 +71,21 @@ struct emu_mr {
 	int access;
 	uint32_t key; /* lkey == rkey */
 	uint32_t index; /* in hca.mr_table */
+};
+
+/* A memory window (IBA 10.6.7; mw.c).  Lock rule: hca.mw_lock protects
+ * every field but hca, pd_id, type and index, which never change. */
+struct emu_mw {
+	struct emu_hca *hca;
+	uint64_t pd_id;
+	enum ibv_mw_type type;
+	uint32_t index; /* in hca.mw_table */
+	uint32_t key; /* the current R_Key */
+	bool bound; /* grants access: bound to a region, not invalidated */
+	uint64_t addr, length; /* the window, as requesters name it */
+	int access; /* remote access rights granted */
+	uint32_t mr_key; /* the region bound to, looked up at each access */
+	uint32_t qpn; /* type 2B: the QP it was bound through */
 };
 
 /*
@@ -281,6 +303,25 @@ void mr_table_fini(struct emu_hca *hca);
  * Caller holds a QP lock: the region stays registered until that lock is
  * released, since emu_mr_dereg() waits for every QP lock of the HCA. */
 struct emu_mr *mr_lookup(struct emu_hca *hca, uint32_t key);
+
+/* mw.c: memory windows (see the lock rule there) */
+int mw_table_init(struct emu_hca *hca);
+void mw_table_fini(struct emu_hca *hca);
+/* Whether key is in the windows' key space (no region has such a key). */
+bool mw_key_is_window(uint32_t key);
+struct wqe_bind;
+/* Execute a BIND_MW WQE of qp: IBV_WC_SUCCESS or IBV_WC_MW_BIND_ERR. */
+enum ibv_wc_status mw_bind_locked(struct emu_qp *qp, const struct wqe_bind *b);
+/* Invalidate a type 2 window (LOCAL_INV, or SEND_WITH_INV if remote);
+ * 0 or EINVAL. */
+int mw_invalidate_locked(struct emu_qp *qp, uint32_t rkey, bool remote);
+/* Where [va, va+len) is through window rkey, hca.mw_lock then held until
+ * mw_access_end(); NULL if the window does not grant access. */
+uint8_t *mw_access_begin(struct emu_qp *qp, uint32_t rkey, uint64_t va,
+			 uint64_t len, int access);
+void mw_access_end(struct emu_qp *qp);
+/* The type 2B windows bound through QP qpn stop granting access. */
+void mw_qp_destroyed(struct emu_hca *hca, uint32_t qpn);
 
 /* ah.c */
 void ah_table_fini(struct emu_hca *hca);

@@ -220,6 +220,18 @@ static inline void out_set_immdt(struct pkt_out *out, uint32_t imm_be)
 	((struct immdt *)out_hdr_at(out, out->op->immdt))->imm = imm_be;
 }
 
+/* ---- IETH, IBA 9.3.8 ---- */
+
+static inline uint32_t pkt_ieth_rkey(const struct pkt *p)
+{
+	return be32toh(((const struct ieth *)pkt_hdr_at(p, p->op->ieth))->rkey);
+}
+
+static inline void out_set_ieth(struct pkt_out *out, uint32_t rkey)
+{
+	((struct ieth *)out_hdr_at(out, out->op->ieth))->rkey = htobe32(rkey);
+}
+
 /* ---- DETH, IBA 9.3.2 ---- */
 
 static inline uint32_t pkt_deth_qkey(const struct pkt *p)

@@ -241,15 +241,44 @@ int emu_mr_dereg(struct emu_mr *mr)
 	return 0;
 }
 
+void emu_mr_attr(struct emu_mr *mr, struct emu_mr_attr *attr)
+{
+	pthread_mutex_lock(&mr->hca->lock);
+	attr->addr = mr->addr;
+	attr->length = mr->length;
+	attr->access = mr->access;
+	attr->key = mr->key;
+	pthread_mutex_unlock(&mr->hca->lock);
+}
+
+/* Put r in mr's table entry; then no lookup holds the entry's previous
+ * region (engine_qp_quiesce, see the head of this file). */
+static void mr_table_swap(struct emu_hca *hca, uint32_t index,
+			  struct emu_mr *r)
+{
+	pthread_mutex_lock(&hca->lock);
+	atomic_store_explicit(&hca->mr_table[index], r, memory_order_release);
+	pthread_mutex_unlock(&hca->lock);
+	engine_qp_quiesce(hca->engine);
+}
+
 /*
- * Reregister a memory region (IBA 10.6.3.6): change PD, access,
- * translation.  The region is withdrawn from lookups while it changes, so
- * no operation sees half of the change.
+ * Reregister a memory region (IBA 10.6.3.6, 11.2.8.x): change PD, access,
+ * translation, keeping the keys.  Every check is made first, so a refused
+ * call leaves the region as it was (ibv_rereg_mr(3) only promises that
+ * for IBV_REREG_MR_ERR_INPUT).  The key never stops naming a region:
+ * lookups see the old one until a copy with the new attributes replaces
+ * it in the table, and once the call returns nothing reaches the old
+ * range or uses the old rights or PD.  A requester placing data directly
+ * finds the region withdrawn meanwhile and sends packets instead, which
+ * the table serves; the withdrawal waits for its placements in flight
+ * (cma.c), as deregistration does.
  */
 int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 		 size_t length, int access)
 {
 	struct emu_hca *hca = mr->hca;
+	struct emu_mr *next;
 	int ret = 0;
 
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
@@ -262,25 +291,27 @@ int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 					     IBV_ACCESS_LOCAL_WRITE);
 	if (ret)
 		return ret;
-	engine_mr_withdraw(hca->engine, mr);
-	pthread_mutex_lock(&hca->lock);
-	atomic_store_explicit(&hca->mr_table[mr->index], NULL,
-			      memory_order_release);
-	pthread_mutex_unlock(&hca->lock);
-	engine_qp_quiesce(hca->engine);
+	next = malloc(sizeof(*next));
+	if (!next)
+		return ENOMEM;
+	*next = *mr;
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
-		mr->access = access;
+		next->access = access;
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
-		mr->iova = (uintptr_t)addr;
-		mr->addr = addr;
-		mr->length = length;
+		next->iova = (uintptr_t)addr;
+		next->addr = addr;
+		next->length = length;
 	}
 	if (flags & IBV_REREG_MR_CHANGE_PD)
-		mr->pd_id = pd_id;
+		next->pd_id = pd_id;
+	engine_mr_withdraw(hca->engine, mr);
+	mr_table_swap(hca, mr->index, next);
+	/* Nothing looks at mr now: it takes the new attributes. */
 	pthread_mutex_lock(&hca->lock);
-	atomic_store_explicit(&hca->mr_table[mr->index], mr,
-			      memory_order_release);
+	*mr = *next;
 	pthread_mutex_unlock(&hca->lock);
+	mr_table_swap(hca, mr->index, mr);
+	free(next);
 	engine_mr_publish(hca->engine, mr);
 	return 0;
 }

@@ -2,7 +2,7 @@
 /*
  * The opcode table (IBA 9.2, table 35, and 9.3: which extended headers
  * each packet carries, in the order BTH, DETH, RETH, AtomicETH, AETH,
- * AtomicAckETH, ImmDt).  Built once from the per-operation rules below.
+ * AtomicAckETH, ImmDt, IETH).  Built once from the per-operation rules below.
  */
 #include "config.h"
 
@@ -51,6 +51,8 @@ static const struct opcode_info opcode_rows[256] = {
 	   OPM_RC | OPM_REQ | OPM_ATOMIC | OPM_ONLY | OPM_ATMETH),
 	OP(0x14, "RC_FETCH_ADD",
 	   OPM_RC | OPM_REQ | OPM_ATOMIC | OPM_ONLY | OPM_ATMETH),
+	OP(0x16, "RC_SEND_LAST_WITH_INVALIDATE", RC_SEND | OPM_LAST | OPM_IETH),
+	OP(0x17, "RC_SEND_ONLY_WITH_INVALIDATE", RC_SEND | OPM_ONLY | OPM_IETH),
 	/* RETH and an 8-byte payload, answered by an RC ACKNOWLEDGE (IBA
 	 * 1.5 RDMA ATOMIC WRITE). */
 	OP(0x1d, "RC_ATOMIC_WRITE",
@@ -76,7 +78,7 @@ static const struct opcode_info opcode_rows[256] = {
 };
 
 /* Header order after the BTH, IBA 9.2: DETH, RETH, AtomicETH, AETH,
- * AtomicAckETH, ImmDt. */
+ * AtomicAckETH, ImmDt, IETH (never with ImmDt). */
 static struct opcode_info layout(struct opcode_info in)
 {
 	uint8_t off = B;
@@ -106,6 +108,10 @@ static struct opcode_info layout(struct opcode_info in)
 	if (in.mask & OPM_IMMDT) {
 		in.immdt = off;
 		off += sizeof(struct immdt);
+	}
+	if (in.mask & OPM_IETH) {
+		in.ieth = off;
+		off += sizeof(struct ieth);
 	}
 	in.hdr_len = off;
 	return in;

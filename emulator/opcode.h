@@ -37,6 +37,8 @@ enum ib_opcode {
 	IB_OP_ATOMIC_ACKNOWLEDGE = 0x12,
 	IB_OP_COMPARE_SWAP = 0x13,
 	IB_OP_FETCH_ADD = 0x14,
+	IB_OP_SEND_LAST_INV = 0x16,
+	IB_OP_SEND_ONLY_INV = 0x17,
 	IB_OP_ATOMIC_WRITE = 0x1d, /* IBA 1.5 RDMA ATOMIC WRITE, RC only */
 };
 
@@ -60,8 +62,9 @@ enum opcode_mask {
 	OPM_RC = 1 << 16,
 	OPM_UC = 1 << 17,
 	OPM_UD = 1 << 18,
+	OPM_IETH = 1 << 19,
 	/* an RDMA WRITE of one aligned 8-byte word, stored at once */
-	OPM_ATOMIC_WRITE = 1 << 19,
+	OPM_ATOMIC_WRITE = 1 << 20,
 	OPM_ONLY = OPM_FIRST | OPM_LAST,
 };
 
@@ -70,7 +73,7 @@ struct opcode_info {
 	uint32_t mask; /* 0: reserved opcode */
 	uint8_t hdr_len; /* BTH plus extended headers */
 	/* offsets from the start of the BTH; 0 if absent */
-	uint8_t reth, aeth, atmeth, atmack, immdt, deth;
+	uint8_t reth, aeth, atmeth, atmack, immdt, deth, ieth;
 };
 
 /* Filled by a constructor when the library loads; read-only afterwards. */

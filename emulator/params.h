@@ -39,6 +39,8 @@
 /* Memory. */
 #define IBEMU_MAX_PD 65536
 #define IBEMU_MAX_MR 65536
+/* Memory windows: keys follow the MR keys (mw.c). */
+#define IBEMU_MAX_MW 65536
 #define IBEMU_MAX_MR_SIZE (1ull << 40)
 #define IBEMU_PAGE_SIZE_CAP 0xfffff000ull
 

@@ -66,11 +66,30 @@ static int post_send_check(struct emu_qp *qp, const struct ibv_send_wr *wr)
 			return EINVAL;
 		}
 	}
+	/* A bind names its window (ibv_post_send(3)). */
+	if (wr->opcode == IBV_WR_BIND_MW && !wr->bind_mw.mw) {
+		ibemu_log_dbg("post_send: BIND_MW without a window");
+		return EINVAL;
+	}
 	if (qp->type == IBV_QPT_UD && !wr->wr.ud.ah) {
 		ibemu_log_dbg("post_send: UD send without an address handle");
 		return EINVAL;
 	}
 	return 0;
+}
+
+/* A bind's window and region are named by their keys, looked up when it
+ * executes (mw.c): the objects may be gone by then. */
+static void post_store_bind(struct wqe *wqe, const struct ibv_send_wr *wr)
+{
+	const struct ibv_mw_bind_info *info = &wr->bind_mw.bind_info;
+
+	wqe->bind.mw_key = wr->bind_mw.mw->rkey;
+	wqe->bind.new_key = wr->bind_mw.rkey;
+	wqe->bind.mr_lkey = info->mr ? info->mr->lkey : 0;
+	wqe->bind.addr = info->addr;
+	wqe->bind.length = info->length;
+	wqe->bind.access = info->mw_access_flags;
 }
 
 /* Fill the WQE at the tail of the send queue; EINVAL if a UD WR names
@@ -92,6 +111,7 @@ static int post_send_store(struct emu_qp *qp, uint32_t pos,
 	wqe->opcode = wr->opcode;
 	wqe->send_flags = wr->send_flags;
 	wqe->num_sge = (uint32_t)wr->num_sge;
+	/* or invalidate_rkey: one union in struct ibv_send_wr */
 	wqe->imm_data = wr->imm_data;
 	if (wr_is(wr->opcode, WR_ATOMIC)) {
 		wqe->remote_addr = wr->wr.atomic.remote_addr;
@@ -104,8 +124,16 @@ static int post_send_store(struct emu_qp *qp, uint32_t pos,
 	}
 	wqe->state = WQE_PENDING;
 	wqe->status = IBV_WC_SUCCESS;
-	wqe->length = sge_total(wr->sg_list, wr->num_sge);
 	wqe->inline_len = 0;
+	if (wr_is(wr->opcode, WR_LOCAL)) {
+		/* No data: the SGEs of a bind or invalidate mean nothing. */
+		wqe->num_sge = 0;
+		wqe->length = 0;
+		if (wr->opcode == IBV_WR_BIND_MW)
+			post_store_bind(wqe, wr);
+		return 0;
+	}
+	wqe->length = sge_total(wr->sg_list, wr->num_sge);
 	if (!(wr->send_flags & IBV_SEND_INLINE)) {
 		if (wr->num_sge)
 			memcpy(wqe->sge, wr->sg_list,

@@ -195,6 +195,8 @@ int emu_qp_destroy(struct emu_qp *qp)
 {
 	/* Out of the engine first: no packet reaches it from now on. */
 	engine_qp_remove(qp->hca->engine, qp);
+	/* Before its number can name another QP (mw.c). */
+	mw_qp_destroyed(qp->hca, qp->qpn);
 	node_qpn_free(&qp->hca->node, qp->qpn);
 	atomic_fetch_sub(&qp->scq->usecnt, 1);
 	atomic_fetch_sub(&qp->rcq->usecnt, 1);

@@ -25,18 +25,32 @@ enum wqe_state {
 	WQE_ERROR, /* failed with `status`: completes in error */
 };
 
+/* A memory window bind (IBA 10.6.7.2), as posted: the window and the
+ * region are named by their keys and looked up when the bind executes. */
+struct wqe_bind {
+	uint64_t addr, length; /* the window, as the requester names it */
+	uint32_t mw_key; /* the window's R_Key when posted */
+	uint32_t mr_lkey; /* the region it is bound to; 0 with length 0 */
+	uint32_t new_key; /* type 2: the R_Key its consumer key gives */
+	uint32_t access; /* remote access rights granted */
+};
+
 /* A work queue element: a posted work request, as the HCA keeps it. */
 struct wqe {
 	uint64_t wr_id;
 	uint32_t opcode; /* enum ibv_wr_opcode; receives: IBV_WC_RECV */
 	uint32_t send_flags;
 	uint32_t num_sge;
-	uint32_t imm_data; /* network order, as posted */
+	uint32_t imm_data; /* network order, as posted; or the R_Key to
+			     * invalidate (LOCAL_INV, SEND_WITH_INV) */
 	uint64_t remote_addr;
 	uint32_t rkey;
 	uint32_t inline_len; /* bytes stored after sge[] when inline */
 	uint64_t compare_add, swap; /* atomics */
-	struct ibv_ah_attr av; /* UD: the address vector, copied at post */
+	union {
+		struct ibv_ah_attr av; /* UD: the address vector, as posted */
+		struct wqe_bind bind; /* BIND_MW (RC, UC) */
+	};
 	uint32_t remote_qpn, remote_qkey; /* UD */
 	/* requester state, under the QP lock */
 	uint8_t state; /* enum wqe_state */

@@ -44,15 +44,20 @@ int req_resolve_peer_locked(struct emu_qp *qp)
 	return qp->peer ? 0 : -ENOENT;
 }
 
-/* The SEND opcode of a packet's place in its message (IBA 9.2 table 35). */
-static uint8_t req_send_opcode(bool imm, bool first, bool last)
+/* The SEND opcode of a packet's place in its message (IBA 9.2 table 35);
+ * inv: a Send with Invalidate (RC only, IBA 9.4.1.1). */
+static uint8_t req_send_opcode(bool imm, bool inv, bool first, bool last)
 {
 	if (first && last)
-		return imm ? IB_OP_SEND_ONLY_IMM : IB_OP_SEND_ONLY;
+		return imm   ? IB_OP_SEND_ONLY_IMM
+		       : inv ? IB_OP_SEND_ONLY_INV
+			     : IB_OP_SEND_ONLY;
 	if (first)
 		return IB_OP_SEND_FIRST;
 	if (last)
-		return imm ? IB_OP_SEND_LAST_IMM : IB_OP_SEND_LAST;
+		return imm   ? IB_OP_SEND_LAST_IMM
+		       : inv ? IB_OP_SEND_LAST_INV
+			     : IB_OP_SEND_LAST;
 	return IB_OP_SEND_MIDDLE;
 }
 
@@ -78,10 +83,12 @@ static uint8_t req_opcode(const struct emu_qp *qp, const struct wqe *w,
 		imm = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 		/* RDMA WRITE opcodes sit 6 after their SEND twins. */
 		return base + (IB_OP_WRITE_FIRST - IB_OP_SEND_FIRST) +
-		       req_send_opcode(imm, first, last);
+		       req_send_opcode(imm, false, first, last);
 	default:
 		imm = w->opcode == IBV_WR_SEND_WITH_IMM;
-		return base + req_send_opcode(imm, first, last);
+		return base + req_send_opcode(imm,
+					      w->opcode == IBV_WR_SEND_WITH_INV,
+					      first, last);
 	}
 }
 
@@ -116,6 +123,7 @@ enum req_step {
 	REQ_STOPPED, /* behind a failed WQE: nothing more is sent */
 	REQ_LOCAL_ERROR, /* failed its local checks: completes in error */
 	REQ_PLACED, /* executed by the requester itself (transport.h) */
+	REQ_EXECUTED, /* a bind or invalidate, done here (mw.c) */
 	REQ_SENT, /* every packet out; RC waits for the answer */
 	REQ_COMPLETE, /* UC and UD: complete once sent (IBA 9.8) */
 	REQ_BLOCKED, /* the peer takes no more packets now */
@@ -129,6 +137,7 @@ static const char *const req_step_name[] = {
 	[REQ_STOPPED] = "stopped behind an error",
 	[REQ_LOCAL_ERROR] = "local error",
 	[REQ_PLACED] = "placed",
+	[REQ_EXECUTED] = "executed",
 	[REQ_SENT] = "sent",
 	[REQ_COMPLETE] = "complete",
 	[REQ_BLOCKED] = "blocked",
@@ -329,6 +338,8 @@ static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w)
 				req_fill_reth(&out, w);
 			if (out.op->mask & OPM_IMMDT)
 				out_set_immdt(&out, w->imm_data);
+			if (out.op->mask & OPM_IETH)
+				out_set_ieth(&out, w->imm_data);
 			/* Solicited event on the last packet (IBA 9.2.2). */
 			if (last && (w->send_flags & IBV_SEND_SOLICITED))
 				out_set_se(&out);
@@ -367,6 +378,22 @@ static enum req_step req_send_datagram(struct emu_qp *qp, struct wqe *w)
 							    : REQ_DROPPED;
 }
 
+/*
+ * A memory window bind or a Local Invalidate: executed by the HCA in send
+ * queue order, with no packet (IBA 10.6.7.2, 10.6.7.3).  A bind that
+ * breaks a rule completes with IBV_WC_MW_BIND_ERR; an invalidation of
+ * what cannot be invalidated with IBV_WC_LOC_QP_OP_ERR, as rxe does
+ * (o10-37.2.26).  Either error puts the QP in the error state.
+ */
+static enum req_step req_local_op(struct emu_qp *qp, struct wqe *w)
+{
+	if (w->opcode == IBV_WR_BIND_MW)
+		w->status = mw_bind_locked(qp, &w->bind);
+	else if (mw_invalidate_locked(qp, w->imm_data, false))
+		w->status = IBV_WC_LOC_QP_OP_ERR;
+	return w->status == IBV_WC_SUCCESS ? REQ_EXECUTED : REQ_LOCAL_ERROR;
+}
+
 /* A new WQE: check it, try to place it, else give it its PSNs. */
 static enum req_step req_start_wqe(struct emu_qp *qp, struct wqe *w)
 {
@@ -376,6 +403,8 @@ static enum req_step req_start_wqe(struct emu_qp *qp, struct wqe *w)
 
 	if ((w->send_flags & IBV_SEND_FENCE) && qp->req.rd_atomic)
 		return REQ_WAIT_FENCE;
+	if (wr_is(w->opcode, WR_LOCAL))
+		return req_local_op(qp, w);
 	if (rd_atomic && qp->attr.max_rd_atomic &&
 	    qp->req.rd_atomic >= qp->attr.max_rd_atomic)
 		return REQ_WAIT_RD_ATOMIC;
@@ -455,6 +484,7 @@ void req_run_locked(struct emu_qp *qp)
 			comp_retire_locked(qp);
 			return;
 		case REQ_PLACED:
+		case REQ_EXECUTED:
 		case REQ_COMPLETE:
 		case REQ_DROPPED:
 			w->state = WQE_DONE;

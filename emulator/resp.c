@@ -153,6 +153,10 @@ static void resp_complete_recv(struct emu_qp *qp, enum ibv_wc_status st,
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = pkt_immdt(p);
 	}
+	if (p && st == IBV_WC_SUCCESS && (p->op->mask & OPM_IETH)) {
+		wc.wc_flags |= IBV_WC_WITH_INV;
+		wc.invalidated_rkey = pkt_ieth_rkey(p);
+	}
 	qp->resp.has_wqe = false;
 	if (!cq_push(qp->rcq, &wc,
 			      p && pkt_se(p)))
@@ -339,6 +343,18 @@ static void resp_send(struct emu_qp *qp, const struct pkt *p)
 		resp_fail(qp, p, AETH_NAK_REM_OP_ERR, 0, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
+	/* Send with Invalidate (IBA 9.4.1.1, 10.6.7.3): the message is
+	 * placed, then the window its IETH names is invalidated.  One that
+	 * cannot be (a region, a type 1 window, another QP's type 2B
+	 * window, no window) fails the receive with REM_INV_REQ_ERR and the
+	 * QP, as rxe does (class J), and the requester is NAKed with an
+	 * invalid request. */
+	if ((mask & OPM_IETH) &&
+	    mw_invalidate_locked(qp, pkt_ieth_rkey(p), true)) {
+		resp_fail(qp, p, AETH_NAK_INVALID_REQ, 0,
+			  IBV_WC_REM_INV_REQ_ERR);
+		return;
+	}
 	qp->resp.offset += p->paylen;
 	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
 	if (mask & OPM_LAST) {
@@ -355,16 +371,38 @@ static void resp_send(struct emu_qp *qp, const struct pkt *p)
  * 10.6.3.2 / C9-88: key valid, same PD, access right, in range).  Every
  * packet is checked again and copied under qp.lock, which deregistration
  * waits for (mr.c), so once ibv_dereg_mr returns no packet of an open
- * message touches the region.
+ * message touches the region.  An R_Key of a memory window (IBA 10.6.7)
+ * is checked by mw.c, which holds the windows' lock until
+ * resp_rkey_end(), so no access runs across an invalidation.
  */
-static uint8_t *resp_rkey(struct emu_qp *qp, uint32_t rkey, uint64_t va,
-			  uint64_t len, int access)
+static uint8_t *resp_rkey_begin(struct emu_qp *qp, uint32_t rkey,
+				uint64_t va, uint64_t len, int access)
 {
-	struct emu_mr *mr = mr_lookup(qp->hca, rkey);
+	struct emu_mr *mr;
 
+	if (mw_key_is_window(rkey))
+		return mw_access_begin(qp, rkey, va, len, access);
+	mr = mr_lookup(qp->hca, rkey);
 	if (!mr || mr->pd_id != qp->pd_id || !(mr->access & access))
 		return NULL;
 	return sge_mr_addr(mr, va, len);
+}
+
+/* The access of resp_rkey_begin() that returned an address has ended. */
+static void resp_rkey_end(struct emu_qp *qp, uint32_t rkey)
+{
+	if (mw_key_is_window(rkey))
+		mw_access_end(qp);
+}
+
+/* Whether rkey grants access to [va, va+len) now. */
+static bool resp_rkey_ok(struct emu_qp *qp, uint32_t rkey, uint64_t va,
+			 uint64_t len, int access)
+{
+	if (!resp_rkey_begin(qp, rkey, va, len, access))
+		return false;
+	resp_rkey_end(qp, rkey);
+	return true;
 }
 
 /* Copy len bytes between buf and [va, va+len) under rkey; false if the
@@ -374,7 +412,7 @@ static bool resp_rkey_copy(struct emu_qp *qp, uint32_t rkey, uint64_t va,
 {
 	int access = to_region ? IBV_ACCESS_REMOTE_WRITE
 			       : IBV_ACCESS_REMOTE_READ;
-	uint8_t *addr = resp_rkey(qp, rkey, va, len, access);
+	uint8_t *addr = resp_rkey_begin(qp, rkey, va, len, access);
 
 	if (!addr)
 		return false;
@@ -382,6 +420,7 @@ static bool resp_rkey_copy(struct emu_qp *qp, uint32_t rkey, uint64_t va,
 		memcpy(addr, buf, len);
 	else
 		memcpy(buf, addr, len);
+	resp_rkey_end(qp, rkey);
 	return true;
 }
 
@@ -405,8 +444,8 @@ static void resp_write(struct emu_qp *qp, const struct pkt *p)
 			return;
 		}
 		/* A zero-length write names no memory (IBA 9.7.4.1.4). */
-		if (len && !resp_rkey(qp, pkt_reth_rkey(p), va, len,
-				      IBV_ACCESS_REMOTE_WRITE)) {
+		if (len && !resp_rkey_ok(qp, pkt_reth_rkey(p), va, len,
+					 IBV_ACCESS_REMOTE_WRITE)) {
 			resp_fail(qp, p, AETH_NAK_REM_ACC_ERR,
 				  IBV_EVENT_QP_ACCESS_ERR, IBV_WC_SUCCESS);
 			return;
@@ -482,8 +521,8 @@ static void resp_atomic_write(struct emu_qp *qp, const struct pkt *p)
 			  IBV_WC_SUCCESS);
 		return;
 	}
-	target = resp_rkey(qp, pkt_reth_rkey(p), va, 8,
-			   IBV_ACCESS_REMOTE_WRITE);
+	target = resp_rkey_begin(qp, pkt_reth_rkey(p), va, 8,
+				 IBV_ACCESS_REMOTE_WRITE);
 	if (!target) {
 		resp_fail(qp, p, AETH_NAK_REM_ACC_ERR, IBV_EVENT_QP_ACCESS_ERR,
 			  IBV_WC_SUCCESS);
@@ -493,6 +532,7 @@ static void resp_atomic_write(struct emu_qp *qp, const struct pkt *p)
 	 * the application's word, as for the atomics (resp_atomic). */
 	memcpy(&value, p->payload, sizeof(value));
 	__atomic_store_n((uint64_t *)target, value, __ATOMIC_SEQ_CST);
+	resp_rkey_end(qp, pkt_reth_rkey(p));
 	fault_point(FAULT_AT_WRITE);
 	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
 	qp->resp.msn++;
@@ -736,8 +776,8 @@ static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
 		return false;
 	}
 	if (len) {
-		if (!resp_rkey(qp, pkt_reth_rkey(p), va, len,
-			       IBV_ACCESS_REMOTE_READ)) {
+		if (!resp_rkey_ok(qp, pkt_reth_rkey(p), va, len,
+				  IBV_ACCESS_REMOTE_READ)) {
 			resp_fail(qp, p, AETH_NAK_REM_ACC_ERR,
 				  IBV_EVENT_QP_ACCESS_ERR, IBV_WC_SUCCESS);
 			return false;
@@ -849,8 +889,8 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 			  IBV_WC_SUCCESS);
 		return;
 	}
-	target = resp_rkey(qp, pkt_atmeth_rkey(p), va, 8,
-			   IBV_ACCESS_REMOTE_ATOMIC);
+	target = resp_rkey_begin(qp, pkt_atmeth_rkey(p), va, 8,
+				 IBV_ACCESS_REMOTE_ATOMIC);
 	if (!target) {
 		resp_fail(qp, p, AETH_NAK_REM_ACC_ERR, IBV_EVENT_QP_ACCESS_ERR,
 			  IBV_WC_SUCCESS);
@@ -871,6 +911,7 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 					  pkt_atmeth_swap_add(p),
 					  __ATOMIC_SEQ_CST);
 	}
+	resp_rkey_end(qp, pkt_atmeth_rkey(p));
 	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
 	qp->resp.msn++;
 	fault_point(FAULT_AT_ATOMIC);

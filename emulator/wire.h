@@ -73,6 +73,12 @@ struct immdt {
 	__be32 imm;
 };
 
+/* Invalidate Extended Transport Header, IBA 9.3.8 (4 bytes): the R_Key a
+ * SEND with Invalidate invalidates at the responder. */
+struct ieth {
+	__be32 rkey;
+};
+
 /* Datagram Extended Transport Header, IBA 9.3.2 (8 bytes). */
 struct deth {
 	__be32 qkey;

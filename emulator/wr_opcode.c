@@ -26,6 +26,16 @@ const struct wr_opcode_info wr_opcode_table[WR_OPCODE_MAX] = {
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = { "ATOMIC_FETCH_AND_ADD",
 					  WR_ATOMIC | WR_RC,
 					  IBV_WC_FETCH_ADD },
+	/* Memory window operations (IBA 10.6.7) and Send with Invalidate
+	 * (IBA 9.4.1.1, RC only): binding and invalidating run in the
+	 * requester's HCA, in send queue order (IBA 10.8.2). */
+	[IBV_WR_LOCAL_INV] = { "LOCAL_INV", WR_LOCAL | WR_INV | WR_RC | WR_UC,
+			       IBV_WC_LOCAL_INV },
+	[IBV_WR_BIND_MW] = { "BIND_MW", WR_LOCAL | WR_RC | WR_UC,
+			     IBV_WC_BIND_MW },
+	[IBV_WR_SEND_WITH_INV] = { "SEND_WITH_INV",
+				   WR_SEND | WR_INV | WR_PAYLOAD | WR_RC,
+				   IBV_WC_SEND },
 	/* The 8 bytes to store are its payload (IBA 1.5 RDMA ATOMIC
 	 * WRITE); no responder resource, acknowledged as a WRITE. */
 	[IBV_WR_ATOMIC_WRITE] = { "ATOMIC_WRITE",

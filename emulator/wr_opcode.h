@@ -23,7 +23,9 @@ enum wr_mask {
 	WR_RC = 1 << 6, /* allowed on RC, UC, UD QPs */
 	WR_UC = 1 << 7,
 	WR_UD = 1 << 8,
-	WR_ATOMIC_WRITE = 1 << 9, /* an 8-byte WRITE stored at once */
+	WR_LOCAL = 1 << 9, /* executed by the HCA itself: no packet */
+	WR_INV = 1 << 10, /* carries an R_Key to invalidate */
+	WR_ATOMIC_WRITE = 1 << 11, /* an 8-byte WRITE stored at once */
 	WR_RD_ATOMIC = WR_READ | WR_ATOMIC, /* needs a responder resource */
 };
 

@@ -204,6 +204,8 @@ static uint32_t cq_ex_read_byte_len(struct ibv_cq_ex *cqx)
 {
 	return to_ecq_ex(cqx)->cur->byte_len;
 }
+/* Also the invalidated R_Key (host order, in the same union of struct
+ * ibv_wc), which ibv_wc_read_invalidated_rkey() reads through it. */
 static __be32 cq_ex_read_imm_data(struct ibv_cq_ex *cqx)
 {
 	return to_ecq_ex(cqx)->cur->imm_data;

@@ -48,6 +48,7 @@ static void ibemu_atfork_child(void)
 {
 	ibemu_pid = getpid();
 	emu_hca_fork_child();
+	ibemu_import_fork_child();
 }
 
 static void ibemu_device_init(void)
@@ -87,9 +88,11 @@ static void ibemu_uninit_device(struct verbs_device *vdev)
 }
 
 static const struct verbs_context_ops ibemu_ctx_ops = {
+	.alloc_mw = ibemu_alloc_mw,
 	.alloc_parent_domain = ibemu_alloc_parent_domain,
 	.alloc_pd = ibemu_alloc_pd,
 	.alloc_td = ibemu_alloc_td,
+	.bind_mw = ibemu_bind_mw,
 	.attach_mcast = ibemu_attach_mcast,
 	.cq_event = ibemu_cq_event,
 	.create_ah = ibemu_create_ah,
@@ -98,6 +101,7 @@ static const struct verbs_context_ops ibemu_ctx_ops = {
 	.create_qp = ibemu_create_qp,
 	.create_qp_ex = ibemu_create_qp_ex,
 	.create_srq = ibemu_create_srq,
+	.dealloc_mw = ibemu_dealloc_mw,
 	.dealloc_pd = ibemu_dealloc_pd,
 	.dealloc_td = ibemu_dealloc_td,
 	.dereg_mr = ibemu_dereg_mr,
@@ -107,6 +111,8 @@ static const struct verbs_context_ops ibemu_ctx_ops = {
 	.destroy_srq = ibemu_destroy_srq,
 	.detach_mcast = ibemu_detach_mcast,
 	.free_context = ibemu_free_context,
+	.import_mr = ibemu_import_mr,
+	.import_pd = ibemu_import_pd,
 	.modify_qp = ibemu_modify_qp,
 	.modify_srq = ibemu_modify_srq,
 	.poll_cq = ibemu_poll_cq,
@@ -122,6 +128,8 @@ static const struct verbs_context_ops ibemu_ctx_ops = {
 	.req_notify_cq = ibemu_req_notify_cq,
 	.rereg_mr = ibemu_rereg_mr,
 	.resize_cq = ibemu_resize_cq,
+	.unimport_mr = ibemu_unimport_mr,
+	.unimport_pd = ibemu_unimport_pd,
 };
 
 int ibemu_fd_nonblock_writer(int fd)
@@ -166,19 +174,33 @@ static struct verbs_context *ibemu_alloc_context(struct ibv_device *device,
 						 int cmd_fd,
 						 void *private_data)
 {
+	int import_fd = ibemu_import_fd_take();
 	struct ibemu_context *ctx;
 	int ret;
 
+	/* The command fd: ibv_import_device's, or a new one that names
+	 * this context's HCA attachment (provider/import.c). */
+	cmd_fd = import_fd >= 0 ? import_fd : ibemu_cmd_fd_open();
+	if (cmd_fd < 0) {
+		errno = -cmd_fd;
+		return NULL;
+	}
 	ctx = pabi.init_and_alloc_context(device, cmd_fd, sizeof(*ctx),
 					  &((struct ibemu_context *)NULL)->vctx,
 					  0 /* RDMA_DRIVER_UNKNOWN */);
-	if (!ctx)
+	if (!ctx) {
+		if (import_fd < 0)
+			close(cmd_fd);
 		return NULL;
+	}
 	ctx->async_wfd = -1;
 	ret = -emu_hca_get(&ctx->hca);
 	if (ret)
 		goto err_uninit;
 	ctx->pid = ibemu_pid;
+	ret = -ibemu_cmd_fd_bind(ctx, cmd_fd, import_fd >= 0);
+	if (ret)
+		goto err_put;
 	ret = ibemu_async_fd_open(ctx);
 	if (ret) {
 		ibemu_log_err("cannot create the async event queue: %s",
@@ -192,6 +214,9 @@ static struct verbs_context *ibemu_alloc_context(struct ibv_device *device,
 err_put:
 	emu_hca_put(ctx->hca);
 err_uninit:
+	/* A failed import leaves the caller's fd open. */
+	if (import_fd >= 0)
+		ctx->vctx.context.cmd_fd = -1;
 	pabi.uninit_context(&ctx->vctx);
 	free(ctx);
 	errno = -ret;

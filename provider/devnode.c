@@ -9,12 +9,21 @@
  * accessible).  Once the preload offers ibemu0, stat() and access() of
  * exactly that path answer as for a uverbs node of mode 0666; every other
  * path, and every call before ibemu0 is offered, goes to the C library.
- * Nothing under /dev is created or touched.
+ *
+ * Open MPI's verbs components (opal_common_verbs_check_basics) take no
+ * device unless <sysfs>/class/infiniband is a directory, and look before
+ * they list devices.  Where that directory does not exist and libibverbs
+ * is in the process, stat() of it answers as for an empty directory.
+ * Nothing under /dev or /sys is created or touched.
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -48,12 +57,46 @@ static bool devnode_is_ours(const char *path)
 	return !strcmp(name, "uverbs-" IBEMU_DEVICE_NAME);
 }
 
-static void devnode_stat(struct stat *st)
+/*
+ * Whether path is the sysfs class directory of RDMA devices, as
+ * libibverbs' ibv_get_sysfs_path() places it: $SYSFS_PATH without its
+ * trailing slashes, else /sys.  Asked only after the real stat failed.
+ */
+static bool devnode_is_class_dir(const char *path)
+{
+	const char *sysfs = getenv("SYSFS_PATH");
+	char want[PATH_MAX];
+	size_t len;
+	void *verbs;
+
+	if (!path)
+		return false;
+	if (!sysfs || !*sysfs)
+		sysfs = "/sys";
+	len = strlen(sysfs);
+	while (len > 1 && sysfs[len - 1] == '/')
+		len--;
+	if (snprintf(want, sizeof(want), "%.*s/class/infiniband", (int)len,
+		     sysfs) >= (int)sizeof(want))
+		return false;
+	len = strlen(want);
+	if (strncmp(path, want, len) || (path[len] && strcmp(path + len, "/")))
+		return false;
+	/* Only a process that has libibverbs: RTLD_NOLOAD never loads it. */
+	verbs = dlopen("libibverbs.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	if (!verbs)
+		return false;
+	dlclose(verbs);
+	return true;
+}
+
+static void devnode_stat(struct stat *st, mode_t mode)
 {
 	memset(st, 0, sizeof(*st));
-	st->st_mode = S_IFCHR | 0666;
-	st->st_rdev = makedev(DEVNODE_MAJOR, DEVNODE_MINOR);
-	st->st_nlink = 1;
+	st->st_mode = mode;
+	if (S_ISCHR(mode))
+		st->st_rdev = makedev(DEVNODE_MAJOR, DEVNODE_MINOR);
+	st->st_nlink = S_ISDIR(mode) ? 2 : 1;
 	st->st_uid = getuid();
 	st->st_gid = getgid();
 	st->st_blksize = 4096;
@@ -65,13 +108,23 @@ IBEMU_EXPORT int ibemu_devnode_stat(const char *path, struct stat *st)
 	__asm__("stat");
 IBEMU_EXPORT int ibemu_devnode_stat(const char *path, struct stat *st)
 {
-	if (!devnode_is_ours(path))
-		return fstatat(AT_FDCWD, path, st, 0);
+	int saved, ret;
+
+	if (!devnode_is_ours(path)) {
+		saved = errno;
+		ret = fstatat(AT_FDCWD, path, st, 0);
+		if (ret == 0 || errno != ENOENT || !st ||
+		    !devnode_is_class_dir(path))
+			return ret;
+		errno = saved;
+		devnode_stat(st, S_IFDIR | 0755);
+		return 0;
+	}
 	if (!st) {
 		errno = EFAULT;
 		return -1;
 	}
-	devnode_stat(st);
+	devnode_stat(st, S_IFCHR | 0666);
 	return 0;
 }
 

@@ -41,6 +41,11 @@ struct ibemu_context {
 	pid_t pid; /* the process that opened it */
 	struct emu_hca *hca;
 	int async_wfd; /* non-blocking write end of context.async_fd */
+	/* Whose objects this context names (import.c): the token of the
+	 * HCA attachment that made its command fd; foreign when that is
+	 * another process's. */
+	uint64_t exporter;
+	bool foreign;
 	/* Lock rule: counts only, atomically updated. */
 	atomic_int nr_pds, nr_cqs, nr_qps, nr_srqs, nr_ahs;
 };
@@ -61,7 +66,12 @@ struct ibemu_td {
  */
 struct ibemu_pd {
 	struct ibv_pd ibv_pd;
-	atomic_int usecnt; /* MRs, QPs, SRQs, AHs, CQs, parent domains */
+	atomic_int usecnt; /* MRs, MWs, QPs, SRQs, AHs, CQs, parent domains */
+	/* the PD as the HCA names it (import.c); a parent domain's is the
+	 * one of the PD it was made of */
+	uint64_t id;
+	struct ibemu_share *share; /* the object it is a handle of; NULL:
+				      a parent domain */
 	struct ibemu_pd *protection; /* parent domain: its PD; else NULL */
 	struct ibemu_td *td; /* parent domain: its TD, or NULL */
 	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size,
@@ -74,6 +84,12 @@ struct ibemu_pd {
 struct ibemu_mr {
 	struct verbs_mr vmr;
 	struct emu_mr *emr;
+	struct ibemu_share *share;
+};
+
+struct ibemu_mw {
+	struct ibv_mw ibv_mw;
+	struct emu_mw *emw;
 };
 
 struct ibemu_cq {
@@ -140,17 +156,13 @@ static inline bool ibemu_pd_is_parent(struct ibv_pd *pd)
 {
 	return to_epd(pd)->protection != NULL;
 }
-/* The protection domain the HCA checks (IBA 10.2.3): a parent domain's
- * is the PD it was made of. */
-static inline uint64_t ibemu_pd_id(struct ibv_pd *pd)
-{
-	struct ibemu_pd *p = to_epd(pd);
-
-	return (uintptr_t)(p->protection ? &p->protection->ibv_pd : pd);
-}
 static inline struct ibemu_mr *to_emr(struct ibv_mr *mr)
 {
 	return container_of(mr, struct ibemu_mr, vmr.ibv_mr);
+}
+static inline struct ibemu_mw *to_emw(struct ibv_mw *mw)
+{
+	return container_of(mw, struct ibemu_mw, ibv_mw);
 }
 static inline struct ibemu_cq *to_ecq(struct ibv_cq *cq)
 {
@@ -237,8 +249,31 @@ const struct emu_buf_alloc *ibemu_pd_buf_alloc(struct ibv_pd *pd,
 struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			    uint64_t hca_va, int access);
 int ibemu_dereg_mr(struct verbs_mr *vmr);
+/* import.c: command fds, shared PDs and MRs (ibv_import_device(3)). */
+struct ibemu_share;
+int ibemu_cmd_fd_open(void);
+void ibemu_import_fork_child(void);
+int ibemu_cmd_fd_bind(struct ibemu_context *ctx, int cmd_fd, bool imported);
+int ibemu_import_fd_take(void);
+struct ibv_context *ibemu_import_device(int cmd_fd,
+				       struct ibv_context *(*open)(
+					       struct ibv_device *));
+int ibemu_pd_share_new(struct ibemu_pd *pd);
+bool ibemu_share_put(struct ibemu_share *share, struct emu_mr **emr_p);
+int ibemu_mr_share_new(struct ibemu_mr *mr);
+struct ibv_pd *ibemu_import_pd(struct ibv_context *context,
+			       uint32_t pd_handle);
+void ibemu_unimport_pd(struct ibv_pd *pd);
+struct ibv_mr *ibemu_import_mr(struct ibv_pd *pd, uint32_t mr_handle);
+void ibemu_unimport_mr(struct ibv_mr *mr);
 int ibemu_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		   void *addr, size_t length, int access);
+
+/* mw.c: memory windows */
+struct ibv_mw *ibemu_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int ibemu_dealloc_mw(struct ibv_mw *mw);
+int ibemu_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		  struct ibv_mw_bind *mw_bind);
 
 /* cq.c */
 struct ibv_cq *ibemu_create_cq(struct ibv_context *context, int cqe,

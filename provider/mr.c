@@ -28,7 +28,7 @@ struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		errno = ENOMEM;
 		return NULL;
 	}
-	ret = emu_mr_reg(to_ectx(pd->context)->hca, ibemu_pd_id(pd), addr,
+	ret = emu_mr_reg(to_ectx(pd->context)->hca, to_epd(pd)->id, addr,
 			 length, hca_va, access, &mr->emr, &key);
 	if (ret) {
 		free(mr);
@@ -44,6 +44,12 @@ struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 	mr->vmr.ibv_mr.lkey = key;
 	mr->vmr.ibv_mr.rkey = key;
 	mr->vmr.ibv_mr.handle = (key >> 8) - 1;
+	if (ibemu_mr_share_new(mr)) {
+		emu_mr_dereg(mr->emr);
+		free(mr);
+		errno = ENOMEM;
+		return NULL;
+	}
 	atomic_fetch_add(&to_epd(pd)->usecnt, 1);
 	return &mr->vmr.ibv_mr;
 }
@@ -51,10 +57,13 @@ struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 int ibemu_dereg_mr(struct verbs_mr *vmr)
 {
 	struct ibemu_mr *mr = container_of(vmr, struct ibemu_mr, vmr);
+	struct emu_mr *emr = NULL;
 
 	if (ibemu_ctx_stale(vmr->ibv_mr.context))
 		return EIO;
-	emu_mr_dereg(mr->emr);
+	/* The region goes with its last handle (it may have imports). */
+	if (ibemu_share_put(mr->share, &emr) && emr)
+		emu_mr_dereg(emr);
 	atomic_fetch_sub(&to_epd(vmr->ibv_mr.pd)->usecnt, 1);
 	free(mr);
 	return 0;
@@ -72,7 +81,7 @@ int ibemu_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		return EIO;
 	if (new_pd && (!pd || pd->context != vmr->ibv_mr.context))
 		return EINVAL;
-	ret = emu_mr_rereg(mr->emr, flags, new_pd ? ibemu_pd_id(pd) : 0, addr,
+	ret = emu_mr_rereg(mr->emr, flags, new_pd ? to_epd(pd)->id : 0, addr,
 			   length, access);
 	if (ret)
 		return ret;

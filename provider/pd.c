@@ -49,7 +49,15 @@ struct ibv_pd *ibemu_alloc_pd(struct ibv_context *context)
 {
 	struct ibemu_pd *pd = pd_new(context);
 
-	return pd ? &pd->ibv_pd : NULL;
+	if (!pd)
+		return NULL;
+	if (ibemu_pd_share_new(pd)) {
+		atomic_fetch_sub(&to_ectx(context)->nr_pds, 1);
+		free(pd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return &pd->ibv_pd;
 }
 
 int ibemu_dealloc_pd(struct ibv_pd *ibpd)
@@ -69,6 +77,10 @@ int ibemu_dealloc_pd(struct ibv_pd *ibpd)
 		atomic_fetch_sub(&pd->protection->usecnt, 1);
 	if (pd->td)
 		atomic_fetch_sub(&pd->td->usecnt, 1);
+	/* A PD goes with its last handle (it may have imports); a parent
+	 * domain has no share of its own. */
+	if (pd->share && !ibemu_ctx_stale(ibpd->context))
+		ibemu_share_put(pd->share, NULL);
 	atomic_fetch_sub(&to_ectx(ibpd->context)->nr_pds, 1);
 	free(pd);
 	return 0;
@@ -176,6 +188,9 @@ struct ibv_pd *ibemu_alloc_parent_domain(
 	if (!pd)
 		return NULL;
 	pd->protection = to_epd(attr->pd);
+	/* The HCA checks the PD it was made of (IBA 10.2.3). */
+	pd->id = pd->protection->id;
+	pd->ibv_pd.handle = attr->pd->handle;
 	atomic_fetch_add(&pd->protection->usecnt, 1);
 	if (attr->td) {
 		pd->td = to_etd(attr->td);

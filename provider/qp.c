@@ -67,7 +67,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 		goto err_count;
 	init = (struct emu_qp_init){
 		.qp_type = a->qp_type,
-		.pd_id = ibemu_pd_id(a->pd),
+		.pd_id = to_epd(a->pd)->id,
 		.send_cq = to_ecq(a->send_cq)->ecq,
 		.recv_cq = to_ecq(a->recv_cq)->ecq,
 		.srq = a->srq ? to_esrq(a->srq)->esrq : NULL,

@@ -26,7 +26,9 @@
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |      \
 	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |                  \
 	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |       \
-	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_ATOMIC_WRITE)
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_BIND_MW |       \
+	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |              \
+	 IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 /* The word an ATOMIC WRITE stores, copied at once, as inline data. */
 struct wr_word {
@@ -114,6 +116,44 @@ static void wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm_data)
 
 	if (wr)
 		wr->imm_data = imm_data;
+}
+
+static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct ibv_send_wr *wr = wr_new(qpx, IBV_WR_SEND_WITH_INV,
+					IBV_QP_EX_WITH_SEND_WITH_INV);
+
+	if (wr)
+		wr->invalidate_rkey = invalidate_rkey;
+}
+
+static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct ibv_send_wr *wr = wr_new(qpx, IBV_WR_LOCAL_INV,
+					IBV_QP_EX_WITH_LOCAL_INV);
+
+	if (wr)
+		wr->invalidate_rkey = invalidate_rkey;
+}
+
+/* Bind mw with the R_Key rkey (type 2: the consumer chooses its low 8
+ * bits, ibv_wr_bind_mw(3)); the window is checked when it executes. */
+static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *bind_info)
+{
+	struct ibemu_wr_stage *st = to_eqp_ex(qpx)->stage;
+	struct ibv_send_wr *wr = wr_new(qpx, IBV_WR_BIND_MW,
+					IBV_QP_EX_WITH_BIND_MW);
+
+	if (!wr)
+		return;
+	if (!mw || !bind_info) {
+		st->err = EINVAL;
+		return;
+	}
+	wr->bind_mw.mw = mw;
+	wr->bind_mw.rkey = rkey;
+	wr->bind_mw.bind_info = *bind_info;
 }
 
 static void wr_rdma(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op,
@@ -336,13 +376,16 @@ static int qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags)
 	}
 	if (type != IBV_QPT_RC &&
 	    (send_ops_flags & (IBV_QP_EX_WITH_RDMA_READ |
+			       IBV_QP_EX_WITH_SEND_WITH_INV |
 			       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 			       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
 			       IBV_QP_EX_WITH_ATOMIC_WRITE)))
 		return EINVAL;
 	if (type == IBV_QPT_UD &&
 	    (send_ops_flags & (IBV_QP_EX_WITH_RDMA_WRITE |
-			       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)))
+			       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+			       IBV_QP_EX_WITH_BIND_MW |
+			       IBV_QP_EX_WITH_LOCAL_INV)))
 		return EINVAL;
 	return 0;
 }
@@ -406,6 +449,9 @@ int ibemu_qp_ex_init(struct ibemu_qp *qp, uint64_t send_ops_flags)
 	qpx->wr_abort = wr_abort;
 	qpx->wr_send = wr_send;
 	qpx->wr_send_imm = wr_send_imm;
+	qpx->wr_send_inv = wr_send_inv;
+	qpx->wr_local_inv = wr_local_inv;
+	qpx->wr_bind_mw = wr_bind_mw;
 	qpx->wr_rdma_write = wr_rdma_write;
 	qpx->wr_rdma_write_imm = wr_rdma_write_imm;
 	qpx->wr_rdma_read = wr_rdma_read;

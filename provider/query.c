@@ -43,7 +43,10 @@ static void ibemu_fill_device_attr(struct ibv_context *context,
 			      IBV_DEVICE_RC_RNR_NAK_GEN |
 			      IBV_DEVICE_SRQ_RESIZE |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT |
-			      IBV_DEVICE_N_NOTIFY_CQ;
+			      IBV_DEVICE_N_NOTIFY_CQ |
+			      /* memory windows of type 1 and 2B (mw.c) */
+			      IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = IBEMU_MAX_SGE;
 	a->max_sge_rd = IBEMU_MAX_SGE_RD;
 	a->max_cq = IBEMU_MAX_CQ;
@@ -60,7 +63,7 @@ static void ibemu_fill_device_attr(struct ibv_context *context,
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_ee = 0;
 	a->max_rdd = 0;
-	a->max_mw = 0;
+	a->max_mw = IBEMU_MAX_MW;
 	a->max_raw_ipv6_qp = 0;
 	a->max_raw_ethy_qp = 0;
 	a->max_mcast_grp = IBEMU_MAX_MCAST_GRP;

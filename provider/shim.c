@@ -40,6 +40,7 @@ typedef struct ibv_device **(*get_device_list_fn)(int *num);
 typedef struct ibv_comp_channel *(*create_comp_channel_fn)(
 	struct ibv_context *context);
 typedef struct ibv_context *(*import_device_fn)(int cmd_fd);
+typedef struct ibv_context *(*open_device_fn)(struct ibv_device *device);
 typedef int (*query_gid_fn)(struct ibv_context *context, uint8_t port_num,
 			    int index, union ibv_gid *gid);
 typedef int (*query_pkey_fn)(struct ibv_context *context, uint8_t port_num,
@@ -60,6 +61,7 @@ static struct {
 	get_device_list_fn get_device_list;
 	create_comp_channel_fn create_comp_channel;
 	import_device_fn import_device;
+	open_device_fn open_device;
 	query_gid_fn query_gid;
 	query_pkey_fn query_pkey;
 	get_device_guid_fn get_device_guid;
@@ -68,7 +70,17 @@ static struct {
 	query_gid_type_fn query_gid_type;
 } real;
 
-static pthread_once_t shim_once = PTHREAD_ONCE_INIT;
+/*
+ * Lock rule: shim_lock serializes shim_init.  real, pabi, verbs_scope and
+ * shim_enabled are written only under it, before shim_resolved is set
+ * (release), and only read after shim_resolved was seen set (acquire):
+ * from then on they never change.  Until libibverbs is found every
+ * interposer call looks again, for it may come into the process after the
+ * first call (a program without it can reach the preload's functions by
+ * dlsym(RTLD_DEFAULT), then dlopen a plug-in that has it).
+ */
+static pthread_mutex_t shim_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool shim_resolved;
 static bool shim_enabled;
 /* Set while ibv_import_device runs: it must see only real devices. */
 static __thread bool shim_suppress;
@@ -135,6 +147,7 @@ static void shim_init(void)
 	real.create_comp_channel =
 		real_sym("ibv_create_comp_channel", "IBVERBS_1.0");
 	real.import_device = real_sym("ibv_import_device", "IBVERBS_1.10");
+	real.open_device = real_sym("ibv_open_device", "IBVERBS_1.1");
 	real.query_gid = real_sym("ibv_query_gid", "IBVERBS_1.1");
 	real.query_pkey = real_sym("ibv_query_pkey", "IBVERBS_1.1");
 	real.get_device_guid = real_sym("ibv_get_device_guid", "IBVERBS_1.1");
@@ -167,9 +180,20 @@ static void shim_init(void)
 	shim_enabled = true;
 }
 
-static void shim_ensure_init(void)
+/* Whether libibverbs is in the process (real and pabi are then set). */
+static bool shim_ensure_init(void)
 {
-	pthread_once(&shim_once, shim_init);
+	if (atomic_load_explicit(&shim_resolved, memory_order_acquire))
+		return true;
+	pthread_mutex_lock(&shim_lock);
+	if (!atomic_load_explicit(&shim_resolved, memory_order_relaxed)) {
+		shim_init();
+		if (real.get_device_list)
+			atomic_store_explicit(&shim_resolved, true,
+					      memory_order_release);
+	}
+	pthread_mutex_unlock(&shim_lock);
+	return atomic_load_explicit(&shim_resolved, memory_order_relaxed);
 }
 
 bool ibemu_is_ours(const struct ibv_context *context)
@@ -184,8 +208,7 @@ IBEMU_EXPORT struct ibv_device **ibv_get_device_list(int *num)
 	struct ibv_device *ours;
 	int n = 0, i;
 
-	shim_ensure_init();
-	if (!real.get_device_list) {
+	if (!shim_ensure_init()) {
 		errno = ENOSYS;
 		return NULL;
 	}
@@ -225,13 +248,22 @@ IBEMU_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
 	struct ibv_context *ctx;
 
-	shim_ensure_init();
+	if (!shim_ensure_init()) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* An ibemu context's command fd (provider/import.c). */
+	if (shim_enabled && real.open_device) {
+		ctx = ibemu_import_device(cmd_fd, real.open_device);
+		if (ctx || errno != EBADF)
+			return ctx;
+	}
 	if (!real.import_device) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	/* Stock import matches the fd against every device's sysfs cdev;
-	 * ibemu's devices have no sysfs and cannot be imported. */
+	/* Stock import matches the fd against every device's sysfs cdev,
+	 * which ibemu's device does not have: it is hidden meanwhile. */
 	shim_suppress = true;
 	ctx = real.import_device(cmd_fd);
 	shim_suppress = false;
@@ -266,7 +298,10 @@ ibv_create_comp_channel(struct ibv_context *context)
 	struct ibv_comp_channel *channel;
 	int ret;
 
-	shim_ensure_init();
+	if (!shim_ensure_init()) {
+		errno = ENOSYS;
+		return NULL;
+	}
 	if (!ibemu_is_ours(context)) {
 		if (!real.create_comp_channel) {
 			errno = ENOSYS;
@@ -294,7 +329,8 @@ ibv_create_comp_channel(struct ibv_context *context)
 
 IBEMU_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 {
-	shim_ensure_init();
+	if (!shim_ensure_init())
+		return 0;
 	if (device && device == ibemu_device_get())
 		return htobe64(emu_node_guid());
 	return real.get_device_guid ? real.get_device_guid(device) : 0;
@@ -306,7 +342,10 @@ IBEMU_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num,
 	struct ibv_gid_entry entry;
 	int ret;
 
-	shim_ensure_init();
+	if (!shim_ensure_init()) {
+		errno = ENOSYS;
+		return -1;
+	}
 	if (!ibemu_is_ours(context)) {
 		if (!real.query_gid) {
 			errno = ENOSYS;
@@ -338,7 +377,10 @@ IBEMU_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num,
 	uint16_t val;
 	int ret;
 
-	shim_ensure_init();
+	if (!shim_ensure_init()) {
+		errno = ENOSYS;
+		return -1;
+	}
 	if (!ibemu_is_ours(context)) {
 		if (!real.query_pkey) {
 			errno = ENOSYS;
@@ -364,7 +406,9 @@ IBEMU_EXPORT int _ibv_query_gid_ex(struct ibv_context *context,
 	struct ibv_gid_entry e;
 	int ret;
 
-	shim_ensure_init();
+	if (!shim_ensure_init()) {
+		return ENOSYS;
+	}
 	if (!ibemu_is_ours(context))
 		return real.query_gid_ex ? real.query_gid_ex(context, port_num,
 							     gid_index, entry,
@@ -392,7 +436,9 @@ IBEMU_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
 	uint8_t port;
 	int idx;
 
-	shim_ensure_init();
+	if (!shim_ensure_init()) {
+		return -ENOSYS;
+	}
 	if (!ibemu_is_ours(context))
 		return real.query_gid_table
 			       ? real.query_gid_table(context, entries,
@@ -425,7 +471,10 @@ IBEMU_EXPORT int ibv_query_gid_type(struct ibv_context *context,
 	struct ibv_gid_entry e;
 	int ret;
 
-	shim_ensure_init();
+	if (!shim_ensure_init()) {
+		errno = ENOSYS;
+		return -1;
+	}
 	if (!ibemu_is_ours(context)) {
 		if (!real.query_gid_type) {
 			errno = ENOSYS;
@@ -449,6 +498,5 @@ IBEMU_EXPORT int ibv_query_gid_type(struct ibv_context *context,
 
 bool ibemu_shim_enabled(void)
 {
-	shim_ensure_init();
-	return shim_enabled;
+	return shim_ensure_init() && shim_enabled;
 }

@@ -26,7 +26,7 @@ struct ibv_srq *ibemu_create_srq(struct ibv_pd *pd,
 	if (!srq)
 		goto err_count;
 	owner = ibemu_owner(pd->context, &srq->vsrq.srq);
-	ret = emu_srq_create(ctx->hca, ibemu_pd_id(pd), &init->attr, &owner,
+	ret = emu_srq_create(ctx->hca, to_epd(pd)->id, &init->attr, &owner,
 			     ibemu_pd_buf_alloc(pd, IBEMU_RES_TYPE_SRQ,
 						&srq->buf_alloc),
 			     &srq->esrq);

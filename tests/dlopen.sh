@@ -7,6 +7,14 @@ plugin=$IBEMU_BUILDDIR/tests/.libs/verbs_plugin.so
 LD_PRELOAD=$IBEMU_LIB_PATH "$IBEMU_BUILDDIR/tests/dlopen_plugin" "$plugin" &&
 	pass "a RTLD_LOCAL plug-in linked with libibverbs lists ibemu0" ||
 	fail "a RTLD_LOCAL plug-in linked with libibverbs"
+LD_PRELOAD=$IBEMU_LIB_PATH "$IBEMU_BUILDDIR/tests/dlopen_plugin" "$plugin" late &&
+	pass "a plug-in loaded after a verbs call (dlsym(RTLD_DEFAULT)) lists ibemu0" ||
+	fail "a plug-in loaded after a verbs call"
+# RTLD_DEEPBIND binds the plug-in to libibverbs before the global scope:
+# only the audit module, which `ibemu run` sets, reaches those bindings.
+"$IBEMU" run -- "$IBEMU_BUILDDIR/tests/dlopen_plugin" "$plugin" deepbind &&
+	pass "a RTLD_DEEPBIND plug-in lists ibemu0 under ibemu run" ||
+	fail "a RTLD_DEEPBIND plug-in under ibemu run"
 
 # A program that dlopens libibverbs and dlsym()s its functions itself:
 # the audit module, set by `ibemu run`, and by hand.

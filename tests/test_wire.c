@@ -48,6 +48,17 @@ static void test_opcode_layout(void)
 	check_op(0x2a, "UC_RDMA_WRITE_ONLY", 28, 12, 0, 0, 0, 0, 0);
 	check_op(0x64, "UD_SEND_ONLY", 20, 0, 0, 0, 0, 0, 12);
 	check_op(0x65, "UD_SEND_ONLY_WITH_IMMEDIATE", 24, 0, 0, 0, 0, 20, 12);
+	/* SEND with Invalidate (IBA 9.3.8): the IETH right after the BTH;
+	 * RC only. */
+	check_op(0x16, "RC_SEND_LAST_WITH_INVALIDATE", 16, 0, 0, 0, 0, 0, 0);
+	check_op(0x17, "RC_SEND_ONLY_WITH_INVALIDATE", 16, 0, 0, 0, 0, 0, 0);
+	CU_ASSERT_EQUAL(opcode_get(0x16)->ieth, 12);
+	CU_ASSERT_EQUAL(opcode_get(0x17)->ieth, 12);
+	CU_ASSERT_EQUAL(opcode_get(0x16)->mask & (OPM_SEND | OPM_ONLY),
+			OPM_SEND | OPM_LAST);
+	CU_ASSERT_EQUAL(opcode_get(0x17)->mask & (OPM_SEND | OPM_ONLY),
+			OPM_SEND | OPM_ONLY);
+	CU_ASSERT_EQUAL(opcode_get(0x37)->mask, 0);
 }
 
 static void test_opcode_kinds(void)

@@ -1,0 +1,29 @@
+#!/bin/bash
+# rdma-core's own Python test suite (python3-pyverbs ships it under
+# /usr/share/doc/rdma-core/tests) against ibemu0: every test that runs
+# must pass.  Tests skip themselves for what the device does not offer
+# (device memory, ODP, raw packet QPs, vendor extensions, ...); how many
+# ran and why the others skipped is in the log.
+. "$(dirname "$0")/lib.sh"
+src=/usr/share/doc/rdma-core/tests
+[ -x /usr/bin/python3 ] || { echo "SKIP: no /usr/bin/python3"; exit 77; }
+[ -f "$src/run_tests.py" ] || { fail "rdma-core's tests are not in $src (python3-pyverbs)"; finish; }
+tmp=$(mktemp -d)
+trap 'ibemu_cleanup; rm -rf "$tmp"' EXIT
+cp -r "$src" "$tmp/tests"
+gunzip -f "$tmp"/tests/*.gz 2>/dev/null
+out=$(cd "$tmp/tests" && LD_PRELOAD=$IBEMU_LIB_PATH timeout 600 \
+	/usr/bin/python3 run_tests.py --dev ibemu0 -v 2>&1)
+rc=$?
+echo "skip reasons, with how many tests gave each:"
+echo "$out" | sed -n "s/.* \.\.\. skipped \(.*\)/\1/p" | sort | uniq -c | sort -rn
+echo "$out" | grep -E ' \.\.\. (ERROR|FAIL)$'
+ran=$(echo "$out" | sed -n 's/^Ran \([0-9]*\) tests.*/\1/p')
+skipped=$(echo "$out" | sed -n 's/.*skipped=\([0-9]*\).*/\1/p' | tail -n 1)
+if [ "$rc" = 0 ] && echo "$out" | grep -q '^OK'; then
+	pass "rdma-core's tests: $ran run, $((ran - ${skipped:-0})) passed, ${skipped:-0} skipped by the tests themselves"
+else
+	fail "rdma-core's tests (exit $rc): $(echo "$out" | grep -E '^(Ran|OK|FAILED)' | tr '\n' ' ')"
+	echo "$out" | sed -n '/^=\{20,\}/,$p' | head -n 200
+fi
+finish
