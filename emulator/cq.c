@@ -72,6 +72,13 @@ int emu_cq_destroy(struct emu_cq *cq)
 	return 0;
 }
 
+void cq_forget_qp(struct emu_cq *cq, uint32_t qpn)
+{
+	pthread_mutex_lock(&cq->lock);
+	wc_ring_remove_qp(&cq->ring, qpn);
+	pthread_mutex_unlock(&cq->lock);
+}
+
 int emu_cq_resize(struct emu_cq *cq, uint32_t cqe)
 {
 	int ret;

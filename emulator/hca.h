@@ -288,6 +288,9 @@ void emu_event(const struct emu_owner *owner, enum ibv_event_type type);
 
 /* cq.c: add a completion; false if the CQ has overrun (entry lost). */
 bool cq_push(struct emu_cq *cq, const struct ibv_wc *wc, bool solicited);
+/* Remove the unpolled completions of QP qpn, keeping the others in
+ * order (a QP moved to Reset, qp.c).  Takes cq.lock. */
+void cq_forget_qp(struct emu_cq *cq, uint32_t qpn);
 
 /* rq.c: receive queues */
 int rq_init(struct emu_rq *rq, uint32_t max_wr, uint32_t max_sge,

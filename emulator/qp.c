@@ -340,8 +340,17 @@ static void qp_engine_idle_locked(struct emu_qp *qp)
 }
 
 /* Leaving for RESET: every outstanding WR is discarded (IBA 10.3.1). */
+/*
+ * To Reset (IBA 10.3.1): the work queues are emptied, and the CQs keep
+ * none of the QP's completions not yet polled (other QPs' stay, in
+ * order), as mlx4 and mlx5 do; a QP brought back from Error then polls
+ * no stale flush completions of its previous life.
+ */
 static void qp_reset_locked(struct emu_qp *qp)
 {
+	cq_forget_qp(qp->scq, qp->qpn);
+	if (qp->rcq != qp->scq)
+		cq_forget_qp(qp->rcq, qp->qpn);
 	qp->sq.head = qp->sq.tail;
 	if (!qp->srq) {
 		pthread_mutex_lock(&qp->rq.lock);

@@ -155,3 +155,22 @@ bool wc_ring_get(struct wc_ring *r, struct ibv_wc *wc)
 	wc_ring_drop(r);
 	return true;
 }
+
+uint32_t wc_ring_remove_qp(struct wc_ring *r, uint32_t qpn)
+{
+	uint32_t from, to = r->head, tail = r->tail;
+
+	for (from = r->head; from != tail; from++) {
+		if (r->buf[from % r->size].qp_num == qpn)
+			continue;
+		if (to != from) {
+			r->buf[to % r->size] = r->buf[from % r->size];
+			if (r->stamp)
+				r->stamp[to % r->size] =
+					r->stamp[from % r->size];
+		}
+		to++;
+	}
+	atomic_store_explicit(&r->tail, to, memory_order_release);
+	return tail - to;
+}

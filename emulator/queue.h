@@ -149,5 +149,8 @@ static inline const struct emu_wc_stamp *wc_ring_oldest_stamp(
 	return &r->stamp[r->head % r->size];
 }
 bool wc_ring_get(struct wc_ring *r, struct ibv_wc *wc);
+/* Remove every entry of QP qpn; the others keep their order (and
+ * stamps).  Returns how many went. */
+uint32_t wc_ring_remove_qp(struct wc_ring *r, uint32_t qpn);
 
 #endif /* IBEMU_QUEUE_H */
