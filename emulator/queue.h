@@ -36,6 +36,7 @@ struct wqe {
 	uint64_t compare_add, swap; /* atomics */
 	struct ibv_ah_attr av; /* UD: the address vector, copied at post */
 	uint32_t remote_qpn, remote_qkey; /* UD */
+	uint32_t xrc_srqn; /* XRC: the SRQ its XRCETH names */
 	/* requester state, under the QP lock */
 	uint8_t state; /* enum wqe_state */
 	uint8_t status; /* enum ibv_wc_status */

@@ -43,7 +43,8 @@ static void ibemu_fill_device_attr(struct ibv_context *context,
 			      IBV_DEVICE_RC_RNR_NAK_GEN |
 			      IBV_DEVICE_SRQ_RESIZE |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT |
-			      IBV_DEVICE_N_NOTIFY_CQ;
+			      IBV_DEVICE_N_NOTIFY_CQ |
+			      IBV_DEVICE_XRC; /* within a process: xrc.c */
 	a->max_sge = IBEMU_MAX_SGE;
 	a->max_sge_rd = IBEMU_MAX_SGE_RD;
 	a->max_cq = IBEMU_MAX_CQ;
