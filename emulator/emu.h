@@ -101,7 +101,8 @@ int emu_srq_post_recv(struct emu_srq *srq, struct ibv_recv_wr *wr,
  * ibv_open_xrcd(3) says (EINVAL as the kernel answers otherwise). */
 int emu_xrcd_open(struct emu_hca *hca, uint64_t dev, uint64_t ino,
 		  int oflags, struct emu_xrcd **xrcd_p);
-/* EBUSY if this is the last open and SRQs or QPs still use it. */
+/* EBUSY if this is the last open of a domain tied to no file and SRQs
+ * or QPs still use it; a file's domain outlives its opens while used. */
 int emu_xrcd_close(struct emu_xrcd *xrcd);
 int emu_srq_create_xrc(struct emu_hca *hca, uint64_t pd_id,
 		       struct emu_xrcd *xrcd, struct emu_cq *cq,

@@ -88,37 +88,53 @@ out:
 	return ret;
 }
 
-int emu_xrcd_close(struct emu_xrcd *x)
+/* Forget a domain nobody opens or uses any more; caller holds hca.lock.
+ * true if it was freed. */
+static bool xrcd_release_locked(struct emu_xrcd *x)
 {
-	struct emu_hca *hca = x->hca;
 	struct emu_xrcd **pp;
 
-	pthread_mutex_lock(&hca->lock);
-	if (x->refs == 1 && x->usecnt) {
-		pthread_mutex_unlock(&hca->lock);
-		return EBUSY;
-	}
-	if (--x->refs) {
-		pthread_mutex_unlock(&hca->lock);
-		return 0;
-	}
-	for (pp = &hca->xrcds; *pp; pp = &(*pp)->next) {
+	if (x->refs || x->usecnt)
+		return false;
+	for (pp = &x->hca->xrcds; *pp; pp = &(*pp)->next) {
 		if (*pp == x) {
 			*pp = x->next;
 			break;
 		}
 	}
-	pthread_mutex_unlock(&hca->lock);
 	free(x);
+	return true;
+}
+
+/*
+ * Closing the last handle of a domain tied to no file fails while SRQs
+ * or QPs use it; a domain tied to a file outlives its handles as long as
+ * they do (as the kernel's uverbs keeps an inode's XRCD).
+ */
+int emu_xrcd_close(struct emu_xrcd *x)
+{
+	struct emu_hca *hca = x->hca;
+
+	pthread_mutex_lock(&hca->lock);
+	if (!x->ino && x->refs == 1 && x->usecnt) {
+		pthread_mutex_unlock(&hca->lock);
+		return EBUSY;
+	}
+	x->refs--;
+	xrcd_release_locked(x);
+	pthread_mutex_unlock(&hca->lock);
 	return 0;
 }
 
 /* A domain gains or loses an SRQ or target QP. */
 void xrcd_use(struct emu_xrcd *x, int n)
 {
-	pthread_mutex_lock(&x->hca->lock);
+	struct emu_hca *hca = x->hca;
+
+	pthread_mutex_lock(&hca->lock);
 	x->usecnt += n;
-	pthread_mutex_unlock(&x->hca->lock);
+	xrcd_release_locked(x);
+	pthread_mutex_unlock(&hca->lock);
 }
 
 int emu_srq_create_xrc(struct emu_hca *hca, uint64_t pd_id,
