@@ -29,10 +29,6 @@
 #include "hca.h"
 #include "log.h"
 
-/* How an XRC SRQ's entry in the node's QPN space is marked (node_qp
- * qp_type): not a QP type. */
-#define XRC_SRQ_NODE_TYPE 0x100u
-
 /* The open domain tied to (dev, ino); caller holds hca.lock. */
 static struct emu_xrcd *xrcd_find_locked(struct emu_hca *hca, uint64_t dev,
 					 uint64_t ino)
@@ -151,7 +147,7 @@ int emu_srq_create_xrc(struct emu_hca *hca, uint64_t pd_id,
 	ret = emu_srq_create(hca, pd_id, attr, owner, &srq);
 	if (ret)
 		return ret;
-	ret = -node_qpn_alloc(&hca->node, XRC_SRQ_NODE_TYPE, &srq->srqn);
+	ret = -node_qpn_alloc(&hca->node, NODE_QPT_XRC_SRQ, &srq->srqn);
 	if (ret) {
 		emu_srq_destroy(srq);
 		return ret;
