@@ -135,7 +135,7 @@ void comp_retire_locked(struct emu_qp *qp)
 				qp->req.next = qp->sq.head;
 			if (!cq_push(qp->scq, &wc, false))
 				qp_fatal_locked(qp);
-			else if (qp->type == IBV_QPT_RC)
+			else if (qp_is_reliable(qp))
 				qp_error_locked(qp);
 			else
 				qp_sq_error_locked(qp);
@@ -516,17 +516,22 @@ static const char *const comp_outcome_name[] = {
 
 static enum comp_outcome comp_classify(struct emu_qp *qp, const struct pkt *p)
 {
-	uint8_t syn;
+	uint8_t syn, code;
 
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return COMP_IGNORED;
-	if (qp->type != IBV_QPT_RC || p->hdr->src_qpn != qp->attr.dest_qp_num)
+	/* RC, or an XRC initiator: responses of its own transport only
+	 * (IBA 9.2, A14). */
+	if ((qp->type != IBV_QPT_RC && qp->type != IBV_QPT_XRC_SEND) ||
+	    !(p->op->mask & qp_opm_transport(qp)) ||
+	    p->hdr->src_qpn != qp->attr.dest_qp_num)
 		return COMP_IGNORED;
-	if (p->opcode == IB_OP_ATOMIC_ACKNOWLEDGE)
+	code = p->opcode & ~IB_OPCODE_MASK_PREFIX;
+	if (code == IB_OP_ATOMIC_ACKNOWLEDGE)
 		return COMP_ATOMIC_ACK;
 	if (p->op->mask & OPM_READ)
 		return COMP_READ_RESPONSE;
-	if (p->opcode != IB_OP_ACKNOWLEDGE)
+	if (code != IB_OP_ACKNOWLEDGE)
 		return COMP_UNEXPECTED;
 	syn = pkt_aeth_syndrome(p);
 	switch (syn & AETH_TYPE_MASK) {

@@ -32,6 +32,7 @@ struct emu_qp;
 struct emu_srq;
 struct emu_mr;
 struct emu_mw;
+struct emu_xrcd;
 
 /* One async event record, the layout of the kernel's
  * struct ib_uverbs_async_event_desc that ibv_get_async_event() reads. */
@@ -140,6 +141,21 @@ int emu_srq_destroy(struct emu_srq *srq);
 int emu_srq_post_recv(struct emu_srq *srq, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad_wr);
 
+/* xrc.c: XRC domains and XRC SRQs (IBA A14.2).  Within the process the
+ * same file (device, inode) opens the same domain, refcounted; ino 0
+ * (fd -1) is a domain of its own.  oflags: O_CREAT, O_EXCL as
+ * ibv_open_xrcd(3) says (EINVAL as the kernel answers otherwise). */
+int emu_xrcd_open(struct emu_hca *hca, uint64_t dev, uint64_t ino,
+		  int oflags, struct emu_xrcd **xrcd_p);
+/* EBUSY if this is the last open of a domain tied to no file and SRQs
+ * or QPs still use it; a file's domain outlives its opens while used. */
+int emu_xrcd_close(struct emu_xrcd *xrcd);
+int emu_srq_create_xrc(struct emu_hca *hca, uint64_t pd_id,
+		       struct emu_xrcd *xrcd, struct emu_cq *cq,
+		       struct ibv_srq_attr *attr, const struct emu_owner *owner,
+		       const struct emu_buf_alloc *alloc,
+		       struct emu_srq **srq_p, uint32_t *srqn_p);
+
 /* mr.c: the memory translation and protection table (IBA 10.6) */
 int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 	       size_t length, uint64_t iova, int access, struct emu_mr **mr_p,
@@ -177,6 +193,7 @@ struct emu_qp_init {
 	uint64_t pd_id;
 	struct emu_cq *send_cq, *recv_cq;
 	struct emu_srq *srq; /* NULL: the QP has its own receive queue */
+	struct emu_xrcd *xrcd; /* IBV_QPT_XRC_RECV: its domain */
 	struct ibv_qp_cap cap; /* in: requested; out: granted */
 	bool sq_sig_all;
 	struct emu_owner owner;
@@ -188,7 +205,11 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr,
 		  int mask);
 /* attr->qp_state and cur_qp_state: the QP's one state. */
 void emu_qp_query(struct emu_qp *qp, struct ibv_qp_attr *attr);
+/* Destroys the QP once its last handle is destroyed (emu_qp_open). */
 int emu_qp_destroy(struct emu_qp *qp);
+/* Another handle on the XRC target QP qpn of domain xrcd (IBA A14). */
+int emu_qp_open(struct emu_hca *hca, struct emu_xrcd *xrcd, uint32_t qpn,
+		struct emu_qp **qp_p);
 int emu_mcast_attach(struct emu_qp *qp, const union ibv_gid *gid,
 		     uint16_t lid);
 int emu_mcast_detach(struct emu_qp *qp, const union ibv_gid *gid,

@@ -43,7 +43,7 @@ void flush_all_locked(struct emu_qp *qp)
 	struct wqe *wqe;
 
 	flush_sq_locked(qp);
-	if (qp->srq)
+	if (!qp_has_own_rq(qp))
 		return;
 	pthread_mutex_lock(&qp->rq.lock);
 	while ((wqe = wqe_ring_head(&qp->rq.ring))) {

@@ -24,6 +24,7 @@
 
 #include "emu.h"
 #include "node.h"
+#include "opcode.h"
 #include "params.h"
 #include "queue.h"
 
@@ -57,6 +58,24 @@ struct emu_hca {
 	struct ibv_ah_attr **ah_table; /* IBEMU_MAX_AH entries, by handle */
 	uint32_t ah_cursor;
 	struct engine *engine; /* the data path (engine.h) */
+	/* XRC domains of this process by inode, and its XRC SRQs (xrc.c).
+	 * Lock rule: xrcds under hca.lock; xsrqs changes under engine.lock
+	 * and is read by the responder, which runs under it. */
+	struct emu_xrcd *xrcds;
+	struct emu_srq *xsrqs;
+};
+
+/*
+ * An XRC domain (IBA A14): XRC SRQs and XRC target QPs of one domain
+ * receive for each other.  Lock rule: refs, usecnt and next are under
+ * hca.lock.
+ */
+struct emu_xrcd {
+	struct emu_hca *hca;
+	struct emu_xrcd *next; /* hca.xrcds */
+	uint64_t dev, ino; /* the file it is tied to; ino 0: none */
+	unsigned int refs; /* opens */
+	unsigned int usecnt; /* XRC SRQs and target QPs */
 };
 
 /* A memory region as the HCA translates it (IBA 10.6.3).  Immutable
@@ -126,6 +145,13 @@ struct emu_srq {
 	uint32_t limit; /* armed limit, 0 = not armed (IBA 10.2.9.4) */
 	struct emu_owner owner;
 	atomic_int usecnt; /* QPs attached */
+	/* XRC SRQ (IBA A14): its domain, the CQ its receives complete
+	 * on and its number, which requests name in their XRCETH; NULL and
+	 * 0 for a basic SRQ.  Immutable; xsrq_next under engine.lock. */
+	struct emu_xrcd *xrcd;
+	struct emu_cq *cq;
+	uint32_t srqn;
+	struct emu_srq *xsrq_next; /* hca.xsrqs */
 };
 
 struct emu_mcast {
@@ -242,9 +268,14 @@ struct emu_qp {
 	bool sq_sig_all;
 	struct wqe_ring sq;
 	struct emu_rq rq; /* unused when attached to an SRQ */
-	struct emu_cq *scq, *rcq;
+	struct emu_cq *scq, *rcq; /* NULL where the QP type has none */
+	/* An XRC target QP (IBA A14) has no SRQ of its own: each
+	 * request names one of its domain, and the responder binds srq,
+	 * rcq and pd_id to it for that request (xrc.c). */
 	struct emu_srq *srq;
 	const struct emu_buf_alloc *buf_alloc; /* its rings' (emu.h) */
+	struct emu_xrcd *xrcd; /* XRC target QP: its domain */
+	unsigned int handles; /* verbs handles (ibv_open_qp); engine.lock */
 	struct emu_mcast *mcast; /* groups joined (UD only) */
 	unsigned int nr_mcast;
 	uint32_t mtu; /* path MTU in bytes */
@@ -276,12 +307,69 @@ static inline struct emu_rq *qp_rq(struct emu_qp *qp)
 	return qp->srq ? &qp->srq->rq : &qp->rq;
 }
 
+/* Whether the QP has a receive queue of its own: not on an SRQ, not an
+ * XRC QP (IBA A14: the initiator has no receive queue, the target
+ * receives into XRC SRQs). */
+static inline bool qp_has_own_rq(const struct emu_qp *qp)
+{
+	return !qp->srq && qp->type != IBV_QPT_XRC_SEND &&
+	       qp->type != IBV_QPT_XRC_RECV;
+}
+
+/* The reliable connected transports: RC, and XRC on either side. */
+static inline bool qp_is_reliable(const struct emu_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ||
+	       qp->type == IBV_QPT_XRC_RECV;
+}
+
+/* The transport prefix of the QP's opcodes (IBA 9.2 table 35, A14)
+ * and the opcode mask bit that says a packet is of its transport. */
+static inline uint8_t qp_opcode_prefix(const struct emu_qp *qp)
+{
+	switch (qp->type) {
+	case IBV_QPT_UC:
+		return IB_OPCODE_UC;
+	case IBV_QPT_UD:
+		return IB_OPCODE_UD;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+		return IB_OPCODE_XRC;
+	default:
+		return IB_OPCODE_RC;
+	}
+}
+
+static inline uint32_t qp_opm_transport(const struct emu_qp *qp)
+{
+	switch (qp->type) {
+	case IBV_QPT_RC:
+		return OPM_RC;
+	case IBV_QPT_UC:
+		return OPM_UC;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+		return OPM_XRC;
+	default:
+		return OPM_UD;
+	}
+}
+
 /* Inline data of a send WQE is stored after its SGE array. */
 static inline uint8_t *wqe_inline_data(const struct emu_qp *qp,
 				       struct wqe *w)
 {
 	return (uint8_t *)&w->sge[qp->cap.max_send_sge];
 }
+
+/* xrc.c: the XRC SRQ a request names, bound to the target QP for it
+ * (IBA A14); an AETH NAK code if it cannot be, else -1.  Caller
+ * holds engine.lock and qp.lock. */
+int xrc_bind_locked(struct emu_qp *qp, uint32_t srqn, bool open_message);
+/* A domain gains (n > 0) or loses an XRC SRQ or target QP. */
+void xrcd_use(struct emu_xrcd *xrcd, int n);
+/* Before an XRC SRQ is freed: no request finds it, no QP keeps it. */
+void xrc_srq_withdraw(struct emu_srq *srq);
 
 /* event.c: async events to the owner's descriptor (never blocks) */
 void emu_event(const struct emu_owner *owner, enum ibv_event_type type);

@@ -256,4 +256,19 @@ static inline void out_set_deth(struct pkt_out *out, uint32_t qkey,
 	deth->sqp = htobe32(src_qpn & BTH_QPN_MASK);
 }
 
+/* ---- XRCETH, IBA A14 ---- */
+
+static inline uint32_t pkt_xrceth_srqn(const struct pkt *p)
+{
+	return be32toh(((const struct xrceth *)pkt_hdr_at(p, p->op->xrceth))
+			       ->srqn) &
+	       BTH_QPN_MASK;
+}
+
+static inline void out_set_xrceth(struct pkt_out *out, uint32_t srqn)
+{
+	((struct xrceth *)out_hdr_at(out, out->op->xrceth))->srqn =
+		htobe32(srqn & BTH_QPN_MASK);
+}
+
 #endif /* IBEMU_HDR_H */

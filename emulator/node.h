@@ -66,7 +66,7 @@ struct node_proc {
 /* One QPN of the node's 24-bit QPN space. */
 struct node_qp {
 	_Atomic int32_t owner; /* index in procs[] + 1; 0: free */
-	uint32_t qp_type; /* enum ibv_qp_type */
+	uint32_t qp_type; /* enum ibv_qp_type, or NODE_QPT_XRC_SRQ */
 	/* Published by the owner for requesters that place RDMA data
 	 * themselves (emulator/cma.c).  Lock rule: seqlock.h; one writer
 	 * (the owner under its QP lock, or a locker of the segment when
@@ -80,6 +80,11 @@ struct node_qp {
 	 * the owner to pull (cma.c).  0: none.  Same seqlock. */
 	_Atomic uint64_t pull_from;
 };
+
+/* node_qp.qp_type of a number that names an XRC SRQ (emulator/xrc.c):
+ * XRC SRQ numbers come from the same space, so each is unique on the
+ * node and its owner known. */
+#define NODE_QPT_XRC_SRQ 0x100u
 
 struct node_seg {
 	uint64_t magic;

@@ -2,7 +2,8 @@
 /*
  * The opcode table (IBA 9.2, table 35, and 9.3: which extended headers
  * each packet carries, in the order BTH, DETH, RETH, AtomicETH, AETH,
- * AtomicAckETH, ImmDt, IETH).  Built once from the per-operation rules below.
+ * AtomicAckETH, ImmDt, IETH; IBA A14: an XRC request has the XRCETH
+ * right after the BTH).  Built once from the per-operation rules below.
  */
 #include "config.h"
 
@@ -21,6 +22,12 @@
 #define RC_RRESP (OPM_RC | OPM_RESP | OPM_READ | OPM_PAYLOAD)
 #define UC_SEND (OPM_UC | OPM_REQ | OPM_SEND | OPM_PAYLOAD)
 #define UC_WRITE (OPM_UC | OPM_REQ | OPM_WRITE | OPM_PAYLOAD)
+/* XRC (IBA A14): the RC operations under prefix 101b; requests carry
+ * the XRCETH, responses do not. */
+#define XRC_REQ (OPM_XRC | OPM_REQ | OPM_XRCETH)
+#define XRC_SEND (XRC_REQ | OPM_SEND | OPM_PAYLOAD)
+#define XRC_WRITE (XRC_REQ | OPM_WRITE | OPM_PAYLOAD)
+#define XRC_RRESP (OPM_XRC | OPM_RESP | OPM_READ | OPM_PAYLOAD)
 #define UD_SEND (OPM_UD | OPM_REQ | OPM_SEND | OPM_PAYLOAD | OPM_DETH | OPM_ONLY)
 
 static const struct opcode_info opcode_rows[256] = {
@@ -75,16 +82,58 @@ static const struct opcode_info opcode_rows[256] = {
 
 	OP(0x64, "UD_SEND_ONLY", UD_SEND),
 	OP(0x65, "UD_SEND_ONLY_WITH_IMMEDIATE", UD_SEND | OPM_IMMDT),
+
+	OP(0xa0, "XRC_SEND_FIRST", XRC_SEND | OPM_FIRST),
+	OP(0xa1, "XRC_SEND_MIDDLE", XRC_SEND | OPM_MIDDLE),
+	OP(0xa2, "XRC_SEND_LAST", XRC_SEND | OPM_LAST),
+	OP(0xa3, "XRC_SEND_LAST_WITH_IMMEDIATE",
+	   XRC_SEND | OPM_LAST | OPM_IMMDT),
+	OP(0xa4, "XRC_SEND_ONLY", XRC_SEND | OPM_ONLY),
+	OP(0xa5, "XRC_SEND_ONLY_WITH_IMMEDIATE",
+	   XRC_SEND | OPM_ONLY | OPM_IMMDT),
+	OP(0xa6, "XRC_RDMA_WRITE_FIRST", XRC_WRITE | OPM_FIRST | OPM_RETH),
+	OP(0xa7, "XRC_RDMA_WRITE_MIDDLE", XRC_WRITE | OPM_MIDDLE),
+	OP(0xa8, "XRC_RDMA_WRITE_LAST", XRC_WRITE | OPM_LAST),
+	OP(0xa9, "XRC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
+	   XRC_WRITE | OPM_LAST | OPM_IMMDT),
+	OP(0xaa, "XRC_RDMA_WRITE_ONLY", XRC_WRITE | OPM_ONLY | OPM_RETH),
+	OP(0xab, "XRC_RDMA_WRITE_ONLY_WITH_IMMEDIATE",
+	   XRC_WRITE | OPM_ONLY | OPM_RETH | OPM_IMMDT),
+	OP(0xac, "XRC_RDMA_READ_REQUEST",
+	   XRC_REQ | OPM_READ | OPM_ONLY | OPM_RETH),
+	OP(0xad, "XRC_RDMA_READ_RESPONSE_FIRST",
+	   XRC_RRESP | OPM_FIRST | OPM_AETH),
+	OP(0xae, "XRC_RDMA_READ_RESPONSE_MIDDLE", XRC_RRESP | OPM_MIDDLE),
+	OP(0xaf, "XRC_RDMA_READ_RESPONSE_LAST",
+	   XRC_RRESP | OPM_LAST | OPM_AETH),
+	OP(0xb0, "XRC_RDMA_READ_RESPONSE_ONLY",
+	   XRC_RRESP | OPM_ONLY | OPM_AETH),
+	OP(0xb1, "XRC_ACKNOWLEDGE", OPM_XRC | OPM_RESP | OPM_ONLY | OPM_AETH),
+	OP(0xb2, "XRC_ATOMIC_ACKNOWLEDGE",
+	   OPM_XRC | OPM_RESP | OPM_ATOMIC | OPM_ONLY | OPM_AETH | OPM_ATMACK),
+	OP(0xb3, "XRC_COMPARE_SWAP",
+	   XRC_REQ | OPM_ATOMIC | OPM_ONLY | OPM_ATMETH),
+	OP(0xb4, "XRC_FETCH_ADD", XRC_REQ | OPM_ATOMIC | OPM_ONLY | OPM_ATMETH),
+	OP(0xb6, "XRC_SEND_LAST_WITH_INVALIDATE",
+	   XRC_SEND | OPM_LAST | OPM_IETH),
+	OP(0xb7, "XRC_SEND_ONLY_WITH_INVALIDATE",
+	   XRC_SEND | OPM_ONLY | OPM_IETH),
+	OP(0xbd, "XRC_ATOMIC_WRITE",
+	   XRC_WRITE | OPM_ONLY | OPM_RETH | OPM_ATOMIC_WRITE),
 };
 
-/* Header order after the BTH, IBA 9.2: DETH, RETH, AtomicETH, AETH,
- * AtomicAckETH, ImmDt, IETH (never with ImmDt). */
+/* Header order after the BTH, IBA 9.2 and A14: XRCETH, DETH, RETH,
+ * AtomicETH, AETH, AtomicAckETH, ImmDt, IETH (never with ImmDt). */
 static struct opcode_info layout(struct opcode_info in)
 {
 	uint8_t off = B;
 
 	if (!in.mask)
 		return in;
+	if (in.mask & OPM_XRCETH) {
+		in.xrceth = off;
+		off += sizeof(struct xrceth);
+	}
 	if (in.mask & OPM_DETH) {
 		in.deth = off;
 		off += sizeof(struct deth);

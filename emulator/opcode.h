@@ -15,6 +15,8 @@ enum ib_opcode {
 	IB_OPCODE_UC = 0x20,
 	IB_OPCODE_RD = 0x40,
 	IB_OPCODE_UD = 0x60,
+	IB_OPCODE_XRC = 0xa0, /* IBA A14: the XRC transport prefix */
+	IB_OPCODE_MASK_PREFIX = 0xe0, /* the prefix bits of an opcode */
 
 	IB_OP_SEND_FIRST = 0x00,
 	IB_OP_SEND_MIDDLE = 0x01,
@@ -65,6 +67,8 @@ enum opcode_mask {
 	OPM_IETH = 1 << 19,
 	/* an RDMA WRITE of one aligned 8-byte word, stored at once */
 	OPM_ATOMIC_WRITE = 1 << 20,
+	OPM_XRC = 1 << 21,
+	OPM_XRCETH = 1 << 22, /* every XRC request (IBA A14) */
 	OPM_ONLY = OPM_FIRST | OPM_LAST,
 };
 
@@ -73,7 +77,7 @@ struct opcode_info {
 	uint32_t mask; /* 0: reserved opcode */
 	uint8_t hdr_len; /* BTH plus extended headers */
 	/* offsets from the start of the BTH; 0 if absent */
-	uint8_t reth, aeth, atmeth, atmack, immdt, deth, ieth;
+	uint8_t reth, aeth, atmeth, atmack, immdt, deth, ieth, xrceth;
 };
 
 /* Filled by a constructor when the library loads; read-only afterwards. */

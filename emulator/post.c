@@ -107,6 +107,9 @@ static int post_send_store(struct emu_qp *qp, uint32_t pos,
 		wqe->remote_qpn = wr->wr.ud.remote_qpn;
 		wqe->remote_qkey = wr->wr.ud.remote_qkey;
 	}
+	/* The XRC SRQ the target is to receive into (IBA A14 XRCETH). */
+	if (qp->type == IBV_QPT_XRC_SEND)
+		wqe->xrc_srqn = wr->qp_type.xrc.remote_srqn & BTH_QPN_MASK;
 	wqe->wr_id = wr->wr_id;
 	wqe->opcode = wr->opcode;
 	wqe->send_flags = wr->send_flags;
@@ -219,8 +222,9 @@ int emu_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr,
 {
 	int ret;
 
-	/* A QP on an SRQ takes receives from the SRQ only (manual 3.6.4). */
-	if (qp->srq) {
+	/* A QP on an SRQ takes receives from the SRQ only (manual 3.6.4);
+	 * XRC QPs have no receive queue (IBA A14). */
+	if (!qp_has_own_rq(qp)) {
 		if (bad_wr)
 			*bad_wr = wr;
 		return EINVAL;

@@ -30,9 +30,9 @@ static int qp_check_type(enum ibv_qp_type type)
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
-		return 0;
 	case IBV_QPT_XRC_SEND:
 	case IBV_QPT_XRC_RECV:
+		return 0;
 	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_DRIVER:
 		ibemu_log_dbg("create_qp: QP type %d not offered", type);
@@ -66,9 +66,18 @@ static int qp_check_cap(const struct ibv_qp_cap *cap, bool srq)
 	return 0;
 }
 
-/* Grant at least one of each, so a zero request still works. */
-static void qp_grant_cap(struct ibv_qp_cap *cap, bool srq)
+/* Grant at least one of each, so a zero request still works; an XRC
+ * target has no send queue (IBA A14), an XRC initiator no receive
+ * queue. */
+static void qp_grant_cap(struct ibv_qp_cap *cap, enum ibv_qp_type type,
+			 bool srq)
 {
+	if (type == IBV_QPT_XRC_RECV) {
+		memset(cap, 0, sizeof(*cap));
+		return;
+	}
+	if (type == IBV_QPT_XRC_SEND)
+		srq = true;
 	if (!cap->max_send_wr)
 		cap->max_send_wr = 1;
 	if (!cap->max_send_sge)
@@ -97,12 +106,14 @@ static int qp_alloc_queues(struct emu_qp *qp)
 {
 	int ret;
 
-	ret = -wqe_ring_init(&qp->sq, qp->cap.max_send_wr,
-			     qp->cap.max_send_sge, qp->cap.max_inline_data,
-			     qp->buf_alloc);
+	/* An XRC target's send queue stays empty: one entry. */
+	ret = -wqe_ring_init(&qp->sq,
+			     qp->cap.max_send_wr ? qp->cap.max_send_wr : 1,
+			     qp->cap.max_send_sge ? qp->cap.max_send_sge : 1,
+			     qp->cap.max_inline_data, qp->buf_alloc);
 	if (ret)
 		return ret;
-	if (!qp->srq) {
+	if (qp_has_own_rq(qp)) {
 		ret = rq_init(&qp->rq, qp->cap.max_recv_wr,
 			      qp->cap.max_recv_sge, qp->buf_alloc);
 		if (ret)
@@ -117,7 +128,7 @@ static int qp_alloc_queues(struct emu_qp *qp)
 	return 0;
 
 err_rq:
-	if (!qp->srq)
+	if (qp_has_own_rq(qp))
 		rq_fini(&qp->rq);
 err_sq:
 	wqe_ring_fini(&qp->sq);
@@ -126,13 +137,50 @@ err_sq:
 
 static void qp_free_queues(struct emu_qp *qp)
 {
-	if (!qp->srq)
+	if (qp_has_own_rq(qp))
 		rq_fini(&qp->rq);
 	wqe_ring_fini(&qp->sq);
 	free(qp->resp.wqe);
 	free(qp->resp.replies);
 	free(qp->resp.atomics);
 	free(qp->mcast);
+}
+
+/* Which queues and domain each type needs (IBA A14: an XRC initiator
+ * has a send CQ only, a target nothing but its domain). */
+static int qp_check_queues(const struct emu_qp_init *init)
+{
+	switch (init->qp_type) {
+	case IBV_QPT_XRC_RECV:
+		if (!init->xrcd || init->srq || init->send_cq ||
+		    init->recv_cq)
+			return EINVAL;
+		return 0;
+	case IBV_QPT_XRC_SEND:
+		if (!init->send_cq || init->srq || init->xrcd)
+			return EINVAL;
+		return 0;
+	default:
+		if (!init->send_cq || !init->recv_cq || init->xrcd)
+			return EINVAL;
+		return 0;
+	}
+}
+
+/* The objects a QP holds while it exists (n: 1 at create, -1 at
+ * destroy); an XRC target holds its domain only, not the SRQ and CQ
+ * its requests bind it to. */
+static void qp_use(struct emu_qp *qp, int n)
+{
+	if (qp->type == IBV_QPT_XRC_RECV) {
+		xrcd_use(qp->xrcd, n);
+		return;
+	}
+	atomic_fetch_add(&qp->scq->usecnt, n);
+	if (qp->rcq)
+		atomic_fetch_add(&qp->rcq->usecnt, n);
+	if (qp->srq)
+		atomic_fetch_add(&qp->srq->usecnt, n);
 }
 
 int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
@@ -143,7 +191,10 @@ int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
 
 	ret = qp_check_type(init->qp_type);
 	if (!ret)
-		ret = qp_check_cap(&init->cap, init->srq != NULL);
+		ret = qp_check_cap(&init->cap, init->srq != NULL ||
+					       init->qp_type == IBV_QPT_XRC_SEND);
+	if (!ret)
+		ret = qp_check_queues(init);
 	if (ret)
 		return ret;
 	qp = calloc(1, sizeof(*qp));
@@ -157,10 +208,11 @@ int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
 	qp->scq = init->send_cq;
 	qp->rcq = init->recv_cq;
 	qp->srq = init->srq;
+	qp->xrcd = init->xrcd;
 	qp->sq_sig_all = init->sq_sig_all;
 	qp->cap = init->cap;
 	qp->buf_alloc = init->alloc;
-	qp_grant_cap(&qp->cap, qp->srq != NULL);
+	qp_grant_cap(&qp->cap, qp->type, qp->srq != NULL);
 	ret = qp_alloc_queues(qp);
 	if (ret)
 		goto err_free;
@@ -172,10 +224,8 @@ int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
 	/* UD datagrams are bounded by the port's active MTU (IBA 9.8.2). */
 	qp->mtu = qp->type == IBV_QPT_UD ? 128u << IBEMU_MAX_MTU : 1024;
 	qp->peer_proc = -1;
-	atomic_fetch_add(&qp->scq->usecnt, 1);
-	atomic_fetch_add(&qp->rcq->usecnt, 1);
-	if (qp->srq)
-		atomic_fetch_add(&qp->srq->usecnt, 1);
+	qp->handles = 1;
+	qp_use(qp, 1);
 	engine_qp_add(hca->engine, qp);
 	/* Report what was granted (manual 3.4.3: cap is in/out). */
 	init->cap = qp->cap;
@@ -191,17 +241,65 @@ err_free:
 	return ret;
 }
 
+/*
+ * Another handle on an XRC target QP of this process's domain xrcd
+ * (ibv_open_qp(3)); the QP lives until its last handle is destroyed.  A
+ * target QP of another process cannot be opened: ibemu keeps an XRC
+ * domain within one process (xrc.c).
+ */
+int emu_qp_open(struct emu_hca *hca, struct emu_xrcd *xrcd, uint32_t qpn,
+		struct emu_qp **qp_p)
+{
+	struct engine *e = hca->engine;
+	struct emu_qp *qp;
+	int32_t slot;
+
+	pthread_mutex_lock(&e->lock);
+	for (qp = e->all_qps; qp; qp = qp->all_next)
+		if (qp->qpn == qpn)
+			break;
+	if (qp && qp->type == IBV_QPT_XRC_RECV && qp->xrcd == xrcd &&
+	    qp->handles) {
+		qp->handles++;
+		pthread_mutex_unlock(&e->lock);
+		*qp_p = qp;
+		return 0;
+	}
+	pthread_mutex_unlock(&e->lock);
+	slot = node_qpn_owner_slot(&hca->node, qpn);
+	if (!qp && slot >= 0 && slot != hca->node.proc_slot) {
+		ibemu_log_err("open_qp: QP %#x belongs to another process; "
+			      "ibemu does not share XRC domains between "
+			      "processes", qpn);
+		return EOPNOTSUPP;
+	}
+	ibemu_log_dbg("open_qp: no XRC target QP %#x in this domain", qpn);
+	return EINVAL;
+}
+
+/* The last handle of an XRC target QP destroys it; false if others
+ * remain. */
+static bool qp_last_handle(struct emu_qp *qp)
+{
+	struct engine *e = qp->hca->engine;
+	bool last;
+
+	pthread_mutex_lock(&e->lock);
+	last = --qp->handles == 0;
+	pthread_mutex_unlock(&e->lock);
+	return last;
+}
+
 int emu_qp_destroy(struct emu_qp *qp)
 {
+	if (!qp_last_handle(qp))
+		return 0;
 	/* Out of the engine first: no packet reaches it from now on. */
 	engine_qp_remove(qp->hca->engine, qp);
 	/* Before its number can name another QP (mw.c). */
 	mw_qp_destroyed(qp->hca, qp->qpn);
 	node_qpn_free(&qp->hca->node, qp->qpn);
-	atomic_fetch_sub(&qp->scq->usecnt, 1);
-	atomic_fetch_sub(&qp->rcq->usecnt, 1);
-	if (qp->srq)
-		atomic_fetch_sub(&qp->srq->usecnt, 1);
+	qp_use(qp, -1);
 	qp_free_queues(qp);
 	pthread_mutex_destroy(&qp->lock);
 	free(qp);
@@ -352,7 +450,7 @@ static void qp_reset_locked(struct emu_qp *qp)
 	if (qp->rcq != qp->scq)
 		cq_forget_qp(qp->rcq, qp->qpn);
 	qp->sq.head = qp->sq.tail;
-	if (!qp->srq) {
+	if (qp_has_own_rq(qp)) {
 		pthread_mutex_lock(&qp->rq.lock);
 		qp->rq.ring.head = qp->rq.ring.tail;
 		pthread_mutex_unlock(&qp->rq.lock);

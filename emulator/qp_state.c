@@ -12,7 +12,9 @@
 
 #include "qp_state.h"
 
-enum { T_UD, T_UC, T_RC, T_NR };
+/* XRC initiator and target QPs (IBA A14) follow RC, with the
+ * differences of their own columns. */
+enum { T_UD, T_UC, T_RC, T_XI, T_XT, T_NR };
 
 #define NR_STATES (IBV_QPS_ERR + 1)
 
@@ -32,6 +34,9 @@ struct qp_transition {
 		[T_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | PATH_OPT,    \
 		[T_RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS |              \
 			 IBV_QP_MIN_RNR_TIMER | PATH_OPT,                      \
+		[T_XI] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | PATH_OPT,    \
+		[T_XT] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS |              \
+			 IBV_QP_MIN_RNR_TIMER | PATH_OPT,                      \
 	}
 
 static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
@@ -46,6 +51,10 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 				[T_UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 					 IBV_QP_ACCESS_FLAGS,
 				[T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_ACCESS_FLAGS,
+				[T_XI] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_ACCESS_FLAGS,
+				[T_XT] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 					 IBV_QP_ACCESS_FLAGS,
 			},
 		},
@@ -62,6 +71,10 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 					 IBV_QP_ACCESS_FLAGS,
 				[T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 					 IBV_QP_ACCESS_FLAGS,
+				[T_XI] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_ACCESS_FLAGS,
+				[T_XT] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_ACCESS_FLAGS,
 			},
 		},
 		/* manual 3.5.3 INIT to RTR */
@@ -74,12 +87,23 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 					 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 					 IBV_QP_MAX_DEST_RD_ATOMIC |
 					 IBV_QP_MIN_RNR_TIMER,
+				/* an initiator has no responder */
+				[T_XI] = IBV_QP_AV | IBV_QP_PATH_MTU |
+					 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
+				[T_XT] = IBV_QP_AV | IBV_QP_PATH_MTU |
+					 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					 IBV_QP_MAX_DEST_RD_ATOMIC |
+					 IBV_QP_MIN_RNR_TIMER,
 			},
 			.opt = {
 				[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
 				[T_UC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
 					 IBV_QP_PKEY_INDEX,
 				[T_RC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					 IBV_QP_PKEY_INDEX,
+				[T_XI] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					 IBV_QP_PKEY_INDEX,
+				[T_XT] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
 					 IBV_QP_PKEY_INDEX,
 			},
 		},
@@ -96,6 +120,11 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 				[T_RC] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 					 IBV_QP_MAX_QP_RD_ATOMIC,
+				[T_XI] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					 IBV_QP_MAX_QP_RD_ATOMIC,
+				/* a target has no requester */
+				[T_XT] = IBV_QP_TIMEOUT | IBV_QP_SQ_PSN,
 			},
 			.opt = TO_RTS_OPT,
 		},
@@ -113,6 +142,8 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 				[T_UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
 				[T_UC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
 				[T_RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+				[T_XI] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+				[T_XT] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
 			},
 		},
 	},
@@ -130,6 +161,22 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 				[T_UC] = IBV_QP_AV | IBV_QP_ACCESS_FLAGS |
 					 IBV_QP_PKEY_INDEX | PATH_OPT,
 				[T_RC] = IBV_QP_PORT | IBV_QP_AV |
+					 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					 IBV_QP_RNR_RETRY |
+					 IBV_QP_MAX_QP_RD_ATOMIC |
+					 IBV_QP_MAX_DEST_RD_ATOMIC |
+					 IBV_QP_ACCESS_FLAGS |
+					 IBV_QP_PKEY_INDEX |
+					 IBV_QP_MIN_RNR_TIMER | PATH_OPT,
+				[T_XI] = IBV_QP_PORT | IBV_QP_AV |
+					 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					 IBV_QP_RNR_RETRY |
+					 IBV_QP_MAX_QP_RD_ATOMIC |
+					 IBV_QP_MAX_DEST_RD_ATOMIC |
+					 IBV_QP_ACCESS_FLAGS |
+					 IBV_QP_PKEY_INDEX |
+					 IBV_QP_MIN_RNR_TIMER | PATH_OPT,
+				[T_XT] = IBV_QP_PORT | IBV_QP_AV |
 					 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 					 IBV_QP_RNR_RETRY |
 					 IBV_QP_MAX_QP_RD_ATOMIC |
@@ -168,6 +215,10 @@ static int qp_type_index(enum ibv_qp_type type)
 		return T_UC;
 	case IBV_QPT_RC:
 		return T_RC;
+	case IBV_QPT_XRC_SEND:
+		return T_XI;
+	case IBV_QPT_XRC_RECV:
+		return T_XT;
 	default:
 		return -1;
 	}
@@ -188,7 +239,8 @@ bool qp_state_transition_valid(enum ibv_qp_type type, enum ibv_qp_state cur,
 	if (!qp_table[cur][next].valid)
 		return false;
 	/* SQE -> RTS exists for UD and UC only. */
-	if (cur == IBV_QPS_SQE && next == IBV_QPS_RTS && t == T_RC)
+	if (cur == IBV_QPS_SQE && next == IBV_QPS_RTS && t != T_UD &&
+	    t != T_UC)
 		return false;
 	return true;
 }

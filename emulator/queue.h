@@ -52,6 +52,7 @@ struct wqe {
 		struct wqe_bind bind; /* BIND_MW (RC, UC) */
 	};
 	uint32_t remote_qpn, remote_qkey; /* UD */
+	uint32_t xrc_srqn; /* XRC: the SRQ its XRCETH names */
 	/* requester state, under the QP lock */
 	uint8_t state; /* enum wqe_state */
 	uint8_t status; /* enum ibv_wc_status */

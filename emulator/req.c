@@ -65,19 +65,18 @@ static uint8_t req_send_opcode(bool imm, bool inv, bool first, bool last)
 static uint8_t req_opcode(const struct emu_qp *qp, const struct wqe *w,
 			  bool first, bool last)
 {
-	uint8_t base = qp->type == IBV_QPT_UC ? IB_OPCODE_UC
-						      : IB_OPCODE_RC;
+	uint8_t base = qp_opcode_prefix(qp);
 	bool imm;
 
 	switch (w->opcode) {
 	case IBV_WR_RDMA_READ:
-		return IB_OP_READ_REQUEST;
+		return base + IB_OP_READ_REQUEST;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IB_OP_COMPARE_SWAP;
+		return base + IB_OP_COMPARE_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IB_OP_FETCH_ADD;
+		return base + IB_OP_FETCH_ADD;
 	case IBV_WR_ATOMIC_WRITE:
-		return IB_OP_ATOMIC_WRITE;
+		return base + IB_OP_ATOMIC_WRITE;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		imm = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -246,6 +245,13 @@ static void req_fill_reth(struct pkt_out *out, const struct wqe *w)
 	out_set_reth(out, w->remote_addr, w->rkey, w->length);
 }
 
+/* Every XRC request names the SRQ it is for (IBA A14 XRCETH). */
+static void req_fill_xrceth(struct pkt_out *out, const struct wqe *w)
+{
+	if (out->op->mask & OPM_XRCETH)
+		out_set_xrceth(out, w->xrc_srqn);
+}
+
 /* Bytes of a READ already in place: the responses before read_next. */
 static uint32_t req_read_done(const struct emu_qp *qp, const struct wqe *w)
 {
@@ -279,6 +285,7 @@ static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w)
 		if (!pkt_begin(&out, dst, qp, opcode, dqpn,
 			       psn_add(w->first_psn, off / qp->mtu), true, 0))
 			return REQ_BLOCKED;
+		req_fill_xrceth(&out, w);
 		if (out.op->mask & OPM_RETH) {
 			out_set_reth(&out, w->remote_addr + off, w->rkey,
 				     w->length - off);
@@ -307,6 +314,7 @@ static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w)
 		if (!pkt_begin(&out, dst, qp, opcode, dqpn, w->first_psn, true,
 			       0))
 			return REQ_BLOCKED;
+		req_fill_xrceth(&out, w);
 		out.pkt.hdr->flags |= PKT_F_PULL;
 		out.pkt.hdr->len += engine_place(qp->hca->engine)
 						->pull_desc(qp, w, out_payload(&out));
@@ -334,6 +342,7 @@ static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w)
 			if (!pkt_begin(&out, dst, qp, opcode, dqpn, psn, last,
 				       paylen))
 				return REQ_BLOCKED;
+			req_fill_xrceth(&out, w);
 			if (out.op->mask & OPM_RETH)
 				req_fill_reth(&out, w);
 			if (out.op->mask & OPM_IMMDT)
@@ -501,7 +510,7 @@ void req_run_locked(struct emu_qp *qp)
 			/* The transport timer runs for a request that cannot
 			 * leave as for one lost (IBA 9.7.6.1.3): a responder
 			 * that takes nothing ends in RETRY_EXC_ERR. */
-			if (qp->type == IBV_QPT_RC)
+			if (qp_is_reliable(qp))
 				comp_arm_timer_locked(qp);
 			engine_pending_add_locked(qp);
 			return;

@@ -31,9 +31,16 @@
 #include "engine.h"
 #include "log.h"
 
+/* RC, or an XRC target: acknowledged, its errors NAKed (IBA A14). */
 static bool qp_is_rc(const struct emu_qp *qp)
 {
-	return qp->type == IBV_QPT_RC;
+	return qp_is_reliable(qp);
+}
+
+/* A response opcode under the QP's transport prefix (IBA 9.2, A14). */
+static uint8_t resp_opcode(const struct emu_qp *qp, uint8_t op)
+{
+	return qp_opcode_prefix(qp) + op;
 }
 
 static struct tp_peer *resp_peer(struct emu_qp *qp)
@@ -51,7 +58,8 @@ static bool resp_send_aeth(struct emu_qp *qp, uint32_t psn, uint8_t syn)
 
 	if (!dst)
 		return true; /* the requester is gone: nothing to answer */
-	if (!pkt_begin(&out, dst, qp, IB_OP_ACKNOWLEDGE, qp->attr.dest_qp_num,
+	if (!pkt_begin(&out, dst, qp, resp_opcode(qp, IB_OP_ACKNOWLEDGE),
+		       qp->attr.dest_qp_num,
 		       psn, false, 0))
 		return false;
 	out_set_aeth(&out, syn, qp->resp.msn);
@@ -635,9 +643,10 @@ static void resp_read_abort(struct emu_qp *qp, struct pkt_out *out,
 			    const struct resp_reply *r)
 {
 	/* The claimed room is used for the NAK: rebuild it as an ACK. */
-	out->op = opcode_get(IB_OP_ACKNOWLEDGE);
+	out->op = opcode_get(resp_opcode(qp, IB_OP_ACKNOWLEDGE));
 	out->pkt.hdr->len = out->op->hdr_len;
-	out_bth_init(out, IB_OP_ACKNOWLEDGE, 0, IBEMU_DEFAULT_PKEY,
+	out_bth_init(out, resp_opcode(qp, IB_OP_ACKNOWLEDGE), 0,
+		     IBEMU_DEFAULT_PKEY,
 		     qp->attr.dest_qp_num, r->psn, false);
 	out_set_aeth(out, AETH_NAK | AETH_NAK_REM_ACC_ERR, qp->resp.msn);
 	pkt_send(out);
@@ -651,7 +660,7 @@ static bool resp_atomic_ack_send(struct emu_qp *qp, struct tp_peer *dst,
 {
 	struct pkt_out out;
 
-	if (!pkt_begin(&out, dst, qp, IB_OP_ATOMIC_ACKNOWLEDGE,
+	if (!pkt_begin(&out, dst, qp, resp_opcode(qp, IB_OP_ATOMIC_ACKNOWLEDGE),
 		       qp->attr.dest_qp_num, r->psn, false, 0))
 		return false;
 	out_set_aeth(&out, AETH_ACK | AETH_ACK_UNLIMITED, r->msn);
@@ -678,6 +687,7 @@ static bool resp_read_packet(struct emu_qp *qp, struct tp_peer *dst,
 		opcode = IB_OP_READ_RESPONSE_LAST;
 	else
 		opcode = IB_OP_READ_RESPONSE_MIDDLE;
+	opcode = resp_opcode(qp, opcode);
 	if (!pkt_begin(&out, dst, qp, opcode, qp->attr.dest_qp_num, r->psn,
 		       false, paylen))
 		return false;
@@ -900,7 +910,7 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 	 * the CPU as well (IBV_ATOMIC_HCA asks only the former).  The
 	 * word is the application's, not an _Atomic object of ours: the
 	 * one place the compiler's __atomic builtins are used. */
-	if (p->opcode == IB_OP_COMPARE_SWAP) {
+	if ((p->opcode & ~IB_OPCODE_MASK_PREFIX) == IB_OP_COMPARE_SWAP) {
 		expected = pkt_atmeth_compare(p);
 		__atomic_compare_exchange_n((uint64_t *)target, &expected,
 					    pkt_atmeth_swap_add(p), false,
@@ -1061,7 +1071,8 @@ static enum resp_check resp_check(struct emu_qp *qp, const struct pkt *p)
 		return RESP_DROP_STATE;
 	if (qp->type == IBV_QPT_UD)
 		return RESP_DATAGRAM;
-	if (!(mask & (qp_is_rc(qp) ? OPM_RC : OPM_UC)) ||
+	/* An XRC initiator has no responder (IBA A14). */
+	if (qp->type == IBV_QPT_XRC_SEND || !(mask & qp_opm_transport(qp)) ||
 	    p->hdr->src_qpn != qp->attr.dest_qp_num)
 		return RESP_DROP_FOREIGN;
 	c = resp_check_psn(qp, p);
@@ -1103,6 +1114,21 @@ static void resp_execute(struct emu_qp *qp, const struct pkt *p)
 	}
 }
 
+/*
+ * An XRC target QP receives into the XRC SRQ the request names, of its
+ * own domain (IBA A14); a request naming another is an invalid request
+ * (NAK, the QP enters the error state).  false if it was refused.
+ */
+static bool resp_xrc_bind(struct emu_qp *qp, const struct pkt *p)
+{
+	int nak = xrc_bind_locked(qp, pkt_xrceth_srqn(p), qp->resp.op != 0);
+
+	if (nak < 0)
+		return true;
+	resp_fail(qp, p, (uint8_t)nak, IBV_EVENT_QP_REQ_ERR, IBV_WC_SUCCESS);
+	return false;
+}
+
 void resp_recv_locked(struct emu_qp *qp, const struct pkt *p)
 {
 	enum resp_check c = resp_check(qp, p);
@@ -1138,6 +1164,8 @@ void resp_recv_locked(struct emu_qp *qp, const struct pkt *p)
 			  IBV_WC_SUCCESS);
 		break;
 	case RESP_EXECUTE:
+		if (qp->type == IBV_QPT_XRC_RECV && !resp_xrc_bind(qp, p))
+			break;
 		resp_execute(qp, p);
 		break;
 	case RESP_DROP_STATE:

@@ -113,6 +113,8 @@ int emu_srq_destroy(struct emu_srq *srq)
 	/* Destroying an SRQ that QPs still use fails (manual 3.4.7). */
 	if (atomic_load(&srq->usecnt))
 		return EBUSY;
+	if (srq->xrcd)
+		xrc_srq_withdraw(srq);
 	rq_fini(&srq->rq);
 	free(srq);
 	return 0;

@@ -85,6 +85,13 @@ struct deth {
 	__be32 sqp; /* resv:8 SrcQP:24 */
 };
 
+/* XRC Extended Transport Header, IBA A14 (4 bytes): the XRC SRQ the
+ * request is for. */
+struct xrceth {
+	__be32 srqn; /* resv:8 XRCSRQ:24 */
+};
+
+_Static_assert(sizeof(struct xrceth) == 4, "XRCETH is 4 bytes");
 _Static_assert(sizeof(struct bth) == 12, "BTH is 12 bytes");
 _Static_assert(sizeof(struct reth) == 16, "RETH is 16 bytes");
 _Static_assert(sizeof(struct aeth) == 4, "AETH is 4 bytes");

@@ -58,6 +58,7 @@ static inline bool wr_opcode_valid(enum ibv_qp_type type, uint32_t opcode)
 
 	switch (type) {
 	case IBV_QPT_RC:
+	case IBV_QPT_XRC_SEND: /* the RC operations (IBA A14) */
 		return m & WR_RC;
 	case IBV_QPT_UC:
 		return m & WR_UC;

@@ -2,9 +2,12 @@
 /*
  * libFuzzer harness of the packet path: raw packets, as an inbox slot
  * delivers them, fed to the engine's receive path (engine_recv_locked)
- * against live QPs: RC, UC and UD QPs, and an RC QP on an SRQ, all
- * connected (RTS), with receives posted and, on the RC QP, a SEND, an
- * RDMA READ, a FETCH_ADD and an RDMA WRITE in flight, so that the
+ * against live QPs: RC, UC and UD QPs, an RC QP on an SRQ, and an XRC
+ * target and initiator pair (IBA A14), all connected (RTS), with
+ * receives posted (on the XRC target's domain: two XRC SRQs, and one of
+ * another domain) and, on the RC QP, a SEND, an RDMA READ, a FETCH_ADD
+ * and an RDMA WRITE in flight (a SEND and a READ on the initiator), so
+ * that the
  * responder and the completer both have work to match the packets
  * against.  Every buffer the HCA may write is in a region with
  * inaccessible pages on both sides, and the receive and response buffers
@@ -27,6 +30,11 @@
  *      bit 4:   aim at the read-only region instead (with bit 3)
  *      bit 5:   the requester's inbox is full while the packet is handled
  *               (every answer is refused room; the pending pass retries)
+ *      bit 6:   for the XRC target QP instead of bits 0-1's; addressed,
+ *               its XRCETH names the domain's first XRC SRQ (bit 0
+ *               clear), its second (bit 0 set, bit 1 clear) or the SRQ
+ *               of another domain (bits 0 and 1 set)
+ *      bit 7:   for the XRC initiator QP (unless bit 6)
  * bytes: struct pkt_hdr, then hdr.len bytes of BTH, extended headers and
  * payload (missing bytes read as zero, the rest is the GRH when
  * hdr.flags has PKT_F_GRH).  With no bit 2 the packet is taken as it is.
@@ -36,6 +44,7 @@
 #include "config.h"
 
 #include <endian.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +70,8 @@ enum { FZ_RC, FZ_UC, FZ_UD, FZ_SRQ, FZ_NR_QPS };
 #define SEL_AIM 8u
 #define SEL_AIM_RO 16u
 #define SEL_FULL 32u
+#define SEL_XRC_TARGET 64u
+#define SEL_XRC_INITIATOR 128u
 
 /* ---- the transport ---- */
 
@@ -205,6 +216,14 @@ static struct fz_qp {
 	uint32_t qpn;
 } qps[FZ_NR_QPS];
 static struct emu_srq *srq;
+/* XRC (IBA A14): a domain with two SRQs, another domain with one, a
+ * target QP on the first and an initiator. */
+static struct {
+	struct emu_xrcd *xrcd, *other;
+	struct emu_srq *srq[3];
+	uint32_t srqn[3];
+	struct fz_qp target, initiator;
+} xrc;
 
 static void die(const char *what)
 {
@@ -358,7 +377,8 @@ static void connect_qp(struct fz_qp *q, enum ibv_qp_type type)
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			IBV_QP_RQ_PSN;
 	}
-	if (type == IBV_QPT_RC) {
+	/* The responder's attributes: RC and the XRC target (IBA A14). */
+	if (type == IBV_QPT_RC || type == IBV_QPT_XRC_RECV) {
 		a.max_dest_rd_atomic = 4;
 		a.min_rnr_timer = 1;
 		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
@@ -368,7 +388,10 @@ static void connect_qp(struct fz_qp *q, enum ibv_qp_type type)
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = 0;
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (type == IBV_QPT_RC) {
+	if (type == IBV_QPT_XRC_RECV)
+		mask |= IBV_QP_TIMEOUT;
+	/* The requester's: RC and the XRC initiator. */
+	if (type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND) {
 		a.timeout = 0; /* resends come from NAKs only */
 		a.retry_cnt = 3;
 		a.rnr_retry = 1;
@@ -378,6 +401,75 @@ static void connect_qp(struct fz_qp *q, enum ibv_qp_type type)
 	}
 	if (emu_qp_modify(q->qp, &a, mask))
 		die("modify RTS");
+}
+
+static void xrc_post_recv(struct emu_srq *s, uint64_t wr_id, uint32_t off,
+			  uint32_t len)
+{
+	struct ibv_sge sge = {
+		.addr = rw.iova + off, .length = len, .lkey = rw.key,
+	};
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge,
+				  .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	if (emu_srq_post_recv(s, &wr, &bad))
+		die("emu_srq_post_recv");
+}
+
+static void xrc_create(void)
+{
+	struct emu_owner owner = { .handle = 3, .async_fd = -1 };
+	struct emu_qp_init ti = {
+		.qp_type = IBV_QPT_XRC_RECV,
+		.owner = owner,
+	};
+	struct emu_qp_init ii = {
+		.qp_type = IBV_QPT_XRC_SEND,
+		.pd_id = FZ_PD,
+		.send_cq = cq,
+		.cap = { .max_send_wr = 8, .max_send_sge = 2 },
+		.owner = owner,
+	};
+	int i;
+
+	if (emu_xrcd_open(hca, 0, 0, O_CREAT, &xrc.xrcd) ||
+	    emu_xrcd_open(hca, 0, 0, O_CREAT, &xrc.other))
+		die("emu_xrcd_open");
+	for (i = 0; i < 3; i++) {
+		struct ibv_srq_attr sattr = { .max_wr = 4, .max_sge = 1 };
+
+		if (emu_srq_create_xrc(hca, FZ_PD,
+				       i < 2 ? xrc.xrcd : xrc.other, cq,
+				       &sattr, &owner, &xrc.srq[i],
+				       &xrc.srqn[i]))
+			die("emu_srq_create_xrc");
+		/* Each ends at the upper guard page. */
+		xrc_post_recv(xrc.srq[i], 40 + i, FZ_BUF_LEN - 1200, 1200);
+	}
+	ti.xrcd = xrc.xrcd;
+	if (emu_qp_create(hca, &ti, &xrc.target.qp, &xrc.target.qpn))
+		die("emu_qp_create XRC target");
+	connect_qp(&xrc.target, IBV_QPT_XRC_RECV);
+	if (emu_qp_create(hca, &ii, &xrc.initiator.qp, &xrc.initiator.qpn))
+		die("emu_qp_create XRC initiator");
+	connect_qp(&xrc.initiator, IBV_QPT_XRC_SEND);
+	post_send(&xrc.initiator, 51, IBV_WR_SEND, FZ_BUF_LEN - 100, 100);
+	post_send(&xrc.initiator, 52, IBV_WR_RDMA_READ, FZ_BUF_LEN - 300,
+		  200);
+}
+
+static void xrc_destroy(void)
+{
+	int i;
+
+	if (emu_qp_destroy(xrc.initiator.qp) || emu_qp_destroy(xrc.target.qp))
+		die("emu_qp_destroy XRC");
+	for (i = 0; i < 3; i++)
+		if (emu_srq_destroy(xrc.srq[i]))
+			die("emu_srq_destroy XRC");
+	if (emu_xrcd_close(xrc.other) || emu_xrcd_close(xrc.xrcd))
+		die("emu_xrcd_close");
 }
 
 static void qps_create(void)
@@ -431,6 +523,7 @@ static void qps_create(void)
 	post_send(&qps[FZ_RC], 13, IBV_WR_ATOMIC_FETCH_AND_ADD, end - 8, 8);
 	post_send(&qps[FZ_RC], 14, IBV_WR_RDMA_WRITE, 0, 64);
 	post_send(&qps[FZ_UC], 21, IBV_WR_SEND, end - 100, 100);
+	xrc_create();
 }
 
 static void qps_destroy(void)
@@ -443,6 +536,7 @@ static void qps_destroy(void)
 			die("emu_qp_destroy");
 	if (emu_srq_destroy(srq))
 		die("emu_srq_destroy");
+	xrc_destroy();
 	while (emu_cq_poll(cq, 64, wc) > 0)
 		;
 }
@@ -471,10 +565,21 @@ static void aim(uint8_t *data, uint32_t len, const struct fz_region *r)
 	memcpy(data + off + 8, &key, 4);
 }
 
+/* Name one of the XRC SRQs in the XRCETH (see bit 6 above). */
+static void xrc_aim(uint8_t *data, uint8_t sel)
+{
+	int i = (sel & 3u) == 3u ? 2 : (sel & 1u);
+	__be32 srqn = htobe32(xrc.srqn[i]);
+
+	memcpy(data + opcode_get(data[0])->xrceth, &srqn, 4);
+}
+
 /* One record as an inbox slot holds it, handed to the engine. */
 static void deliver(uint8_t sel, const uint8_t *bytes, size_t n)
 {
-	struct fz_qp *q = &qps[sel & SEL_QP];
+	struct fz_qp *q = (sel & SEL_XRC_TARGET)      ? &xrc.target
+			  : (sel & SEL_XRC_INITIATOR) ? &xrc.initiator
+						      : &qps[sel & SEL_QP];
 	struct pkt_hdr hdr = { 0 };
 	struct pkt_grh *grh;
 	struct tp_pkt in;
@@ -506,6 +611,10 @@ static void deliver(uint8_t sel, const uint8_t *bytes, size_t n)
 		hdr.src_qpn = remote_qpn;
 		hdr.src_proc = hca->node.proc_slot;
 		hdr.slid = hdr.dlid = lid;
+		if ((sel & SEL_XRC_TARGET) &&
+		    (opcode_get(data[0])->mask & OPM_XRCETH) &&
+		    len >= opcode_get(data[0])->xrceth + 4u)
+			xrc_aim(data, sel);
 	}
 	if ((sel & SEL_AIM) && len)
 		aim(data, len, (sel & SEL_AIM_RO) ? &ro : &rw);

@@ -107,6 +107,12 @@ struct ibemu_srq {
 	struct emu_buf_alloc buf_alloc; /* its parent domain's allocators */
 };
 
+/* One ibv_open_xrcd(3) handle; handles on one file share the domain. */
+struct ibemu_xrcd {
+	struct verbs_xrcd vxrcd;
+	struct emu_xrcd *exrcd;
+};
+
 /*
  * Queue pair.  The extended send API stages work requests here, under
  * wr_lock from ibv_wr_start to ibv_wr_complete/abort, and posts them
@@ -179,6 +185,10 @@ static inline struct ibemu_qp *to_eqp(struct ibv_qp *qp)
 static inline struct ibemu_srq *to_esrq(struct ibv_srq *srq)
 {
 	return container_of(srq, struct ibemu_srq, vsrq.srq);
+}
+static inline struct ibemu_xrcd *to_exrcd(struct ibv_xrcd *xrcd)
+{
+	return container_of(xrcd, struct ibemu_xrcd, vxrcd.xrcd);
 }
 static inline struct ibemu_ah *to_eah(struct ibv_ah *ah)
 {
@@ -296,6 +306,16 @@ int ibemu_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int ibemu_destroy_srq(struct ibv_srq *srq);
 int ibemu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			struct ibv_recv_wr **bad_wr);
+
+/* xrc.c: XRC domains, XRC SRQs, opening XRC target QPs (IBA A14) */
+struct ibv_xrcd *ibemu_open_xrcd(struct ibv_context *context,
+				 struct ibv_xrcd_init_attr *attr);
+int ibemu_close_xrcd(struct ibv_xrcd *xrcd);
+struct ibv_srq *ibemu_create_srq_ex(struct ibv_context *context,
+				    struct ibv_srq_init_attr_ex *attr);
+int ibemu_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+struct ibv_qp *ibemu_open_qp(struct ibv_context *context,
+			     struct ibv_qp_open_attr *attr);
 
 /* qp.c */
 struct ibv_qp *ibemu_create_qp(struct ibv_pd *pd,

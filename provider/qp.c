@@ -16,6 +16,18 @@
 static int qp_check_init_attr(struct ibv_context *context,
 			      const struct ibv_qp_init_attr_ex *a)
 {
+	/* An XRC target has its domain and no CQ, SRQ or PD; an XRC
+	 * initiator a send CQ and no receive side (IBA A14). */
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		if (!a->xrcd || a->xrcd->context != context)
+			return EINVAL;
+		return 0;
+	}
+	if (a->qp_type == IBV_QPT_XRC_SEND) {
+		if (!a->send_cq || a->send_cq->context != context || a->srq)
+			return EINVAL;
+		return 0;
+	}
 	/* Both CQs are required (manual 3.4.3). */
 	if (!a->send_cq || !a->recv_cq) {
 		ibemu_log_dbg("create_qp: send_cq and recv_cq are required");
@@ -27,6 +39,12 @@ static int qp_check_init_attr(struct ibv_context *context,
 	return 0;
 }
 
+/* Every QP type but the XRC target has a PD (IBA A14). */
+static bool ibqp_has_pd(enum ibv_qp_type type)
+{
+	return type != IBV_QPT_XRC_RECV;
+}
+
 static void qp_init_verbs(struct ibemu_qp *qp, struct ibv_context *context,
 			  const struct ibv_qp_init_attr_ex *a, uint32_t qpn)
 {
@@ -34,10 +52,17 @@ static void qp_init_verbs(struct ibemu_qp *qp, struct ibv_context *context,
 
 	ibqp->context = context;
 	ibqp->qp_context = a->qp_context;
-	ibqp->pd = a->pd;
-	ibqp->send_cq = a->send_cq;
-	ibqp->recv_cq = a->recv_cq;
-	ibqp->srq = a->srq;
+	ibqp->pd = ibqp_has_pd(a->qp_type) ? a->pd : NULL;
+	if (a->qp_type != IBV_QPT_XRC_RECV) {
+		ibqp->send_cq = a->send_cq;
+		ibqp->recv_cq = a->qp_type == IBV_QPT_XRC_SEND ? NULL
+							       : a->recv_cq;
+		ibqp->srq = a->srq;
+	}
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		qp->vqp.comp_mask |= PABI_VERBS_QP_XRCD;
+		qp->vqp.xrcd = &to_exrcd(a->xrcd)->vxrcd;
+	}
 	ibqp->handle = qpn;
 	ibqp->qp_num = qpn;
 	ibqp->state = IBV_QPS_RESET;
@@ -45,6 +70,33 @@ static void qp_init_verbs(struct ibemu_qp *qp, struct ibv_context *context,
 	ibqp->events_completed = 0;
 	pthread_mutex_init(&ibqp->mutex, NULL);
 	pthread_cond_init(&ibqp->cond, NULL);
+}
+
+/* What the HCA is asked for: the objects each QP type has. */
+static struct emu_qp_init qp_emu_init(struct ibv_context *context,
+				      const struct ibv_qp_init_attr_ex *a,
+				      struct ibemu_qp *qp)
+{
+	struct emu_qp_init init = {
+		.qp_type = a->qp_type,
+		.cap = a->cap,
+		.sq_sig_all = a->sq_sig_all != 0,
+		.owner = ibemu_owner(context, &qp->vqp.qp),
+	};
+
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		init.xrcd = to_exrcd(a->xrcd)->exrcd;
+		return init;
+	}
+	init.pd_id = to_epd(a->pd)->id;
+	init.alloc =
+		ibemu_pd_buf_alloc(a->pd, IBEMU_RES_TYPE_QP, &qp->buf_alloc);
+	init.send_cq = to_ecq(a->send_cq)->ecq;
+	if (a->qp_type != IBV_QPT_XRC_SEND) {
+		init.recv_cq = to_ecq(a->recv_cq)->ecq;
+		init.srq = a->srq ? to_esrq(a->srq)->esrq : NULL;
+	}
+	return init;
 }
 
 static struct ibv_qp *qp_create(struct ibv_context *context,
@@ -65,25 +117,15 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		goto err_count;
-	init = (struct emu_qp_init){
-		.qp_type = a->qp_type,
-		.pd_id = to_epd(a->pd)->id,
-		.send_cq = to_ecq(a->send_cq)->ecq,
-		.recv_cq = to_ecq(a->recv_cq)->ecq,
-		.srq = a->srq ? to_esrq(a->srq)->esrq : NULL,
-		.cap = a->cap,
-		.sq_sig_all = a->sq_sig_all != 0,
-		.owner = ibemu_owner(context, &qp->vqp.qp),
-		.alloc = ibemu_pd_buf_alloc(a->pd, IBEMU_RES_TYPE_QP,
-					    &qp->buf_alloc),
-	};
+	init = qp_emu_init(context, a, qp);
 	ret = emu_qp_create(ctx->hca, &init, &qp->eqp, &qpn);
 	if (ret)
 		goto err_free;
 	qp_init_verbs(qp, context, a, qpn);
 	qp->sq_sig_all = init.sq_sig_all;
 	qp->cap = init.cap;
-	atomic_fetch_add(&to_epd(a->pd)->usecnt, 1);
+	if (ibqp_has_pd(a->qp_type))
+		atomic_fetch_add(&to_epd(a->pd)->usecnt, 1);
 	/* Report what was granted (manual 3.4.3: cap is in/out). */
 	a->cap = init.cap;
 	return &qp->vqp.qp;
@@ -121,10 +163,16 @@ struct ibv_qp *ibemu_create_qp(struct ibv_pd *pd,
 static int qp_check_init_attr_ex(struct ibv_context *context,
 				 const struct ibv_qp_init_attr_ex *attr)
 {
-	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd ||
-	    attr->pd->context != context)
+	/* An XRC target QP is created on its domain, not a PD (IBA A14). */
+	if (attr->qp_type == IBV_QPT_XRC_RECV) {
+		if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)
+			return EINVAL;
+	} else if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd ||
+		   attr->pd->context != context) {
 		return EINVAL;
+	}
 	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
+					  IBV_QP_INIT_ATTR_XRCD |
 					  IBV_QP_INIT_ATTR_CREATE_FLAGS |
 					  IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
 		ibemu_log_dbg("create_qp_ex: comp_mask %#x not offered",
@@ -202,7 +250,8 @@ int ibemu_destroy_qp(struct ibv_qp *ibqp)
 		return EIO;
 	emu_qp_destroy(qp->eqp);
 	ibemu_qp_ex_fini(qp);
-	atomic_fetch_sub(&to_epd(ibqp->pd)->usecnt, 1);
+	if (ibqp->pd)
+		atomic_fetch_sub(&to_epd(ibqp->pd)->usecnt, 1);
 	atomic_fetch_sub(&to_ectx(ibqp->context)->nr_qps, 1);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);

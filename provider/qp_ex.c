@@ -292,6 +292,21 @@ static void wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
 	wr_set_inline_data_list(qpx, 1, &buf);
 }
 
+/* The XRC SRQ the current WR is for (ibv_wr_set_xrc_srqn(3)). */
+static void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
+{
+	struct ibemu_qp *qp = to_eqp_ex(qpx);
+	struct ibv_send_wr *wr = wr_cur(qp->stage);
+
+	if (!wr)
+		return;
+	if (qp->vqp.qp.qp_type != IBV_QPT_XRC_SEND) {
+		qp->stage->err = EINVAL;
+		return;
+	}
+	wr->qp_type.xrc.remote_srqn = remote_srqn;
+}
+
 /* UD destination of the current WR (ibv_wr_set_ud_addr(3)). */
 static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
 			   uint32_t remote_qpn, uint32_t remote_qkey)
@@ -463,5 +478,6 @@ int ibemu_qp_ex_init(struct ibemu_qp *qp, uint64_t send_ops_flags)
 	qpx->wr_set_inline_data = wr_set_inline_data;
 	qpx->wr_set_inline_data_list = wr_set_inline_data_list;
 	qpx->wr_set_ud_addr = wr_set_ud_addr;
+	qpx->wr_set_xrc_srqn = wr_set_xrc_srqn;
 	return 0;
 }

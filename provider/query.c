@@ -46,7 +46,8 @@ static void ibemu_fill_device_attr(struct ibv_context *context,
 			      IBV_DEVICE_N_NOTIFY_CQ |
 			      /* memory windows of type 1 and 2B (mw.c) */
 			      IBV_DEVICE_MEM_WINDOW |
-			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+			      IBV_DEVICE_XRC; /* within a process: xrc.c */
 	a->max_sge = IBEMU_MAX_SGE;
 	a->max_sge_rd = IBEMU_MAX_SGE_RD;
 	a->max_cq = IBEMU_MAX_CQ;

@@ -61,6 +61,53 @@ static void test_opcode_layout(void)
 	CU_ASSERT_EQUAL(opcode_get(0x37)->mask, 0);
 }
 
+/* IBA A14: the XRC opcodes (prefix 101b) are RC's; a request has the
+ * XRCETH right after the BTH, a response has none. */
+static void test_opcode_xrc(void)
+{
+	static const struct {
+		uint8_t code;
+		const char *name;
+		uint8_t hdr_len, xrceth, reth, aeth, atmeth, atmack, immdt;
+	} rows[] = {
+		{ 0xa4, "XRC_SEND_ONLY", 16, 12, 0, 0, 0, 0, 0 },
+		{ 0xa5, "XRC_SEND_ONLY_WITH_IMMEDIATE", 20, 12, 0, 0, 0, 0,
+		  16 },
+		{ 0xa6, "XRC_RDMA_WRITE_FIRST", 32, 12, 16, 0, 0, 0, 0 },
+		{ 0xa7, "XRC_RDMA_WRITE_MIDDLE", 16, 12, 0, 0, 0, 0, 0 },
+		{ 0xac, "XRC_RDMA_READ_REQUEST", 32, 12, 16, 0, 0, 0, 0 },
+		{ 0xad, "XRC_RDMA_READ_RESPONSE_FIRST", 16, 0, 0, 12, 0, 0,
+		  0 },
+		{ 0xb1, "XRC_ACKNOWLEDGE", 16, 0, 0, 12, 0, 0, 0 },
+		{ 0xb2, "XRC_ATOMIC_ACKNOWLEDGE", 24, 0, 0, 12, 0, 16, 0 },
+		{ 0xb3, "XRC_COMPARE_SWAP", 44, 12, 0, 0, 16, 0, 0 },
+		{ 0xb4, "XRC_FETCH_ADD", 44, 12, 0, 0, 16, 0, 0 },
+	};
+	size_t i;
+
+	CU_ASSERT_EQUAL(sizeof(struct xrceth), 4);
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct opcode_info *op = opcode_get(rows[i].code);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(op->name);
+		CU_ASSERT_STRING_EQUAL(op->name, rows[i].name);
+		CU_ASSERT(op->mask & OPM_XRC);
+		CU_ASSERT(!(op->mask & (OPM_RC | OPM_UC | OPM_UD)));
+		CU_ASSERT_EQUAL(!!(op->mask & OPM_XRCETH),
+				!!(op->mask & OPM_REQ));
+		CU_ASSERT_EQUAL(op->hdr_len, rows[i].hdr_len);
+		CU_ASSERT_EQUAL(op->xrceth, rows[i].xrceth);
+		CU_ASSERT_EQUAL(op->reth, rows[i].reth);
+		CU_ASSERT_EQUAL(op->aeth, rows[i].aeth);
+		CU_ASSERT_EQUAL(op->atmeth, rows[i].atmeth);
+		CU_ASSERT_EQUAL(op->atmack, rows[i].atmack);
+		CU_ASSERT_EQUAL(op->immdt, rows[i].immdt);
+	}
+	/* No RC opcode carries an XRCETH; past FETCH_ADD is reserved. */
+	CU_ASSERT_EQUAL(opcode_get(0x04)->xrceth, 0);
+	CU_ASSERT_EQUAL(opcode_get(0xb5)->mask, 0);
+}
+
 static void test_opcode_kinds(void)
 {
 	CU_ASSERT(opcode_get(0x00)->mask & OPM_REQ);
@@ -109,6 +156,7 @@ int main(void)
 	static const struct unit_test tests[] = {
 		{ "opcode_layout", test_opcode_layout },
 		{ "opcode_kinds", test_opcode_kinds },
+		{ "opcode_xrc", test_opcode_xrc },
 		{ "psn_arith", test_psn_arith },
 		{ "bth_fields", test_bth_fields },
 		{ NULL, NULL },

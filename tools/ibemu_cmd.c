@@ -242,7 +242,8 @@ static int cmd_status(void)
 		if (!p->token)
 			continue;
 		for (q = 0; q < IBEMU_MAX_QP; q++)
-			if (seg->qps[q].owner == (int32_t)i + 1)
+			if (seg->qps[q].owner == (int32_t)i + 1 &&
+			    seg->qps[q].qp_type != NODE_QPT_XRC_SRQ)
 				n++;
 		nqp += n;
 		printf("  pid %-8d contexts %u, QPs %u, published MRs %s%s\n",
