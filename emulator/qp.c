@@ -191,6 +191,18 @@ err_free:
 
 int emu_qp_destroy(struct emu_qp *qp)
 {
+	unsigned int groups;
+
+	/* A QP still attached to multicast groups is not destroyed: the
+	 * application detaches first, as the kernel's uverbs requires. */
+	pthread_mutex_lock(&qp->lock);
+	groups = qp->nr_mcast;
+	pthread_mutex_unlock(&qp->lock);
+	if (groups) {
+		ibemu_log_dbg("destroy_qp %#x: still attached to %u multicast "
+			      "group(s)", qp->qpn, groups);
+		return EBUSY;
+	}
 	/* Out of the engine first: no packet reaches it from now on. */
 	engine_qp_remove(qp->hca->engine, qp);
 	node_qpn_free(&qp->hca->node, qp->qpn);
@@ -330,6 +342,7 @@ static void qp_engine_idle_locked(struct emu_qp *qp)
 	qp->req.rd_atomic = 0;
 	qp->req.blocked = false;
 	qp->req.ud_full_since = 0;
+	qp->req.mcast.on = false;
 	qp->comp.deadline = 0;
 	qp->comp.rnr_resume = 0;
 	resp_reset_locked(qp);
