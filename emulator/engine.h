@@ -107,6 +107,12 @@ void pkt_send(struct pkt_out *out);
 void engine_recv_locked(struct engine *e, const struct tp_pkt *in);
 void engine_flush_acks_locked(struct engine *e);
 
+/* mcast.c: whether qp is attached to the group a multicast datagram
+ * went to (dgid NULL: no GRH, the MLID alone names it).  Caller holds
+ * qp.lock. */
+bool mcast_member_locked(const struct emu_qp *qp, const uint8_t *dgid,
+			 uint16_t dlid);
+
 /* req.c */
 void req_run_locked(struct emu_qp *qp);
 void req_rewind_locked(struct emu_qp *qp);

@@ -36,6 +36,7 @@ void flush_sq_locked(struct emu_qp *qp)
 		qp->sq.head++;
 	}
 	qp->req.next = qp->sq.head;
+	qp->req.mcast.on = false;
 }
 
 void flush_all_locked(struct emu_qp *qp)

@@ -166,6 +166,14 @@ struct qp_req {
 	uint32_t rd_atomic; /* READ/ATOMIC outstanding */
 	bool blocked; /* the peer's inbox was full */
 	uint64_t ud_full_since; /* UD: destinations full since (ns), 0: no */
+	/* UD: a multicast datagram's fan-out under way (req.c): the
+	 * processes with a QP attached to the group, taken when the send
+	 * began, and how many have been sent their copy. */
+	struct {
+		bool on;
+		uint8_t nr, next;
+		int32_t procs[IBEMU_MAX_MCAST_QP_ATTACH];
+	} mcast;
 };
 
 /* A resend under way from psn, none of whose answers has come yet

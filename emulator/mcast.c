@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * Multicast attachment of UD QPs (manual 3.6.13, 3.6.14; IBA 10.5).
- * Lock rule: the attachment list is under qp.lock.
+ * Each attachment is in two places: the QP's own list, which the engine
+ * reads to hand a multicast datagram to the QPs of this process attached
+ * to its group (mcast_deliver_locked), and the node's group table, which
+ * senders read to find the processes to send it to (node_mcast.c).
+ * Lock rule: the QP's list is under qp.lock; the node's table under
+ * node_seg.lock, taken after qp.lock, never before.
  */
 #include "config.h"
 
@@ -9,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
 #include "hca.h"
 #include "log.h"
+#include "node.h"
 
 /* Multicast LIDs are 0xc000..0xfffe (IBA 4.1.3); 0xffff is permissive. */
 #define MCAST_LID_BASE 0xc000
@@ -70,6 +77,12 @@ int emu_mcast_attach(struct emu_qp *qp, const union ibv_gid *gid,
 		goto out;
 	}
 	qp->mcast = grown;
+	ret = -node_mcast_join(&qp->hca->node, gid->raw, lid, qp->qpn);
+	if (ret) {
+		ibemu_log_dbg("attach_mcast: QP %#x: the node has %s", qp->qpn,
+			      "no room for the group or the member");
+		goto out;
+	}
 	qp->mcast[qp->nr_mcast].gid = *gid;
 	qp->mcast[qp->nr_mcast].lid = lid;
 	qp->nr_mcast++;
@@ -91,9 +104,22 @@ int emu_mcast_detach(struct emu_qp *qp, const union ibv_gid *gid,
 	if (i < 0) {
 		ret = EINVAL;
 	} else {
+		node_mcast_leave(&qp->hca->node, gid->raw, lid, qp->qpn);
 		qp->mcast[i] = qp->mcast[qp->nr_mcast - 1];
 		qp->nr_mcast--;
 	}
 	pthread_mutex_unlock(&qp->lock);
 	return ret;
+}
+
+bool mcast_member_locked(const struct emu_qp *qp, const uint8_t *dgid,
+			 uint16_t dlid)
+{
+	unsigned int i;
+
+	for (i = 0; i < qp->nr_mcast; i++)
+		if (qp->mcast[i].lid == dlid &&
+		    (!dgid || !memcmp(qp->mcast[i].gid.raw, dgid, 16)))
+			return true;
+	return false;
 }

@@ -42,7 +42,7 @@
 #include "params.h"
 
 #define IBEMU_NODE_MAGIC 0x6962656d756e6f64ull /* "ibemunod" */
-#define IBEMU_NODE_LAYOUT 4
+#define IBEMU_NODE_LAYOUT 5
 
 /* Byte offsets of the liveness locks in the segment's file (advisory:
  * they do not touch the mapped data). */
@@ -86,6 +86,21 @@ struct node_qp {
  * node and its owner known. */
 #define NODE_QPT_XRC_SRQ 0x100u
 
+/*
+ * One multicast group of the node and the QPs attached to it (IBA 10.5,
+ * manual 3.6.13): what a subnet's multicast forwarding and an HCA's
+ * attachment table hold for a real fabric.  Lock rule: node_seg.lock
+ * (node_mcast.c).  nr == 0: a free entry.  A member whose QPN has no
+ * owner any more (its process died without detaching) is dropped by the
+ * next locker that walks the group.
+ */
+struct node_mcast_grp {
+	uint8_t mgid[16];
+	uint16_t mlid;
+	uint16_t nr;
+	uint32_t qpn[IBEMU_MAX_MCAST_QP_ATTACH];
+};
+
 struct node_seg {
 	uint64_t magic;
 	uint32_t layout;
@@ -106,6 +121,7 @@ struct node_seg {
 	uint32_t nr_procs;
 	struct node_proc procs[IBEMU_MAX_PROCS];
 	struct node_qp qps[IBEMU_MAX_QP];
+	struct node_mcast_grp mcast[IBEMU_MAX_MCAST_GRP];
 };
 
 /* A process's view of its node. */
@@ -167,6 +183,20 @@ struct node_proc_id {
 	uint64_t token_addr;
 };
 int node_proc_id(struct node *node, int slot, struct node_proc_id *id);
+
+/*
+ * Multicast groups (node_mcast.c).  join: 0, -ENOMEM when the node has
+ * IBEMU_MAX_MCAST_GRP groups or the group IBEMU_MAX_MCAST_QP_ATTACH
+ * members; joining twice is a no-op.  leave: 0 or -EINVAL if qpn is not
+ * a member.  procs: the distinct live processes with a QP attached to the
+ * group (mgid NULL: any group of that MLID), at most max, into slots[].
+ */
+int node_mcast_join(struct node *node, const uint8_t mgid[16], uint16_t mlid,
+		    uint32_t qpn);
+int node_mcast_leave(struct node *node, const uint8_t mgid[16], uint16_t mlid,
+		     uint32_t qpn);
+unsigned int node_mcast_procs(struct node *node, const uint8_t mgid[16],
+			      uint16_t mlid, int32_t *slots, unsigned int max);
 
 /* Helpers shared with the tools. */
 int node_default_name(char *buf, size_t len);

@@ -218,9 +218,38 @@ void engine_pending_add_locked(struct emu_qp *qp)
 		e->tp->wake(e);
 }
 
+/*
+ * A multicast datagram: every UD QP of this process attached to its group
+ * gets a copy (IBA 10.5), the sender's own QP too when it is attached;
+ * the group is the MGID of the GRH, or without one the MLID alone.  The
+ * sender sent one packet to each process with a member (req.c).
+ */
+static void engine_dispatch_mcast(struct engine *e, const struct pkt *p)
+{
+	const uint8_t *dgid = p->grh ? p->grh->dgid : NULL;
+	struct emu_qp *qp;
+
+	if (!(p->op->mask & OPM_UD))
+		return;
+	for (qp = e->all_qps; qp; qp = qp->all_next) {
+		if (qp->type != IBV_QPT_UD)
+			continue;
+		pthread_mutex_lock(&qp->lock);
+		if (mcast_member_locked(qp, dgid, p->hdr->dlid))
+			resp_recv_locked(qp, p);
+		pthread_mutex_unlock(&qp->lock);
+	}
+}
+
 static void engine_dispatch(struct engine *e, const struct pkt *p)
 {
-	struct emu_qp *qp = engine_qp_lookup(e, p->qpn);
+	struct emu_qp *qp;
+
+	if (p->qpn == BTH_QPN_MULTICAST) {
+		engine_dispatch_mcast(e, p);
+		return;
+	}
+	qp = engine_qp_lookup(e, p->qpn);
 
 	/* No such QP here (destroyed, or never was): the packet is
 	 * silently dropped, as an HCA drops a packet for an invalid

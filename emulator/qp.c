@@ -292,6 +292,18 @@ static bool qp_last_handle(struct emu_qp *qp)
 
 int emu_qp_destroy(struct emu_qp *qp)
 {
+	unsigned int groups;
+
+	/* A QP still attached to multicast groups is not destroyed: the
+	 * application detaches first, as the kernel's uverbs requires. */
+	pthread_mutex_lock(&qp->lock);
+	groups = qp->nr_mcast;
+	pthread_mutex_unlock(&qp->lock);
+	if (groups) {
+		ibemu_log_dbg("destroy_qp %#x: still attached to %u multicast "
+			      "group(s)", qp->qpn, groups);
+		return EBUSY;
+	}
 	if (!qp_last_handle(qp))
 		return 0;
 	/* Out of the engine first: no packet reaches it from now on. */
@@ -432,6 +444,7 @@ static void qp_engine_idle_locked(struct emu_qp *qp)
 	qp->req.rd_atomic = 0;
 	qp->req.blocked = false;
 	qp->req.ud_full_since = 0;
+	qp->req.mcast.on = false;
 	qp->comp.deadline = 0;
 	qp->comp.rnr_resume = 0;
 	resp_reset_locked(qp);

@@ -177,39 +177,24 @@ static void req_payload_fill(struct emu_qp *qp, struct wqe *w,
 		iov_gather(dst, iov, nr);
 }
 
-/*
- * UD: one packet to (AH, remote QPN, Q_Key) (IBA 9.8, 10.2.5).  A
- * destination that does not exist on this node is a lost datagram; the
- * send still completes.  REQ_BLOCKED if the destination inbox is full.
- */
-static enum req_step req_send_ud(struct emu_qp *qp, struct wqe *w)
+/* One datagram of w to the process dst, for its QP dqpn (or every QP of
+ * it attached to the group: BTH_QPN_MULTICAST); false if dst's inbox is
+ * full. */
+static bool req_ud_packet(struct emu_qp *qp, struct wqe *w,
+			  struct tp_peer *dst, uint32_t dqpn,
+			  const struct iovec *iov, int nr)
 {
 	const struct ibv_ah_attr *av = &w->av;
 	struct node_seg *seg = qp->hca->node.seg;
 	uint8_t opcode = w->opcode == IBV_WR_SEND_WITH_IMM
 				 ? IB_OPCODE_UD + IB_OP_SEND_ONLY_IMM
 				 : IB_OPCODE_UD + IB_OP_SEND_ONLY;
-	struct iovec iov[IBEMU_MAX_SGE];
 	struct pkt_out out;
-	struct tp_peer *dst;
-	int32_t slot;
 	uint64_t prefix, guid;
-	int nr;
 
-	if (!req_payload_span(qp, w, 0, w->length, iov, &nr))
-		return REQ_LOCAL_ERROR;
-	qp->req.psn = psn_add(qp->req.psn, 1);
-	if (av->dlid != seg->lid && !av->is_global)
-		return REQ_COMPLETE; /* another LID: no such node here */
-	slot = node_qpn_owner_slot(&qp->hca->node, w->remote_qpn);
-	dst = slot >= 0 ? engine_peer(qp->hca->engine, slot) : NULL;
-	if (!dst)
-		return REQ_COMPLETE;
-	if (!pkt_begin(&out, dst, qp, opcode, w->remote_qpn, qp->req.psn,
-		       false, w->length)) {
-		qp->req.psn = psn_add(qp->req.psn, BTH_PSN_MASK);
-		return REQ_BLOCKED;
-	}
+	if (!pkt_begin(&out, dst, qp, opcode, dqpn, qp->req.psn, false,
+		       w->length))
+		return false;
 	out.pkt.hdr->dlid = av->dlid;
 	/* A Q_Key with the high bit set means "use the QP's own" (IBA
 	 * 10.2.5). */
@@ -236,6 +221,86 @@ static enum req_step req_send_ud(struct emu_qp *qp, struct wqe *w)
 	if (w->send_flags & IBV_SEND_SOLICITED)
 		out_set_se(&out);
 	pkt_send(&out);
+	return true;
+}
+
+/* Multicast LIDs are 0xc000..0xfffe (IBA 4.1.3); 0xffff is permissive. */
+static bool lid_is_multicast(uint16_t lid)
+{
+	return lid >= 0xc000 && lid != 0xffff;
+}
+
+/*
+ * A datagram to a multicast group: DestQP 0xFFFFFF and the group's MLID,
+ * with its MGID in the GRH (IBA 10.5).  As a switch replicates it to
+ * each port with a member, one copy goes to each process of the node
+ * with a QP attached, whose engine hands it to those QPs (progress.c).
+ * The processes are taken once, when the send begins; a full inbox holds
+ * the rest of the fan-out (REQ_BLOCKED) and the copies already sent are
+ * not sent again.
+ */
+static enum req_step req_send_mcast(struct emu_qp *qp, struct wqe *w,
+				    const struct iovec *iov, int nr)
+{
+	const struct ibv_ah_attr *av = &w->av;
+	struct tp_peer *dst;
+
+	if (!qp->req.mcast.on) {
+		qp->req.psn = psn_add(qp->req.psn, 1);
+		qp->req.mcast.nr = (uint8_t)node_mcast_procs(
+			&qp->hca->node, av->is_global ? av->grh.dgid.raw : NULL,
+			av->dlid, qp->req.mcast.procs,
+			IBEMU_MAX_MCAST_QP_ATTACH);
+		qp->req.mcast.next = 0;
+		qp->req.mcast.on = true;
+	}
+	while (qp->req.mcast.next < qp->req.mcast.nr) {
+		dst = engine_peer(qp->hca->engine,
+				  qp->req.mcast.procs[qp->req.mcast.next]);
+		if (dst && !req_ud_packet(qp, w, dst, BTH_QPN_MULTICAST, iov,
+					  nr))
+			return REQ_BLOCKED;
+		qp->req.mcast.next++;
+	}
+	qp->req.mcast.on = false;
+	return REQ_COMPLETE;
+}
+
+/*
+ * UD: one packet to (AH, remote QPN, Q_Key) (IBA 9.8, 10.2.5).  A
+ * destination that does not exist on this node is a lost datagram; the
+ * send still completes.  REQ_BLOCKED if the destination inbox is full.
+ */
+static enum req_step req_send_ud(struct emu_qp *qp, struct wqe *w)
+{
+	const struct ibv_ah_attr *av = &w->av;
+	struct iovec iov[IBEMU_MAX_SGE];
+	struct tp_peer *dst;
+	int32_t slot;
+	int nr;
+
+	if (!req_payload_span(qp, w, 0, w->length, iov, &nr))
+		return REQ_LOCAL_ERROR;
+	/* A multicast LID with DestQP 0xFFFFFF is a group; either without
+	 * the other reaches nobody (IBA 10.5). */
+	if (lid_is_multicast(av->dlid) || w->remote_qpn == BTH_QPN_MULTICAST) {
+		if (lid_is_multicast(av->dlid) &&
+		    w->remote_qpn == BTH_QPN_MULTICAST)
+			return req_send_mcast(qp, w, iov, nr);
+		qp->req.psn = psn_add(qp->req.psn, 1);
+		return REQ_COMPLETE;
+	}
+	qp->req.psn = psn_add(qp->req.psn, 1);
+	if (av->dlid != qp->hca->node.seg->lid && !av->is_global)
+		return REQ_COMPLETE; /* another LID: no such node here */
+	slot = node_qpn_owner_slot(&qp->hca->node, w->remote_qpn);
+	dst = slot >= 0 ? engine_peer(qp->hca->engine, slot) : NULL;
+	if (!dst)
+		return REQ_COMPLETE;
+	if (!req_ud_packet(qp, w, dst, w->remote_qpn, iov, nr)) {
+		qp->req.psn = psn_add(qp->req.psn, BTH_PSN_MASK);
+		return REQ_BLOCKED;
+	}
 	return REQ_COMPLETE;
 }
 
@@ -383,8 +448,10 @@ static enum req_step req_send_datagram(struct emu_qp *qp, struct wqe *w)
 	now = engine_coarse_ns();
 	if (!qp->req.ud_full_since)
 		qp->req.ud_full_since = now;
-	return now - qp->req.ud_full_since < REQ_UD_WAIT_NS ? REQ_BLOCKED
-							    : REQ_DROPPED;
+	if (now - qp->req.ud_full_since < REQ_UD_WAIT_NS)
+		return REQ_BLOCKED;
+	qp->req.mcast.on = false; /* the copies not sent are lost */
+	return REQ_DROPPED;
 }
 
 /*

@@ -29,6 +29,9 @@ struct bth {
 #define BTH_PAD_SHIFT 4
 #define BTH_ACKREQ 0x80000000u
 #define BTH_QPN_MASK 0x00ffffffu
+/* The DestQP of a multicast datagram; the group is the packet's MLID and
+ * MGID (IBA 10.5). */
+#define BTH_QPN_MULTICAST 0x00ffffffu
 #define BTH_PSN_MASK 0x00ffffffu
 
 /* RDMA Extended Transport Header, IBA 9.3.3 (16 bytes). */

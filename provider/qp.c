@@ -245,10 +245,13 @@ int ibemu_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 int ibemu_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct ibemu_qp *qp = to_eqp(ibqp);
+	int ret;
 
 	if (ibemu_ctx_stale(ibqp->context))
 		return EIO;
-	emu_qp_destroy(qp->eqp);
+	ret = emu_qp_destroy(qp->eqp);
+	if (ret)
+		return ret;
 	ibemu_qp_ex_fini(qp);
 	if (ibqp->pd)
 		atomic_fetch_sub(&to_epd(ibqp->pd)->usecnt, 1);
