@@ -283,13 +283,19 @@ struct exwc {
 	enum ibv_wc_opcode opcode;
 	uint32_t byte_len, qp_num, imm;
 	unsigned int flags;
+	uint64_t ts; /* as poll_ex's stamp says */
 };
 
+/* Which completion timestamp poll_ex reads into exwc.ts. */
+enum exwc_stamp { STAMP_NONE, STAMP_RAW, STAMP_WALLCLOCK };
+
 /* ibv_start_poll / ibv_next_poll / ibv_end_poll with a deadline. */
-static int poll_ex(struct cf_ep *ep, struct exwc *out, int n, int timeout_ms)
+static int poll_ex_stamped(struct cf_ep *ep, struct exwc *out, int n,
+			   int timeout_ms, enum exwc_stamp stamp)
 {
 	struct ibv_poll_cq_attr pa = { .comp_mask = 0 };
 	struct ibv_cq_ex *cq = ep->cqx;
+	uint64_t has = ep->p->cq_ex_wc_flags;
 	long long deadline = cf_now_ms() + timeout_ms;
 	int got = 0, ret;
 
@@ -304,19 +310,33 @@ static int poll_ex(struct cf_ep *ep, struct exwc *out, int n, int timeout_ms)
 		do {
 			struct exwc *w = &out[got++];
 
+			memset(w, 0, sizeof(*w));
 			w->wr_id = cq->wr_id;
 			w->status = cq->status;
 			w->opcode = ibv_wc_read_opcode(cq);
-			w->byte_len = ibv_wc_read_byte_len(cq);
-			w->qp_num = ibv_wc_read_qp_num(cq);
 			w->flags = ibv_wc_read_wc_flags(cq);
-			w->imm = w->flags & IBV_WC_WITH_IMM ?
-					 ibv_wc_read_imm_data(cq) : 0;
+			/* Only the readers the CQ was made with exist. */
+			if (has & IBV_WC_EX_WITH_BYTE_LEN)
+				w->byte_len = ibv_wc_read_byte_len(cq);
+			if (has & IBV_WC_EX_WITH_QP_NUM)
+				w->qp_num = ibv_wc_read_qp_num(cq);
+			if ((has & IBV_WC_EX_WITH_IMM) &&
+			    (w->flags & IBV_WC_WITH_IMM))
+				w->imm = ibv_wc_read_imm_data(cq);
+			if (stamp == STAMP_RAW)
+				w->ts = ibv_wc_read_completion_ts(cq);
+			else if (stamp == STAMP_WALLCLOCK)
+				w->ts = ibv_wc_read_completion_wallclock_ns(cq);
 			ret = got < n ? ibv_next_poll(cq) : ENOENT;
 		} while (!ret);
 		ibv_end_poll(cq);
 	}
 	return got;
+}
+
+static int poll_ex(struct cf_ep *ep, struct exwc *out, int n, int timeout_ms)
+{
+	return poll_ex_stamped(ep, out, n, timeout_ms, STAMP_NONE);
 }
 
 /*
@@ -429,34 +449,23 @@ static uint64_t stamp_now(struct cf_ep *ep)
 	return ep->arg ? clock_ns(CLOCK_REALTIME) : raw_now(ep);
 }
 
-/* Up to n completions of the extended CQ with their timestamps. */
+/* Up to n (<= STAMP_MSGS) successful completions of the extended CQ
+ * with their timestamps (arg 1: the wall clock, 0: the raw clock). */
 static int poll_stamps(struct cf_ep *ep, uint64_t *wr_id, uint64_t *ts,
 		       int n, int timeout_ms)
 {
-	struct ibv_poll_cq_attr pa = { .comp_mask = 0 };
-	struct ibv_cq_ex *cq = ep->cqx;
-	long long deadline = cf_now_ms() + timeout_ms;
-	int got = 0, ret;
+	struct exwc w[STAMP_MSGS];
+	int got, i;
 
-	while (got < n && cf_now_ms() < deadline) {
-		ret = ibv_start_poll(cq, &pa);
-		if (ret == ENOENT) {
-			usleep(100);
-			continue;
-		}
-		if (!EP_CHECK(ep, !ret, "ibv_start_poll: %s", cf_errname(ret)))
-			return got;
-		do {
-			EP_CHECK(ep, cq->status == IBV_WC_SUCCESS,
-				 "completion %d: %s", got,
-				 ibv_wc_status_str(cq->status));
-			wr_id[got] = cq->wr_id;
-			ts[got++] = ep->arg ?
-				ibv_wc_read_completion_wallclock_ns(cq) :
-				ibv_wc_read_completion_ts(cq);
-			ret = got < n ? ibv_next_poll(cq) : ENOENT;
-		} while (!ret);
-		ibv_end_poll(cq);
+	got = poll_ex_stamped(ep, w, n < STAMP_MSGS ? n : STAMP_MSGS,
+			      timeout_ms,
+			      ep->arg ? STAMP_WALLCLOCK : STAMP_RAW);
+	for (i = 0; i < got; i++) {
+		EP_CHECK(ep, w[i].status == IBV_WC_SUCCESS,
+			 "completion %d: %s", i,
+			 ibv_wc_status_str(w[i].status));
+		wr_id[i] = w[i].wr_id;
+		ts[i] = w[i].ts;
 	}
 	return got;
 }

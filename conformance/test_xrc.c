@@ -525,6 +525,21 @@ static int xrc_post(struct cf_ep *ep, struct xrc_side *x,
 	return 0;
 }
 
+/* xrc_post, then its completion, which must be a success of wc_op. */
+static int xrc_do(struct cf_ep *ep, struct xrc_side *x, enum ibv_wr_opcode op,
+		  size_t off, uint32_t len, uint32_t srqn, uint64_t roff,
+		  uint64_t wr_id, enum ibv_wc_opcode wc_op, const char *what)
+{
+	struct ibv_wc wc;
+	int got;
+
+	if (xrc_post(ep, x, op, off, len, srqn, roff, wr_id))
+		return -1;
+	got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
+	cf_ep_wc_ok(ep, &wc, got, wr_id, wc_op, what);
+	return 0;
+}
+
 /* A receive completion of the target, checked. */
 static void xrc_expect_recv(struct cf_ep *ep, struct xrc_side *x, int i,
 			    uint64_t wr_id, uint32_t len, const char *what)
@@ -550,9 +565,8 @@ CF_BODY_IMPL(xrc_ops, send)
 	static const uint32_t sizes[] = { 1, 4097, 65536 };
 	const size_t slot = 128 << 10;
 	struct xrc_side x;
-	struct ibv_wc wc;
 	size_t i;
-	int ret, got;
+	int ret;
 
 	ret = xrc_setup(ep, &x, 0);
 	if (ret)
@@ -581,11 +595,9 @@ CF_BODY_IMPL(xrc_ops, send)
 			continue;
 		}
 		cf_pattern_fill(ep->buf, sizes[i], 70 + i);
-		if (xrc_post(ep, &x, IBV_WR_SEND, 0, sizes[i], x.srqn[0], 0,
-			     i))
+		if (xrc_do(ep, &x, IBV_WR_SEND, 0, sizes[i], x.srqn[0], 0, i,
+			   IBV_WC_SEND, "XRC SEND"))
 			goto out;
-		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
-		cf_ep_wc_ok(ep, &wc, got, i, IBV_WC_SEND, "XRC SEND");
 	}
 	ret = cf_ep_sync(ep, WAIT_MS);
 out:
@@ -599,8 +611,7 @@ CF_BODY_IMPL(xrc_ops, two_srqs)
 {
 	const uint32_t len = 3000;
 	struct xrc_side x;
-	struct ibv_wc wc;
-	int ret, got, i;
+	int ret, i;
 
 	ret = xrc_setup(ep, &x, 0);
 	if (ret)
@@ -626,11 +637,9 @@ CF_BODY_IMPL(xrc_ops, two_srqs)
 		for (i = 1; i >= 0; i--) {
 			cf_pattern_fill(ep->buf + i * 8192, len + 1 - i,
 					80 + i);
-			if (xrc_post(ep, &x, IBV_WR_SEND, i * 8192,
-				     len + 1 - i, x.srqn[i], 0, i))
+			if (xrc_do(ep, &x, IBV_WR_SEND, i * 8192, len + 1 - i,
+				   x.srqn[i], 0, i, IBV_WC_SEND, "XRC SEND"))
 				goto out;
-			got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
-			cf_ep_wc_ok(ep, &wc, got, i, IBV_WC_SEND, "XRC SEND");
 		}
 	}
 	ret = cf_ep_sync(ep, WAIT_MS);
@@ -696,7 +705,7 @@ CF_BODY_IMPL(xrc_ops, rdma)
 	const size_t roff = 4096, loff = 1 << 20;
 	struct xrc_side x;
 	struct ibv_wc wc;
-	int ret, got;
+	int ret;
 
 	ret = xrc_setup(ep, &x, 0);
 	if (ret)
@@ -720,16 +729,11 @@ CF_BODY_IMPL(xrc_ops, rdma)
 		memset(ep->buf + loff, 0, len);
 		if (cf_ep_sync(ep, WAIT_MS))
 			goto out;
-		if (xrc_post(ep, &x, IBV_WR_RDMA_WRITE, 0, len, x.srqn[0],
-			     roff, 1))
+		if (xrc_do(ep, &x, IBV_WR_RDMA_WRITE, 0, len, x.srqn[0], roff,
+			   1, IBV_WC_RDMA_WRITE, "RDMA WRITE") ||
+		    xrc_do(ep, &x, IBV_WR_RDMA_READ, loff, len, x.srqn[0], roff,
+			   2, IBV_WC_RDMA_READ, "RDMA READ"))
 			goto out;
-		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
-		cf_ep_wc_ok(ep, &wc, got, 1, IBV_WC_RDMA_WRITE, "RDMA WRITE");
-		if (xrc_post(ep, &x, IBV_WR_RDMA_READ, loff, len, x.srqn[0],
-			     roff, 2))
-			goto out;
-		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
-		cf_ep_wc_ok(ep, &wc, got, 2, IBV_WC_RDMA_READ, "RDMA READ");
 		EP_CHECK(ep, cf_pattern_check(ep->buf + loff, len, 90) < 0,
 			 "RDMA READ over XRC: data differs");
 		if (cf_ep_sync(ep, WAIT_MS))

@@ -26,6 +26,19 @@ struct qp_transition {
 
 #define PATH_OPT (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)
 
+/* The RC requester's RTR->RTS required set, which an XRC initiator
+ * shares (IBA 11.2.5.2, A14). */
+#define RTR_RTS_REQ_RC                                                         \
+	(IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |                \
+	 IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)
+
+/* What SQD->SQD may change on RC and both XRC QP types. */
+#define SQD_SQD_OPT_RC                                                         \
+	(IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |         \
+	 IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |                          \
+	 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_ACCESS_FLAGS |                     \
+	 IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER | PATH_OPT)
+
 /* What RTR->RTS, RTS->RTS and SQD->RTS allow besides their required set
  * (the three rows agree, IBA 11.2.5.2). */
 #define TO_RTS_OPT                                                             \
@@ -117,12 +130,8 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 			.req = {
 				[T_UD] = IBV_QP_SQ_PSN,
 				[T_UC] = IBV_QP_SQ_PSN,
-				[T_RC] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					 IBV_QP_MAX_QP_RD_ATOMIC,
-				[T_XI] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					 IBV_QP_MAX_QP_RD_ATOMIC,
+				[T_RC] = RTR_RTS_REQ_RC,
+				[T_XI] = RTR_RTS_REQ_RC,
 				/* a target has no requester */
 				[T_XT] = IBV_QP_TIMEOUT | IBV_QP_SQ_PSN,
 			},
@@ -160,30 +169,9 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 				[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
 				[T_UC] = IBV_QP_AV | IBV_QP_ACCESS_FLAGS |
 					 IBV_QP_PKEY_INDEX | PATH_OPT,
-				[T_RC] = IBV_QP_PORT | IBV_QP_AV |
-					 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY |
-					 IBV_QP_MAX_QP_RD_ATOMIC |
-					 IBV_QP_MAX_DEST_RD_ATOMIC |
-					 IBV_QP_ACCESS_FLAGS |
-					 IBV_QP_PKEY_INDEX |
-					 IBV_QP_MIN_RNR_TIMER | PATH_OPT,
-				[T_XI] = IBV_QP_PORT | IBV_QP_AV |
-					 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY |
-					 IBV_QP_MAX_QP_RD_ATOMIC |
-					 IBV_QP_MAX_DEST_RD_ATOMIC |
-					 IBV_QP_ACCESS_FLAGS |
-					 IBV_QP_PKEY_INDEX |
-					 IBV_QP_MIN_RNR_TIMER | PATH_OPT,
-				[T_XT] = IBV_QP_PORT | IBV_QP_AV |
-					 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY |
-					 IBV_QP_MAX_QP_RD_ATOMIC |
-					 IBV_QP_MAX_DEST_RD_ATOMIC |
-					 IBV_QP_ACCESS_FLAGS |
-					 IBV_QP_PKEY_INDEX |
-					 IBV_QP_MIN_RNR_TIMER | PATH_OPT,
+				[T_RC] = SQD_SQD_OPT_RC,
+				[T_XI] = SQD_SQD_OPT_RC,
+				[T_XT] = SQD_SQD_OPT_RC,
 			},
 		},
 	},

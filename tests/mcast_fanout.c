@@ -118,35 +118,6 @@ err:
 	return NULL;
 }
 
-/* Device, PD, send CQ, the buffer, three UD QPs with a CQ each. */
-static int side_open(struct side *s, unsigned int recv_wr)
-{
-	struct ibv_port_attr pa;
-	int i, ret;
-
-	ret = verbs_open(&s->list, &s->ctx, &s->pd, &s->scq, BATCH * 4, &pa);
-	if (ret)
-		return ret;
-	s->buf_len = (size_t)3 * recv_wr * SLOT + MAX_MSG;
-	s->buf = calloc(1, s->buf_len);
-	if (!s->buf)
-		return -1;
-	s->mr = ibv_reg_mr(s->pd, s->buf, s->buf_len, IBV_ACCESS_LOCAL_WRITE);
-	if (!s->mr) {
-		say("reg_mr: %s", strerror(errno));
-		return -1;
-	}
-	for (i = 0; i < 3; i++) {
-		s->q[i].cq = ibv_create_cq(s->ctx, (int)recv_wr, NULL, NULL, 0);
-		if (!s->q[i].cq)
-			return -1;
-		s->q[i].qp = ud_qp_create(s, s->q[i].cq, recv_wr);
-		if (!s->q[i].qp)
-			return -1;
-	}
-	return 0;
-}
-
 /* Receive slot j of QP i. */
 static uint8_t *slot_of(struct side *s, int i, unsigned int j,
 			unsigned int recv_wr)
@@ -172,6 +143,36 @@ static int post_recvs(struct side *s, int i, unsigned int n)
 			say("post_recv: %s", strerror(errno));
 			return -1;
 		}
+	}
+	return 0;
+}
+
+/* Device, PD, send CQ, the buffer, three UD QPs with a CQ each, each
+ * with recv_wr receives posted. */
+static int side_open(struct side *s, unsigned int recv_wr)
+{
+	struct ibv_port_attr pa;
+	int i, ret;
+
+	ret = verbs_open(&s->list, &s->ctx, &s->pd, &s->scq, BATCH * 4, &pa);
+	if (ret)
+		return ret;
+	s->buf_len = (size_t)3 * recv_wr * SLOT + MAX_MSG;
+	s->buf = calloc(1, s->buf_len);
+	if (!s->buf)
+		return -1;
+	s->mr = ibv_reg_mr(s->pd, s->buf, s->buf_len, IBV_ACCESS_LOCAL_WRITE);
+	if (!s->mr) {
+		say("reg_mr: %s", strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < 3; i++) {
+		s->q[i].cq = ibv_create_cq(s->ctx, (int)recv_wr, NULL, NULL, 0);
+		if (!s->q[i].cq)
+			return -1;
+		s->q[i].qp = ud_qp_create(s, s->q[i].cq, recv_wr);
+		if (!s->q[i].qp || post_recvs(s, i, recv_wr))
+			return -1;
 	}
 	return 0;
 }
@@ -346,9 +347,6 @@ static int receiver(int id, int rfd, int wfd)
 	ret = side_open(&s, recv_wr);
 	if (ret)
 		return ret > 0 ? 77 : 1;
-	for (i = 0; i < 3; i++)
-		if (post_recvs(&s, i, recv_wr))
-			return 1;
 	if (attach(s.q[0].qp, &group_gid, GROUP_LID) ||
 	    attach(s.q[1].qp, &group_gid, GROUP_LID) ||
 	    attach(s.q[0].qp, &lid_group_gid, LID_GROUP_LID))
@@ -502,9 +500,6 @@ static int sender(int *rfd, int *wfd)
 	ret = side_open(&s, recv_wr);
 	if (ret)
 		return ret > 0 ? 77 : 1;
-	for (i = 0; i < 3; i++)
-		if (post_recvs(&s, i, recv_wr))
-			return 1;
 	/* QP 0 sends and is not attached; QP 1, of the same process, is. */
 	if (attach(s.q[1].qp, &group_gid, GROUP_LID))
 		return 1;
