@@ -441,7 +441,7 @@ static void xrc_create(void)
 
 		if (emu_srq_create_xrc(hca, FZ_PD,
 				       i < 2 ? xrc.xrcd : xrc.other, cq,
-				       &sattr, &owner, &xrc.srq[i],
+				       &sattr, &owner, NULL, &xrc.srq[i],
 				       &xrc.srqn[i]))
 			die("emu_srq_create_xrc");
 		/* Each ends at the upper guard page. */
