@@ -1060,6 +1060,29 @@ static void inject_read_resp(struct fixture *f, uint8_t opcode, uint32_t psn,
 	loop_inject(&resp);
 }
 
+/* The responses of a READ (re-)issued at psn for len bytes of data, all
+ * of them, mtu bytes each: FIRST, MIDDLEs and LAST (or ONLY). */
+static void inject_read_stream(struct fixture *f, uint32_t psn,
+			       const uint8_t *data, uint32_t len, uint32_t mtu)
+{
+	uint32_t off = 0, n;
+	uint8_t op;
+
+	do {
+		n = len - off < mtu ? len - off : mtu;
+		if (len <= mtu)
+			op = IB_OP_READ_RESPONSE_ONLY;
+		else if (off == 0)
+			op = IB_OP_READ_RESPONSE_FIRST;
+		else if (off + n == len)
+			op = IB_OP_READ_RESPONSE_LAST;
+		else
+			op = IB_OP_READ_RESPONSE_MIDDLE;
+		inject_read_resp(f, op, psn++, data + off, n);
+		off += n;
+	} while (off < len);
+}
+
 /* A READ_REQUEST at psn asking for [va, va+len). */
 static void expect_read_req(const struct fixture *f, uint32_t psn,
 			    uint64_t va, uint32_t len)
@@ -1098,10 +1121,7 @@ static void test_comp_read_gap(void)
 	/* Re-issued for what is missing, from the first gap. */
 	expect_read_req(&f, SQ_PSN + 1, 0x123456789000ull + mtu, len - mtu);
 	expect_no_wc(&f);
-	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN + 1,
-			 data + mtu, mtu);
-	inject_read_resp(&f, IB_OP_READ_RESPONSE_LAST, SQ_PSN + 2,
-			 data + 2 * mtu, len - 2 * mtu);
+	inject_read_stream(&f, SQ_PSN + 1, data + mtu, len - mtu, mtu);
 	expect_send_wc(&f, 87, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, len);
 	CU_ASSERT(memcmp(f.buf + LOCAL_OFF, data, len) == 0);
 	expect_quiet();
@@ -1119,7 +1139,7 @@ static void test_comp_read_gap(void)
 static void test_comp_read_gap_stragglers(void)
 {
 	struct qp_params params = default_params;
-	uint32_t len = 3500, mtu = 1024, i;
+	uint32_t len = 3500, mtu = 1024;
 	struct fixture f;
 	uint8_t data[3500];
 
@@ -1140,13 +1160,7 @@ static void test_comp_read_gap_stragglers(void)
 	CU_ASSERT(loop_settle(hca->engine, WAIT_MS));
 	expect_quiet(); /* re-issued once only */
 	expect_no_wc(&f);
-	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN + 1,
-			 data + mtu, mtu);
-	for (i = 2; i < 3; i++)
-		inject_read_resp(&f, IB_OP_READ_RESPONSE_MIDDLE, SQ_PSN + i,
-				 data + i * mtu, mtu);
-	inject_read_resp(&f, IB_OP_READ_RESPONSE_LAST, SQ_PSN + 3,
-			 data + 3 * mtu, len - 3 * mtu);
+	inject_read_stream(&f, SQ_PSN + 1, data + mtu, len - mtu, mtu);
 	expect_send_wc(&f, 88, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, len);
 	CU_ASSERT(memcmp(f.buf + LOCAL_OFF, data, len) == 0);
 	expect_quiet();
@@ -1403,10 +1417,7 @@ static void test_comp_read_progress_restores_retries(void)
 	expect_read_req(&f, SQ_PSN + 1, 0x123456789000ull + mtu, len - mtu);
 	expect_resend(&f, SQ_PSN + 3, 67);
 	expect_no_wc(&f);
-	inject_read_resp(&f, IB_OP_READ_RESPONSE_FIRST, SQ_PSN + 1,
-			 data + mtu, mtu);
-	inject_read_resp(&f, IB_OP_READ_RESPONSE_LAST, SQ_PSN + 2,
-			 data + 2 * mtu, len - 2 * mtu);
+	inject_read_stream(&f, SQ_PSN + 1, data + mtu, len - mtu, mtu);
 	inject_ack(&f, SQ_PSN + 3, AETH_ACK | AETH_ACK_UNLIMITED, 2);
 	expect_send_wc(&f, 106, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, len);
 	expect_send_wc(&f, 107, IBV_WC_SUCCESS, IBV_WC_SEND, 64);
