@@ -75,5 +75,8 @@
 
 /* Node segment: processes attached at once. */
 #define IBEMU_MAX_PROCS 1024
+/* Bound RDMA CM addresses of a node (node_cm.c): listeners and the
+ * ports of connecting ids. */
+#define IBEMU_MAX_CM_PORTS 4096
 
 #endif /* IBEMU_PARAMS_H */
