@@ -741,8 +741,6 @@ IBEMU_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 		attr->pd = id->pd ? id->pd : face_pd;
 		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
 	}
-	if (attr->qp_type != id->qp_type)
-		return face_err(EINVAL);
 	if (!attr->srq && id->srq)
 		attr->srq = id->srq;
 	ret = face_create_cqs(id, attr->send_cq ? 0 : attr->cap.max_send_wr,
@@ -1051,7 +1049,7 @@ IBEMU_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 	struct face_id *l = to_fid(listen);
 	struct rdma_cm_event *event;
 	struct ibv_qp_init_attr attr;
-	int ret;
+	int ret, err;
 
 	if (!listen || !id)
 		return face_err(EINVAL);
@@ -1083,9 +1081,13 @@ IBEMU_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 	(*id)->event = event;
 	return 0;
 err_id:
+	err = errno;
 	rdma_destroy_id(event->id);
+	errno = err;
 err:
+	err = errno;
 	rdma_ack_cm_event(event);
+	errno = err;
 	return ret;
 }
 
@@ -1439,6 +1441,8 @@ IBEMU_EXPORT int rdma_create_ep(struct rdma_cm_id **id,
 				goto err;
 			}
 			*fid->qp_init_attr = *qp_init_attr;
+			fid->qp_init_attr->qp_type =
+				(enum ibv_qp_type)res->ai_qp_type;
 		}
 		if (pd)
 			cm_id->pd = pd;
@@ -1453,6 +1457,7 @@ IBEMU_EXPORT int rdma_create_ep(struct rdma_cm_id **id,
 	if (ret)
 		goto err;
 	if (qp_init_attr) {
+		qp_init_attr->qp_type = (enum ibv_qp_type)res->ai_qp_type;
 		ret = rdma_create_qp(cm_id, pd, qp_init_attr);
 		if (ret)
 			goto err;
