@@ -58,7 +58,9 @@
  */
 #define CM_RETRY_MS 500
 #define CM_MAX_RETRIES 8
-#define CM_RESPONSE_TIMEOUT 20 /* the value put in REQ (IBA 12.6.5) */
+/* What REQ says of both (IBA 12.6.5): 4.096 us * 2^17 = 537 ms, the
+ * CM_RETRY_MS above, and Max CM Retries. */
+#define CM_RESPONSE_TIMEOUT 17
 #define CM_LIVENESS_MS 100
 #define CM_LOCAL_ACK_TIMEOUT 14 /* 4.096 us * 2^14 = 67 ms (IBA 9.7.6.1.3) */
 #define CM_BACKLOG_MAX 1024
