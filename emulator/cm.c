@@ -1594,13 +1594,13 @@ static void cm_recv_rep_locked(struct emu_cm *cm, const uint8_t *mad,
 	id->remote_qpn = cm_get32(d, REP_LOCAL_QPN) >> 8;
 	id->remote_psn = cm_get32(d, REP_START_PSN) >> 8;
 	memset(&ev, 0, sizeof(ev));
-	/* IBA 12.7.29-30: what the passive side grants bounds ours */
+	/* IBA 12.7.29-30: the responder's resources are our initiator
+	 * depth and its initiator depth our responder resources (as the
+	 * kernel's ib_cm takes them) */
 	ev.param.initiator_depth = cm_get8(d, REP_RESP_RES);
 	ev.param.responder_resources = cm_get8(d, REP_INIT_DEPTH);
-	if (ev.param.initiator_depth < id->init_depth)
-		id->init_depth = ev.param.initiator_depth;
-	if (ev.param.responder_resources < id->resp_res)
-		id->resp_res = ev.param.responder_resources;
+	id->init_depth = ev.param.initiator_depth;
+	id->resp_res = ev.param.responder_resources;
 	id->rnr_retry = cm_get8(d, REP_RNR_SRQ) >> 5;
 	ev.param.flow_control = cm_get8(d, REP_FLAGS) & 1;
 	ev.param.rnr_retry_count = id->rnr_retry;

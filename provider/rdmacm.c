@@ -526,6 +526,10 @@ again:
 			fe->ev.param.ud.qkey = eev.param.qkey;
 		}
 		break;
+	case EMU_CM_REJECTED:
+		/* as librdmacm: a refused connection's QP is done */
+		face_modify_err(fid);
+		break;
 	default:
 		face_sync_route(fid);
 		break;
@@ -879,14 +883,36 @@ IBEMU_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 
 /* ---- connections ---- */
 
-/* Connection parameters as the emulator takes them; limit: what the
- * message carries for the consumer. */
+/*
+ * Connection parameters as the emulator takes them, as librdmacm makes
+ * them: resources beyond the device's refused (port space TCP), the
+ * RDMA_MAX_* values meaning "as many as allowed" (dflt_*: the device's
+ * on connect, the requester's bounded by the device's on accept);
+ * retries 7 without parameters.  limit: the consumer's share of the
+ * message's private data.
+ */
 static int face_conn(struct face_id *fid, const struct rdma_conn_param *p,
-		     struct emu_cm_conn *c, unsigned int limit)
+		     struct emu_cm_conn *c, unsigned int limit,
+		     uint8_t dflt_resp, uint8_t dflt_init)
 {
 	memset(c, 0, sizeof(*c));
-	c->responder_resources = face_max_rd_atom;
-	c->initiator_depth = face_max_init_rd_atom;
+	if (fid->id.ps == RDMA_PS_TCP) {
+		if (!fid->id.qp && !p)
+			return EINVAL;
+		if (p && p->responder_resources != RDMA_MAX_RESP_RES &&
+		    p->responder_resources > face_max_rd_atom)
+			return EINVAL;
+		if (p && p->initiator_depth != RDMA_MAX_INIT_DEPTH &&
+		    p->initiator_depth > face_max_init_rd_atom)
+			return EINVAL;
+	}
+	c->responder_resources = p && p->responder_resources !=
+						      RDMA_MAX_RESP_RES
+					 ? p->responder_resources
+					 : dflt_resp;
+	c->initiator_depth = p && p->initiator_depth != RDMA_MAX_INIT_DEPTH
+				     ? p->initiator_depth
+				     : dflt_init;
 	c->retry_count = 7;
 	c->rnr_retry_count = 7;
 	if (p) {
@@ -897,29 +923,22 @@ static int face_conn(struct face_id *fid, const struct rdma_conn_param *p,
 			memcpy(c->private_data, p->private_data,
 			       p->private_data_len);
 		c->private_data_len = p->private_data_len;
-		if (p->responder_resources != RDMA_MAX_RESP_RES)
-			c->responder_resources =
-				p->responder_resources < face_max_rd_atom
-					? p->responder_resources
-					: face_max_rd_atom;
-		if (p->initiator_depth != RDMA_MAX_INIT_DEPTH)
-			c->initiator_depth =
-				p->initiator_depth < face_max_init_rd_atom
-					? p->initiator_depth
-					: face_max_init_rd_atom;
 		c->flow_control = p->flow_control;
 		c->retry_count = p->retry_count & 7;
 		c->rnr_retry_count = p->rnr_retry_count & 7;
 		c->srq = p->srq;
 		c->qp_num = p->qp_num;
-	} else if (!fid->id.qp && fid->id.qp_type != IBV_QPT_UD) {
-		return EINVAL;
 	}
 	if (fid->id.qp) {
 		c->qp_num = fid->id.qp->qp_num;
-		c->srq = fid->id.srq != NULL || fid->id.qp->srq != NULL;
+		c->srq = fid->id.qp->srq != NULL;
 	}
 	return 0;
+}
+
+static uint8_t face_min(uint8_t a, uint8_t b)
+{
+	return a < b ? a : b;
 }
 
 IBEMU_EXPORT int rdma_connect(struct rdma_cm_id *id,
@@ -934,7 +953,8 @@ IBEMU_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	/* IBA 12.6.5 and 12.11.1 less the IP CM header (A11.6): 56 bytes
 	 * in a REQ, 180 in a SIDR_REQ */
 	ret = face_conn(fid, conn_param, &c,
-			id->qp_type == IBV_QPT_UD ? 180 : 56);
+			id->qp_type == IBV_QPT_UD ? 180 : 56,
+			face_max_rd_atom, face_max_init_rd_atom);
 	if (!ret)
 		ret = emu_cm_connect(fid->emu, &c);
 	if (ret)
@@ -953,7 +973,9 @@ IBEMU_EXPORT int rdma_accept(struct rdma_cm_id *id,
 		return face_err(EINVAL);
 	/* IBA 12.6.8: 196 bytes in a REP; 12.11.2: 136 in a SIDR_REP */
 	ret = face_conn(fid, conn_param, &c,
-			id->qp_type == IBV_QPT_UD ? 136 : 196);
+			id->qp_type == IBV_QPT_UD ? 136 : 196,
+			face_min(fid->resp_res, face_max_rd_atom),
+			face_min(fid->init_depth, face_max_init_rd_atom));
 	if (ret)
 		return face_err(ret);
 	if (id->qp_type == IBV_QPT_UD) {
@@ -968,11 +990,6 @@ IBEMU_EXPORT int rdma_accept(struct rdma_cm_id *id,
 		ret = emu_cm_accept(fid->emu, &c);
 		return ret ? face_err(ret) : 0;
 	}
-	/* What the requester allows bounds what we take (librdmacm). */
-	if (c.responder_resources > fid->resp_res)
-		c.responder_resources = fid->resp_res;
-	if (c.initiator_depth > fid->init_depth)
-		c.initiator_depth = fid->init_depth;
 	/* The QP is ready to receive before the REP leaves (librdmacm). */
 	if (id->qp) {
 		ret = face_modify_rtr(fid, c.responder_resources);
@@ -1099,7 +1116,7 @@ IBEMU_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	bool sync = !channel;
 	int ret;
 
-	if (!id)
+	if (!id || (fid->sync && !channel))
 		return face_err(EINVAL);
 	if (!ch) {
 		ch = rdma_create_event_channel();
@@ -1113,14 +1130,21 @@ IBEMU_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 			rdma_destroy_event_channel(ch);
 		return face_err(ret);
 	}
+	if (fid->sync) {
+		if (id->event) {
+			rdma_ack_cm_event(id->event);
+			id->event = NULL;
+		}
+		rdma_destroy_event_channel(old);
+	}
+	/* As librdmacm: the events already reported on the old channel are
+	 * acknowledged before the id is the new channel's. */
 	pthread_mutex_lock(&fid->lock);
-	while (fid->acked < fid->reported && !fid->sync)
+	fid->sync = sync;
+	id->channel = ch;
+	while (fid->acked < fid->reported)
 		pthread_cond_wait(&fid->cond, &fid->lock);
 	pthread_mutex_unlock(&fid->lock);
-	id->channel = ch;
-	if (fid->sync)
-		rdma_destroy_event_channel(old);
-	fid->sync = sync;
 	return 0;
 }
 
