@@ -131,6 +131,8 @@ struct emu_cm_id {
 	uint64_t deadline; /* ns, 0: no timer */
 	unsigned int retries;
 	uint64_t live_check; /* ns: next liveness look at the peer */
+	/* events of the id taken off its channel (emu_cm_get_event) */
+	unsigned int delivered;
 };
 
 struct emu_cm {
@@ -382,6 +384,7 @@ int emu_cm_get_event(struct emu_cm_chan *chan, struct emu_cm_event *ev)
 			chan->head = n->next;
 			if (!chan->head)
 				chan->tail = &chan->head;
+			n->ev.id->delivered++;
 		}
 		pthread_mutex_unlock(&cm->lock);
 		if (n) {
@@ -573,7 +576,8 @@ void emu_cm_id_set_handle(struct emu_cm_id *id, uint64_t handle)
 	pthread_mutex_unlock(&id->cm->lock);
 }
 
-int emu_cm_id_migrate(struct emu_cm_id *id, struct emu_cm_chan *chan)
+int emu_cm_id_migrate(struct emu_cm_id *id, struct emu_cm_chan *chan,
+		      unsigned int *delivered_p)
 {
 	struct emu_cm *cm = id->cm;
 	struct emu_cm_chan *old = id->chan;
@@ -604,6 +608,7 @@ int emu_cm_id_migrate(struct emu_cm_id *id, struct emu_cm_chan *chan)
 		chan->nr_ids++;
 		id->chan = chan;
 	}
+	*delivered_p = id->delivered;
 	pthread_mutex_unlock(&cm->lock);
 	return 0;
 }
@@ -681,13 +686,16 @@ static void cm_id_destroy_locked(struct emu_cm_id *id)
 	free(id);
 }
 
-void emu_cm_id_destroy(struct emu_cm_id *id)
+unsigned int emu_cm_id_destroy(struct emu_cm_id *id)
 {
 	struct emu_cm *cm = id->cm;
+	unsigned int delivered;
 
 	pthread_mutex_lock(&cm->lock);
+	delivered = id->delivered;
 	cm_id_destroy_locked(id);
 	pthread_mutex_unlock(&cm->lock);
+	return delivered;
 }
 
 /* ---- addresses and routes ---- */
@@ -867,9 +875,10 @@ bool emu_cm_route(struct emu_cm_id *id, struct emu_cm_route *r)
 	bool on_dev;
 
 	pthread_mutex_lock(&id->cm->lock);
+	/* On the device once its address is one of the node's: resolved,
+	 * or bound (listening or not) to an address other than "any". */
 	on_dev = id->state != CM_IDLE && id->state != CM_ADDR_QUERY &&
-		 id->state != CM_LISTEN &&
-		 !(id->state == CM_ADDR_BOUND &&
+		 !((id->state == CM_ADDR_BOUND || id->state == CM_LISTEN) &&
 		   cm_addr_any((struct sockaddr *)&id->src));
 	pthread_mutex_unlock(&id->cm->lock);
 	memset(r, 0, sizeof(*r));

@@ -107,12 +107,14 @@ int emu_cm_id_create(struct emu_hca *hca, struct emu_cm_chan *chan,
 		     uint64_t handle, int ps, enum ibv_qp_type qp_type,
 		     struct emu_cm_id **id_p);
 void emu_cm_id_set_handle(struct emu_cm_id *id, uint64_t handle);
-/* Moves the id's queued events with it. */
-int emu_cm_id_migrate(struct emu_cm_id *id, struct emu_cm_chan *chan);
+/* Moves the id's queued events with it; *delivered_p: as below. */
+int emu_cm_id_migrate(struct emu_cm_id *id, struct emu_cm_chan *chan,
+		      unsigned int *delivered_p);
 /* Ends the id: a connection is disconnected (DREQ) or refused (REJ), its
  * address released, its queued events dropped.  No event refers to it
- * once this returns. */
-void emu_cm_id_destroy(struct emu_cm_id *id);
+ * once this returns.  Returns how many of its events emu_cm_get_event
+ * handed out (the face waits for their acknowledgement). */
+unsigned int emu_cm_id_destroy(struct emu_cm_id *id);
 
 /* Addresses (IPv4 or IPv6). */
 int emu_cm_bind(struct emu_cm_id *id, const struct sockaddr *addr);

@@ -83,7 +83,7 @@ struct face_id {
 	bool sync; /* made without a channel: id.channel is its own */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	unsigned int reported, acked; /* events; under lock */
+	unsigned int acked; /* events acknowledged; under lock */
 	/* from the connection request: what the peer allows */
 	uint8_t resp_res, init_depth;
 	struct ibv_sa_path_rec path;
@@ -338,6 +338,7 @@ IBEMU_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 {
 	struct face_id *fid = to_fid(id);
 	struct rdma_event_channel *ch;
+	unsigned int delivered;
 
 	if (!id)
 		return face_err(EINVAL);
@@ -346,10 +347,12 @@ IBEMU_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		rdma_ack_cm_event(id->event);
 		id->event = NULL;
 	}
-	emu_cm_id_destroy(fid->emu);
-	/* As librdmacm: the events reported must be acknowledged first. */
+	delivered = emu_cm_id_destroy(fid->emu);
+	/* As librdmacm: the events reported must be acknowledged first
+	 * (counted as the emulator handed them out, so an event another
+	 * thread is still turning into a struct rdma_cm_event counts). */
 	pthread_mutex_lock(&fid->lock);
-	while (fid->acked < fid->reported)
+	while (fid->acked < delivered)
 		pthread_cond_wait(&fid->cond, &fid->lock);
 	pthread_mutex_unlock(&fid->lock);
 	if (fid->sync)
@@ -404,10 +407,12 @@ static int face_modify_err(struct face_id *fid)
 	return verbs.modify_qp(fid->id.qp, &attr, IBV_QP_STATE);
 }
 
-static void face_count(struct face_id *fid)
+/* An event of fid's settled: acknowledged, or dropped by the face. */
+static void face_ack(struct face_id *fid)
 {
 	pthread_mutex_lock(&fid->lock);
-	fid->reported++;
+	fid->acked++;
+	pthread_cond_broadcast(&fid->cond);
 	pthread_mutex_unlock(&fid->lock);
 }
 
@@ -457,6 +462,7 @@ again:
 	if (!fe) {
 		if (eev.new_id)
 			emu_cm_id_destroy(eev.new_id);
+		face_ack(fid);
 		return face_err(ENOMEM);
 	}
 	fe->ev.id = &fid->id;
@@ -481,6 +487,7 @@ again:
 		nfid = face_conn_req(fid, &eev);
 		if (!nfid) {
 			free(fe);
+			face_ack(fid);
 			goto again;
 		}
 		fe->ev.listen_id = &fid->id;
@@ -534,7 +541,6 @@ again:
 		face_sync_route(fid);
 		break;
 	}
-	face_count(fe->counted);
 	*event = &fe->ev;
 	return 0;
 }
@@ -547,11 +553,8 @@ IBEMU_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 	if (!event)
 		return face_err(EINVAL);
 	fid = fe->counted;
-	pthread_mutex_lock(&fid->lock);
-	fid->acked++;
-	pthread_cond_broadcast(&fid->cond);
-	pthread_mutex_unlock(&fid->lock);
 	free(fe);
+	face_ack(fid);
 	return 0;
 }
 
@@ -1114,6 +1117,7 @@ IBEMU_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	struct face_id *fid = to_fid(id);
 	struct rdma_event_channel *old, *ch = channel;
 	bool sync = !channel;
+	unsigned int delivered;
 	int ret;
 
 	if (!id || (fid->sync && !channel))
@@ -1124,7 +1128,7 @@ IBEMU_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 			return -1;
 	}
 	old = id->channel;
-	ret = emu_cm_id_migrate(fid->emu, to_fch(ch)->emu);
+	ret = emu_cm_id_migrate(fid->emu, to_fch(ch)->emu, &delivered);
 	if (ret) {
 		if (sync)
 			rdma_destroy_event_channel(ch);
@@ -1142,7 +1146,7 @@ IBEMU_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	pthread_mutex_lock(&fid->lock);
 	fid->sync = sync;
 	id->channel = ch;
-	while (fid->acked < fid->reported)
+	while (fid->acked < delivered)
 		pthread_cond_wait(&fid->cond, &fid->lock);
 	pthread_mutex_unlock(&fid->lock);
 	return 0;
