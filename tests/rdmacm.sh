@@ -75,6 +75,24 @@ rping_check() {
 	fi
 }
 
+# All of librdmacm's API or none of it (doc/design.md section 21): every
+# function the installed librdmacm exports, at its version, is the
+# preload's, so no call of librdmacm's own reaches its internals.
+rdmacm_so=$(ldconfig -p 2>/dev/null | awk '/librdmacm\.so\.1 .*x86-64|librdmacm\.so\.1 \(/ {print $NF; exit}')
+if command -v objdump >/dev/null && [ -n "$rdmacm_so" ] && [ -r "$rdmacm_so" ]; then
+	exports() { objdump -T "$1" | awk '$2 == "g" && $4 == ".text" && $(NF-1) ~ /^RDMACM_/ {print $(NF-1), $NF}' | sort; }
+	missing=$(comm -23 <(exports "$rdmacm_so") <(exports "$IBEMU_LIB_PATH"))
+	if [ -z "$(exports "$rdmacm_so")" ]; then
+		fail "no RDMACM_* functions read from $rdmacm_so"
+	elif [ -z "$missing" ]; then
+		pass "every function of $rdmacm_so is exported at its version"
+	else
+		fail "librdmacm functions the preload does not export:" $missing
+	fi
+else
+	echo "note: no objdump or librdmacm.so.1 to compare the exports with"
+fi
+
 rping_check "rping 127.0.0.1" 127.0.0.1 127.0.0.1 7501
 rping_check "rping, server on any address" 0.0.0.0 127.0.0.1 7502
 
