@@ -1079,8 +1079,15 @@ int emu_cm_connect(struct emu_cm_id *id, const struct emu_cm_conn *param)
 		(uint8_t)(IBEMU_MAX_MTU << 4 | id->rnr_retry));
 	cm_put8(d, REQ_MAX_RETRIES,
 		(uint8_t)(CM_MAX_RETRIES << 4 | (param->srq ? 8 : 0)));
+	/* The primary path (IBA 12.6.5): on one node, the port's own LID
+	 * and GID 0 at both ends, within the subnet. */
 	cm_put16(d, REQ_PRI_LOCAL_LID, cm->hca->node.seg->lid);
 	cm_put16(d, REQ_PRI_REMOTE_LID, cm->hca->node.seg->lid);
+	cm_put64(d, REQ_PRI_LOCAL_GID, cm->hca->node.seg->gid_prefix);
+	cm_put64(d, REQ_PRI_LOCAL_GID + 8, cm->hca->node.seg->port_guid);
+	cm_put64(d, REQ_PRI_REMOTE_GID, cm->hca->node.seg->gid_prefix);
+	cm_put64(d, REQ_PRI_REMOTE_GID + 8, cm->hca->node.seg->port_guid);
+	cm_put8(d, REQ_PRI_SL, REQ_SUBNET_LOCAL);
 	cm_put8(d, REQ_PRI_ACK_TIMEOUT, CM_LOCAL_ACK_TIMEOUT << 3);
 	cm_ip_hdr_put(id, d + REQ_PRIVATE);
 	memcpy(d + REQ_PRIVATE + CM_IP_HDR_LEN, param->private_data,

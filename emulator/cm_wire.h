@@ -65,6 +65,8 @@
 #define REQ_PRI_LOCAL_GID 56
 #define REQ_PRI_REMOTE_GID 72
 #define REQ_PRI_HOP_LIMIT 93
+#define REQ_PRI_SL 94 /* SL:4 SubnetLocal:1 resv:3 */
+#define REQ_SUBNET_LOCAL 0x08
 #define REQ_PRI_ACK_TIMEOUT 95 /* LocalACKTimeout:5 resv:3 */
 #define REQ_PRIVATE 140
 #define REQ_PRIVATE_LEN 92

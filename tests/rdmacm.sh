@@ -110,6 +110,22 @@ else
 	echo "note: no global IPv6 address on this node"
 fi
 
+# The CM's messages are IBA chapter 12 MADs to QP1: a capture shows them
+# as CM traffic (the dissector decodes each).
+if command -v tshark >/dev/null; then
+	cm_pair env IBEMU_PCAP="$dir/server.pcap" rping -s -a 127.0.0.1 -p 7510 -C 2 ::: \
+		env IBEMU_PCAP="$dir/client.pcap" rping -c -a 127.0.0.1 -p 7510 -C 2
+	msgs=$(for f in "$dir"/*.pcap*; do tshark -r "$f" 2>/dev/null; done |
+		grep -o "CM: [A-Za-z]*" | sort -u | tr '\n' ' ')
+	want="CM: ConnectReply CM: ConnectRequest CM: DisconnectReply CM: DisconnectRequest CM: ReadyToUse "
+	if [ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] && [ "$msgs" = "$want" ]; then
+		pass "captures show REQ, REP, RTU, DREQ and DREP as CM MADs"
+	else
+		fail "captures of rping: server $RC_S, client $RC_C, CM messages: $msgs"
+	fi
+	rm -f "$dir"/*.pcap*
+fi
+
 if command -v ucmatose >/dev/null; then
 	cm_pair ucmatose -p 7505 -c 4 ::: ucmatose -p 7505 -c 4 -s 127.0.0.1
 	if [ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] &&
