@@ -8,12 +8,15 @@
  * CM header of A11.6, 196 in a REP, 148 in a REJ) delivered intact and
  * one byte more refused; CONNECT_RESPONSE on an id without a QP and
  * rdma_establish; a connect nobody listens for; UD ids (SIDR) and a
- * datagram through the AH the event gives; a non-blocking channel.
+ * datagram through the AH the event gives; a non-blocking channel;
+ * rdma_destroy_id waiting for its events to be acknowledged.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -560,5 +563,64 @@ CF_TEST_IMPL(cm, nonblocking_channel)
 	CF_CHECK(rdma_get_cm_event(ch, &ev) == -1 && errno == EAGAIN,
 		 "rdma_get_cm_event on an empty non-blocking channel: %s",
 		 cf_errname(errno));
+	rdma_destroy_event_channel(ch);
+}
+
+struct cm_destroyer {
+	struct rdma_cm_id *id;
+	atomic_bool done;
+};
+
+static void *cm_destroy_thread(void *arg)
+{
+	struct cm_destroyer *d = arg;
+
+	rdma_destroy_id(d->id);
+	atomic_store(&d->done, true);
+	return NULL;
+}
+
+/* rdma_destroy_id(3): "Users must free any associated QP with the
+ * rdma_cm_id before calling this routine and ack all related events." */
+CF_TEST_IMPL(cm, destroy_waits_for_ack)
+{
+	struct rdma_event_channel *ch;
+	struct sockaddr_storage ss;
+	struct rdma_cm_event *ev;
+	struct cm_destroyer d = { 0 };
+	pthread_t t;
+
+	if (!cf_cm_addr)
+		SKIP("no address to test the RDMA CM with (-a ADDR)");
+	CF_CHECK(cm_addr(&ss, 0), "-a %s: not a numeric address", cf_cm_addr);
+	ch = rdma_create_event_channel();
+	CF_CHECK(ch != NULL, "rdma_create_event_channel: %s",
+		 cf_errname(errno));
+	if (!ch)
+		return;
+	if (rdma_create_id(ch, &d.id, NULL, RDMA_PS_TCP)) {
+		CF_CHECK(0, "rdma_create_id: %s", cf_errname(errno));
+		goto out;
+	}
+	CF_EXPECT_OK(cf_rc(rdma_resolve_addr(d.id, NULL,
+					     (struct sockaddr *)&ss, 2000)),
+		     "rdma_resolve_addr");
+	ev = cm_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, d.id);
+	if (!ev) {
+		rdma_destroy_id(d.id);
+		goto out;
+	}
+	if (pthread_create(&t, NULL, cm_destroy_thread, &d)) {
+		rdma_ack_cm_event(ev);
+		rdma_destroy_id(d.id);
+		goto out;
+	}
+	usleep(200 * 1000);
+	CF_CHECK(!atomic_load(&d.done),
+		 "rdma_destroy_id returned with an event not acknowledged");
+	rdma_ack_cm_event(ev);
+	pthread_join(t, NULL);
+	CF_CHECK(atomic_load(&d.done), "rdma_destroy_id did not return");
+out:
 	rdma_destroy_event_channel(ch);
 }
