@@ -166,12 +166,13 @@ static uint32_t cm_random(void)
 /* addr as 16 bytes: IPv6, or IPv4 mapped; *v4 says which. */
 static void cm_addr16(const struct sockaddr *sa, uint8_t out[16], bool *v4)
 {
+	const struct sockaddr_in *s4 = (const void *)sa;
+
 	memset(out, 0, 16);
+
 	if (sa->sa_family == AF_INET) {
 		out[10] = out[11] = 0xff;
-		memcpy(out + 12,
-		       &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
-		       4);
+		memcpy(out + 12, &s4->sin_addr, 4);
 		*v4 = true;
 	} else {
 		memcpy(out,

@@ -1370,7 +1370,7 @@ IBEMU_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 				  const struct rdma_addrinfo *hints,
 				  struct rdma_addrinfo **res)
 {
-	struct addrinfo h, *ai = NULL, *sai = NULL;
+	struct addrinfo h, *ai = NULL;
 	struct rdma_addrinfo *r;
 	int ret, gai;
 
@@ -1400,10 +1400,10 @@ IBEMU_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	r->ai_family = ai->ai_family;
 	r->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space
 							 : RDMA_PS_TCP;
-	r->ai_qp_type = hints && hints->ai_qp_type
-				? hints->ai_qp_type
-				: (int)face_ps_qp_type(
-					  (enum rdma_port_space)r->ai_port_space);
+	r->ai_qp_type = (int)face_ps_qp_type(
+		(enum rdma_port_space)r->ai_port_space);
+	if (hints && hints->ai_qp_type)
+		r->ai_qp_type = hints->ai_qp_type;
 	if (r->ai_flags & RAI_PASSIVE) {
 		r->ai_src_addr = face_sa_dup(ai->ai_addr, ai->ai_addrlen);
 		r->ai_src_len = ai->ai_addrlen;
@@ -1435,8 +1435,6 @@ nomem:
 	face_free_ai(r);
 out:
 	freeaddrinfo(ai);
-	if (sai)
-		freeaddrinfo(sai);
 	return ret ? face_err(ret) : 0;
 }
 
