@@ -64,6 +64,9 @@
 #define CM_LIVENESS_MS 100
 #define CM_LOCAL_ACK_TIMEOUT 14 /* 4.096 us * 2^14 = 67 ms (IBA 9.7.6.1.3) */
 #define CM_BACKLOG_MAX 1024
+/* The time wait after a disconnection (IBA 12.9.6): twice the packet
+ * lifetime the path gives (CM_LOCAL_ACK_TIMEOUT) and some. */
+#define CM_TIMEWAIT_MS 150
 #define CM_UDP_QKEY 0x01234567u /* rdma_cma.h RDMA_UDP_QKEY */
 
 enum cm_state {
@@ -299,6 +302,29 @@ static void cm_event_locked(struct emu_cm_id *id,
 }
 
 static void cm_id_destroy_locked(struct emu_cm_id *id);
+
+/*
+ * The connection is over: DISCONNECTED now, and after the time wait
+ * (IBA 12.9.6: no message of the old connection can still arrive) the
+ * id reports TIMEWAIT_EXIT, as the kernel's rdma_cm does.  ev: the
+ * DISCONNECTED event to queue (NULL: one without data).
+ */
+static void cm_disconnected_locked(struct emu_cm_id *id,
+				   struct emu_cm_event *ev)
+{
+	struct emu_cm_event plain;
+
+	if (!ev) {
+		memset(&plain, 0, sizeof(plain));
+		ev = &plain;
+	}
+	ev->event = EMU_CM_DISCONNECTED;
+	id->state = CM_DISCONNECTED;
+	id->has_last = false;
+	id->deadline = cm_now() + CM_TIMEWAIT_MS * 1000000ull;
+	cm_queue_locked(id, ev);
+	pthread_cond_signal(&id->cm->cond);
+}
 
 /* Drop id's queued events; the requests a listener had not handed out
  * yet are refused (their ids destroyed).  Caller holds cm.lock. */
@@ -1674,9 +1700,7 @@ static void cm_recv_rej_locked(struct emu_cm *cm, const uint8_t *mad,
 	case CM_ESTABLISHED:
 		/* IBA 12.6.7: a REJ of an established connection is
 		 * taken as its end (stale connection) */
-		id->state = CM_DISCONNECTED;
-		id->deadline = 0;
-		cm_event_locked(id, EMU_CM_DISCONNECTED, 0);
+		cm_disconnected_locked(id, NULL);
 		return;
 	default:
 		return;
@@ -1721,14 +1745,10 @@ static void cm_recv_dreq_locked(struct emu_cm *cm, const uint8_t *mad,
 	default:
 		return;
 	}
-	id->state = CM_DISCONNECTED;
-	id->deadline = 0;
-	id->has_last = false;
 	memset(&ev, 0, sizeof(ev));
-	ev.event = EMU_CM_DISCONNECTED;
 	ev.param.private_data_len = DREQ_PRIVATE_LEN;
 	memcpy(ev.param.private_data, d + DREQ_PRIVATE, DREQ_PRIVATE_LEN);
-	cm_queue_locked(id, &ev);
+	cm_disconnected_locked(id, &ev);
 }
 
 static void cm_recv_drep_locked(struct emu_cm *cm, const uint8_t *mad,
@@ -1740,10 +1760,7 @@ static void cm_recv_drep_locked(struct emu_cm *cm, const uint8_t *mad,
 	id = cm_find_locked(cm, cm_get32(d, DREP_REMOTE_COMM_ID), slot);
 	if (!id || id->state != CM_DREQ_SENT)
 		return;
-	id->state = CM_DISCONNECTED;
-	id->deadline = 0;
-	id->has_last = false;
-	cm_event_locked(id, EMU_CM_DISCONNECTED, 0);
+	cm_disconnected_locked(id, NULL);
 }
 
 void cm_recv_locked(struct engine *e, const struct pkt *p)
@@ -1807,8 +1824,7 @@ static void cm_peer_gone_locked(struct emu_cm_id *id)
 	case CM_DREQ_SENT:
 		if (id->qp_type == IBV_QPT_UD)
 			return;
-		id->state = CM_DISCONNECTED;
-		cm_event_locked(id, EMU_CM_DISCONNECTED, 0);
+		cm_disconnected_locked(id, NULL);
 		break;
 	case CM_REQ_SENT:
 	case CM_REP_SENT:
@@ -1830,6 +1846,11 @@ static void cm_timeout_locked(struct emu_cm_id *id, uint64_t now)
 		id->state = CM_ADDR_BOUND;
 		cm_event_locked(id, EMU_CM_ADDR_ERROR, -ETIMEDOUT);
 		return;
+	case CM_DISCONNECTED:
+		/* the time wait is over */
+		if (id->qp_type != IBV_QPT_UD)
+			cm_event_locked(id, EMU_CM_TIMEWAIT_EXIT, 0);
+		return;
 	case CM_REQ_SENT:
 	case CM_REP_SENT:
 	case CM_SIDR_REQ_SENT:
@@ -1847,8 +1868,7 @@ static void cm_timeout_locked(struct emu_cm_id *id, uint64_t now)
 	}
 	if (id->state == CM_DREQ_SENT) {
 		/* IBA 12.9.6: the DREQ timed out; the connection is over */
-		id->state = CM_DISCONNECTED;
-		cm_event_locked(id, EMU_CM_DISCONNECTED, 0);
+		cm_disconnected_locked(id, NULL);
 		return;
 	}
 	if (id->state == CM_REQ_SENT)

@@ -174,6 +174,20 @@ static void test_connect_accept_disconnect(void)
 	CU_ASSERT(emu_cm_disconnect(c) == 0);
 	CU_ASSERT(expect(EMU_CM_DISCONNECTED, s, &ev));
 	CU_ASSERT(expect(EMU_CM_DISCONNECTED, c, &ev));
+	/* then, after the time wait (IBA 12.9.6), each end's
+	 * TIMEWAIT_EXIT, in either order */
+	{
+		struct emu_cm_id *seen[2] = { NULL, NULL };
+		int i;
+
+		for (i = 0; i < 2; i++) {
+			CU_ASSERT_FATAL(next_event(&ev));
+			CU_ASSERT(ev.event == EMU_CM_TIMEWAIT_EXIT);
+			seen[i] = ev.id;
+		}
+		CU_ASSERT((seen[0] == s && seen[1] == c) ||
+			  (seen[0] == c && seen[1] == s));
+	}
 	emu_cm_id_destroy(s);
 	emu_cm_id_destroy(c);
 	emu_cm_id_destroy(l);
