@@ -1242,6 +1242,22 @@ out:
 	return ret;
 }
 
+int emu_cm_notify(struct emu_cm_id *id)
+{
+	struct emu_cm *cm = id->cm;
+
+	pthread_mutex_lock(&cm->lock);
+	/* IBA 12.9.5: data on the QP before the RTU stands for it */
+	if (id->state == CM_REP_SENT) {
+		id->deadline = 0;
+		id->has_last = false;
+		id->state = CM_ESTABLISHED;
+		cm_event_locked(id, EMU_CM_ESTABLISHED, 0);
+	}
+	pthread_mutex_unlock(&cm->lock);
+	return 0;
+}
+
 int emu_cm_disconnect(struct emu_cm_id *id)
 {
 	struct emu_cm *cm = id->cm;

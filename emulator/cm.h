@@ -139,6 +139,9 @@ int emu_cm_reject(struct emu_cm_id *id, const void *private_data,
 		  uint8_t len);
 /* The active side's RTU (after CONNECT_RESPONSE). */
 int emu_cm_establish(struct emu_cm_id *id);
+/* The passive side's QP received data before the RTU (rdma_notify with
+ * IBV_EVENT_COMM_EST): the connection is established. */
+int emu_cm_notify(struct emu_cm_id *id);
 int emu_cm_disconnect(struct emu_cm_id *id);
 /* rdma_init_qp_attr: attr->qp_state in: the state asked for. */
 int emu_cm_init_qp_attr(struct emu_cm_id *id, struct ibv_qp_attr *attr,

@@ -1046,9 +1046,12 @@ IBEMU_EXPORT int rdma_establish(struct rdma_cm_id *id)
 
 IBEMU_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 {
-	(void)event;
-	/* The RTU always follows on one node; nothing is waiting on it. */
-	return id ? 0 : face_err(EINVAL);
+	if (!id)
+		return face_err(EINVAL);
+	/* Only communication established means anything to the CM. */
+	if (event != IBV_EVENT_COMM_EST)
+		return 0;
+	return emu_cm_notify(to_fid(id)->emu) ? face_err(EINVAL) : 0;
 }
 
 IBEMU_EXPORT int rdma_disconnect(struct rdma_cm_id *id)

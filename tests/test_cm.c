@@ -219,6 +219,37 @@ static void test_reject_private_data(void)
 	emu_cm_id_destroy(l);
 }
 
+/* IBA 12.9.5: data before the RTU establishes the passive side (what
+ * rdma_notify(IBV_EVENT_COMM_EST) reports); the RTU that follows adds no
+ * second ESTABLISHED. */
+static void test_notify_establishes(void)
+{
+	struct emu_cm_id *l = listener(9007), *c = client(9007), *s;
+	struct emu_cm_conn p;
+	struct emu_cm_event ev;
+	int fl = fcntl(chan_fd, F_GETFL);
+
+	memset(&p, 0, sizeof(p));
+	p.qp_num = 0x99;
+	CU_ASSERT_FATAL(emu_cm_connect(c, &p) == 0);
+	CU_ASSERT_FATAL(expect(EMU_CM_CONNECT_REQUEST, l, &ev));
+	s = ev.new_id;
+	emu_cm_id_set_handle(s, 3);
+	CU_ASSERT_FATAL(emu_cm_accept(s, &p) == 0);
+	CU_ASSERT_FATAL(expect(EMU_CM_CONNECT_RESPONSE, c, &ev));
+	CU_ASSERT(emu_cm_notify(s) == 0);
+	CU_ASSERT(expect(EMU_CM_ESTABLISHED, s, &ev));
+	CU_ASSERT(emu_cm_establish(c) == 0);
+	usleep(100000);
+	CU_ASSERT_FATAL(fcntl(chan_fd, F_SETFL, fl | O_NONBLOCK) == 0);
+	CU_ASSERT(emu_cm_get_event(chan, &ev) == EAGAIN);
+	fcntl(chan_fd, F_SETFL, fl);
+	emu_cm_id_destroy(c);
+	CU_ASSERT(expect(EMU_CM_DISCONNECTED, s, &ev));
+	emu_cm_id_destroy(s);
+	emu_cm_id_destroy(l);
+}
+
 static void test_no_listener(void)
 {
 	struct emu_cm_id *c = client(9003);
@@ -424,6 +455,7 @@ int main(void)
 		{ "connect_accept_disconnect",
 		  test_connect_accept_disconnect },
 		{ "reject_private_data", test_reject_private_data },
+		{ "notify_establishes", test_notify_establishes },
 		{ "no_listener", test_no_listener },
 		{ "address_rules", test_address_rules },
 		{ "nonblocking_channel", test_nonblocking_channel },
