@@ -18,17 +18,20 @@
 const char *cf_dev_name;
 int cf_port = 1;
 int cf_gid_index;
+const char *cf_cm_addr;
 
 static void usage(FILE *out, const char *argv0)
 {
 	fprintf(out,
 		"Usage: %s [-d DEVICE] [-i PORT] [-g GIDIDX] [-s SUITE] "
-		"[-x SUITE/TEST]... [-l] [-h]\n"
+		"[-x SUITE/TEST]... [-a ADDR] [-l] [-h]\n"
 		"  -d DEVICE  device to test (default: the first one)\n"
 		"  -i PORT    port number (default 1)\n"
 		"  -g GIDIDX  GID index (default 0)\n"
 		"  -s SUITE   run only the suites whose name contains SUITE\n"
 		"  -x S/T     leave test T of suite S out (printed as a SKIP)\n"
+		"  -a ADDR    the device's IP address, for the RDMA CM suite\n"
+		"             (cm; skipped without it)\n"
 		"  -l         list the suites and tests, run nothing\n"
 		"  -h         this help\n",
 		argv0);
@@ -84,7 +87,7 @@ int main(int argc, char **argv)
 	CU_pRunSummary sum;
 	int opt, list = 0, ret;
 
-	while ((opt = getopt(argc, argv, "d:i:g:s:x:lh")) != -1) {
+	while ((opt = getopt(argc, argv, "d:i:g:s:x:a:lh")) != -1) {
 		switch (opt) {
 		case 'd':
 			cf_dev_name = optarg;
@@ -104,6 +107,9 @@ int main(int argc, char **argv)
 					"(at most 32)\n", optarg);
 				return 99;
 			}
+			break;
+		case 'a':
+			cf_cm_addr = optarg;
 			break;
 		case 'l':
 			list = 1;

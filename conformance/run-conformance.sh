@@ -19,14 +19,15 @@ fi
 # Tests of capabilities ibemu offers: a SKIP of one on ibemu0 is a failure
 # (the capability went missing), though on a device without it the same
 # test skips.
-must_run='rc_ex/(cq_ex_stamps|cq_ex_ud_readers|wr_atomic_write|wr_atomic_write_err|parent_domain)|td/'
+must_run='cm/|rc_ex/(cq_ex_stamps|cq_ex_ud_readers|wr_atomic_write|wr_atomic_write_err|parent_domain)|td/'
 IBEMU_NODE=${IBEMU_NODE:-conformance-$$}
 CF_RC_STRESS_MSGS=${CF_RC_STRESS_MSGS:-100000}
 # ibemu gives a parent domain's allocators its queue buffers (ibemu(7)).
 CF_EXPECT_PD_ALLOCATORS=1
 export IBEMU_NODE CF_RC_STRESS_MSGS CF_EXPECT_PD_ALLOCATORS
 out=$(mktemp)
-LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}" "$prog" -d ibemu0 "$@" >"$out" 2>&1
+# The RDMA CM suite on the node's loopback address (ibemu(7)).
+LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}" "$prog" -d ibemu0 -a 127.0.0.1 "$@" >"$out" 2>&1
 rc=$?
 cat "$out"
 if [ "$rc" = 0 ] && grep -Eq "^SKIP: ($must_run)" "$out"; then

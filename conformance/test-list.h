@@ -238,3 +238,12 @@ CF_TEST(import, dup_fd)
 
 CF_SUITE(import_peer, NULL, NULL)
 CF_PEER(import_peer, scm_rights, scm_rights, none, 0)
+
+CF_SUITE(cm, NULL, NULL)
+CF_TEST(cm, connect_data_disconnect)
+CF_TEST(cm, private_data_sizes)
+CF_TEST(cm, response_without_qp)
+CF_TEST(cm, no_listener)
+CF_TEST(cm, ud)
+CF_TEST(cm, nonblocking_channel)
+CF_TEST(cm, destroy_waits_for_ack)

@@ -101,6 +101,8 @@ void emu_hca_fork_child(void)
 	hca->pid = getpid();
 	hca->refs = 0;
 	engine_forget(hca);
+	/* The parent's CM (its thread is not here) is left behind. */
+	atomic_store(&hca->cm, NULL);
 	pcap_forget();
 	ah_table_fini(hca);
 	mw_table_fini(hca);

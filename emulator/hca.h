@@ -39,6 +39,8 @@ struct tp_peer;
  * the data path reads table entries without it (acquire loads of
  * entries published with release order).
  */
+struct emu_cm;
+
 struct emu_hca {
 	pthread_mutex_t lock;
 	unsigned int refs; /* open contexts */
@@ -58,6 +60,9 @@ struct emu_hca {
 	struct ibv_ah_attr **ah_table; /* IBEMU_MAX_AH entries, by handle */
 	uint32_t ah_cursor;
 	struct engine *engine; /* the data path (engine.h) */
+	/* The RDMA CM (cm.c), started by its first user; set once, read
+	 * by the engine for packets to QP1 */
+	struct emu_cm *_Atomic cm;
 	/* XRC domains of this process by inode, and its XRC SRQs (xrc.c).
 	 * Lock rule: xrcds under hca.lock; xsrqs changes under engine.lock
 	 * and is read by the responder, which runs under it. */

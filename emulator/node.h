@@ -42,7 +42,7 @@
 #include "params.h"
 
 #define IBEMU_NODE_MAGIC 0x6962656d756e6f64ull /* "ibemunod" */
-#define IBEMU_NODE_LAYOUT 5
+#define IBEMU_NODE_LAYOUT 6
 
 /* Byte offsets of the liveness locks in the segment's file (advisory:
  * they do not touch the mapped data). */
@@ -101,6 +101,29 @@ struct node_mcast_grp {
 	uint32_t qpn[IBEMU_MAX_MCAST_QP_ATTACH];
 };
 
+/*
+ * One bound address of the node's RDMA CM (node_cm.c): a port of a port
+ * space, on one address or on all (wildcard), held by one process, and
+ * whether that process listens on it.  What the kernel's rdma_cm keeps
+ * per network namespace.  Lock rule: node_seg.lock.  owner == 0: a free
+ * entry; an entry whose owner's token no longer matches, or whose owner
+ * is not alive, is free as well (its process died without releasing).
+ */
+struct node_cm_port {
+	uint32_t owner; /* index in procs[] + 1; 0: free */
+	uint32_t flags; /* NODE_CM_* */
+	uint64_t token; /* the owner's token when it bound */
+	uint16_t ps; /* port space (rdma_cma.h RDMA_PS_*) */
+	uint16_t port; /* host order */
+	uint8_t addr[16]; /* IPv6, or IPv4 mapped (::ffff:a.b.c.d) */
+};
+
+#define NODE_CM_LISTEN 1u
+#define NODE_CM_WILDCARD 2u /* any address of the node */
+#define NODE_CM_REUSE 4u /* RDMA_OPTION_ID_REUSEADDR */
+#define NODE_CM_V4 8u /* bound as an IPv4 address */
+#define NODE_CM_AFONLY 16u /* an IPv6 wildcard that takes no IPv4 */
+
 struct node_seg {
 	uint64_t magic;
 	uint32_t layout;
@@ -122,6 +145,7 @@ struct node_seg {
 	struct node_proc procs[IBEMU_MAX_PROCS];
 	struct node_qp qps[IBEMU_MAX_QP];
 	struct node_mcast_grp mcast[IBEMU_MAX_MCAST_GRP];
+	struct node_cm_port cm_ports[IBEMU_MAX_CM_PORTS];
 };
 
 /* A process's view of its node. */
@@ -197,6 +221,22 @@ int node_mcast_leave(struct node *node, const uint8_t mgid[16], uint16_t mlid,
 		     uint32_t qpn);
 unsigned int node_mcast_procs(struct node *node, const uint8_t mgid[16],
 			      uint16_t mlid, int32_t *slots, unsigned int max);
+
+/*
+ * The RDMA CM's bound addresses (node_cm.c).  bind: *port_p 0 takes a
+ * free ephemeral port; 0, -EADDRINUSE, or -ENOMEM when the table is
+ * full; *index_p names the entry for listen and release.  listen:
+ * 0 or -EADDRINUSE (another listener on the same port and address).
+ * lookup: the live process listening on (ps, addr, port), an exact
+ * address before a wildcard: 0 or -ENOENT.
+ */
+int node_cm_bind(struct node *node, uint16_t ps, const uint8_t addr[16],
+		 uint32_t flags, uint16_t *port_p, int *index_p);
+int node_cm_listen(struct node *node, int index);
+void node_cm_release(struct node *node, int index);
+int node_cm_lookup(struct node *node, uint16_t ps, const uint8_t addr[16],
+		   bool v4, uint16_t port, int32_t *slot_p,
+		   uint64_t *token_p);
 
 /* Helpers shared with the tools. */
 int node_default_name(char *buf, size_t len);

@@ -75,5 +75,9 @@
 
 /* Node segment: processes attached at once. */
 #define IBEMU_MAX_PROCS 1024
+/* Bound RDMA CM addresses of a node (node_cm.c): listeners and the
+ * ports of connecting ids (40 bytes each in the node segment; a 3.5 MiB
+ * /dev/shm must still hold the segment and one inbox, tests/small-shm.sh). */
+#define IBEMU_MAX_CM_PORTS 1024
 
 #endif /* IBEMU_PARAMS_H */

@@ -254,8 +254,13 @@ static void engine_dispatch(struct engine *e, const struct pkt *p)
 	/* No such QP here (destroyed, or never was): the packet is
 	 * silently dropped, as an HCA drops a packet for an invalid
 	 * destination QP (IBA 9.6.1.1); the sender times out. */
-	if (!qp)
+	if (!qp) {
+		/* QP1 is the CM's (IBA 12.6.1): off the lookup's fast
+		 * path, as QPN 1 is never in the table. */
+		if (p->qpn == 1)
+			cm_recv_locked(e, p);
 		return;
+	}
 	pthread_mutex_lock(&qp->lock);
 	if (p->op->mask & OPM_REQ)
 		resp_recv_locked(qp, p);

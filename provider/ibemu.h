@@ -203,6 +203,9 @@ struct pabi_funcs {
 };
 extern struct pabi_funcs pabi;
 bool ibemu_is_ours(const struct ibv_context *context);
+/* A stock libibverbs function, found in libibverbs's scope (shim.c);
+ * NULL when libibverbs is not in the process. */
+void *ibemu_verbs_sym(const char *name, const char *version);
 bool ibemu_shim_enabled(void);
 int ibemu_pipe_rdwr(int *fd_p);
 /* PABI 34's ibv_query_gid_type(), interposed; type is enum ibv_gid_type_sysfs */

@@ -196,6 +196,13 @@ static bool shim_ensure_init(void)
 	return atomic_load_explicit(&shim_resolved, memory_order_relaxed);
 }
 
+void *ibemu_verbs_sym(const char *name, const char *version)
+{
+	if (!shim_ensure_init())
+		return NULL;
+	return real_sym(name, version);
+}
+
 bool ibemu_is_ours(const struct ibv_context *context)
 {
 	return context && context->device &&

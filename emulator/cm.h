@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RDMA communication manager of the emulated HCA (cm.c): what the
+ * kernel's rdma_cm and ib_cm do for a real one.  CM ids with their
+ * addresses, listeners, the connection state machine of IBA 12.9, the
+ * CM messages (cm_wire.h) that travel as packets to QP1 of the peer's
+ * port, retransmission and timeouts, and the events the librdmacm face
+ * (provider/rdmacm.c) reads.
+ *
+ * The face never receives a call from here: events are queued on an
+ * event channel whose descriptor (an eventfd counting queued events)
+ * the application polls; emu_cm_get_event() reads one count,
+ * honouring the descriptor's O_NONBLOCK, and takes the oldest event.
+ *
+ * Errors are positive errno values (emu.h); events carry a status as
+ * librdmacm reports it (0, a negative errno, or an IBA reject reason).
+ */
+#ifndef IBEMU_CM_H
+#define IBEMU_CM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <infiniband/verbs.h>
+
+struct emu_hca;
+struct emu_cm_chan;
+struct emu_cm_id;
+
+/* Port spaces, as rdma_cma.h numbers them. */
+#define EMU_CM_PS_IPOIB 0x0002
+#define EMU_CM_PS_TCP 0x0106
+#define EMU_CM_PS_UDP 0x0111
+#define EMU_CM_PS_IB 0x013f
+
+/* Event types: enum rdma_cm_event_type's values. */
+enum emu_cm_event_type {
+	EMU_CM_ADDR_RESOLVED,
+	EMU_CM_ADDR_ERROR,
+	EMU_CM_ROUTE_RESOLVED,
+	EMU_CM_ROUTE_ERROR,
+	EMU_CM_CONNECT_REQUEST,
+	EMU_CM_CONNECT_RESPONSE,
+	EMU_CM_CONNECT_ERROR,
+	EMU_CM_UNREACHABLE,
+	EMU_CM_REJECTED,
+	EMU_CM_ESTABLISHED,
+	EMU_CM_DISCONNECTED,
+	EMU_CM_DEVICE_REMOVAL,
+	EMU_CM_MULTICAST_JOIN,
+	EMU_CM_MULTICAST_ERROR,
+	EMU_CM_ADDR_CHANGE,
+	EMU_CM_TIMEWAIT_EXIT,
+};
+
+#define EMU_CM_PRIVATE_MAX 256
+
+/* What a connect, accept or a connection event carries. */
+struct emu_cm_conn {
+	uint8_t private_data[EMU_CM_PRIVATE_MAX];
+	uint8_t private_data_len;
+	uint8_t responder_resources;
+	uint8_t initiator_depth;
+	uint8_t flow_control;
+	uint8_t retry_count;
+	uint8_t rnr_retry_count;
+	uint8_t srq;
+	uint32_t qp_num;
+	uint32_t qkey; /* UD */
+	struct ibv_ah_attr ah_attr; /* UD: how to reach the peer */
+};
+
+struct emu_cm_event {
+	uint64_t handle; /* the id's, as the face set it */
+	struct emu_cm_id *id;
+	/* CONNECT_REQUEST: the new id (handle 0 until the face names it)
+	 * and the listener's handle in handle. */
+	struct emu_cm_id *new_id;
+	enum emu_cm_event_type event;
+	int status;
+	struct emu_cm_conn param;
+};
+
+/* The path an id's connection takes (one node: the node's own port). */
+struct emu_cm_route {
+	union ibv_gid sgid, dgid;
+	uint16_t slid, dlid;
+	uint16_t pkey;
+	enum ibv_mtu mtu;
+	uint8_t port_num;
+};
+
+/* The process's CM on hca, started on first use; it lives as long as
+ * the process holds hca. */
+int emu_cm_open(struct emu_hca *hca);
+
+/* Event channels.  *fd_p: the descriptor the application polls. */
+int emu_cm_chan_create(struct emu_hca *hca, struct emu_cm_chan **chan_p,
+		       int *fd_p);
+/* EBUSY if ids still use it. */
+int emu_cm_chan_destroy(struct emu_cm_chan *chan);
+/* The next event: 0, EAGAIN (non-blocking descriptor, none queued),
+ * EINTR, or another errno of read(2). */
+int emu_cm_get_event(struct emu_cm_chan *chan, struct emu_cm_event *ev);
+
+int emu_cm_id_create(struct emu_hca *hca, struct emu_cm_chan *chan,
+		     uint64_t handle, int ps, enum ibv_qp_type qp_type,
+		     struct emu_cm_id **id_p);
+void emu_cm_id_set_handle(struct emu_cm_id *id, uint64_t handle);
+/* Moves the id's queued events with it; *delivered_p: as below. */
+int emu_cm_id_migrate(struct emu_cm_id *id, struct emu_cm_chan *chan,
+		      unsigned int *delivered_p);
+/* Ends the id: a connection is disconnected (DREQ) or refused (REJ), its
+ * address released, its queued events dropped.  No event refers to it
+ * once this returns.  Returns how many of its events emu_cm_get_event
+ * handed out (the face waits for their acknowledgement). */
+unsigned int emu_cm_id_destroy(struct emu_cm_id *id);
+
+/* Addresses (IPv4 or IPv6). */
+int emu_cm_bind(struct emu_cm_id *id, const struct sockaddr *addr);
+int emu_cm_set_reuseaddr(struct emu_cm_id *id, bool on);
+int emu_cm_set_afonly(struct emu_cm_id *id, bool on);
+/* ADDR_RESOLVED, or ADDR_ERROR once timeout_ms passed. */
+int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
+			const struct sockaddr *dst, int timeout_ms);
+int emu_cm_resolve_route(struct emu_cm_id *id, int timeout_ms);
+void emu_cm_addrs(struct emu_cm_id *id, struct sockaddr_storage *src,
+		  struct sockaddr_storage *dst);
+/* false until the address is resolved or bound to a local address */
+bool emu_cm_route(struct emu_cm_id *id, struct emu_cm_route *route);
+/* Whether addr is one of the node's: it belongs to ibemu0. */
+bool emu_cm_addr_is_local(const struct sockaddr *addr);
+
+int emu_cm_listen(struct emu_cm_id *id, int backlog);
+/* param->qp_num: the local QP; its starting PSN is drawn here. */
+int emu_cm_connect(struct emu_cm_id *id, const struct emu_cm_conn *param);
+int emu_cm_accept(struct emu_cm_id *id, const struct emu_cm_conn *param);
+int emu_cm_reject(struct emu_cm_id *id, const void *private_data,
+		  uint8_t len);
+/* The active side's RTU (after CONNECT_RESPONSE). */
+int emu_cm_establish(struct emu_cm_id *id);
+/* The passive side's QP received data before the RTU (rdma_notify with
+ * IBV_EVENT_COMM_EST): the connection is established. */
+int emu_cm_notify(struct emu_cm_id *id);
+int emu_cm_disconnect(struct emu_cm_id *id);
+/* rdma_init_qp_attr: attr->qp_state in: the state asked for. */
+int emu_cm_init_qp_attr(struct emu_cm_id *id, struct ibv_qp_attr *attr,
+			int *mask);
+/* Ports (host order). */
+uint16_t emu_cm_src_port(struct emu_cm_id *id);
+uint16_t emu_cm_dst_port(struct emu_cm_id *id);
+
+#endif /* IBEMU_CM_H */
