@@ -5,11 +5,13 @@
 # addresses; a connect nobody answers is refused, not left hanging; a
 # peer that dies is seen as DISCONNECTED.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/serverclient.sh"
 need rping
 need timeout
 dir=$(mktemp -d)
 SRV_PID=
 cleanup() {
+	sc_cleanup
 	[ -n "$SRV_PID" ] && kill "$SRV_PID" 2>/dev/null && wait "$SRV_PID" 2>/dev/null
 	rm -rf "$dir"
 	ibemu_cleanup
@@ -17,38 +19,21 @@ cleanup() {
 trap cleanup EXIT
 secs=30
 
-# cm_pair NAME SERVER-ARGV... ::: CLIENT-ARGV...: the server in the
-# background, then the client, again (at most 40 times) while it finds
-# nobody listening yet and the server lives; then waits for the server
-# (killed, by its PID, if its client failed).  RC_S, RC_C: exit codes.
+# cm_pair SERVER-ARGV... ::: CLIENT-ARGV...: sc_pair (serverclient.sh)
+# with both sides under `ibemu run`, meeting through the CM: the client
+# is run again while it finds nobody listening yet.  RC_S, RC_C: exit
+# codes.
 cm_pair() {
-	local a seen=0 try
-	local -a srv=() cli=()
+	local a
+	local -a args=("$IBEMU" run --)
 	for a in "$@"; do
-		if [ $seen = 0 ] && [ "$a" = ":::" ]; then
-			seen=1
-		elif [ $seen = 0 ]; then
-			srv+=("$a")
-		else
-			cli+=("$a")
-		fi
+		args+=("$a")
+		[ "$a" = ":::" ] && args+=("$IBEMU" run --)
 	done
-	timeout -k 5 "$secs" stdbuf -oL -eL "$IBEMU" run -- "${srv[@]}" \
-		>"$dir/server.out" 2>&1 </dev/null &
-	SRV_PID=$!
-	for try in $(seq 40); do
-		timeout -k 5 "$secs" stdbuf -oL -eL "$IBEMU" run -- "${cli[@]}" \
-			>"$dir/client.out" 2>&1 </dev/null
-		RC_C=$?
-		[ "$RC_C" = 0 ] && break
-		kill -0 "$SRV_PID" 2>/dev/null || break
-		grep -qE "REJECTED|refused|UNREACHABLE" "$dir/client.out" || break
-		sleep 0.1
-	done
-	[ "$RC_C" = 0 ] || kill "$SRV_PID" 2>/dev/null
-	wait "$SRV_PID"
-	RC_S=$?
-	SRV_PID=
+	SC_RETRY_RE="REJECTED|refused|UNREACHABLE" sc_pair "$dir" "$secs" - \
+		"${args[@]}"
+	RC_S=$SC_SERVER_RC
+	RC_C=$SC_CLIENT_RC
 }
 
 show() {

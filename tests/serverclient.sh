@@ -3,15 +3,19 @@
 #
 #   sc_pick_port BASE          print the first port >= BASE nobody listens on
 #   sc_pair DIR SECS PORT SERVER-ARGV... ::: CLIENT-ARGV...
-#       starts the server, waits until PORT is listening, runs the client
-#       (again while it fails to connect and the server is still alive),
-#       then waits for the server.  Outputs in DIR/server.out and
-#       DIR/client.out; exit statuses in SC_SERVER_RC and SC_CLIENT_RC
-#       (124: killed by timeout); returns 0 when both exited 0.
+#       starts the server, waits until TCP PORT is listening (PORT "-":
+#       programs that meet without TCP, as through the RDMA CM), runs the
+#       client (again, 20 times at most, while its output matches
+#       SC_RETRY_RE, by default a failure to connect, and the server is
+#       still alive), then waits for the server.  Outputs in
+#       DIR/server.out and DIR/client.out; exit statuses in SC_SERVER_RC
+#       and SC_CLIENT_RC (124: killed by timeout); returns 0 when both
+#       exited 0.
 #   sc_cleanup                 kill a server still running, by its PID
 SC_SERVER_PID=
 SC_SERVER_RC=
 SC_CLIENT_RC=
+SC_RETRY_RE="couldn't connect|connection refused|unable to (connect|init the socket)"
 
 # Is anybody listening on TCP port $1 (IPv4 or IPv6)?
 sc_listening()
@@ -73,14 +77,13 @@ sc_pair()
 	timeout -k 5 "$secs" "${pre[@]}" "${srv[@]}" >"$dir/server.out" 2>&1 </dev/null &
 	SC_SERVER_PID=$!
 	SC_CLIENT_RC=125
-	if sc_wait_listen "$port" "$SC_SERVER_PID" 20; then
+	if [ "$port" = - ] || sc_wait_listen "$port" "$SC_SERVER_PID" 20; then
 		for try in $(seq 20); do
 			timeout -k 5 "$secs" "${pre[@]}" "${cli[@]}" >"$dir/client.out" 2>&1 </dev/null
 			SC_CLIENT_RC=$?
 			[ "$SC_CLIENT_RC" = 0 ] && break
 			kill -0 "$SC_SERVER_PID" 2>/dev/null || break
-			grep -qiE "couldn't connect|connection refused|unable to (connect|init the socket)" \
-				"$dir/client.out" || break
+			grep -qiE "$SC_RETRY_RE" "$dir/client.out" || break
 			sleep 0.2
 		done
 	else
