@@ -100,6 +100,27 @@ static struct emu_cm_id *client(uint16_t port)
 	return c;
 }
 
+/* c connects (its QP qp_num) to the listener l, which accepts as the
+ * new id with handle: REQ at l, REP at c.  The passive side's id. */
+static struct emu_cm_id *connect_accepted(struct emu_cm_id *c,
+					  struct emu_cm_id *l, uint32_t qp_num,
+					  uint64_t handle)
+{
+	struct emu_cm_conn p;
+	struct emu_cm_event ev;
+	struct emu_cm_id *s;
+
+	memset(&p, 0, sizeof(p));
+	p.qp_num = qp_num;
+	CU_ASSERT_FATAL(emu_cm_connect(c, &p) == 0);
+	CU_ASSERT_FATAL(expect(EMU_CM_CONNECT_REQUEST, l, &ev));
+	s = ev.new_id;
+	emu_cm_id_set_handle(s, handle);
+	CU_ASSERT_FATAL(emu_cm_accept(s, &p) == 0);
+	CU_ASSERT_FATAL(expect(EMU_CM_CONNECT_RESPONSE, c, &ev));
+	return s;
+}
+
 static void fill(uint8_t *p, unsigned int len, uint8_t seed)
 {
 	unsigned int i;
@@ -225,18 +246,10 @@ static void test_reject_private_data(void)
 static void test_notify_establishes(void)
 {
 	struct emu_cm_id *l = listener(9007), *c = client(9007), *s;
-	struct emu_cm_conn p;
 	struct emu_cm_event ev;
 	int fl = fcntl(chan_fd, F_GETFL);
 
-	memset(&p, 0, sizeof(p));
-	p.qp_num = 0x99;
-	CU_ASSERT_FATAL(emu_cm_connect(c, &p) == 0);
-	CU_ASSERT_FATAL(expect(EMU_CM_CONNECT_REQUEST, l, &ev));
-	s = ev.new_id;
-	emu_cm_id_set_handle(s, 3);
-	CU_ASSERT_FATAL(emu_cm_accept(s, &p) == 0);
-	CU_ASSERT_FATAL(expect(EMU_CM_CONNECT_RESPONSE, c, &ev));
+	s = connect_accepted(c, l, 0x99, 3);
 	CU_ASSERT(emu_cm_notify(s) == 0);
 	CU_ASSERT(expect(EMU_CM_ESTABLISHED, s, &ev));
 	CU_ASSERT(emu_cm_establish(c) == 0);
@@ -360,7 +373,7 @@ static void test_garbage_wedges_nothing(void)
 					  CM_ATTR_RTU, CM_ATTR_DREQ,
 					  CM_ATTR_DREP, CM_ATTR_SIDR_REQ,
 					  CM_ATTR_SIDR_REP, 0xffff };
-	struct emu_cm_id *l = listener(9006), *c;
+	struct emu_cm_id *l = listener(9006), *c, *s;
 	int32_t self = hca->node.proc_slot, slot;
 	uint8_t mad[CM_MAD_LEN], *d = cm_data(mad);
 	struct emu_cm_event ev;
@@ -427,25 +440,13 @@ static void test_garbage_wedges_nothing(void)
 
 	/* And the CM still connects. */
 	c = client(9006);
-	{
-		struct emu_cm_conn p;
-		struct emu_cm_id *s;
-
-		memset(&p, 0, sizeof(p));
-		p.qp_num = 0x77;
-		CU_ASSERT_FATAL(emu_cm_connect(c, &p) == 0);
-		CU_ASSERT_FATAL(expect(EMU_CM_CONNECT_REQUEST, l, &ev));
-		s = ev.new_id;
-		emu_cm_id_set_handle(s, 4);
-		CU_ASSERT(emu_cm_accept(s, &p) == 0);
-		CU_ASSERT(expect(EMU_CM_CONNECT_RESPONSE, c, &ev));
-		CU_ASSERT(emu_cm_establish(c) == 0);
-		CU_ASSERT(expect(EMU_CM_ESTABLISHED, s, &ev));
-		/* leaving sends DREQ (IBA 12.9.6): the other end learns */
-		emu_cm_id_destroy(c);
-		CU_ASSERT(expect(EMU_CM_DISCONNECTED, s, &ev));
-		emu_cm_id_destroy(s);
-	}
+	s = connect_accepted(c, l, 0x77, 4);
+	CU_ASSERT(emu_cm_establish(c) == 0);
+	CU_ASSERT(expect(EMU_CM_ESTABLISHED, s, &ev));
+	/* leaving sends DREQ (IBA 12.9.6): the other end learns */
+	emu_cm_id_destroy(c);
+	CU_ASSERT(expect(EMU_CM_DISCONNECTED, s, &ev));
+	emu_cm_id_destroy(s);
 	emu_cm_id_destroy(l);
 }
 
