@@ -19,10 +19,6 @@
 #include "log.h"
 #include "node.h"
 
-/* Multicast LIDs are 0xc000..0xfffe (IBA 4.1.3); 0xffff is permissive. */
-#define MCAST_LID_BASE 0xc000
-#define PERMISSIVE_LID 0xffff
-
 static int mcast_check(struct emu_qp *qp, const union ibv_gid *gid,
 		       uint16_t lid)
 {
@@ -35,7 +31,7 @@ static int mcast_check(struct emu_qp *qp, const union ibv_gid *gid,
 		ibemu_log_dbg("attach_mcast: not a multicast GID");
 		return EINVAL;
 	}
-	if (lid < MCAST_LID_BASE || lid == PERMISSIVE_LID) {
+	if (!lid_is_multicast(lid)) {
 		ibemu_log_dbg("attach_mcast: LID %#x is not a multicast LID",
 			      lid);
 		return EINVAL;

@@ -224,12 +224,6 @@ static bool req_ud_packet(struct emu_qp *qp, struct wqe *w,
 	return true;
 }
 
-/* Multicast LIDs are 0xc000..0xfffe (IBA 4.1.3); 0xffff is permissive. */
-static bool lid_is_multicast(uint16_t lid)
-{
-	return lid >= 0xc000 && lid != 0xffff;
-}
-
 /*
  * A datagram to a multicast group: DestQP 0xFFFFFF and the group's MLID,
  * with its MGID in the GRH (IBA 10.5).  As a switch replicates it to

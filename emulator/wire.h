@@ -13,6 +13,7 @@
 
 #include <endian.h>
 #include <linux/types.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Base Transport Header, IBA 9.2 (12 bytes). */
@@ -32,6 +33,12 @@ struct bth {
 /* The DestQP of a multicast datagram; the group is the packet's MLID and
  * MGID (IBA 10.5). */
 #define BTH_QPN_MULTICAST 0x00ffffffu
+
+/* Multicast LIDs are 0xc000..0xfffe (IBA 4.1.3); 0xffff is permissive. */
+static inline bool lid_is_multicast(uint16_t lid)
+{
+	return lid >= 0xc000 && lid != 0xffff;
+}
 #define BTH_PSN_MASK 0x00ffffffu
 
 /* RDMA Extended Transport Header, IBA 9.3.3 (16 bytes). */
