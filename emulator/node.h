@@ -237,6 +237,10 @@ void node_cm_release(struct node *node, int index);
 int node_cm_lookup(struct node *node, uint16_t ps, const uint8_t addr[16],
 		   bool v4, uint16_t port, int32_t *slot_p,
 		   uint64_t *token_p);
+/* Entry i of the table (node_seg.lock held), copied into *c: whether a
+ * live process holds it (for ibemu status). */
+bool node_cm_entry_locked(struct node *node, unsigned int i,
+			  struct node_cm_port *c);
 
 /* Helpers shared with the tools. */
 int node_default_name(char *buf, size_t len);

@@ -219,3 +219,9 @@ int node_cm_lookup(struct node *node, uint16_t ps, const uint8_t addr[16],
 	*token_p = best.token;
 	return 0;
 }
+
+bool node_cm_entry_locked(struct node *node, unsigned int i,
+			  struct node_cm_port *c)
+{
+	return i < IBEMU_MAX_CM_PORTS && cm_entry_live_locked(node, i, c);
+}

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <arpa/inet.h>
+#include <rdma/rdma_cma.h>
 #include <unistd.h>
 
 #include "inbox.h"
@@ -203,6 +205,37 @@ static const char *mr_count(struct node *node, const struct node_proc *p)
 	return buf;
 }
 
+/* The RDMA CM's listeners (node_seg.lock held): port space, address,
+ * port and process, one line each, as rdma_listen made them. */
+static void print_cm_listeners_locked(struct node *node)
+{
+	struct node_cm_port c;
+	char addr[INET6_ADDRSTRLEN];
+	const char *ps;
+	unsigned int i;
+	int32_t pid;
+
+	for (i = 0; i < IBEMU_MAX_CM_PORTS; i++) {
+		if (!node_cm_entry_locked(node, i, &c) ||
+		    !(c.flags & NODE_CM_LISTEN))
+			continue;
+		if (c.flags & NODE_CM_WILDCARD)
+			snprintf(addr, sizeof(addr), "%s",
+				 c.flags & NODE_CM_V4 ? "0.0.0.0" : "[::]");
+		else if (c.flags & NODE_CM_V4)
+			inet_ntop(AF_INET, c.addr + 12, addr, sizeof(addr));
+		else
+			inet_ntop(AF_INET6, c.addr, addr, sizeof(addr));
+		ps = c.ps == RDMA_PS_TCP ? "tcp" :
+		     c.ps == RDMA_PS_UDP ? "udp" :
+		     c.ps == RDMA_PS_IPOIB ? "ipoib" :
+		     c.ps == RDMA_PS_IB ? "ib" : "?";
+		pid = node->seg->procs[c.owner - 1].pid;
+		printf("  listen %-5s %s port %u, pid %d\n", ps, addr,
+		       (unsigned int)c.port, (int)pid);
+	}
+}
+
 static int cmd_status(void)
 {
 	struct node node;
@@ -254,6 +287,7 @@ static int cmd_status(void)
 			       : " (pid in another pid namespace)");
 	}
 	printf("QPs         %u\n", nqp);
+	print_cm_listeners_locked(&node);
 	node_unlock(&node);
 	node_close(&node);
 	return 0;
