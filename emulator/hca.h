@@ -171,6 +171,8 @@ struct qp_req {
 	uint32_t rd_atomic; /* READ/ATOMIC outstanding */
 	bool blocked; /* the peer's inbox was full */
 	uint64_t ud_full_since; /* UD: destinations full since (ns), 0: no */
+	uint64_t ud_wait_ns; /* UD: how long that destination is waited for */
+	int32_t ud_full_proc; /* UD: the node slot of the full destination */
 	/* UD: a multicast datagram's fan-out under way (req.c): the
 	 * processes with a QP attached to the group, taken when the send
 	 * began, and how many have been sent their copy. */

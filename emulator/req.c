@@ -252,8 +252,11 @@ static enum req_step req_send_mcast(struct emu_qp *qp, struct wqe *w,
 		dst = engine_peer(qp->hca->engine,
 				  qp->req.mcast.procs[qp->req.mcast.next]);
 		if (dst && !req_ud_packet(qp, w, dst, BTH_QPN_MULTICAST, iov,
-					  nr))
+					  nr)) {
+			qp->req.ud_full_proc =
+				qp->req.mcast.procs[qp->req.mcast.next];
 			return REQ_BLOCKED;
+		}
 		qp->req.mcast.next++;
 	}
 	qp->req.mcast.on = false;
@@ -293,6 +296,7 @@ static enum req_step req_send_ud(struct emu_qp *qp, struct wqe *w)
 		return REQ_COMPLETE;
 	if (!req_ud_packet(qp, w, dst, w->remote_qpn, iov, nr)) {
 		qp->req.psn = psn_add(qp->req.psn, BTH_PSN_MASK);
+		qp->req.ud_full_proc = slot;
 		return REQ_BLOCKED;
 	}
 	return REQ_COMPLETE;
@@ -423,15 +427,20 @@ static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w)
 /*
  * How long a datagram waits for a full destination before it is dropped,
  * as a fabric drops what it cannot deliver (UD is unreliable, IBA 9.8):
- * a live destination drains its inbox in microseconds; a stopped or
- * stuck one must not hold up the send queue, and the datagrams behind,
- * to other destinations.  Once the wait has run out, datagrams that find
- * a destination full are dropped at once, until one is sent again.
+ * a destination that is stopped (SIGSTOP, a debugger) or gone must not
+ * hold up the send queue, and the datagrams behind, to other
+ * destinations for long; one that runs drains its inbox as soon as it
+ * is scheduled, which on a loaded machine may take many time slices, so
+ * it is waited for as long as a claimed slot is (inbox.h).  Once the wait
+ * has run out, datagrams that find a destination full are dropped at
+ * once, until one is sent again.
  */
 #define REQ_UD_WAIT_NS (10ull * 1000 * 1000)
+#define REQ_UD_WAIT_LIVE_NS INBOX_CLAIM_GRACE_LIVE_NS
 
 static enum req_step req_send_datagram(struct emu_qp *qp, struct wqe *w)
 {
+	const struct transport_ops *tp = qp->hca->engine->tp;
 	enum req_step step = req_send_ud(qp, w);
 	uint64_t now;
 
@@ -440,10 +449,18 @@ static enum req_step req_send_datagram(struct emu_qp *qp, struct wqe *w)
 		return step;
 	}
 	now = engine_coarse_ns();
-	if (!qp->req.ud_full_since)
+	if (!qp->req.ud_full_since) {
 		qp->req.ud_full_since = now;
-	if (now - qp->req.ud_full_since < REQ_UD_WAIT_NS)
+		qp->req.ud_wait_ns = REQ_UD_WAIT_NS;
+	}
+	if (now - qp->req.ud_full_since < qp->req.ud_wait_ns)
 		return REQ_BLOCKED;
+	/* Asked once per wait: whether the destination still runs. */
+	if (qp->req.ud_wait_ns == REQ_UD_WAIT_NS && tp->peer_runs &&
+	    tp->peer_runs(qp->hca->engine, qp->req.ud_full_proc)) {
+		qp->req.ud_wait_ns = REQ_UD_WAIT_LIVE_NS;
+		return REQ_BLOCKED;
+	}
 	qp->req.mcast.on = false; /* the copies not sent are lost */
 	return REQ_DROPPED;
 }
