@@ -24,8 +24,10 @@
  * ours, or comes from a process other than the one the id talks to,
  * is dropped (or answered with REJ as IBA 12.6.7 says).  A peer that
  * stops answering makes the id time out (IBA 12.4); one that dies is
- * seen by the node's liveness (node_proc_alive) within
- * CM_LIVENESS_MS.
+ * seen at once through its process descriptor (cm_watch.h), or, where
+ * there is none, by the node's liveness (node_proc_alive) within
+ * CM_LIVENESS_MS.  An idle process with connections sleeps: the CM
+ * thread wakes for a timer, a peer's exit, or cm_wake.
  */
 #include "config.h"
 
@@ -37,12 +39,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cm.h"
+#include "cm_watch.h"
 #include "cm_wire.h"
 #include "engine.h"
 #include "hca.h"
@@ -134,6 +138,7 @@ struct emu_cm_id {
 	uint64_t deadline; /* ns, 0: no timer */
 	unsigned int retries;
 	uint64_t live_check; /* ns: next liveness look at the peer */
+	bool peer_exited; /* its watch fired: look at once */
 	/* events of the id taken off its channel (emu_cm_get_event) */
 	unsigned int delivered;
 };
@@ -141,8 +146,12 @@ struct emu_cm_id {
 struct emu_cm {
 	struct emu_hca *hca;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	int wake_fd; /* eventfd: the CM thread has work or a new timer */
 	pthread_t thread;
+	struct cm_watch watch; /* the CM thread's, under lock */
+	/* the CM thread's poll set: wake_fd, then the watched peers */
+	struct pollfd pfd[IBEMU_MAX_PROCS + 1];
+	int32_t pfd_slot[IBEMU_MAX_PROCS];
 	struct emu_cm_id *ids;
 	uint32_t next_id;
 	uint64_t next_tid;
@@ -162,6 +171,16 @@ static uint32_t cm_random(void)
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
 		v = (uint32_t)random();
 	return v;
+}
+
+/* Make the CM thread look again at its ids (a new timer or peer). */
+static void cm_wake(struct emu_cm *cm)
+{
+	uint64_t one = 1;
+
+	if (write(cm->wake_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is set already, the thread will run */
+	}
 }
 
 /* ---- addresses ---- */
@@ -323,7 +342,7 @@ static void cm_disconnected_locked(struct emu_cm_id *id,
 	id->has_last = false;
 	id->deadline = cm_now() + CM_TIMEWAIT_MS * 1000000ull;
 	cm_queue_locked(id, ev);
-	pthread_cond_signal(&id->cm->cond);
+	cm_wake(id->cm);
 }
 
 /* Drop id's queued events; the requests a listener had not handed out
@@ -485,7 +504,7 @@ static void cm_send_keep_locked(struct emu_cm_id *id, const uint8_t *mad,
 	id->deadline = timed ? cm_now() + CM_RETRY_MS * 1000000ull : 0;
 	cm_send_locked(id->cm, id->peer_slot, mad);
 	if (timed)
-		pthread_cond_signal(&id->cm->cond);
+		cm_wake(id->cm);
 }
 
 static void cm_send_rej_to(struct emu_cm *cm, int32_t slot, uint64_t tid,
@@ -862,7 +881,7 @@ int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 		id->deadline = cm_now() +
 			       (uint64_t)(timeout_ms > 0 ? timeout_ms : 1) *
 				       1000000ull;
-		pthread_cond_signal(&id->cm->cond);
+		cm_wake(id->cm);
 	}
 out:
 	pthread_mutex_unlock(&id->cm->lock);
@@ -1448,6 +1467,7 @@ static struct emu_cm_id *cm_new_conn_locked(struct emu_cm *cm,
 								 : pid.token;
 	id->live_check = cm_now() + CM_LIVENESS_MS * 1000000ull;
 	id->listener = l;
+	cm_wake(cm); /* to watch the peer */
 	l->queued++;
 	return id;
 }
@@ -1910,40 +1930,84 @@ static bool cm_has_peer(const struct emu_cm_id *id)
 	}
 }
 
+/* Look at ids whose peer is not watched by a descriptor, or whose
+ * watched peer has exited; fire the timers due.  The earliest time the
+ * thread must look again, 0: none.  Caller holds cm.lock. */
+static uint64_t cm_run_timers_locked(struct emu_cm *cm, uint64_t now)
+{
+	struct emu_cm_id *id;
+	uint64_t next = 0;
+	bool watched;
+
+	for (id = cm->ids; id; id = id->next) {
+		watched = cm_has_peer(id) &&
+			  cm_watch_peer(&cm->watch, &cm->hca->node,
+					id->peer_slot, id->peer_token);
+		if (cm_has_peer(id) && (!watched || id->peer_exited) &&
+		    now >= id->live_check) {
+			id->live_check = now + CM_LIVENESS_MS * 1000000ull;
+			if (!cm_peer_alive(cm, id->peer_slot, id->peer_token))
+				cm_peer_gone_locked(id);
+		}
+		id->peer_exited = false;
+		if (id->deadline && now >= id->deadline)
+			cm_timeout_locked(id, now);
+		if (id->deadline && (!next || id->deadline < next))
+			next = id->deadline;
+		if (cm_has_peer(id) && !watched &&
+		    (!next || id->live_check < next))
+			next = id->live_check;
+	}
+	return next;
+}
+
+/* The ids of a peer whose descriptor says it exited are looked at now. */
+static void cm_peer_exited_locked(struct emu_cm *cm, int32_t slot)
+{
+	struct emu_cm_id *id;
+
+	for (id = cm->ids; id; id = id->next) {
+		if (id->peer_slot == slot) {
+			id->peer_exited = true;
+			id->live_check = 0;
+		}
+	}
+	cm_watch_drop(&cm->watch, slot);
+}
+
 static void *cm_thread(void *arg)
 {
 	struct emu_cm *cm = arg;
-	struct emu_cm_id *id;
-	struct timespec ts;
-	uint64_t now, next;
+	struct pollfd *pfd = cm->pfd;
+	int32_t *slots = cm->pfd_slot;
+	uint64_t now, next, count;
+	unsigned int i, n;
+	int timeout, r;
 
 	pthread_mutex_lock(&cm->lock);
 	for (;;) {
 		now = cm_now();
-		next = 0;
-		for (id = cm->ids; id; id = id->next) {
-			if (cm_has_peer(id) && now >= id->live_check) {
-				id->live_check =
-					now + CM_LIVENESS_MS * 1000000ull;
-				if (!cm_peer_alive(cm, id->peer_slot,
-						   id->peer_token))
-					cm_peer_gone_locked(id);
-			}
-			if (id->deadline && now >= id->deadline)
-				cm_timeout_locked(id, now);
-			if (id->deadline && (!next || id->deadline < next))
-				next = id->deadline;
-			if (cm_has_peer(id) &&
-			    (!next || id->live_check < next))
-				next = id->live_check;
+		next = cm_run_timers_locked(cm, now);
+		n = cm_watch_fill(&cm->watch, pfd + 1, slots, IBEMU_MAX_PROCS);
+		pthread_mutex_unlock(&cm->lock);
+		pfd[0].fd = cm->wake_fd;
+		pfd[0].events = POLLIN;
+		pfd[0].revents = 0;
+		if (!next)
+			timeout = -1;
+		else if (next <= now)
+			timeout = 0;
+		else /* rounded up: a timer is never early */
+			timeout = (int)((next - now + 999999) / 1000000);
+		r = poll(pfd, n + 1, timeout);
+		if (r > 0 && (pfd[0].revents & POLLIN) &&
+		    read(cm->wake_fd, &count, sizeof(count)) < 0) {
+			/* EAGAIN: another read took it */
 		}
-		if (!next) {
-			pthread_cond_wait(&cm->cond, &cm->lock);
-			continue;
-		}
-		ts.tv_sec = (time_t)(next / 1000000000ull);
-		ts.tv_nsec = (long)(next % 1000000000ull);
-		pthread_cond_timedwait(&cm->cond, &cm->lock, &ts);
+		pthread_mutex_lock(&cm->lock);
+		for (i = 0; r > 0 && i < n; i++)
+			if (pfd[i + 1].revents)
+				cm_peer_exited_locked(cm, slots[i]);
 	}
 	return NULL;
 }
@@ -1951,7 +2015,6 @@ static void *cm_thread(void *arg)
 int emu_cm_open(struct emu_hca *hca)
 {
 	struct emu_cm *cm;
-	pthread_condattr_t ca;
 	int ret = 0;
 
 	pthread_mutex_lock(&cm_open_lock);
@@ -1966,12 +2029,16 @@ int emu_cm_open(struct emu_hca *hca)
 	cm->next_id = cm_random();
 	cm->next_tid = (uint64_t)cm_random() << 32;
 	pthread_mutex_init(&cm->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&cm->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	cm_watch_init(&cm->watch);
+	cm->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (cm->wake_fd < 0) {
+		ret = errno;
+		free(cm);
+		goto out;
+	}
 	ret = pthread_create(&cm->thread, NULL, cm_thread, cm);
 	if (ret) {
+		close(cm->wake_fd);
 		free(cm);
 		goto out;
 	}

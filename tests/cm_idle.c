@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A process whose RDMA CM connection is idle sleeps, and still learns at
+ * once that its peer died.
+ *
+ * Two processes connect an RC id through the RDMA CM (the child is the
+ * client) and then do nothing.  Over one second the server's threads
+ * must not wake: no periodic look at the peer (ibemu(7): an idle process
+ * uses no CPU).  Then the child is killed, and the server must get
+ * RDMA_CM_EVENT_DISCONNECTED within a second.
+ *
+ * Exit: 0 pass, 1 fail, 77 skip (no device).
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <rdma/rdma_cma.h>
+
+#define PORT 7791
+#define MAX_WAKEUPS 4 /* context switches of all threads in the quiet second */
+
+static int say_fail(const char *what)
+{
+	printf("FAIL: cm-idle: %s (%s)\n", what, strerror(errno));
+	return 1;
+}
+
+/* The next event on ch within ms, of type want; 0 or -1. */
+static int expect(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
+		  int ms, struct rdma_cm_id **id_p)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+	int ok;
+
+	if (poll(&p, 1, ms) != 1 || rdma_get_cm_event(ch, &ev))
+		return -1;
+	ok = ev->event == want;
+	if (!ok)
+		printf("cm-idle: got %s, wanted %s\n", rdma_event_str(ev->event),
+		       rdma_event_str(want));
+	if (id_p)
+		*id_p = ev->id;
+	rdma_ack_cm_event(ev);
+	return ok ? 0 : -1;
+}
+
+/* Context switches of every thread of this process so far. */
+static long switches(void)
+{
+	char path[300], line[128];
+	struct dirent *d;
+	long n = 0, v;
+	DIR *dir = opendir("/proc/self/task");
+	FILE *f;
+
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) ==
+				    1 ||
+			    sscanf(line, "nonvoluntary_ctxt_switches: %ld",
+				   &v) == 1)
+				n += v;
+		fclose(f);
+	}
+	closedir(dir);
+	return n;
+}
+
+static struct ibv_qp_init_attr qp_attr = {
+	.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+		 .max_recv_sge = 1 },
+	.qp_type = IBV_QPT_RC,
+};
+
+static void client(int ready_fd)
+{
+	struct rdma_event_channel *ch;
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons(PORT) };
+	struct rdma_conn_param cp = { .retry_count = 7 };
+	struct rdma_cm_id *id;
+
+	char c;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (read(ready_fd, &c, 1) != 1) /* the server listens */
+		_exit(1);
+	ch = rdma_create_event_channel();
+	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000) ||
+	    expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 3000, NULL) ||
+	    rdma_resolve_route(id, 2000) ||
+	    expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 3000, NULL) ||
+	    rdma_create_qp(id, NULL, &qp_attr) || rdma_connect(id, &cp) ||
+	    expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL))
+		_exit(1);
+	for (;;)
+		pause(); /* idle until killed */
+}
+
+int main(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons(PORT) };
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *lid, *cid;
+	struct rdma_conn_param cp = { .retry_count = 7 };
+	struct timespec t0, t1;
+	long before, after, ms;
+	pid_t child;
+	int st, ready[2];
+
+	/* The child is made before any RDMA resource (a forked child may
+	 * not use its parent's, ibv_fork_init(3)). */
+	if (pipe(ready))
+		return say_fail("pipe");
+	child = fork();
+	if (child == 0)
+		client(ready[0]);
+	if (child < 0)
+		return say_fail("fork");
+	ch = rdma_create_event_channel();
+	if (!ch) {
+		printf("SKIP: cm-idle: no RDMA CM (%s)\n", strerror(errno));
+		kill(child, SIGKILL);
+		return 77;
+	}
+	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+	if (rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(lid, (struct sockaddr *)&sin) ||
+	    rdma_listen(lid, 1) || write(ready[1], "l", 1) != 1) {
+		kill(child, SIGKILL);
+		return say_fail("listen");
+	}
+	if (expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000, &cid) ||
+	    rdma_create_qp(cid, NULL, &qp_attr) || rdma_accept(cid, &cp) ||
+	    expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL)) {
+		kill(child, SIGKILL);
+		return say_fail("connect");
+	}
+	usleep(200 * 1000); /* the child reaches pause() */
+	before = switches();
+	sleep(1);
+	after = switches();
+	printf("cm-idle: %ld context switches in 1 s of an idle connection\n",
+	       after - before);
+	kill(child, SIGKILL);
+	waitpid(child, &st, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (expect(ch, RDMA_CM_EVENT_DISCONNECTED, 3000, NULL)) {
+		printf("FAIL: cm-idle: no DISCONNECTED after the peer died\n");
+		return 1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	printf("cm-idle: DISCONNECTED %ld ms after the peer died\n", ms);
+	if (after - before > MAX_WAKEUPS) {
+		printf("FAIL: cm-idle: the idle process woke %ld times\n",
+		       after - before);
+		return 1;
+	}
+	rdma_destroy_qp(cid);
+	rdma_destroy_id(cid);
+	rdma_destroy_id(lid);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
