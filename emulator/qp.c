@@ -68,7 +68,10 @@ static int qp_check_cap(const struct ibv_qp_cap *cap, bool srq)
 
 /* Grant at least one of each, so a zero request still works; an XRC
  * target has no send queue (IBA A14), an XRC initiator no receive
- * queue. */
+ * queue.  Inline data may take the room of the send WQE's gather list,
+ * as on an HCA whose inline segment replaces the data segments
+ * (ibv_create_qp(3): the granted caps may exceed the request): a QP of
+ * one SGE sends 16 bytes inline, as rdma_xclient and others count on. */
 static void qp_grant_cap(struct ibv_qp_cap *cap, enum ibv_qp_type type,
 			 bool srq)
 {
@@ -82,6 +85,9 @@ static void qp_grant_cap(struct ibv_qp_cap *cap, enum ibv_qp_type type,
 		cap->max_send_wr = 1;
 	if (!cap->max_send_sge)
 		cap->max_send_sge = 1;
+	if (cap->max_inline_data < cap->max_send_sge * sizeof(struct ibv_sge))
+		cap->max_inline_data =
+			cap->max_send_sge * (uint32_t)sizeof(struct ibv_sge);
 	if (srq) {
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
