@@ -26,6 +26,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -69,6 +70,7 @@ static struct {
 static pthread_mutex_t face_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibv_context *face_verbs; /* ibemu0, kept open */
 static struct ibv_pd *face_pd; /* its default PD (rdma_create_qp) */
+static struct ibv_xrcd *face_xrcd; /* XRC ids' domain, opened when needed */
 static struct emu_hca *face_hca;
 static uint8_t face_max_rd_atom, face_max_init_rd_atom;
 
@@ -652,6 +654,26 @@ IBEMU_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 
 /* ---- QPs, SRQs and their CQs ---- */
 
+/* The device's XRC domain for XRC receive ids that bring none, opened
+ * on first use and kept, as librdmacm keeps one per device; NULL and
+ * errno set when it cannot be opened. */
+static struct ibv_xrcd *face_get_xrcd(void)
+{
+	struct ibv_xrcd_init_attr xa = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1,
+		.oflags = O_CREAT,
+	};
+	struct ibv_xrcd *xrcd;
+
+	pthread_mutex_lock(&face_lock);
+	if (!face_xrcd)
+		face_xrcd = ibv_open_xrcd(face_verbs, &xa);
+	xrcd = face_xrcd;
+	pthread_mutex_unlock(&face_lock);
+	return xrcd;
+}
+
 static void face_destroy_cqs(struct rdma_cm_id *id)
 {
 	if (id->qp_type == IBV_QPT_XRC_RECV && id->srq)
@@ -748,7 +770,14 @@ IBEMU_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 		attr->pd = id->pd ? id->pd : face_pd;
 		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
 	}
-	if (!attr->srq && id->srq)
+	if (id->qp_type == IBV_QPT_XRC_RECV &&
+	    (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)) {
+		attr->xrcd = face_get_xrcd();
+		if (!attr->xrcd)
+			return -1;
+		attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+	}
+	if (!attr->srq && id->srq && id->qp_type != IBV_QPT_XRC_RECV)
 		attr->srq = id->srq;
 	ret = face_create_cqs(id, attr->send_cq ? 0 : attr->cap.max_send_wr,
 			      attr->recv_cq || attr->srq
@@ -830,6 +859,46 @@ IBEMU_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 	face_destroy_cqs(id);
 }
 
+/* An XRC SRQ as librdmacm makes it: in the device's domain unless one
+ * is given, completing on the id's receive CQ (made here when there is
+ * none, with its channel, for rdma_get_recv_comp). */
+static int face_create_xrc_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
+			       struct ibv_srq_init_attr_ex *attr)
+{
+	struct ibv_srq *srq;
+	bool own_cq = false;
+	int ret;
+
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd) {
+		attr->xrcd = face_get_xrcd();
+		if (!attr->xrcd)
+			return -1;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq) {
+		if (!id->recv_cq) {
+			ret = face_create_cqs(id, 0, attr->attr.max_wr);
+			if (ret)
+				return face_err(ret);
+			own_cq = true;
+		}
+		attr->cq = id->recv_cq;
+	}
+	attr->pd = pd;
+	attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
+			   IBV_SRQ_INIT_ATTR_CQ;
+	srq = ibv_create_srq_ex(id->verbs, attr);
+	if (!srq) {
+		ret = errno;
+		if (own_cq)
+			face_destroy_cqs(id);
+		return face_err(ret);
+	}
+	if (!id->pd)
+		id->pd = pd;
+	id->srq = srq;
+	return 0;
+}
+
 IBEMU_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 				    struct ibv_srq_init_attr_ex *attr)
 {
@@ -839,12 +908,15 @@ IBEMU_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 
 	if (!id || !attr || !id->verbs || id->srq)
 		return face_err(EINVAL);
-	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
-	    attr->srq_type != IBV_SRQT_BASIC)
-		return face_err(EOPNOTSUPP);
 	pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd
 		     ? attr->pd
 		     : (id->pd ? id->pd : face_pd);
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	    attr->srq_type == IBV_SRQT_XRC)
+		return face_create_xrc_srq(id, pd, attr);
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	    attr->srq_type != IBV_SRQT_BASIC)
+		return face_err(EOPNOTSUPP);
 	memset(&a, 0, sizeof(a));
 	a.srq_context = attr->srq_context;
 	a.attr = attr->attr;
@@ -868,7 +940,9 @@ IBEMU_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 	ax.srq_context = attr->srq_context;
 	ax.attr = attr->attr;
 	ax.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
-	ax.srq_type = IBV_SRQT_BASIC;
+	/* an XRC receive id's SRQ is an XRC SRQ (librdmacm) */
+	ax.srq_type = id && id->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC
+							     : IBV_SRQT_BASIC;
 	ax.pd = pd;
 	ret = rdma_create_srq_ex(id, &ax);
 	if (!ret)
@@ -882,6 +956,9 @@ IBEMU_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 		return;
 	verbs.destroy_srq(id->srq);
 	id->srq = NULL;
+	/* an XRC receive id's CQs outlive its QP for the SRQ */
+	if (!id->qp)
+		face_destroy_cqs(id);
 }
 
 /* ---- connections ---- */
