@@ -1446,76 +1446,145 @@ static struct sockaddr *face_sa_dup(const struct sockaddr *sa,
 	return c;
 }
 
+/* The socket hints an rdma_getaddrinfo's hints stand for, as librdmacm
+ * converts them: stream sockets for connected QP types, datagrams for
+ * UD; TCP for port space TCP, UDP for UDP and IPoIB, either for IB as
+ * the QP type says. */
+static void face_ai_hints(const struct rdma_addrinfo *hints,
+			  struct addrinfo *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (!hints)
+		return;
+	if (hints->ai_flags & RAI_PASSIVE)
+		h->ai_flags |= AI_PASSIVE;
+	if (hints->ai_flags & RAI_NUMERICHOST)
+		h->ai_flags |= AI_NUMERICHOST;
+	if (hints->ai_family == AF_INET || hints->ai_family == AF_INET6)
+		h->ai_family = hints->ai_family;
+	switch (hints->ai_qp_type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+		h->ai_socktype = SOCK_STREAM;
+		break;
+	case IBV_QPT_UD:
+		h->ai_socktype = SOCK_DGRAM;
+		break;
+	default:
+		break;
+	}
+	switch (hints->ai_port_space) {
+	case RDMA_PS_TCP:
+		h->ai_protocol = IPPROTO_TCP;
+		break;
+	case RDMA_PS_UDP:
+	case RDMA_PS_IPOIB:
+		h->ai_protocol = IPPROTO_UDP;
+		break;
+	case RDMA_PS_IB:
+		if (h->ai_socktype)
+			h->ai_protocol = h->ai_socktype == SOCK_STREAM
+						 ? IPPROTO_TCP
+						 : IPPROTO_UDP;
+		break;
+	default:
+		break;
+	}
+}
+
+/* node and service resolved into r (librdmacm's ucma_getaddrinfo): the
+ * QP type and port space the hints give, else those of the socket
+ * found; the address as the source of a passive lookup, else as the
+ * destination.  0 or a positive errno. */
+static int face_ai_lookup(const char *node, const char *service,
+			  const struct rdma_addrinfo *hints,
+			  struct rdma_addrinfo *r)
+{
+	struct addrinfo h, *ai = NULL;
+	bool passive = hints && (hints->ai_flags & RAI_PASSIVE);
+	struct sockaddr **sa;
+	socklen_t *len;
+	char **canon;
+	int gai, ret = 0;
+
+	face_ai_hints(hints, &h);
+	gai = getaddrinfo(node, service, &h, &ai);
+	if (gai)
+		return face_ai_err(gai);
+	r->ai_qp_type = hints && hints->ai_qp_type
+				? hints->ai_qp_type
+				: ai->ai_socktype == SOCK_DGRAM ? IBV_QPT_UD
+								: IBV_QPT_RC;
+	r->ai_port_space = hints && hints->ai_port_space
+				   ? hints->ai_port_space
+				   : ai->ai_protocol == IPPROTO_UDP ? RDMA_PS_UDP
+								    : RDMA_PS_TCP;
+	r->ai_family = ai->ai_family;
+	r->ai_flags = passive ? RAI_PASSIVE : 0;
+	sa = passive ? &r->ai_src_addr : &r->ai_dst_addr;
+	len = passive ? &r->ai_src_len : &r->ai_dst_len;
+	canon = passive ? &r->ai_src_canonname : &r->ai_dst_canonname;
+	*sa = face_sa_dup(ai->ai_addr, ai->ai_addrlen);
+	*len = ai->ai_addrlen;
+	if (ai->ai_canonname)
+		*canon = strdup(ai->ai_canonname);
+	if (!*sa || (ai->ai_canonname && !*canon))
+		ret = ENOMEM;
+	freeaddrinfo(ai);
+	return ret;
+}
+
+/*
+ * As librdmacm's: node and service looked up, or without either the
+ * hints taken as they are (their flags, family, QP type, port space
+ * and destination); a source address of the hints kept when the lookup
+ * gave none.  No AF_IB on one node.
+ */
 IBEMU_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 				  const struct rdma_addrinfo *hints,
 				  struct rdma_addrinfo **res)
 {
-	struct addrinfo h, *ai = NULL;
 	struct rdma_addrinfo *r;
-	int ret, gai;
+	int ret = 0;
 
-	if (!res || (!node && !service))
+	if (!res || (!node && !service && !hints))
 		return face_err(EINVAL);
-	memset(&h, 0, sizeof(h));
-	h.ai_socktype = SOCK_STREAM;
-	if (hints) {
-		if (hints->ai_flags & RAI_PASSIVE)
-			h.ai_flags |= AI_PASSIVE;
-		if (hints->ai_flags & RAI_NUMERICHOST)
-			h.ai_flags |= AI_NUMERICHOST;
-		if (hints->ai_family == AF_INET || hints->ai_family == AF_INET6)
-			h.ai_family = hints->ai_family;
-		else if (hints->ai_family == AF_IB)
-			return face_err(EAFNOSUPPORT);
-	}
-	gai = getaddrinfo(node, service, &h, &ai);
-	if (gai)
-		return face_err(face_ai_err(gai));
+	if (hints && hints->ai_family == AF_IB)
+		return face_err(EAFNOSUPPORT);
 	r = calloc(1, sizeof(*r));
-	if (!r) {
-		ret = ENOMEM;
-		goto out;
-	}
-	r->ai_flags = hints ? hints->ai_flags : 0;
-	r->ai_family = ai->ai_family;
-	r->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space
-							 : RDMA_PS_TCP;
-	r->ai_qp_type = (int)face_ps_qp_type(
-		(enum rdma_port_space)r->ai_port_space);
-	if (hints && hints->ai_qp_type)
-		r->ai_qp_type = hints->ai_qp_type;
-	if (r->ai_flags & RAI_PASSIVE) {
-		r->ai_src_addr = face_sa_dup(ai->ai_addr, ai->ai_addrlen);
-		r->ai_src_len = ai->ai_addrlen;
-		if (!r->ai_src_addr)
-			goto nomem;
+	if (!r)
+		return face_err(ENOMEM);
+	if (node || service) {
+		ret = face_ai_lookup(node, service, hints, r);
 	} else {
-		r->ai_dst_addr = face_sa_dup(ai->ai_addr, ai->ai_addrlen);
-		r->ai_dst_len = ai->ai_addrlen;
-		if (!r->ai_dst_addr)
-			goto nomem;
-		if (ai->ai_canonname) {
-			r->ai_dst_canonname = strdup(ai->ai_canonname);
-			if (!r->ai_dst_canonname)
-				goto nomem;
+		r->ai_flags = hints->ai_flags;
+		r->ai_family = hints->ai_family;
+		r->ai_qp_type = hints->ai_qp_type;
+		r->ai_port_space = hints->ai_port_space;
+		if (hints->ai_dst_addr && hints->ai_dst_len) {
+			r->ai_dst_addr = face_sa_dup(hints->ai_dst_addr,
+						     hints->ai_dst_len);
+			r->ai_dst_len = hints->ai_dst_len;
+			if (!r->ai_dst_addr)
+				ret = ENOMEM;
 		}
-		if (hints && hints->ai_src_addr && hints->ai_src_len) {
-			r->ai_src_addr = face_sa_dup(hints->ai_src_addr,
-						     hints->ai_src_len);
-			r->ai_src_len = hints->ai_src_len;
-			if (!r->ai_src_addr)
-				goto nomem;
-		}
+	}
+	if (!ret && !r->ai_src_len && hints && hints->ai_src_addr &&
+	    hints->ai_src_len) {
+		r->ai_src_addr = face_sa_dup(hints->ai_src_addr,
+					     hints->ai_src_len);
+		r->ai_src_len = hints->ai_src_len;
+		if (!r->ai_src_addr)
+			ret = ENOMEM;
+	}
+	if (ret) {
+		face_free_ai(r);
+		return face_err(ret);
 	}
 	*res = r;
-	ret = 0;
-	goto out;
-nomem:
-	ret = ENOMEM;
-	face_free_ai(r);
-out:
-	freeaddrinfo(ai);
-	return ret ? face_err(ret) : 0;
+	return 0;
 }
 
 /* ---- endpoints (synchronous) ---- */
