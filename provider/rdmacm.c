@@ -1420,22 +1420,6 @@ IBEMU_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
 	}
 }
 
-static int face_ai_err(int gai)
-{
-	switch (gai) {
-	case 0:
-		return 0;
-	case EAI_SYSTEM:
-		return errno;
-	case EAI_MEMORY:
-		return ENOMEM;
-	case EAI_FAMILY:
-		return EAFNOSUPPORT;
-	default:
-		return EADDRNOTAVAIL;
-	}
-}
-
 static struct sockaddr *face_sa_dup(const struct sockaddr *sa,
 				    socklen_t len)
 {
@@ -1497,7 +1481,8 @@ static void face_ai_hints(const struct rdma_addrinfo *hints,
 /* node and service resolved into r (librdmacm's ucma_getaddrinfo): the
  * QP type and port space the hints give, else those of the socket
  * found; the address as the source of a passive lookup, else as the
- * destination.  0 or a positive errno. */
+ * destination.  0, getaddrinfo's error (EAI_*, negative) or a positive
+ * errno. */
 static int face_ai_lookup(const char *node, const char *service,
 			  const struct rdma_addrinfo *hints,
 			  struct rdma_addrinfo *r)
@@ -1512,7 +1497,7 @@ static int face_ai_lookup(const char *node, const char *service,
 	face_ai_hints(hints, &h);
 	gai = getaddrinfo(node, service, &h, &ai);
 	if (gai)
-		return face_ai_err(gai);
+		return gai;
 	r->ai_qp_type = hints && hints->ai_qp_type
 				? hints->ai_qp_type
 				: ai->ai_socktype == SOCK_DGRAM ? IBV_QPT_UD
@@ -1581,6 +1566,9 @@ IBEMU_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	}
 	if (ret) {
 		face_free_ai(r);
+		/* as librdmacm: a lookup's failure is getaddrinfo's code */
+		if (ret < 0)
+			return ret;
 		return face_err(ret);
 	}
 	*res = r;
