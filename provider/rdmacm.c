@@ -941,8 +941,9 @@ IBEMU_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 	ax.attr = attr->attr;
 	ax.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
 	/* an XRC receive id's SRQ is an XRC SRQ (librdmacm) */
-	ax.srq_type = id && id->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC
-							     : IBV_SRQT_BASIC;
+	ax.srq_type = IBV_SRQT_BASIC;
+	if (id && id->qp_type == IBV_QPT_XRC_RECV)
+		ax.srq_type = IBV_SRQT_XRC;
 	ax.pd = pd;
 	ret = rdma_create_srq_ex(id, &ax);
 	if (!ret)
@@ -1434,8 +1435,7 @@ static struct sockaddr *face_sa_dup(const struct sockaddr *sa,
  * converts them: stream sockets for connected QP types, datagrams for
  * UD; TCP for port space TCP, UDP for UDP and IPoIB, either for IB as
  * the QP type says. */
-static void face_ai_hints(const struct rdma_addrinfo *hints,
-			  struct addrinfo *h)
+static void face_ai_hints(const struct rdma_addrinfo *hints, struct addrinfo *h)
 {
 	memset(h, 0, sizeof(*h));
 	if (!hints)
@@ -1498,14 +1498,13 @@ static int face_ai_lookup(const char *node, const char *service,
 	gai = getaddrinfo(node, service, &h, &ai);
 	if (gai)
 		return gai;
-	r->ai_qp_type = hints && hints->ai_qp_type
-				? hints->ai_qp_type
-				: ai->ai_socktype == SOCK_DGRAM ? IBV_QPT_UD
-								: IBV_QPT_RC;
-	r->ai_port_space = hints && hints->ai_port_space
-				   ? hints->ai_port_space
-				   : ai->ai_protocol == IPPROTO_UDP ? RDMA_PS_UDP
-								    : RDMA_PS_TCP;
+	r->ai_qp_type = ai->ai_socktype == SOCK_DGRAM ? IBV_QPT_UD : IBV_QPT_RC;
+	if (hints && hints->ai_qp_type)
+		r->ai_qp_type = hints->ai_qp_type;
+	r->ai_port_space =
+		ai->ai_protocol == IPPROTO_UDP ? RDMA_PS_UDP : RDMA_PS_TCP;
+	if (hints && hints->ai_port_space)
+		r->ai_port_space = hints->ai_port_space;
 	r->ai_family = ai->ai_family;
 	r->ai_flags = passive ? RAI_PASSIVE : 0;
 	sa = passive ? &r->ai_src_addr : &r->ai_dst_addr;
