@@ -19,9 +19,9 @@
  * Verbs are called through libibverbs (ibemu_verbs_sym): QPs made here
  * are ordinary QPs of the ibemu device.
  *
- * Lock rule: face_lock guards the device (opened once, kept for the
- * process's life, as librdmacm keeps its devices); each id's lock its
- * event counts.
+ * Lock rule: face_lock guards the device and its XRC domain (opened
+ * once, kept for the process's life, as librdmacm keeps its devices);
+ * each id's lock its event counts.
  */
 #include "config.h"
 
