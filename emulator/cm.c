@@ -444,6 +444,17 @@ int emu_cm_get_event(struct emu_cm_chan *chan, struct emu_cm_event *ev)
 
 /* ---- sending ---- */
 
+/* A REQ's Transport Service Type: 0 RC, 1 UC (IBA 12.6.5), 3 XRC
+ * (IBA A14.6.1). */
+static uint32_t cm_transport_type(enum ibv_qp_type type)
+{
+	if (type == IBV_QPT_UC)
+		return 1;
+	if (type == IBV_QPT_XRC_SEND || type == IBV_QPT_XRC_RECV)
+		return 3;
+	return 0;
+}
+
 static void cm_mad_init(struct emu_cm_id *id, uint8_t *mad, uint16_t attr)
 {
 	memset(mad, 0, CM_MAD_LEN);
@@ -594,8 +605,10 @@ int emu_cm_id_create(struct emu_hca *hca, struct emu_cm_chan *chan,
 	switch (ps) {
 	case EMU_CM_PS_TCP:
 	case EMU_CM_PS_IB:
+		/* XRC: an initiator connects to a target (IBA A14.6) */
 		if (qp_type != IBV_QPT_RC && qp_type != IBV_QPT_UC &&
-		    qp_type != IBV_QPT_UD)
+		    qp_type != IBV_QPT_UD && qp_type != IBV_QPT_XRC_SEND &&
+		    qp_type != IBV_QPT_XRC_RECV)
 			return EINVAL;
 		break;
 	case EMU_CM_PS_UDP:
@@ -1112,10 +1125,11 @@ int emu_cm_connect(struct emu_cm_id *id, const struct emu_cm_conn *param)
 	cm_put64(d, REQ_LOCAL_CA_GUID, cm->hca->node.seg->node_guid);
 	cm_put32(d, REQ_LOCAL_QPN, id->qpn << 8 | id->resp_res);
 	cm_put32(d, REQ_LOCAL_EECN, id->init_depth);
-	/* Transport Service Type 0: RC, 1: UC (IBA 12.6.5) */
+	/* Transport Service Type 0: RC, 1: UC (IBA 12.6.5), 3: XRC
+	 * (IBA A14.6.1) */
 	cm_put32(d, REQ_REMOTE_EECN,
 		 (uint32_t)CM_RESPONSE_TIMEOUT << 3 |
-			 (uint32_t)(id->qp_type == IBV_QPT_UC) << 1 |
+			 (uint32_t)cm_transport_type(id->qp_type) << 1 |
 			 (param->flow_control ? 1 : 0));
 	cm_put32(d, REQ_START_PSN,
 		 id->psn << 8 | (uint32_t)CM_RESPONSE_TIMEOUT << 3 |
@@ -1363,13 +1377,19 @@ int emu_cm_init_qp_attr(struct emu_cm_id *id, struct ibv_qp_attr *attr,
 		attr->path_mtu = IBEMU_MAX_MTU;
 		attr->dest_qp_num = id->remote_qpn;
 		attr->rq_psn = id->remote_psn;
-		attr->max_dest_rd_atomic = id->resp_res;
-		attr->min_rnr_timer = 0;
 		attr->ah_attr.dlid = cm->hca->node.seg->lid;
 		attr->ah_attr.port_num = 1;
 		*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+			IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		/* RDMA READ and atomic responders: RC and the XRC target;
+		 * not UC nor the XRC initiator (IBA 11.2.5.2, A14.4) */
+		if (id->qp_type == IBV_QPT_RC ||
+		    id->qp_type == IBV_QPT_XRC_RECV) {
+			attr->max_dest_rd_atomic = id->resp_res;
+			attr->min_rnr_timer = 0;
+			*mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
+				 IBV_QP_MIN_RNR_TIMER;
+		}
 		break;
 	case IBV_QPS_RTS:
 		if (!connected) {
@@ -1377,13 +1397,22 @@ int emu_cm_init_qp_attr(struct emu_cm_id *id, struct ibv_qp_attr *attr,
 			break;
 		}
 		attr->sq_psn = id->psn;
-		attr->timeout = CM_LOCAL_ACK_TIMEOUT;
-		attr->retry_cnt = id->retry_count;
-		attr->rnr_retry = id->rnr_retry;
-		attr->max_rd_atomic = id->init_depth;
-		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-			IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_MAX_QP_RD_ATOMIC;
+		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+		/* Acknowledged transports have a timeout; their requesters,
+		 * RC and the XRC initiator, retries and READ depth
+		 * (IBA 11.2.5.2, A14.4) */
+		if (id->qp_type != IBV_QPT_UC) {
+			attr->timeout = CM_LOCAL_ACK_TIMEOUT;
+			*mask |= IBV_QP_TIMEOUT;
+		}
+		if (id->qp_type == IBV_QPT_RC ||
+		    id->qp_type == IBV_QPT_XRC_SEND) {
+			attr->retry_cnt = id->retry_count;
+			attr->rnr_retry = id->rnr_retry;
+			attr->max_rd_atomic = id->init_depth;
+			*mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				 IBV_QP_MAX_QP_RD_ATOMIC;
+		}
 		break;
 	default:
 		ret = EINVAL;

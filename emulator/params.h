@@ -31,7 +31,10 @@
 
 /* Completion queues. */
 #define IBEMU_MAX_CQ 16384
-#define IBEMU_MAX_CQE 65536
+/* CQ entries: as many as libfabric's RxM asks for by default (tx and rx
+ * sizes times FI_UNIVERSE_SIZE 256: 262144); HCAs offer up to 4M; the
+ * largest CQ's ring is 48 MiB of private memory. */
+#define IBEMU_MAX_CQE (1 << 20)
 /* The free-running clock completions are stamped with: 1 GHz, so one
  * tick is one nanosecond (hca_core_clock is in kHz). */
 #define IBEMU_CORE_CLOCK_KHZ 1000000ull

@@ -68,7 +68,10 @@ static int qp_check_cap(const struct ibv_qp_cap *cap, bool srq)
 
 /* Grant at least one of each, so a zero request still works; an XRC
  * target has no send queue (IBA A14), an XRC initiator no receive
- * queue. */
+ * queue.  Inline data may take the room of the send WQE's gather list,
+ * as on an HCA whose inline segment replaces the data segments
+ * (ibv_create_qp(3): the granted caps may exceed the request): a QP of
+ * one SGE sends 16 bytes inline, as rdma_xclient and others count on. */
 static void qp_grant_cap(struct ibv_qp_cap *cap, enum ibv_qp_type type,
 			 bool srq)
 {
@@ -82,6 +85,9 @@ static void qp_grant_cap(struct ibv_qp_cap *cap, enum ibv_qp_type type,
 		cap->max_send_wr = 1;
 	if (!cap->max_send_sge)
 		cap->max_send_sge = 1;
+	if (cap->max_inline_data < cap->max_send_sge * sizeof(struct ibv_sge))
+		cap->max_inline_data =
+			cap->max_send_sge * (uint32_t)sizeof(struct ibv_sge);
 	if (srq) {
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
@@ -133,6 +139,17 @@ err_rq:
 err_sq:
 	wqe_ring_fini(&qp->sq);
 	return ret;
+}
+
+/* The QP's completions not yet polled taken out of its CQs (other QPs'
+ * stay, in order), as mlx4 and mlx5 do at reset and destroy.  An XRC
+ * target has no CQ, an XRC initiator no receive CQ. */
+static void qp_forget_completions(struct emu_qp *qp)
+{
+	if (qp->scq)
+		cq_forget_qp(qp->scq, qp->qpn);
+	if (qp->rcq && qp->rcq != qp->scq)
+		cq_forget_qp(qp->rcq, qp->qpn);
 }
 
 static void qp_free_queues(struct emu_qp *qp)
@@ -308,6 +325,10 @@ int emu_qp_destroy(struct emu_qp *qp)
 		return 0;
 	/* Out of the engine first: no packet reaches it from now on. */
 	engine_qp_remove(qp->hca->engine, qp);
+	/* Nor does a completion of its reach the application: the work
+	 * requests they name are gone with it (libfabric's verbs provider
+	 * counts on this, as mlx5 gives it). */
+	qp_forget_completions(qp);
 	/* Before its number can name another QP (mw.c). */
 	mw_qp_destroyed(qp->hca, qp->qpn);
 	node_qpn_free(&qp->hca->node, qp->qpn);
@@ -453,15 +474,12 @@ static void qp_engine_idle_locked(struct emu_qp *qp)
 /* Leaving for RESET: every outstanding WR is discarded (IBA 10.3.1). */
 /*
  * To Reset (IBA 10.3.1): the work queues are emptied, and the CQs keep
- * none of the QP's completions not yet polled (other QPs' stay, in
- * order), as mlx4 and mlx5 do; a QP brought back from Error then polls
- * no stale flush completions of its previous life.
+ * none of the QP's completions not yet polled; a QP brought back from
+ * Error then polls no stale flush completions of its previous life.
  */
 static void qp_reset_locked(struct emu_qp *qp)
 {
-	cq_forget_qp(qp->scq, qp->qpn);
-	if (qp->rcq != qp->scq)
-		cq_forget_qp(qp->rcq, qp->qpn);
+	qp_forget_completions(qp);
 	qp->sq.head = qp->sq.tail;
 	if (qp_has_own_rq(qp)) {
 		pthread_mutex_lock(&qp->rq.lock);

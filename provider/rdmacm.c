@@ -19,13 +19,14 @@
  * Verbs are called through libibverbs (ibemu_verbs_sym): QPs made here
  * are ordinary QPs of the ibemu device.
  *
- * Lock rule: face_lock guards the device (opened once, kept for the
- * process's life, as librdmacm keeps its devices); each id's lock its
- * event counts.
+ * Lock rule: face_lock guards the device and its XRC domain (opened
+ * once, kept for the process's life, as librdmacm keeps its devices);
+ * each id's lock its event counts.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -69,6 +70,7 @@ static struct {
 static pthread_mutex_t face_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibv_context *face_verbs; /* ibemu0, kept open */
 static struct ibv_pd *face_pd; /* its default PD (rdma_create_qp) */
+static struct ibv_xrcd *face_xrcd; /* XRC ids' domain, opened when needed */
 static struct emu_hca *face_hca;
 static uint8_t face_max_rd_atom, face_max_init_rd_atom;
 
@@ -652,6 +654,26 @@ IBEMU_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 
 /* ---- QPs, SRQs and their CQs ---- */
 
+/* The device's XRC domain for XRC receive ids that bring none, opened
+ * on first use and kept, as librdmacm keeps one per device; NULL and
+ * errno set when it cannot be opened. */
+static struct ibv_xrcd *face_get_xrcd(void)
+{
+	struct ibv_xrcd_init_attr xa = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1,
+		.oflags = O_CREAT,
+	};
+	struct ibv_xrcd *xrcd;
+
+	pthread_mutex_lock(&face_lock);
+	if (!face_xrcd)
+		face_xrcd = ibv_open_xrcd(face_verbs, &xa);
+	xrcd = face_xrcd;
+	pthread_mutex_unlock(&face_lock);
+	return xrcd;
+}
+
 static void face_destroy_cqs(struct rdma_cm_id *id)
 {
 	if (id->qp_type == IBV_QPT_XRC_RECV && id->srq)
@@ -748,7 +770,14 @@ IBEMU_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 		attr->pd = id->pd ? id->pd : face_pd;
 		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
 	}
-	if (!attr->srq && id->srq)
+	if (id->qp_type == IBV_QPT_XRC_RECV &&
+	    (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)) {
+		attr->xrcd = face_get_xrcd();
+		if (!attr->xrcd)
+			return -1;
+		attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+	}
+	if (!attr->srq && id->srq && id->qp_type != IBV_QPT_XRC_RECV)
 		attr->srq = id->srq;
 	ret = face_create_cqs(id, attr->send_cq ? 0 : attr->cap.max_send_wr,
 			      attr->recv_cq || attr->srq
@@ -830,6 +859,46 @@ IBEMU_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 	face_destroy_cqs(id);
 }
 
+/* An XRC SRQ as librdmacm makes it: in the device's domain unless one
+ * is given, completing on the id's receive CQ (made here when there is
+ * none, with its channel, for rdma_get_recv_comp). */
+static int face_create_xrc_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
+			       struct ibv_srq_init_attr_ex *attr)
+{
+	struct ibv_srq *srq;
+	bool own_cq = false;
+	int ret;
+
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd) {
+		attr->xrcd = face_get_xrcd();
+		if (!attr->xrcd)
+			return -1;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq) {
+		if (!id->recv_cq) {
+			ret = face_create_cqs(id, 0, attr->attr.max_wr);
+			if (ret)
+				return face_err(ret);
+			own_cq = true;
+		}
+		attr->cq = id->recv_cq;
+	}
+	attr->pd = pd;
+	attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
+			   IBV_SRQ_INIT_ATTR_CQ;
+	srq = ibv_create_srq_ex(id->verbs, attr);
+	if (!srq) {
+		ret = errno;
+		if (own_cq)
+			face_destroy_cqs(id);
+		return face_err(ret);
+	}
+	if (!id->pd)
+		id->pd = pd;
+	id->srq = srq;
+	return 0;
+}
+
 IBEMU_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 				    struct ibv_srq_init_attr_ex *attr)
 {
@@ -839,12 +908,15 @@ IBEMU_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 
 	if (!id || !attr || !id->verbs || id->srq)
 		return face_err(EINVAL);
-	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
-	    attr->srq_type != IBV_SRQT_BASIC)
-		return face_err(EOPNOTSUPP);
 	pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd
 		     ? attr->pd
 		     : (id->pd ? id->pd : face_pd);
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	    attr->srq_type == IBV_SRQT_XRC)
+		return face_create_xrc_srq(id, pd, attr);
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	    attr->srq_type != IBV_SRQT_BASIC)
+		return face_err(EOPNOTSUPP);
 	memset(&a, 0, sizeof(a));
 	a.srq_context = attr->srq_context;
 	a.attr = attr->attr;
@@ -868,7 +940,10 @@ IBEMU_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 	ax.srq_context = attr->srq_context;
 	ax.attr = attr->attr;
 	ax.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+	/* an XRC receive id's SRQ is an XRC SRQ (librdmacm) */
 	ax.srq_type = IBV_SRQT_BASIC;
+	if (id && id->qp_type == IBV_QPT_XRC_RECV)
+		ax.srq_type = IBV_SRQT_XRC;
 	ax.pd = pd;
 	ret = rdma_create_srq_ex(id, &ax);
 	if (!ret)
@@ -882,6 +957,9 @@ IBEMU_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 		return;
 	verbs.destroy_srq(id->srq);
 	id->srq = NULL;
+	/* an XRC receive id's CQs outlive its QP for the SRQ */
+	if (!id->qp)
+		face_destroy_cqs(id);
 }
 
 /* ---- connections ---- */
@@ -1343,22 +1421,6 @@ IBEMU_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
 	}
 }
 
-static int face_ai_err(int gai)
-{
-	switch (gai) {
-	case 0:
-		return 0;
-	case EAI_SYSTEM:
-		return errno;
-	case EAI_MEMORY:
-		return ENOMEM;
-	case EAI_FAMILY:
-		return EAFNOSUPPORT;
-	default:
-		return EADDRNOTAVAIL;
-	}
-}
-
 static struct sockaddr *face_sa_dup(const struct sockaddr *sa,
 				    socklen_t len)
 {
@@ -1369,76 +1431,147 @@ static struct sockaddr *face_sa_dup(const struct sockaddr *sa,
 	return c;
 }
 
+/* The socket hints an rdma_getaddrinfo's hints stand for, as librdmacm
+ * converts them: stream sockets for connected QP types, datagrams for
+ * UD; TCP for port space TCP, UDP for UDP and IPoIB, either for IB as
+ * the QP type says. */
+static void face_ai_hints(const struct rdma_addrinfo *hints, struct addrinfo *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (!hints)
+		return;
+	if (hints->ai_flags & RAI_PASSIVE)
+		h->ai_flags |= AI_PASSIVE;
+	if (hints->ai_flags & RAI_NUMERICHOST)
+		h->ai_flags |= AI_NUMERICHOST;
+	if (hints->ai_family == AF_INET || hints->ai_family == AF_INET6)
+		h->ai_family = hints->ai_family;
+	switch (hints->ai_qp_type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+		h->ai_socktype = SOCK_STREAM;
+		break;
+	case IBV_QPT_UD:
+		h->ai_socktype = SOCK_DGRAM;
+		break;
+	default:
+		break;
+	}
+	switch (hints->ai_port_space) {
+	case RDMA_PS_TCP:
+		h->ai_protocol = IPPROTO_TCP;
+		break;
+	case RDMA_PS_UDP:
+	case RDMA_PS_IPOIB:
+		h->ai_protocol = IPPROTO_UDP;
+		break;
+	case RDMA_PS_IB:
+		if (h->ai_socktype)
+			h->ai_protocol = h->ai_socktype == SOCK_STREAM
+						 ? IPPROTO_TCP
+						 : IPPROTO_UDP;
+		break;
+	default:
+		break;
+	}
+}
+
+/* node and service resolved into r (librdmacm's ucma_getaddrinfo): the
+ * QP type and port space the hints give, else those of the socket
+ * found; the address as the source of a passive lookup, else as the
+ * destination.  0, getaddrinfo's error (EAI_*, negative) or a positive
+ * errno. */
+static int face_ai_lookup(const char *node, const char *service,
+			  const struct rdma_addrinfo *hints,
+			  struct rdma_addrinfo *r)
+{
+	struct addrinfo h, *ai = NULL;
+	bool passive = hints && (hints->ai_flags & RAI_PASSIVE);
+	struct sockaddr **sa;
+	socklen_t *len;
+	char **canon;
+	int gai, ret = 0;
+
+	face_ai_hints(hints, &h);
+	gai = getaddrinfo(node, service, &h, &ai);
+	if (gai)
+		return gai;
+	r->ai_qp_type = ai->ai_socktype == SOCK_DGRAM ? IBV_QPT_UD : IBV_QPT_RC;
+	if (hints && hints->ai_qp_type)
+		r->ai_qp_type = hints->ai_qp_type;
+	r->ai_port_space =
+		ai->ai_protocol == IPPROTO_UDP ? RDMA_PS_UDP : RDMA_PS_TCP;
+	if (hints && hints->ai_port_space)
+		r->ai_port_space = hints->ai_port_space;
+	r->ai_family = ai->ai_family;
+	r->ai_flags = passive ? RAI_PASSIVE : 0;
+	sa = passive ? &r->ai_src_addr : &r->ai_dst_addr;
+	len = passive ? &r->ai_src_len : &r->ai_dst_len;
+	canon = passive ? &r->ai_src_canonname : &r->ai_dst_canonname;
+	*sa = face_sa_dup(ai->ai_addr, ai->ai_addrlen);
+	*len = ai->ai_addrlen;
+	if (ai->ai_canonname)
+		*canon = strdup(ai->ai_canonname);
+	if (!*sa || (ai->ai_canonname && !*canon))
+		ret = ENOMEM;
+	freeaddrinfo(ai);
+	return ret;
+}
+
+/*
+ * As librdmacm's: node and service looked up, or without either the
+ * hints taken as they are (their flags, family, QP type, port space
+ * and destination); a source address of the hints kept when the lookup
+ * gave none.  No AF_IB on one node.
+ */
 IBEMU_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 				  const struct rdma_addrinfo *hints,
 				  struct rdma_addrinfo **res)
 {
-	struct addrinfo h, *ai = NULL;
 	struct rdma_addrinfo *r;
-	int ret, gai;
+	int ret = 0;
 
-	if (!res || (!node && !service))
+	if (!res || (!node && !service && !hints))
 		return face_err(EINVAL);
-	memset(&h, 0, sizeof(h));
-	h.ai_socktype = SOCK_STREAM;
-	if (hints) {
-		if (hints->ai_flags & RAI_PASSIVE)
-			h.ai_flags |= AI_PASSIVE;
-		if (hints->ai_flags & RAI_NUMERICHOST)
-			h.ai_flags |= AI_NUMERICHOST;
-		if (hints->ai_family == AF_INET || hints->ai_family == AF_INET6)
-			h.ai_family = hints->ai_family;
-		else if (hints->ai_family == AF_IB)
-			return face_err(EAFNOSUPPORT);
-	}
-	gai = getaddrinfo(node, service, &h, &ai);
-	if (gai)
-		return face_err(face_ai_err(gai));
+	if (hints && hints->ai_family == AF_IB)
+		return face_err(EAFNOSUPPORT);
 	r = calloc(1, sizeof(*r));
-	if (!r) {
-		ret = ENOMEM;
-		goto out;
-	}
-	r->ai_flags = hints ? hints->ai_flags : 0;
-	r->ai_family = ai->ai_family;
-	r->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space
-							 : RDMA_PS_TCP;
-	r->ai_qp_type = (int)face_ps_qp_type(
-		(enum rdma_port_space)r->ai_port_space);
-	if (hints && hints->ai_qp_type)
-		r->ai_qp_type = hints->ai_qp_type;
-	if (r->ai_flags & RAI_PASSIVE) {
-		r->ai_src_addr = face_sa_dup(ai->ai_addr, ai->ai_addrlen);
-		r->ai_src_len = ai->ai_addrlen;
-		if (!r->ai_src_addr)
-			goto nomem;
+	if (!r)
+		return face_err(ENOMEM);
+	if (node || service) {
+		ret = face_ai_lookup(node, service, hints, r);
 	} else {
-		r->ai_dst_addr = face_sa_dup(ai->ai_addr, ai->ai_addrlen);
-		r->ai_dst_len = ai->ai_addrlen;
-		if (!r->ai_dst_addr)
-			goto nomem;
-		if (ai->ai_canonname) {
-			r->ai_dst_canonname = strdup(ai->ai_canonname);
-			if (!r->ai_dst_canonname)
-				goto nomem;
+		r->ai_flags = hints->ai_flags;
+		r->ai_family = hints->ai_family;
+		r->ai_qp_type = hints->ai_qp_type;
+		r->ai_port_space = hints->ai_port_space;
+		if (hints->ai_dst_addr && hints->ai_dst_len) {
+			r->ai_dst_addr = face_sa_dup(hints->ai_dst_addr,
+						     hints->ai_dst_len);
+			r->ai_dst_len = hints->ai_dst_len;
+			if (!r->ai_dst_addr)
+				ret = ENOMEM;
 		}
-		if (hints && hints->ai_src_addr && hints->ai_src_len) {
-			r->ai_src_addr = face_sa_dup(hints->ai_src_addr,
-						     hints->ai_src_len);
-			r->ai_src_len = hints->ai_src_len;
-			if (!r->ai_src_addr)
-				goto nomem;
-		}
+	}
+	if (!ret && !r->ai_src_len && hints && hints->ai_src_addr &&
+	    hints->ai_src_len) {
+		r->ai_src_addr = face_sa_dup(hints->ai_src_addr,
+					     hints->ai_src_len);
+		r->ai_src_len = hints->ai_src_len;
+		if (!r->ai_src_addr)
+			ret = ENOMEM;
+	}
+	if (ret) {
+		face_free_ai(r);
+		/* as librdmacm: a lookup's failure is getaddrinfo's code */
+		if (ret < 0)
+			return ret;
+		return face_err(ret);
 	}
 	*res = r;
-	ret = 0;
-	goto out;
-nomem:
-	ret = ENOMEM;
-	face_free_ai(r);
-out:
-	freeaddrinfo(ai);
-	return ret ? face_err(ret) : 0;
+	return 0;
 }
 
 /* ---- endpoints (synchronous) ---- */

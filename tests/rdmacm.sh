@@ -1,7 +1,7 @@
 #!/bin/bash
 # Unmodified librdmacm programs (rdma-core's rping, ucmatose, udaddy,
-# rdma_server/rdma_client, cmtime) as server and client processes on
-# one node under `ibemu run`, on 127.0.0.1 and on the node's own
+# rdma_server/rdma_client, rdma_xserver/rdma_xclient, cmtime) as server
+# and client processes on one node under `ibemu run`, on 127.0.0.1 and on the node's own
 # addresses; a connect nobody answers is refused, not left hanging; a
 # peer that dies is seen as DISCONNECTED.
 . "$(dirname "$0")/lib.sh"
@@ -166,6 +166,29 @@ if command -v rdma_server >/dev/null && command -v rdma_client >/dev/null; then
 		fail "rdma_server/rdma_client: server $RC_S, client $RC_C"
 		show
 	fi
+fi
+
+# rdma_xserver/rdma_xclient: RC (a 16-byte inline send on a QP of one
+# SGE) and XRC through the CM (port space IB; the client's XRC send QP
+# to the server's XRC receive QP, the SRQ number in the REP's private
+# data), on 127.0.0.1 and on the node's own address.
+if command -v rdma_xserver >/dev/null && command -v rdma_xclient >/dev/null; then
+	xport=7520
+	for xaddr in 127.0.0.1 $addr4; do
+		for mode in r x; do
+			xport=$((xport + 1))
+			cm_pair rdma_xserver -p "$xport" -c "$mode" ::: \
+				rdma_xclient -s "$xaddr" -p "$xport" -c "$mode"
+			if [ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] &&
+			   grep -q "end 0" "$dir/server.out" &&
+			   grep -q "end 0" "$dir/client.out"; then
+				pass "rdma_xserver/rdma_xclient -c $mode on $xaddr"
+			else
+				fail "rdma_xserver/rdma_xclient -c $mode on $xaddr: server $RC_S, client $RC_C"
+				show
+			fi
+		done
+	done
 fi
 
 if command -v cmtime >/dev/null; then

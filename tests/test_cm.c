@@ -27,6 +27,7 @@
 #include "engine.h"
 #include "hca.h"
 #include "node.h"
+#include "qp_state.h"
 #include "shmfile.h"
 
 static struct emu_hca *hca;
@@ -212,6 +213,76 @@ static void test_connect_accept_disconnect(void)
 	emu_cm_id_destroy(s);
 	emu_cm_id_destroy(c);
 	emu_cm_id_destroy(l);
+}
+
+/*
+ * The attributes rdma_init_qp_attr gives a connected QP are the ones the
+ * QP state machine takes for its type (IBA 11.2.5.2, and for XRC A14):
+ * UC and the XRC initiator have no responder resources, UC no timeout or
+ * retries, the XRC target no requester; an XRC send id connects to an
+ * XRC receive id as RC ids do.
+ */
+static void test_qp_attr_per_type(void)
+{
+	static const struct {
+		enum ibv_qp_type active, passive;
+	} pairs[] = {
+		{ IBV_QPT_RC, IBV_QPT_RC },
+		{ IBV_QPT_UC, IBV_QPT_UC },
+		{ IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV },
+	};
+	static const enum ibv_qp_state steps[] = {
+		IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS,
+	};
+	struct sockaddr_in a = sin_of("127.0.0.1", 9010);
+	struct emu_cm_id *l, *c, *s, *ids[2];
+	struct emu_cm_event ev;
+	struct ibv_qp_attr qa;
+	enum ibv_qp_type type;
+	const char *why;
+	unsigned int i, k, n;
+	int mask;
+
+	for (i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		a.sin_port = htons((uint16_t)(9010 + i));
+		CU_ASSERT_FATAL(emu_cm_id_create(hca, chan, 1, EMU_CM_PS_IB,
+						 pairs[i].passive, &l) == 0);
+		CU_ASSERT_FATAL(emu_cm_bind(l, (struct sockaddr *)&a) == 0);
+		CU_ASSERT_FATAL(emu_cm_listen(l, 8) == 0);
+		CU_ASSERT_FATAL(emu_cm_id_create(hca, chan, 2, EMU_CM_PS_IB,
+						 pairs[i].active, &c) == 0);
+		CU_ASSERT_FATAL(emu_cm_resolve_addr(c, NULL,
+						    (struct sockaddr *)&a,
+						    1000) == 0);
+		CU_ASSERT_FATAL(expect(EMU_CM_ADDR_RESOLVED, c, &ev));
+		CU_ASSERT_FATAL(emu_cm_resolve_route(c, 1000) == 0);
+		CU_ASSERT_FATAL(expect(EMU_CM_ROUTE_RESOLVED, c, &ev));
+		s = connect_accepted(c, l, 0x100 + i, 3);
+		ids[0] = c;
+		ids[1] = s;
+		for (k = 0; k < 2; k++) {
+			type = k ? pairs[i].passive : pairs[i].active;
+			for (n = 1; n < sizeof(steps) / sizeof(steps[0]); n++) {
+				qa.qp_state = steps[n];
+				CU_ASSERT_FATAL(emu_cm_init_qp_attr(ids[k], &qa,
+								    &mask) ==
+						0);
+				why = NULL;
+				CU_ASSERT(qp_state_check(type, steps[n - 1],
+							 steps[n], mask,
+							 &why) == 0);
+				if (why)
+					fprintf(stderr,
+						"type %d to state %d: %s\n",
+						type, steps[n], why);
+			}
+		}
+		CU_ASSERT_FATAL(emu_cm_establish(c) == 0);
+		CU_ASSERT(expect(EMU_CM_ESTABLISHED, s, &ev));
+		emu_cm_id_destroy(s);
+		emu_cm_id_destroy(c);
+		emu_cm_id_destroy(l);
+	}
 }
 
 static void test_reject_private_data(void)
@@ -455,6 +526,7 @@ int main(void)
 	static const struct unit_test tests[] = {
 		{ "connect_accept_disconnect",
 		  test_connect_accept_disconnect },
+		{ "qp_attr_per_type", test_qp_attr_per_type },
 		{ "reject_private_data", test_reject_private_data },
 		{ "notify_establishes", test_notify_establishes },
 		{ "no_listener", test_no_listener },

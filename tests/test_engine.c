@@ -1521,6 +1521,56 @@ static void drop_node(void)
 	shmfile_unlink_node(node_name);
 }
 
+
+/*
+ * A destroyed QP's completions not yet polled leave its CQ with it (as
+ * mlx4 and mlx5 clean the CQ in ibv_destroy_qp); another QP's stay.
+ * libfabric's verbs provider drains the CQ right after destroying a QP
+ * and would otherwise repost a receive to the endpoint it has freed.
+ */
+static void test_qp_destroy_drops_its_completions(void)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE,
+	};
+	struct ibv_sge sge;
+	struct ibv_recv_wr wr = { .wr_id = 21, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+	struct ibv_wc wc;
+	struct fixture f;
+	uint8_t msg[64];
+
+	fx_setup(&f, &default_params);
+	fill(msg, 64, 3);
+	fx_post_recv(&f, 11, RECV_OFF, 256);
+	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN, msg, 64);
+	CU_ASSERT_FATAL(loop_settle(hca->engine, WAIT_MS));
+	/* the other QP's flushed receive, queued after it */
+	sge = (struct ibv_sge){ .addr = fx_va(&f, RECV_OFF + 256),
+				.length = 256, .lkey = f.key };
+	CU_ASSERT_FATAL(emu_qp_modify(f.remote, &a, IBV_QP_STATE |
+				      IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				      IBV_QP_ACCESS_FLAGS) == 0);
+	CU_ASSERT_FATAL(emu_post_recv(f.remote, &wr, &bad) == 0);
+	a.qp_state = IBV_QPS_ERR;
+	CU_ASSERT_FATAL(emu_qp_modify(f.remote, &a, IBV_QP_STATE) == 0);
+	CU_ASSERT(emu_qp_destroy(f.qp) == 0);
+	CU_ASSERT_EQUAL_FATAL(emu_cq_poll(f.cq, 1, &wc), 1);
+	CU_ASSERT_EQUAL(wc.qp_num, f.remote_qpn);
+	CU_ASSERT_EQUAL(wc.wr_id, 21);
+	CU_ASSERT_EQUAL(wc.status, IBV_WC_WR_FLUSH_ERR);
+	CU_ASSERT_EQUAL(emu_cq_poll(f.cq, 1, &wc), 0);
+	CU_ASSERT(emu_qp_destroy(f.remote) == 0);
+	CU_ASSERT(emu_mr_dereg(f.mr) == 0);
+	CU_ASSERT(emu_cq_destroy(f.cq) == 0);
+	munmap(f.buf, BUF_LEN);
+	close(f.async[0]);
+	close(f.async[1]);
+	loop_reset();
+}
+
 /*
  * Stopping the engine (the last ibv_close_device) while its thread has
  * just looked at the stop flag and is on its way to sleep with no timeout:
@@ -1581,6 +1631,8 @@ int main(void)
 		{ "resp_duplicate_reply_holds_no_resource",
 		  test_resp_duplicate_reply_holds_no_resource },
 		{ "engine_stop_before_sleep", test_engine_stop_before_sleep },
+		{ "qp_destroy_drops_its_completions",
+		  test_qp_destroy_drops_its_completions },
 		{ NULL, NULL },
 	};
 	int ret;
