@@ -207,6 +207,13 @@ CF_PEER(ud, longer_than_mtu, too_long, ud, 0)
 CF_PEER(ud, qkey_high_bit, qkey_controlled, ud, 0)
 CF_PEER(ud, loopback, loopback, loopback, 0)
 
+CF_SUITE(mcast, NULL, NULL)
+CF_PEER(mcast, fanout_local, fanout_local, mcast, 0)
+CF_PEER(mcast, detach_stops, detach_stops, mcast, 0)
+CF_PEER(mcast, fanout_process, fanout_process, mcast, 0)
+CF_PEER(mcast, bad_attach, bad_attach, mcast, 0)
+CF_PEER(mcast, limits, limits, mcast, 0)
+
 CF_SUITE(td, cf_suite_init, cf_suite_cleanup)
 CF_TEST(td, alloc_dealloc)
 CF_TEST(td, dealloc_busy)
