@@ -5,8 +5,8 @@
 # its QPs (mckey waits for message_count completions per QP and checks
 # the data, so a lost message leaves it waiting until our timeout).
 # Without a bind address, bound to 127.0.0.1, to the node's own
-# non-loopback address, in the IPoIB port space, IPv6, and with a
-# send-only sender.  Every process must see the same MGID (the kernel's
+# non-loopback address, in the IPoIB port space, IPv6, an MGID given
+# as such (AF_IB), and with a send-only sender.  Every process must see the same MGID (the kernel's
 # IPoIB mapping of the address) and the same MLID.
 . "$(dirname "$0")/lib.sh"
 need mckey
@@ -91,6 +91,9 @@ run_mckey "mckey 239.1.2.6, port space IPoIB" ff12:401b:ffff::f01:206 \
 # IPv6: ff12:6001:<P_Key> and the address's last 80 bits.
 run_mckey "mckey ff05::1:2:7, bound to ::1" ff12:6001:ffff::1:2:7 \
 	-m ff05::1:2:7 -b ::1
+# An MGID given as such (-M, AF_IB) is joined as is.
+run_mckey "mckey -M ff12:401b:ffff::1:2:9, bound to 127.0.0.1" \
+	ff12:401b:ffff::1:2:9 -M ff12:401b:ffff::1:2:9 -b 127.0.0.1
 # A send-only full member sends to the group without being attached.
 run_mckey "mckey 239.1.2.8, send-only sender" ff12:4001:ffff::f01:208 \
 	-m 239.1.2.8 --sender -o
