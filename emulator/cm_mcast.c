@@ -84,9 +84,9 @@ static socklen_t mc_addr_len(const struct sockaddr *sa)
 bool emu_cm_addr_is_multicast(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)
-		return IN_MULTICAST(ntohl(
-			((const struct sockaddr_in *)(const void *)sa)
-				->sin_addr.s_addr));
+		return IN_MULTICAST(
+			ntohl(((const struct sockaddr_in *)(const void *)sa)
+				      ->sin_addr.s_addr));
 	if (sa->sa_family == AF_INET6)
 		return IN6_IS_ADDR_MULTICAST(
 			&((const struct sockaddr_in6 *)(const void *)sa)
@@ -140,7 +140,8 @@ bool emu_cm_mgid(uint16_t ps, const struct sockaddr *sa, uint16_t pkey,
 		break;
 	case AF_IB:
 		memcpy(mgid,
-		       &((const struct sockaddr_ib *)(const void *)sa)->sib_addr,
+		       &((const struct sockaddr_ib *)(const void *)sa)
+				->sib_addr,
 		       16);
 		return true;
 	default:
@@ -286,7 +287,8 @@ static struct cm_mc *mc_unlink_locked(struct emu_cm_id *id,
 		if (mc->id != id)
 			continue;
 		/* librdmacm compares the address as given, byte for byte */
-		if (addr && (mc->addr_len != len || memcmp(&mc->addr, addr, len)))
+		if (addr &&
+		    (mc->addr_len != len || memcmp(&mc->addr, addr, len)))
 			continue;
 		*pp = mc->next;
 		return mc;
