@@ -10,13 +10,15 @@
  * GID, on InfiniBand a multicast LID).  The device's group limits
  * (max_mcast_grp, max_mcast_qp_attach, max_total_mcast_qp_attach) are
  * reported; IBA 10.5 leaves their size to the device, so a test only
- * checks that what is reported holds.
+ * checks that what is reported holds (max_mcast_grp groups for one QP,
+ * max_mcast_qp_attach QPs in one group).
  *
  * The groups are attached here by hand, without a subnet administrator
  * join: on a fabric the HCA still loops a group's datagrams back to its
  * own attached QPs; the RDMA CM's joins are tested in the cm suite.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests.h"
@@ -363,6 +365,55 @@ CF_BODY_IMPL(mcast, bad_attach)
 	return cf_ep_sync(ep, WAIT_MS);
 }
 
+/* max_mcast_qp_attach, the QPs one group may have, held: that many UD
+ * QPs attach to one group and one more is refused. */
+static void qp_attach_limit(struct cf_ep *ep)
+{
+	const int n = ep->dev->max_mcast_qp_attach;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp **qps;
+	int i, made, ret = 0;
+
+	if (n <= 0 || n > 512) {
+		printf("(max_mcast_qp_attach %d: not filled) ", n);
+		return;
+	}
+	qps = calloc((size_t)n + 1, sizeof(*qps));
+	if (!EP_CHECK(ep, qps != NULL, "no memory"))
+		return;
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = ep->cq;
+	ia.qp_type = IBV_QPT_UD;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 1;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	for (made = 0; made <= n; made++) {
+		qps[made] = ibv_create_qp(ep->pd, &ia);
+		if (!qps[made])
+			break;
+	}
+	if (made <= n) {
+		cf_ep_skip(ep, "mcast/limits: %d UD QPs to fill a group, only "
+			   "%d made", n + 1, made);
+		goto out;
+	}
+	for (i = 0; i <= n; i++) {
+		ret = cf_rc(ibv_attach_mcast(qps[i], &test_mgid, TEST_MLID));
+		if (ret)
+			break;
+	}
+	EP_CHECK(ep, i == n && ret != 0, "attached %d QPs to one group of "
+		 "max_mcast_qp_attach %d (the last attach: %s)", i, n,
+		 cf_errname(ret));
+	if (i == n && ret)
+		printf("(QP %d of a group: %s) ", n + 1, cf_errname(ret));
+	while (--i >= 0)
+		ibv_detach_mcast(qps[i], &test_mgid, TEST_MLID);
+out:
+	while (--made >= 0)
+		ibv_destroy_qp(qps[made]);
+	free(qps);
+}
+
 /*
  * The device's limits (IBA 10.5 leaves them to the device): reported,
  * and max_mcast_grp, the groups one QP may join, held: a QP attaches to
@@ -411,5 +462,6 @@ CF_BODY_IMPL(mcast, limits)
 		g.raw[15] = (uint8_t)i;
 		ibv_detach_mcast(ep->qps[0], &g, (uint16_t)(0xc400 + i));
 	}
+	qp_attach_limit(ep);
 	return cf_ep_sync(ep, 4 * WAIT_MS);
 }
