@@ -23,8 +23,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "tests.h"
-
-#define CM_WAIT_MS 10000
+#include "test_cm.h"
 
 struct cm_pair {
 	struct rdma_event_channel *sch, *cch; /* server's, client's */
@@ -33,8 +32,7 @@ struct cm_pair {
 	int port;
 };
 
-/* The address under test, with port; false if -a names none. */
-static bool cm_addr(struct sockaddr_storage *ss, int port)
+bool cm_addr(struct sockaddr_storage *ss, int port)
 {
 	struct addrinfo h, *ai;
 	char service[16];
@@ -50,8 +48,7 @@ static bool cm_addr(struct sockaddr_storage *ss, int port)
 	return true;
 }
 
-/* The next event of ch within CM_WAIT_MS; NULL if none came. */
-static struct rdma_cm_event *cm_next(struct rdma_event_channel *ch)
+struct rdma_cm_event *cm_next(struct rdma_event_channel *ch)
 {
 	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
 	struct rdma_cm_event *ev;
@@ -63,10 +60,9 @@ static struct rdma_cm_event *cm_next(struct rdma_event_channel *ch)
 	return ev;
 }
 
-/* The next event of ch, checked to be type for id (NULL: any id). */
-static struct rdma_cm_event *cm_expect(struct rdma_event_channel *ch,
-				       enum rdma_cm_event_type type,
-				       struct rdma_cm_id *id)
+struct rdma_cm_event *cm_expect(struct rdma_event_channel *ch,
+				enum rdma_cm_event_type type,
+				struct rdma_cm_id *id)
 {
 	struct rdma_cm_event *ev = cm_next(ch);
 

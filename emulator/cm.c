@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "cm.h"
+#include "cm_mcast.h"
 #include "cm_watch.h"
 #include "cm_wire.h"
 #include "engine.h"
@@ -71,7 +72,6 @@
 /* The time wait after a disconnection (IBA 12.9.6): twice the packet
  * lifetime the path gives (CM_LOCAL_ACK_TIMEOUT) and some. */
 #define CM_TIMEWAIT_MS 150
-#define CM_UDP_QKEY 0x01234567u /* rdma_cma.h RDMA_UDP_QKEY */
 
 enum cm_state {
 	CM_IDLE,
@@ -586,7 +586,7 @@ static struct emu_cm_id *cm_id_alloc_locked(struct emu_cm *cm,
 	do {
 		id->local_id = cm->next_id++;
 	} while (!id->local_id);
-	id->qkey = CM_UDP_QKEY;
+	id->qkey = cm_mc_ps_qkey(ps);
 	chan->nr_ids++;
 	id->next = cm->ids;
 	cm->ids = id;
@@ -750,6 +750,8 @@ unsigned int emu_cm_id_destroy(struct emu_cm_id *id)
 	struct emu_cm *cm = id->cm;
 	unsigned int delivered;
 
+	/* The kernel's rdma_destroy_id leaves the id's groups. */
+	cm_mc_id_gone(id);
 	pthread_mutex_lock(&cm->lock);
 	delivered = id->delivered;
 	cm_id_destroy_locked(id);
@@ -836,7 +838,7 @@ int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 			const struct sockaddr *dst, int timeout_ms)
 {
 	struct sockaddr_storage any, dss;
-	bool local;
+	bool local, mcast;
 	int ret = 0;
 
 	if (!dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
@@ -855,12 +857,19 @@ int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 			((struct sockaddr_in6 *)(void *)&dss)->sin6_addr =
 				in6addr_loopback;
 	}
-	local = emu_cm_addr_is_local((struct sockaddr *)&dss);
+	/* A multicast destination resolves at once, as the kernel's
+	 * address resolution maps it to a multicast hardware address
+	 * without asking a neighbour (ip_ib_mc_map); the id is then ready
+	 * to join it (rdma_join_multicast). */
+	mcast = emu_cm_addr_is_multicast((struct sockaddr *)&dss);
+	local = mcast || emu_cm_addr_is_local((struct sockaddr *)&dss);
 	pthread_mutex_lock(&id->cm->lock);
 	if (id->state == CM_IDLE) {
 		memset(&any, 0, sizeof(any));
 		if (src) {
 			memcpy(&any, src, cm_sa_len(src));
+		} else if (mcast) {
+			cm_mc_source(dss.ss_family, &any);
 		} else if (local) {
 			/* The source is the address the destination is
 			 * reached from: on this node, itself. */
@@ -879,7 +888,10 @@ int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 		uint16_t port = cm_port_of(&id->src);
 
 		if (id->src.ss_family == dss.ss_family) {
-			memcpy(&id->src, &dss, sizeof(dss));
+			if (mcast)
+				cm_mc_source(dss.ss_family, &id->src);
+			else
+				memcpy(&id->src, &dss, sizeof(dss));
 			cm_set_port(&id->src, port);
 		}
 	}
@@ -959,6 +971,58 @@ uint16_t emu_cm_src_port(struct emu_cm_id *id)
 uint16_t emu_cm_dst_port(struct emu_cm_id *id)
 {
 	return cm_port_of(&id->dst);
+}
+
+/* ---- for the multicast joins (cm_mcast.c) ---- */
+
+int cm_mc_id_check(struct emu_cm_id *id, uint16_t *ps_p, uint32_t *qkey_p,
+		   struct node **node_p)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&id->cm->lock);
+	/* The kernel's rdma_join_multicast: a UD id with a device (bound
+	 * to one of the node's addresses, or resolved), else EINVAL. */
+	if (id->qp_type != IBV_QPT_UD ||
+	    (id->state != CM_ADDR_RESOLVED &&
+	     (id->state != CM_ADDR_BOUND ||
+	      cm_addr_any((struct sockaddr *)&id->src))))
+		ret = EINVAL;
+	*ps_p = id->ps;
+	*qkey_p = id->qkey;
+	*node_p = &id->cm->hca->node;
+	pthread_mutex_unlock(&id->cm->lock);
+	return ret;
+}
+
+void cm_mc_queue(struct emu_cm_id *id, struct emu_cm_event *ev)
+{
+	pthread_mutex_lock(&id->cm->lock);
+	cm_queue_locked(id, ev);
+	pthread_mutex_unlock(&id->cm->lock);
+}
+
+void cm_mc_purge(struct emu_cm_id *id, uint64_t cookie)
+{
+	struct emu_cm_chan *chan;
+	struct cm_ev_node **pp, *n;
+
+	pthread_mutex_lock(&id->cm->lock);
+	chan = id->chan;
+	for (pp = &chan->head; (n = *pp);) {
+		if (n->ev.id != id || n->ev.mc_cookie != cookie) {
+			pp = &n->next;
+			continue;
+		}
+		/* its count on the descriptor stays: a read that finds no
+		 * event behind it reads on (emu_cm_get_event) */
+		*pp = n->next;
+		free(n);
+	}
+	chan->tail = &chan->head;
+	for (n = chan->head; n; n = n->next)
+		chan->tail = &n->next;
+	pthread_mutex_unlock(&id->cm->lock);
 }
 
 /* ---- listen, connect, accept ---- */

@@ -79,6 +79,11 @@ struct emu_cm_event {
 	enum emu_cm_event_type event;
 	int status;
 	struct emu_cm_conn param;
+	/* MULTICAST_JOIN, MULTICAST_ERROR: the join's context (as given to
+	 * emu_cm_join), its join flags, and the membership it reports. */
+	uint64_t mc_context;
+	uint64_t mc_cookie;
+	int mc_join_flags;
 };
 
 /* The path an id's connection takes (one node: the node's own port). */
@@ -146,6 +151,36 @@ int emu_cm_disconnect(struct emu_cm_id *id);
 /* rdma_init_qp_attr: attr->qp_state in: the state asked for. */
 int emu_cm_init_qp_attr(struct emu_cm_id *id, struct ibv_qp_attr *attr,
 			int *mask);
+/*
+ * Multicast through the CM (cm_mcast.c), as the kernel's rdma_cm joins
+ * a group for a UD id (rdma_join_multicast).  join_flags: rdma_cma.h's
+ * RDMA_MC_JOIN_FLAG_*.  join: EINVAL (not a UD id bound to or resolved
+ * on the device, or a bad address or flags), ENOMEM; otherwise
+ * MULTICAST_JOIN follows on the id's channel (MULTICAST_ERROR if the
+ * group cannot be had).  leave: addr NULL leaves any one group; *info
+ * tells what the face must detach; EADDRNOTAVAIL if the id has not
+ * joined addr.  A destroyed id leaves its groups.
+ */
+#define EMU_CM_JOIN_FULLMEMBER 0
+#define EMU_CM_JOIN_SENDONLY_FULLMEMBER 1
+#define EMU_CM_MC_QPN 0xffffff /* IBA 10.5.2.2: multicast DQPN */
+struct emu_cm_mc_info {
+	union ibv_gid mgid;
+	uint16_t mlid;
+	int join_flags;
+};
+int emu_cm_join(struct emu_cm_id *id, const struct sockaddr *addr,
+		int join_flags, uint64_t context);
+int emu_cm_leave(struct emu_cm_id *id, const struct sockaddr *addr,
+		 struct emu_cm_mc_info *info);
+/* The MGID the kernel's rdma_cm gives an address of port space ps on an
+ * InfiniBand port of partition pkey (cma_set_mgid); false if addr is not
+ * IPv4, IPv6 or AF_IB.  All-zero for the unspecified address. */
+bool emu_cm_mgid(uint16_t ps, const struct sockaddr *addr, uint16_t pkey,
+		 uint8_t mgid[16]);
+/* Whether addr is an IPv4 or IPv6 multicast address. */
+bool emu_cm_addr_is_multicast(const struct sockaddr *addr);
+
 /* Ports (host order). */
 uint16_t emu_cm_src_port(struct emu_cm_id *id);
 uint16_t emu_cm_dst_port(struct emu_cm_id *id);

@@ -42,7 +42,7 @@
 #include "params.h"
 
 #define IBEMU_NODE_MAGIC 0x6962656d756e6f64ull /* "ibemunod" */
-#define IBEMU_NODE_LAYOUT 6
+#define IBEMU_NODE_LAYOUT 7
 
 /* Byte offsets of the liveness locks in the segment's file (advisory:
  * they do not touch the mapped data). */
@@ -118,6 +118,23 @@ struct node_cm_port {
 	uint8_t addr[16]; /* IPv6, or IPv4 mapped (::ffff:a.b.c.d) */
 };
 
+/*
+ * One membership of a multicast group joined through the RDMA CM: what
+ * the subnet administrator keeps as an MCMemberRecord (IBA 15.2.5.17).
+ * The SA assigns a group its MLID when the first member joins; every
+ * later join of the same MGID gets the same MLID, from any process, for
+ * as long as the group has members.  Lock rule: node_seg.lock
+ * (node_mcast.c).  owner == 0: a free entry; an entry whose owner's
+ * token no longer matches, or whose owner is not alive, is free as well.
+ */
+struct node_cm_mcast {
+	uint32_t owner; /* index in procs[] + 1; 0: free */
+	uint16_t mlid;
+	uint16_t resv;
+	uint64_t token; /* the owner's token when it joined */
+	uint8_t mgid[16];
+};
+
 #define NODE_CM_LISTEN 1u
 #define NODE_CM_WILDCARD 2u /* any address of the node */
 #define NODE_CM_REUSE 4u /* RDMA_OPTION_ID_REUSEADDR */
@@ -146,6 +163,7 @@ struct node_seg {
 	struct node_qp qps[IBEMU_MAX_QP];
 	struct node_mcast_grp mcast[IBEMU_MAX_MCAST_GRP];
 	struct node_cm_port cm_ports[IBEMU_MAX_CM_PORTS];
+	struct node_cm_mcast cm_mcast[IBEMU_MAX_CM_MCAST];
 };
 
 /* A process's view of its node. */
@@ -221,6 +239,18 @@ int node_mcast_leave(struct node *node, const uint8_t mgid[16], uint16_t mlid,
 		     uint32_t qpn);
 unsigned int node_mcast_procs(struct node *node, const uint8_t mgid[16],
 			      uint16_t mlid, int32_t *slots, unsigned int max);
+/*
+ * Memberships through the RDMA CM (struct node_cm_mcast).  member_add:
+ * record a membership of the calling process in mgid's group and give
+ * the group's MLID in *mlid_p, assigning a free one if the group has no
+ * member yet; an all-zero mgid asks for a new group with a unique MGID,
+ * written back (IBA 15.2.5.17.1: the SA assigns it).  0, or -ENOMEM
+ * when the table or the MLID space is full.  *index_p names the entry
+ * for member_del.
+ */
+int node_mcast_member_add(struct node *node, uint8_t mgid[16],
+			  uint16_t *mlid_p, int *index_p);
+void node_mcast_member_del(struct node *node, int index);
 
 /*
  * The RDMA CM's bound addresses (node_cm.c).  bind: *port_p 0 takes a

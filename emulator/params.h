@@ -82,5 +82,8 @@
  * ports of connecting ids (40 bytes each in the node segment; a 3.5 MiB
  * /dev/shm must still hold the segment and one inbox, tests/small-shm.sh). */
 #define IBEMU_MAX_CM_PORTS 1024
+/* Multicast memberships made through the RDMA CM (node_mcast.c), one per
+ * join of an id: 32 bytes each in the node segment. */
+#define IBEMU_MAX_CM_MCAST 512
 
 #endif /* IBEMU_PARAMS_H */

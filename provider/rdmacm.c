@@ -41,6 +41,7 @@
 #include "cm.h"
 #include "hca.h"
 #include "log.h"
+#include "rdmacm.h"
 
 /* ---- libibverbs, found at run time ---- */
 
@@ -349,6 +350,7 @@ IBEMU_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		rdma_ack_cm_event(id->event);
 		id->event = NULL;
 	}
+	face_mcast_id_destroy(id);
 	delivered = emu_cm_id_destroy(fid->emu);
 	/* As librdmacm: the events reported must be acknowledged first
 	 * (counted as the emulator handed them out, so an event another
@@ -535,6 +537,10 @@ again:
 			fe->ev.param.ud.qkey = eev.param.qkey;
 		}
 		break;
+	case EMU_CM_MULTICAST_JOIN:
+	case EMU_CM_MULTICAST_ERROR:
+		face_mcast_event(&fid->id, &fe->ev, &eev);
+		break;
 	case EMU_CM_REJECTED:
 		/* as librdmacm: a refused connection's QP is done */
 		face_modify_err(fid);
@@ -580,6 +586,16 @@ static int face_complete(struct face_id *fid)
 	if (ev->event == RDMA_CM_EVENT_REJECTED)
 		return face_err(ECONNREFUSED);
 	return face_err(ev->status < 0 ? -ev->status : ev->status);
+}
+
+struct emu_cm_id *face_emu_id(struct rdma_cm_id *id)
+{
+	return to_fid(id)->emu;
+}
+
+int face_complete_id(struct rdma_cm_id *id)
+{
+	return face_complete(to_fid(id));
 }
 
 /* ---- addresses and routes ---- */
@@ -1291,37 +1307,6 @@ IBEMU_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id,
 	/* Enhanced connection establishment is not negotiated. */
 	memset(ece, 0, sizeof(*ece));
 	return 0;
-}
-
-/* ---- multicast (a later step of the CM) ---- */
-
-IBEMU_EXPORT int rdma_join_multicast(struct rdma_cm_id *id,
-				     struct sockaddr *addr, void *context)
-{
-	(void)id;
-	(void)addr;
-	(void)context;
-	ibemu_log_err("rdma_join_multicast: not provided yet");
-	return face_err(ENOSYS);
-}
-
-IBEMU_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
-					struct rdma_cm_join_mc_attr_ex *attr,
-					void *context)
-{
-	(void)id;
-	(void)attr;
-	(void)context;
-	ibemu_log_err("rdma_join_multicast_ex: not provided yet");
-	return face_err(ENOSYS);
-}
-
-IBEMU_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id,
-				      struct sockaddr *addr)
-{
-	(void)id;
-	(void)addr;
-	return face_err(EADDRNOTAVAIL);
 }
 
 /* ---- devices, strings, ports ---- */

@@ -6,7 +6,10 @@
  * initiator depth crossed, QPNs), refusals, address rules, a
  * non-blocking channel, an address nobody has, and MADs of garbage
  * handed to the CM as the engine hands it packets for QP1: nothing
- * wedges, a connection still works afterwards.
+ * wedges, a connection still works afterwards.  Multicast joins: the
+ * MGID of each kind of address (the kernel's cma_set_mgid), one MLID per
+ * group node-wide, what MULTICAST_JOIN carries, the join rules, and a
+ * leave that drops the join's unread event.
  *
  * Runs on its own node (IBEMU_NODE), removed afterwards.
  */
@@ -53,6 +56,23 @@ static bool next_event(struct emu_cm_event *ev)
 	if (poll(&pfd, 1, 5000) != 1)
 		return false;
 	return emu_cm_get_event(chan, ev) == 0;
+}
+
+/* Whether an event comes within ms (it is taken). */
+static bool next_event_within(int ms)
+{
+	struct pollfd pfd = { .fd = chan_fd, .events = POLLIN };
+	struct emu_cm_event ev;
+	int fl = fcntl(chan_fd, F_GETFL);
+	bool got;
+
+	if (poll(&pfd, 1, ms) != 1)
+		return false;
+	/* a count whose event was dropped reads on: do not block */
+	fcntl(chan_fd, F_SETFL, fl | O_NONBLOCK);
+	got = emu_cm_get_event(chan, &ev) == 0;
+	fcntl(chan_fd, F_SETFL, fl);
+	return got;
 }
 
 static bool expect(enum emu_cm_event_type type, struct emu_cm_id *id,
@@ -521,6 +541,137 @@ static void test_garbage_wedges_nothing(void)
 	emu_cm_id_destroy(l);
 }
 
+/* The MGID of addr in port space ps, as a string. */
+static const char *mgid_of(uint16_t ps, const char *addr)
+{
+	static char out[INET6_ADDRSTRLEN];
+	struct sockaddr_storage ss;
+	uint8_t mgid[16];
+
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, addr,
+		      &((struct sockaddr_in *)&ss)->sin_addr) == 1)
+		ss.ss_family = AF_INET;
+	else if (inet_pton(AF_INET6, addr,
+			   &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
+		ss.ss_family = AF_INET6;
+	if (!emu_cm_mgid(ps, (struct sockaddr *)&ss, 0xffff, mgid))
+		return "-";
+	inet_ntop(AF_INET6, mgid, out, sizeof(out));
+	return out;
+}
+
+static void test_mcast_mgid(void)
+{
+	/* ip_ib_mc_map: ff12:401b:<P_Key>::, the low 28 bits; 0x01 for
+	 * RDMA_PS_UDP ("RDMA CM signature") */
+	CU_ASSERT_STRING_EQUAL(mgid_of(EMU_CM_PS_UDP, "239.1.2.3"),
+			       "ff12:4001:ffff::f01:203");
+	CU_ASSERT_STRING_EQUAL(mgid_of(EMU_CM_PS_IPOIB, "224.0.0.1"),
+			       "ff12:401b:ffff::1");
+	/* ipv6_ib_mc_map: ff12:601b:<P_Key> and the last 80 bits */
+	CU_ASSERT_STRING_EQUAL(mgid_of(EMU_CM_PS_UDP, "ff05::1:2:3"),
+			       "ff12:6001:ffff::1:2:3");
+	CU_ASSERT_STRING_EQUAL(mgid_of(EMU_CM_PS_IPOIB,
+				       "ff02:1:2:3:4:5:6:7"),
+			       "ff12:601b:ffff:3:4:5:6:7");
+	/* an SA-assigned MGID (ff1x:a01b:...) as is; unspecified: zero */
+	CU_ASSERT_STRING_EQUAL(mgid_of(EMU_CM_PS_UDP, "ff15:a01b:1::9"),
+			       "ff15:a01b:1::9");
+	CU_ASSERT_STRING_EQUAL(mgid_of(EMU_CM_PS_UDP, "0.0.0.0"), "::");
+}
+
+/* A UD id of port space ps resolved to the multicast address group. */
+static struct emu_cm_id *mc_id(uint16_t ps, const struct sockaddr_in *group,
+			       uint64_t handle)
+{
+	struct emu_cm_event ev;
+	struct emu_cm_id *id;
+
+	CU_ASSERT_FATAL(emu_cm_id_create(hca, chan, handle, ps, IBV_QPT_UD,
+					 &id) == 0);
+	CU_ASSERT_FATAL(emu_cm_resolve_addr(id, NULL,
+					    (const struct sockaddr *)group,
+					    1000) == 0);
+	CU_ASSERT_FATAL(expect(EMU_CM_ADDR_RESOLVED, id, &ev));
+	return id;
+}
+
+static void test_mcast_join(void)
+{
+	struct sockaddr_in g1 = sin_of("239.9.8.7", 0);
+	struct sockaddr_in g2 = sin_of("239.9.8.6", 0);
+	struct sockaddr_in lo = sin_of("127.0.0.1", 0);
+	struct emu_cm_mc_info info;
+	struct emu_cm_event ev, ev2;
+	struct emu_cm_id *a, *b, *c, *idle;
+	uint16_t mlid;
+
+	a = mc_id(EMU_CM_PS_UDP, &g1, 21);
+	b = mc_id(EMU_CM_PS_UDP, &g1, 22);
+	c = mc_id(EMU_CM_PS_IPOIB, &g2, 23);
+	CU_ASSERT(emu_cm_join(a, (struct sockaddr *)&g1,
+			      EMU_CM_JOIN_FULLMEMBER, 0xa) == 0);
+	CU_ASSERT_FATAL(expect(EMU_CM_MULTICAST_JOIN, a, &ev));
+	/* what ib_init_ah_from_mcmember gives: a GRH to the MGID, the
+	 * MLID (IBA 4.1.3), QPN 0xFFFFFF, the port space's Q_Key */
+	CU_ASSERT(ev.status == 0 && ev.mc_context == 0xa);
+	CU_ASSERT(ev.param.ah_attr.is_global &&
+		  ev.param.ah_attr.grh.dgid.raw[0] == 0xff &&
+		  ev.param.ah_attr.grh.dgid.raw[3] == 0x01);
+	mlid = ev.param.ah_attr.dlid;
+	CU_ASSERT(mlid >= 0xc000 && mlid <= 0xfffe);
+	CU_ASSERT(ev.param.qp_num == 0xffffff);
+	CU_ASSERT(ev.param.qkey == 0x01234567);
+	/* the same group for a second member */
+	CU_ASSERT(emu_cm_join(b, (struct sockaddr *)&g1,
+			      EMU_CM_JOIN_SENDONLY_FULLMEMBER, 0xb) == 0);
+	CU_ASSERT_FATAL(expect(EMU_CM_MULTICAST_JOIN, b, &ev2));
+	CU_ASSERT(ev2.param.ah_attr.dlid == mlid && ev2.mc_context == 0xb &&
+		  ev2.mc_join_flags == EMU_CM_JOIN_SENDONLY_FULLMEMBER &&
+		  !memcmp(&ev2.param.ah_attr.grh.dgid,
+			  &ev.param.ah_attr.grh.dgid, 16));
+	/* another group, another MLID; the IPoIB port space's Q_Key */
+	CU_ASSERT(emu_cm_join(c, (struct sockaddr *)&g2,
+			      EMU_CM_JOIN_FULLMEMBER, 0xc) == 0);
+	CU_ASSERT_FATAL(expect(EMU_CM_MULTICAST_JOIN, c, &ev2));
+	CU_ASSERT(ev2.param.ah_attr.dlid != mlid);
+	CU_ASSERT(ev2.param.qkey == 0x0b1b);
+	CU_ASSERT(ev2.param.ah_attr.grh.dgid.raw[3] == 0x1b);
+
+	/* the rules: join flags, an id with no address, a non-UD id */
+	CU_ASSERT(emu_cm_join(a, (struct sockaddr *)&g1, 2, 0) == EINVAL);
+	CU_ASSERT_FATAL(emu_cm_id_create(hca, chan, 24, EMU_CM_PS_UDP,
+					 IBV_QPT_UD, &idle) == 0);
+	CU_ASSERT(emu_cm_join(idle, (struct sockaddr *)&g1,
+			      EMU_CM_JOIN_FULLMEMBER, 0) == EINVAL);
+	/* bound to one of the node's addresses: it may join */
+	CU_ASSERT(emu_cm_bind(idle, (struct sockaddr *)&lo) == 0);
+	CU_ASSERT(emu_cm_join(idle, (struct sockaddr *)&g1,
+			      EMU_CM_JOIN_FULLMEMBER, 0) == 0);
+	/* a leave before the event is read drops it */
+	CU_ASSERT(emu_cm_leave(idle, (struct sockaddr *)&g1, &info) == 0);
+	CU_ASSERT(info.mlid == mlid);
+	CU_ASSERT(emu_cm_leave(idle, (struct sockaddr *)&g1, &info) ==
+		  EADDRNOTAVAIL);
+	emu_cm_id_destroy(idle);
+	CU_ASSERT(emu_cm_leave(a, (struct sockaddr *)&g2, &info) ==
+		  EADDRNOTAVAIL);
+	CU_ASSERT(emu_cm_leave(a, (struct sockaddr *)&g1, &info) == 0);
+	CU_ASSERT(info.join_flags == EMU_CM_JOIN_FULLMEMBER &&
+		  info.mlid == mlid);
+	/* b still holds the group: a new member gets its MLID */
+	CU_ASSERT(emu_cm_join(a, (struct sockaddr *)&g1,
+			      EMU_CM_JOIN_FULLMEMBER, 0xa) == 0);
+	CU_ASSERT_FATAL(expect(EMU_CM_MULTICAST_JOIN, a, &ev));
+	CU_ASSERT(ev.param.ah_attr.dlid == mlid);
+	/* destroying the ids leaves their groups */
+	emu_cm_id_destroy(a);
+	emu_cm_id_destroy(b);
+	emu_cm_id_destroy(c);
+	CU_ASSERT(!next_event_within(300));
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -533,6 +684,8 @@ int main(void)
 		{ "address_rules", test_address_rules },
 		{ "nonblocking_channel", test_nonblocking_channel },
 		{ "garbage_wedges_nothing", test_garbage_wedges_nothing },
+		{ "mcast_mgid", test_mcast_mgid },
+		{ "mcast_join", test_mcast_join },
 		{ NULL, NULL },
 	};
 	char env[64], name[96];

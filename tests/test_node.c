@@ -3,8 +3,10 @@
  * Unit tests of the node segment (emulator/node.c): concurrent creation,
  * a lock holder killed with SIGKILL, stale and foreign segments, QPN
  * allocation, the sweep of dead processes, liveness that holds for
- * stopped processes, forked children and other pid namespaces, and a QP
- * entry whose writer died mid-update.
+ * stopped processes, forked children and other pid namespaces, a QP
+ * entry whose writer died mid-update, and the RDMA CM's multicast
+ * memberships: one MLID per group for every process, freed with the
+ * last member, dead or alive.
  *
  * Each test runs on its own node (IBEMU_NODE) and removes it afterwards.
  */
@@ -675,6 +677,71 @@ static void test_qp_writer_died(void)
 	drop_node();
 }
 
+/*
+ * Multicast memberships (node_mcast_member_add): a child process joins
+ * group X; this process joining X gets the child's MLID, joining Y
+ * another; once the child died and we left X, X's MLID is free again
+ * (the next new group gets it).  An all-zero MGID gets a new SA-style
+ * one (ff12:a01b:...).
+ */
+static void test_mcast_members(void)
+{
+	uint8_t x[16] = { 0xff, 0x12, 0x40, 0x01, 0xff, 0xff, [15] = 1 };
+	uint8_t y[16] = { 0xff, 0x12, 0x40, 0x01, 0xff, 0xff, [15] = 2 };
+	uint8_t z[16] = { 0xff, 0x12, 0x40, 0x01, 0xff, 0xff, [15] = 3 };
+	uint8_t zero[16] = { 0 };
+	uint16_t child_mlid = 0, mx, my, mz, m0;
+	int up[2], down[2], ix, iy, iz, i0;
+	struct node node;
+	pid_t child;
+	char c = 0;
+
+	use_fresh_node("mcast-members");
+	CU_ASSERT_FATAL(pipe(up) == 0 && pipe(down) == 0);
+	child = fork();
+	CU_ASSERT_FATAL(child >= 0);
+	if (child == 0) {
+		struct node cn;
+		uint16_t m = 0;
+		int idx;
+
+		if (node_open(&cn) || node_proc_attach(&cn) ||
+		    node_mcast_member_add(&cn, x, &m, &idx))
+			m = 0;
+		if (write(up[1], &m, sizeof(m)) != sizeof(m) ||
+		    read(down[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0); /* without leaving: the process dies a member */
+	}
+	CU_ASSERT_FATAL(read(up[0], &child_mlid, sizeof(child_mlid)) ==
+			sizeof(child_mlid));
+	CU_ASSERT(child_mlid >= 0xc000 && child_mlid <= 0xfffe);
+	CU_ASSERT_FATAL(node_open(&node) == 0);
+	CU_ASSERT_FATAL(node_proc_attach(&node) == 0);
+	CU_ASSERT(node_mcast_member_add(&node, x, &mx, &ix) == 0);
+	CU_ASSERT(mx == child_mlid);
+	CU_ASSERT(node_mcast_member_add(&node, y, &my, &iy) == 0);
+	CU_ASSERT(my != mx && my >= 0xc000 && my <= 0xfffe);
+	CU_ASSERT(write(down[1], &c, 1) == 1);
+	waitpid(child, NULL, 0);
+	node_mcast_member_del(&node, ix);
+	CU_ASSERT(node_mcast_member_add(&node, z, &mz, &iz) == 0);
+	CU_ASSERT(mz == mx);
+	CU_ASSERT(node_mcast_member_add(&node, zero, &m0, &i0) == 0);
+	CU_ASSERT(zero[0] == 0xff && zero[2] == 0xa0 && zero[3] == 0x1b);
+	CU_ASSERT(m0 != my && m0 != mz);
+	node_mcast_member_del(&node, iy);
+	node_mcast_member_del(&node, iz);
+	node_mcast_member_del(&node, i0);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+	node_proc_detach(&node);
+	node_close(&node);
+	drop_node();
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -693,6 +760,7 @@ int main(void)
 		{ "other_pid_namespace", test_other_pid_namespace },
 		{ "forked_child_forgets", test_forked_child_forgets },
 		{ "qp_writer_died", test_qp_writer_died },
+		{ "mcast_members", test_mcast_members },
 		{ NULL, NULL },
 	};
 
