@@ -40,17 +40,21 @@ sent() {
 	done
 }
 
-# rping -v over each address, unmodified, under ibemu; the kernel
-# device's counters say which device carried it.
+# rping -v, unmodified, under ibemu: server address, client address and
+# the device that must carry it (a server on any address takes both);
+# the kernel device's counters say which device did.
 dir=$(mktemp -d)
-for a in "$addr" 127.0.0.1; do
+for case in "$addr $addr $dev" "127.0.0.1 127.0.0.1 ibemu0" \
+	    "0.0.0.0 $addr $dev" "0.0.0.0 127.0.0.1 ibemu0"; do
+	set -- $case
+	saddr=$1 caddr=$2 want_dev=$3
 	before=$(sent)
-	timeout -k 5 120 "$IBEMU" run -- rping -s -v -a "$a" -p 7472 -C 10 \
-		>"$dir/server.out" 2>&1 </dev/null &
+	timeout -k 5 120 "$IBEMU" run -- rping -s -v -a "$saddr" -p 7472 \
+		-C 10 >"$dir/server.out" 2>&1 </dev/null &
 	SRV_PID=$!
 	for try in $(seq 50); do
-		timeout -k 5 120 "$IBEMU" run -- rping -c -v -a "$a" -p 7472 \
-			-C 10 >"$dir/client.out" 2>&1 </dev/null
+		timeout -k 5 120 "$IBEMU" run -- rping -c -v -a "$caddr" \
+			-p 7472 -C 10 >"$dir/client.out" 2>&1 </dev/null
 		RC_C=$?
 		[ "$RC_C" = 0 ] && break
 		sleep 0.5
@@ -60,15 +64,16 @@ for a in "$addr" 127.0.0.1; do
 	after=$(sent)
 	n=$(grep -c "ping data: rdma-ping-" "$dir/client.out")
 	carried=$(( ${after:-0} - ${before:-0} ))
-	if [ "$a" = 127.0.0.1 ]; then want_dev=ibemu0; else want_dev=$dev; fi
+	what="rping -v -C 10, server on $saddr, client to $caddr"
 	if [ "$RC_C" != 0 ] || [ "$RC_S" != 0 ] || [ "$n" != 10 ]; then
-		fail "rping -v -C 10 over $a: client $RC_C, server $RC_S, $n pings"
+		fail "$what: client $RC_C, server $RC_S, $n pings"
 		tail -n 5 "$dir/client.out" "$dir/server.out" | sed 's/^/    /'
-	elif [ -n "$before" ] && { [ "$want_dev" = "$dev" ] && [ "$carried" -lt 20 ] ||
-				    [ "$want_dev" = ibemu0 ] && [ "$carried" -ge 20 ]; }; then
-		fail "rping over $a: $dev sent $carried packets; it should be $want_dev's"
+	elif [ -n "$before" ] &&
+	     { { [ "$want_dev" = "$dev" ] && [ "$carried" -lt 20 ]; } ||
+	       { [ "$want_dev" = ibemu0 ] && [ "$carried" -ge 20 ]; }; }; then
+		fail "$what: $dev sent $carried packets; it should be $want_dev's"
 	else
-		pass "rping -v -C 10 over $a on $want_dev ($dev sent $carried packets)"
+		pass "$what: on $want_dev ($dev sent $carried packets)"
 	fi
 done
 rm -rf "$dir"
