@@ -42,6 +42,8 @@
 #include "hca.h"
 #include "log.h"
 #include "rdmacm.h"
+#include "rdmacm_face.h"
+#include "rdmacm_real.h"
 
 /* ---- libibverbs, found at run time ---- */
 
@@ -75,43 +77,7 @@ static struct ibv_xrcd *face_xrcd; /* XRC ids' domain, opened when needed */
 static struct emu_hca *face_hca;
 static uint8_t face_max_rd_atom, face_max_init_rd_atom;
 
-struct face_chan {
-	struct rdma_event_channel ch;
-	struct emu_cm_chan *emu;
-};
-
-struct face_id {
-	struct rdma_cm_id id;
-	struct emu_cm_id *emu;
-	bool sync; /* made without a channel: id.channel is its own */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned int acked; /* events acknowledged; under lock */
-	/* from the connection request: what the peer allows */
-	uint8_t resp_res, init_depth;
-	struct ibv_sa_path_rec path;
-	/* rdma_create_ep of a listener: the QP each request gets */
-	struct ibv_qp_init_attr *qp_init_attr;
-	struct ibv_ece local_ece;
-};
-
-struct face_event {
-	struct rdma_cm_event ev;
-	struct face_id *counted; /* whose count the ack settles */
-	uint8_t private_data[EMU_CM_PRIVATE_MAX];
-};
-
-static inline struct face_id *to_fid(struct rdma_cm_id *id)
-{
-	return (struct face_id *)id;
-}
-
-static inline struct face_chan *to_fch(struct rdma_event_channel *ch)
-{
-	return (struct face_chan *)ch;
-}
-
-static int face_err(int err)
+int face_err(int err)
 {
 	errno = err;
 	return -1;
@@ -188,6 +154,8 @@ out:
 
 IBEMU_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 {
+	if (cm_real_inside())
+		return cm_real.create_event_channel();
 	struct face_chan *fch;
 	int ret;
 
@@ -207,11 +175,23 @@ IBEMU_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 		errno = ret;
 		return NULL;
 	}
+	fch->emu_fd = fch->ch.fd;
+	if (cm_real_open()) {
+		ret = face_real_chan_open(fch);
+		if (ret)
+			ibemu_log_err("rdma_create_event_channel: no real "
+				      "librdmacm channel (%s): ibemu's only",
+				      strerror(ret));
+	}
 	return &fch->ch;
 }
 
 IBEMU_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *ch)
 {
+	if (cm_real_inside()) {
+		cm_real.destroy_event_channel(ch);
+		return;
+	}
 	struct face_chan *fch = to_fch(ch);
 
 	if (!ch)
@@ -220,6 +200,7 @@ IBEMU_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *ch)
 		ibemu_log_err("rdma_destroy_event_channel: ids still use it");
 		return;
 	}
+	face_real_chan_close(fch);
 	free(fch);
 }
 
@@ -261,9 +242,8 @@ static void face_sync_route(struct face_id *fid)
 	id->route.path_rec = &fid->path;
 }
 
-static struct face_id *face_id_new(struct face_chan *fch, void *context,
-				   enum rdma_port_space ps,
-				   enum ibv_qp_type qp_type)
+struct face_id *face_id_new(struct face_chan *fch, void *context,
+			    enum rdma_port_space ps, enum ibv_qp_type qp_type)
 {
 	struct face_id *fid = calloc(1, sizeof(*fid));
 
@@ -278,7 +258,7 @@ static struct face_id *face_id_new(struct face_chan *fch, void *context,
 	return fid;
 }
 
-static void face_id_free(struct face_id *fid)
+void face_id_free(struct face_id *fid)
 {
 	pthread_mutex_destroy(&fid->lock);
 	pthread_cond_destroy(&fid->cond);
@@ -316,6 +296,7 @@ static int face_create_id(struct rdma_event_channel *channel,
 		face_id_free(fid);
 		goto err;
 	}
+	face_real_id_create(fid, to_fch(ch));
 	*id_p = &fid->id;
 	return 0;
 err:
@@ -334,11 +315,15 @@ IBEMU_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
 				struct rdma_cm_id **id, void *context,
 				enum rdma_port_space ps)
 {
+	if (cm_real_inside())
+		return cm_real.create_id(channel, id, context, ps);
 	return face_create_id(channel, id, context, ps, face_ps_qp_type(ps));
 }
 
 IBEMU_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 {
+	if (cm_real_inside())
+		return cm_real.destroy_id(id);
 	struct face_id *fid = to_fid(id);
 	struct rdma_event_channel *ch;
 	unsigned int delivered;
@@ -350,8 +335,12 @@ IBEMU_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		rdma_ack_cm_event(id->event);
 		id->event = NULL;
 	}
-	face_mcast_id_destroy(id);
-	delivered = emu_cm_id_destroy(fid->emu);
+	if (fid->emu)
+		face_mcast_id_destroy(id);
+	/* the real librdmacm waits for its own acknowledgements */
+	if (fid->real)
+		CM_REAL(cm_real.destroy_id(fid->real));
+	delivered = fid->emu ? emu_cm_id_destroy(fid->emu) : 0;
 	/* As librdmacm: the events reported must be acknowledged first
 	 * (counted as the emulator handed them out, so an event another
 	 * thread is still turning into a struct rdma_cm_event counts). */
@@ -448,6 +437,8 @@ static struct face_id *face_conn_req(struct face_id *l,
 IBEMU_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 				   struct rdma_cm_event **event)
 {
+	if (cm_real_inside())
+		return cm_real.get_cm_event(channel, event);
 	struct face_event *fe;
 	struct emu_cm_event eev;
 	struct face_id *fid, *nfid;
@@ -457,6 +448,15 @@ IBEMU_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 		return face_err(EINVAL);
 again:
 	ret = emu_cm_get_event(to_fch(channel)->emu, &eev);
+	if (ret == EAGAIN && to_fch(channel)->real) {
+		/* both sides non-blocking: the real one, then wait */
+		ret = face_real_get_event(to_fch(channel), event);
+		if (ret != EAGAIN)
+			return ret ? face_err(ret) : 0;
+		ret = face_real_wait(to_fch(channel));
+		if (!ret)
+			goto again;
+	}
 	if (ret)
 		return face_err(ret);
 	fid = (struct face_id *)(uintptr_t)eev.handle;
@@ -555,11 +555,18 @@ again:
 
 IBEMU_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
+	if (cm_real_inside())
+		return cm_real.ack_cm_event(event);
 	struct face_event *fe = (struct face_event *)event;
 	struct face_id *fid;
 
 	if (!event)
 		return face_err(EINVAL);
+	if (fe->real) {
+		CM_REAL(cm_real.ack_cm_event(fe->real));
+		free(fe);
+		return 0;
+	}
 	fid = fe->counted;
 	free(fe);
 	face_ack(fid);
@@ -602,14 +609,23 @@ int face_complete_id(struct rdma_cm_id *id)
 
 IBEMU_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
+	if (cm_real_inside())
+		return cm_real.bind_addr(id, addr);
 	int ret;
 
 	if (!id || !addr)
 		return face_err(EINVAL);
+	face_real_route_local(to_fid(id), addr);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, bind_addr, addr);
 	ret = emu_cm_bind(to_fid(id)->emu, addr);
 	if (ret)
 		return face_err(ret);
 	face_sync_route(to_fid(id));
+	/* any address: the real twin binds it too, or is given up */
+	if (to_fid(id)->where == FACE_BOTH &&
+	    CM_REAL(cm_real.bind_addr(to_fid(id)->real, addr)))
+		face_real_keep(to_fid(id), FACE_EMU);
 	return 0;
 }
 
@@ -617,10 +633,18 @@ IBEMU_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 				   struct sockaddr *src_addr,
 				   struct sockaddr *dst_addr, int timeout_ms)
 {
+	if (cm_real_inside())
+		return cm_real.resolve_addr(id, src_addr, dst_addr, timeout_ms);
 	int ret;
 
 	if (!id || !dst_addr)
 		return face_err(EINVAL);
+	face_real_route_dst(to_fid(id), src_addr, dst_addr);
+	if (face_is_real(id)) {
+		ret = FACE_REAL_CALL(id, resolve_addr, src_addr, dst_addr,
+				     timeout_ms);
+		return ret ? ret : face_complete(to_fid(id));
+	}
 	ret = emu_cm_resolve_addr(to_fid(id)->emu, src_addr, dst_addr,
 				  timeout_ms);
 	if (ret)
@@ -633,10 +657,16 @@ IBEMU_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 
 IBEMU_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 {
+	if (cm_real_inside())
+		return cm_real.resolve_route(id, timeout_ms);
 	int ret;
 
 	if (!id)
 		return face_err(EINVAL);
+	if (face_is_real(id)) {
+		ret = FACE_REAL_CALL(id, resolve_route, timeout_ms);
+		return ret ? ret : face_complete(to_fid(id));
+	}
 	ret = emu_cm_resolve_route(to_fid(id)->emu, timeout_ms);
 	if (ret)
 		return face_err(ret);
@@ -645,14 +675,22 @@ IBEMU_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 
 IBEMU_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
+	if (cm_real_inside())
+		return cm_real.listen(id, backlog);
 	int ret;
 
 	if (!id)
 		return face_err(EINVAL);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, listen, backlog);
 	ret = emu_cm_listen(to_fid(id)->emu, backlog);
 	if (ret)
 		return face_err(ret);
 	face_sync_route(to_fid(id));
+	/* a listener on any address takes the real device's requests too */
+	if (to_fid(id)->where == FACE_BOTH &&
+	    CM_REAL(cm_real.listen(to_fid(id)->real, backlog)))
+		face_real_keep(to_fid(id), FACE_EMU);
 	return 0;
 }
 
@@ -660,6 +698,10 @@ IBEMU_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 				   struct ibv_qp_attr *qp_attr,
 				   int *qp_attr_mask)
 {
+	if (cm_real_inside())
+		return cm_real.init_qp_attr(id, qp_attr, qp_attr_mask);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, init_qp_attr, qp_attr, qp_attr_mask);
 	int ret;
 
 	if (!id || !qp_attr || !qp_attr_mask)
@@ -769,6 +811,10 @@ static int face_init_qp(struct face_id *fid, struct ibv_qp *qp)
 IBEMU_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 				   struct ibv_qp_init_attr_ex *attr)
 {
+	if (cm_real_inside())
+		return cm_real.create_qp_ex(id, attr);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, create_qp_ex, attr);
 	struct face_id *fid = to_fid(id);
 	struct ibv_qp_init_attr a;
 	struct verbs_context *vctx;
@@ -842,6 +888,10 @@ err_cqs:
 IBEMU_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 				struct ibv_qp_init_attr *qp_init_attr)
 {
+	if (cm_real_inside())
+		return cm_real.create_qp(id, pd, qp_init_attr);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, create_qp, pd, qp_init_attr);
 	struct ibv_qp_init_attr_ex ax;
 	int ret;
 
@@ -868,6 +918,15 @@ IBEMU_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 
 IBEMU_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 {
+	if (cm_real_inside()) {
+		cm_real.destroy_qp(id);
+		return;
+	}
+	if (face_is_real(id)) {
+		CM_REAL_VOID(cm_real.destroy_qp(to_fid(id)->real));
+		face_real_mirror(to_fid(id));
+		return;
+	}
 	if (!id || !id->qp)
 		return;
 	verbs.destroy_qp(id->qp);
@@ -918,6 +977,10 @@ static int face_create_xrc_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 IBEMU_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 				    struct ibv_srq_init_attr_ex *attr)
 {
+	if (cm_real_inside())
+		return cm_real.create_srq_ex(id, attr);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, create_srq_ex, attr);
 	struct ibv_srq_init_attr a;
 	struct ibv_pd *pd;
 	struct ibv_srq *srq;
@@ -947,6 +1010,10 @@ IBEMU_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 IBEMU_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 				 struct ibv_srq_init_attr *attr)
 {
+	if (cm_real_inside())
+		return cm_real.create_srq(id, pd, attr);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, create_srq, pd, attr);
 	struct ibv_srq_init_attr_ex ax;
 	int ret;
 
@@ -969,6 +1036,15 @@ IBEMU_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 
 IBEMU_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 {
+	if (cm_real_inside()) {
+		cm_real.destroy_srq(id);
+		return;
+	}
+	if (face_is_real(id)) {
+		CM_REAL_VOID(cm_real.destroy_srq(to_fid(id)->real));
+		face_real_mirror(to_fid(id));
+		return;
+	}
 	if (!id || !id->srq)
 		return;
 	verbs.destroy_srq(id->srq);
@@ -1041,6 +1117,14 @@ static uint8_t face_min(uint8_t a, uint8_t b)
 IBEMU_EXPORT int rdma_connect(struct rdma_cm_id *id,
 			      struct rdma_conn_param *conn_param)
 {
+	if (cm_real_inside())
+		return cm_real.connect(id, conn_param);
+	if (face_is_real(id)) {
+		int r = CM_REAL(cm_real.connect(to_fid(id)->real, conn_param));
+
+		r = face_real_int(to_fid(id), r);
+		return r ? r : face_complete(to_fid(id));
+	}
 	struct face_id *fid = to_fid(id);
 	struct emu_cm_conn c;
 	int ret;
@@ -1062,6 +1146,14 @@ IBEMU_EXPORT int rdma_connect(struct rdma_cm_id *id,
 IBEMU_EXPORT int rdma_accept(struct rdma_cm_id *id,
 			     struct rdma_conn_param *conn_param)
 {
+	if (cm_real_inside())
+		return cm_real.accept(id, conn_param);
+	if (face_is_real(id)) {
+		int r = CM_REAL(cm_real.accept(to_fid(id)->real, conn_param));
+
+		r = face_real_int(to_fid(id), r);
+		return r ? r : face_complete(to_fid(id));
+	}
 	struct face_id *fid = to_fid(id);
 	struct emu_cm_conn c;
 	int ret;
@@ -1106,6 +1198,11 @@ IBEMU_EXPORT int rdma_accept(struct rdma_cm_id *id,
 IBEMU_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 			     uint8_t private_data_len)
 {
+	if (cm_real_inside())
+		return cm_real.reject(id, private_data, private_data_len);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, reject, private_data,
+				      private_data_len);
 	int ret;
 
 	if (!id || (private_data_len && !private_data))
@@ -1118,11 +1215,20 @@ IBEMU_EXPORT int rdma_reject_ece(struct rdma_cm_id *id,
 				 const void *private_data,
 				 uint8_t private_data_len)
 {
+	if (cm_real_inside())
+		return cm_real.reject_ece(id, private_data, private_data_len);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, reject_ece, private_data,
+				      private_data_len);
 	return rdma_reject(id, private_data, private_data_len);
 }
 
 IBEMU_EXPORT int rdma_establish(struct rdma_cm_id *id)
 {
+	if (cm_real_inside())
+		return cm_real.establish(id);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, establish);
 	struct face_id *fid = to_fid(id);
 	int ret = 0;
 
@@ -1140,6 +1246,10 @@ IBEMU_EXPORT int rdma_establish(struct rdma_cm_id *id)
 
 IBEMU_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 {
+	if (cm_real_inside())
+		return cm_real.notify(id, event);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, notify, event);
 	if (!id)
 		return face_err(EINVAL);
 	/* Only communication established means anything to the CM. */
@@ -1150,6 +1260,10 @@ IBEMU_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 
 IBEMU_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 {
+	if (cm_real_inside())
+		return cm_real.disconnect(id);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, disconnect);
 	int ret;
 
 	if (!id)
@@ -1163,6 +1277,8 @@ IBEMU_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 IBEMU_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 				  struct rdma_cm_id **id)
 {
+	if (cm_real_inside())
+		return cm_real.get_request(listen, id);
 	struct face_id *l = to_fid(listen);
 	struct rdma_cm_event *event;
 	struct ibv_qp_init_attr attr;
@@ -1211,6 +1327,8 @@ err:
 IBEMU_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 				 struct rdma_event_channel *channel)
 {
+	if (cm_real_inside())
+		return cm_real.migrate_id(id, channel);
 	struct face_id *fid = to_fid(id);
 	struct rdma_event_channel *old, *ch = channel;
 	bool sync = !channel;
@@ -1219,13 +1337,24 @@ IBEMU_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 
 	if (!id || (fid->sync && !channel))
 		return face_err(EINVAL);
+	if (fid->where == FACE_BOTH)
+		face_real_keep(fid, FACE_EMU); /* nothing decided it yet */
 	if (!ch) {
 		ch = rdma_create_event_channel();
 		if (!ch)
 			return -1;
 	}
 	old = id->channel;
-	ret = emu_cm_id_migrate(fid->emu, to_fch(ch)->emu, &delivered);
+	if (fid->where == FACE_REAL) {
+		/* the real library waits for its own acknowledgements */
+		delivered = 0;
+		ret = !to_fch(ch)->real ? EINVAL
+		      : CM_REAL(cm_real.migrate_id(fid->real, to_fch(ch)->real))
+			      ? errno
+			      : 0;
+	} else {
+		ret = emu_cm_id_migrate(fid->emu, to_fch(ch)->emu, &delivered);
+	}
 	if (ret) {
 		if (sync)
 			rdma_destroy_event_channel(ch);
@@ -1254,6 +1383,11 @@ IBEMU_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 IBEMU_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level,
 				 int optname, void *optval, size_t optlen)
 {
+	if (cm_real_inside())
+		return cm_real.set_option(id, level, optname, optval, optlen);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, set_option, level, optname, optval,
+				      optlen);
 	int ret = 0;
 
 	if (!id || !optval)
@@ -1293,6 +1427,10 @@ IBEMU_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level,
 
 IBEMU_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
+	if (cm_real_inside())
+		return cm_real.set_local_ece(id, ece);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, set_local_ece, ece);
 	if (!id || !ece || id->qp)
 		return face_err(EINVAL);
 	to_fid(id)->local_ece = *ece;
@@ -1302,6 +1440,10 @@ IBEMU_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 IBEMU_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id,
 				     struct ibv_ece *ece)
 {
+	if (cm_real_inside())
+		return cm_real.get_remote_ece(id, ece);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, get_remote_ece, ece);
 	if (!id || !ece || id->qp)
 		return face_err(EINVAL);
 	/* Enhanced connection establishment is not negotiated. */
@@ -1314,27 +1456,37 @@ IBEMU_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id,
 IBEMU_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
 {
 	struct ibv_context **list;
+	int n = 0;
 
-	if (face_init()) {
-		if (num_devices)
-			*num_devices = 0;
-		list = calloc(1, sizeof(*list));
-		return list;
-	}
+	if (cm_real_inside())
+		return cm_real.get_devices(num_devices);
 	list = calloc(2, sizeof(*list));
 	if (!list) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	list[0] = face_verbs;
+	if (!face_init())
+		list[n++] = face_verbs;
+	/* and the kernel's devices, as the real librdmacm lists them */
+	if (cm_real_open())
+		list = face_real_devices(list, &n);
 	if (num_devices)
-		*num_devices = 1;
+		*num_devices = list ? n : 0;
 	return list;
 }
 
 IBEMU_EXPORT void rdma_free_devices(struct ibv_context **list)
 {
-	free(list);
+	if (cm_real_inside()) {
+		cm_real.free_devices(list);
+		return;
+	}
+	if (!list)
+		return;
+	if (cm_real_open())
+		face_real_free_devices(list);
+	else
+		free(list);
 }
 
 IBEMU_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
@@ -1398,6 +1550,10 @@ static void face_free_ai(struct rdma_addrinfo *ai)
 
 IBEMU_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
 {
+	if (cm_real_inside()) {
+		cm_real.freeaddrinfo(res);
+		return;
+	}
 	struct rdma_addrinfo *next;
 
 	for (; res; res = next) {
@@ -1518,6 +1674,8 @@ IBEMU_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	struct rdma_addrinfo *r;
 	int ret = 0;
 
+	if (cm_real_inside())
+		return cm_real.getaddrinfo(node, service, hints, res);
 	if (!res || (!node && !service && !hints))
 		return face_err(EINVAL);
 	if (hints && hints->ai_family == AF_IB)
@@ -1565,6 +1723,8 @@ IBEMU_EXPORT int rdma_create_ep(struct rdma_cm_id **id,
 				struct rdma_addrinfo *res, struct ibv_pd *pd,
 				struct ibv_qp_init_attr *qp_init_attr)
 {
+	if (cm_real_inside())
+		return cm_real.create_ep(id, res, pd, qp_init_attr);
 	struct rdma_cm_id *cm_id;
 	struct face_id *fid;
 	int ret;
@@ -1625,6 +1785,10 @@ err:
 
 IBEMU_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 {
+	if (cm_real_inside()) {
+		cm_real.destroy_ep(id);
+		return;
+	}
 	if (!id)
 		return;
 	if (id->qp)

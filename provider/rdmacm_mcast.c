@@ -18,6 +18,7 @@
 #include "ibemu.h"
 #include "cm.h"
 #include "rdmacm.h"
+#include "rdmacm_real.h"
 
 typedef int (*face_mcast_fn)(struct ibv_qp *qp, const union ibv_gid *gid,
 			     uint16_t lid);
@@ -50,6 +51,10 @@ static int face_join(struct rdma_cm_id *id, struct sockaddr *addr,
 IBEMU_EXPORT int rdma_join_multicast(struct rdma_cm_id *id,
 				     struct sockaddr *addr, void *context)
 {
+	if (cm_real_inside())
+		return cm_real.join_multicast(id, addr, context);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, join_multicast, addr, context);
 	if (!id || !addr) {
 		errno = EINVAL;
 		return -1;
@@ -61,6 +66,10 @@ IBEMU_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
 					struct rdma_cm_join_mc_attr_ex *attr,
 					void *context)
 {
+	if (cm_real_inside())
+		return cm_real.join_multicast_ex(id, attr, context);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, join_multicast_ex, attr, context);
 	if (!id || !attr) {
 		errno = EINVAL;
 		return -1;
@@ -98,6 +107,10 @@ IBEMU_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id,
 	struct emu_cm_mc_info info;
 	int ret;
 
+	if (cm_real_inside())
+		return cm_real.leave_multicast(id, addr);
+	if (face_is_real(id))
+		return FACE_REAL_CALL(id, leave_multicast, addr);
 	if (!id || !addr) {
 		errno = EINVAL;
 		return -1;

@@ -26,7 +26,8 @@
 #include <rdma/rdma_cma.h>
 
 #define PORT 7791
-#define MAX_WAKEUPS 4 /* context switches of all threads in the quiet second */
+/* context switches of all threads in the quiet second */
+#define MAX_WAKEUPS 4
 
 static int say_fail(const char *what)
 {
@@ -172,7 +173,8 @@ int main(void)
 		return 1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 +
+	     (t1.tv_nsec - t0.tv_nsec) / 1000000;
 	printf("cm-idle: DISCONNECTED %ld ms after the peer died\n", ms);
 	if (after - before > MAX_WAKEUPS) {
 		printf("FAIL: cm-idle: the idle process woke %ld times\n",
