@@ -266,11 +266,18 @@ static void rs_cm_process(struct rsock *rs)
 		rs_cm_event(rs, ev);
 }
 
-/* Completions and CM events there are now. */
+/* Completions and CM events there are now.  What the peer sent before
+ * it disconnected is in the CQ before DISCONNECTED is reported (its
+ * rclose waits for its sends to be acknowledged): a look at the CQ after
+ * the event finds all of it. */
 static void rs_progress(struct rsock *rs)
 {
+	bool gone = rs->peer_gone;
+
 	rs_poll_cq(rs);
 	rs_cm_process(rs);
+	if (!gone && rs->peer_gone)
+		rs_poll_cq(rs);
 }
 
 /*
@@ -756,13 +763,6 @@ static ssize_t rs_recvv(int s, const struct iovec *iov, int iovcnt, int flags)
 		}
 		n = rs_recv_some(rs, iov, iovcnt, done, (size_t)total - done,
 				 peek);
-		if (!n && (rs->peer_gone || rs->peer_fin)) {
-			/* What the peer sent before it went is in the CQ
-			 * before its going was told: look once more. */
-			rs_poll_cq(rs);
-			n = rs_recv_some(rs, iov, iovcnt, done,
-					 (size_t)total - done, peek);
-		}
 		done += n;
 		if (done == (size_t)total || (done && !waitall))
 			break;
@@ -906,7 +906,9 @@ static short rs_revents(struct rsock *rs, short events)
 		if (rs->state == RS_CONNECTED && !rs->wr_shut &&
 		    !rs->iomap_pending && rs_can_send(rs))
 			r |= POLLOUT;
-		if (rs->peer_gone) {
+		/* Hung up only when nothing is left to read: what the peer
+		 * sent before it went is still POLLIN, as on TCP. */
+		if (rs->peer_gone && !rs_has_data(rs)) {
 			r |= POLLHUP;
 			if (rs->err)
 				r |= POLLERR;
