@@ -274,7 +274,10 @@ static void rs_progress(struct rsock *rs)
 {
 	bool gone = rs->peer_gone;
 
-	rs_poll_cq(rs);
+	/* While completions come, a connection's CM events can wait: no
+	 * read of the channel per call on the data path. */
+	if (rs_poll_cq(rs) && rs->state == RS_CONNECTED)
+		return;
 	rs_cm_process(rs);
 	if (!gone && rs->peer_gone)
 		rs_poll_cq(rs);

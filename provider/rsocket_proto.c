@@ -635,16 +635,16 @@ static void rs_recv_wc(struct rsock *rs, const struct ibv_wc *wc)
 	}
 }
 
-/* Take in every completion there is; 0, or errno when the connection
- * is broken. */
+/* Take in every completion there is; how many there were. */
 int rs_poll_cq(struct rsock *rs)
 {
 	struct ibv_wc wc[16];
-	int n, i;
+	int n, i, got = 0;
 
 	if (!rs->cq)
 		return 0;
 	while ((n = ibv_poll_cq(rs->cq, 16, wc)) > 0) {
+		got += n;
 		for (i = 0; i < n; i++) {
 			if (wc[i].wr_id & RS_WR_RECV) {
 				rs_recv_wc(rs, &wc[i]);
@@ -663,7 +663,7 @@ int rs_poll_cq(struct rsock *rs)
 	rs_give_credits(rs);
 	if (rs->iomap_pending)
 		rs_flush_iomaps(rs);
-	return rs->peer_gone && rs->err ? rs->err : 0;
+	return got;
 }
 
 /* Ask for a completion event before sleeping; re-poll after. */
