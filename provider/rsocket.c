@@ -484,14 +484,17 @@ static struct rsock *rs_accept_one(struct rsock *l, struct rdma_cm_event *ev)
 	}
 	return rs;
 refuse:
+	/* The QP before the id, the id before its channel. */
 	rdma_reject(id, NULL, 0);
 	if (ev)
 		rdma_ack_cm_event(ev);
+	if (rs)
+		rs_res_destroy(rs);
+	rdma_destroy_id(id);
 	if (rs) {
 		rs->id = NULL;
 		rs_free(rs);
 	}
-	rdma_destroy_id(id);
 	errno = ret;
 	return NULL;
 }
@@ -996,11 +999,12 @@ IBEMU_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			pthread_mutex_lock(&rs->lock);
 			np += rs->cc ? 2 : 1;
 			rs_take_cq_events(rs);
-			if (!fds[i].revents)
+			if (!fds[i].revents) {
 				fds[i].revents = rs_revents(rs, fds[i].events);
+				if (fds[i].revents)
+					ready++;
+			}
 			pthread_mutex_unlock(&rs->lock);
-			if (fds[i].revents && wait)
-				ready++;
 		}
 		if (ready || !wait) {
 			free(p);
