@@ -23,6 +23,7 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <rdma/rsocket.h>
 
 static int fails;
@@ -412,6 +413,67 @@ static void test_close(void)
 	rclose(s);
 }
 
+/* --die PORT: connect, send, and end the process without rclose. */
+static int die_child(int p)
+{
+	struct sockaddr_in a = addr_of(p);
+	int c = rsocket(AF_INET, SOCK_STREAM, 0);
+
+	if (c < 0 || rconnect(c, (struct sockaddr *)&a, sizeof(a)))
+		return 2;
+	rsend(c, "dying", 5, 0);
+	_exit(0);
+}
+
+/* A peer process that ends without rclose: the reader sees the end of
+ * the stream (its CM sees DISCONNECTED), not a hang. */
+static void test_peer_death(void)
+{
+	struct pollfd p;
+	char b[16], arg[16];
+	int l, s = -1, i, st;
+	ssize_t n = 1;
+	pid_t pid;
+
+	port++;
+	l = listener(port, 0);
+	if (l < 0) {
+		CHECK(0, "peer death: listener");
+		return;
+	}
+	snprintf(arg, sizeof(arg), "%d", port);
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		execl("/proc/self/exe", "test_rsocket", "--die", arg,
+		      (char *)NULL);
+		_exit(127);
+	}
+	rfcntl(l, F_SETFL, O_NONBLOCK);
+	for (i = 0; i < 200 && s < 0; i++) {
+		p.fd = l;
+		p.events = POLLIN;
+		rpoll(&p, 1, 100);
+		s = raccept(l, NULL, NULL);
+	}
+	rfcntl(s, F_SETFL, O_NONBLOCK);
+	for (i = 0; i < 300 && s >= 0 && n != 0; i++) {
+		p.fd = s;
+		p.events = POLLIN;
+		rpoll(&p, 1, 100);
+		n = rrecv(s, b, sizeof(b), 0);
+		if (n < 0 && errno != EAGAIN)
+			break;
+	}
+	waitpid(pid, &st, 0);
+	CHECK(s >= 0 && (n == 0 || (n < 0 && errno == ECONNRESET)),
+	      "a peer process that exits without rclose: the stream ends (%zd)",
+	      n);
+	if (s >= 0)
+		rclose(s);
+	rclose(l);
+}
+
 static void test_iomap(void)
 {
 	size_t len = 200000, i;
@@ -494,6 +556,8 @@ int main(int argc, char **argv)
 {
 	int x;
 
+	if (argc > 2 && !strcmp(argv[1], "--die"))
+		return die_child(atoi(argv[2]));
 	if (argc > 1)
 		port = atoi(argv[1]);
 	x = rsocket(AF_INET, SOCK_STREAM, 0);
@@ -506,6 +570,7 @@ int main(int argc, char **argv)
 	test_nonblock();
 	test_poll();
 	test_close();
+	test_peer_death();
 	test_iomap();
 	test_names_errors();
 	if (fails)
