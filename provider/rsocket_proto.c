@@ -11,7 +11,7 @@
  * side offers rq_size buffers for data-class messages (the window told
  * in the connection's private data), RS_CTRL_SLOTS for credit messages
  * and one for RS_FIN, and posts all of them; a sender keeps within each
- * count, so a SEND always finds a posted receive (IBA 9.7.5.1.3: an RC
+ * count, so a SEND always finds a posted receive (IBA 9.7.5.2.8: an RC
  * receiver without a WQE would answer RNR NAK, which this protocol never
  * relies on).  A data buffer is given back when the application has read
  * it; a credit or iomap message's at once.  A credit message is sent
@@ -23,7 +23,9 @@
  * RS_IOMAP message; RC ordering (IBA 9.5: a SEND after a WRITE completes
  * at the responder after it) makes later stream data arrive after it.
  *
- * Lock rule: every function here is called with rs->lock held.
+ * Lock rule: every function here but rs_verbs_init is called with
+ * rs->lock held; rv_lock guards the table of libibverbs functions (rv)
+ * until it is filled, which it then never changes.
  */
 #include "config.h"
 
