@@ -213,11 +213,12 @@ static void rs_cm_event(struct rsock *rs, struct rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (rs->state == RS_CONNECTING) {
-			ret = rs_conn_data_take(rs,
-						ev->param.conn.private_data,
-						ev->param.conn.private_data_len);
+			ret = rs_conn_data_take(
+				rs, ev->param.conn.private_data,
+				ev->param.conn.private_data_len);
 			if (ret) {
-				ibemu_log_err("rconnect: the peer is no ibemu rsocket");
+				ibemu_log_err("rconnect: the peer is no ibemu "
+					      "rsocket");
 				rdma_disconnect(rs->id);
 				rs_fail(rs, ECONNREFUSED);
 				break;
@@ -322,7 +323,8 @@ IBEMU_EXPORT int rsocket(int domain, int type, int protocol)
 	}
 	type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (type != SOCK_STREAM) {
-		ibemu_log_err("rsocket: only SOCK_STREAM rsockets are provided by ibemu");
+		ibemu_log_err("rsocket: only SOCK_STREAM rsockets are provided "
+			      "by ibemu");
 		errno = ESOCKTNOSUPPORT;
 		return -1;
 	}
@@ -448,7 +450,8 @@ static struct rsock *rs_accept_one(struct rsock *l, struct rdma_cm_event *ev)
 	ret = rs_conn_data_take(rs, ev->param.conn.private_data,
 				ev->param.conn.private_data_len);
 	if (ret) {
-		ibemu_log_err("raccept: a request from no ibemu rsocket refused");
+		ibemu_log_err(
+			"raccept: a request from no ibemu rsocket refused");
 		goto refuse;
 	}
 	rdma_ack_cm_event(ev);
@@ -794,7 +797,7 @@ static ssize_t rs_recvv(int s, const struct iovec *iov, int iovcnt, int flags)
 
 IBEMU_EXPORT ssize_t rrecv(int s, void *b, size_t n, int f)
 {
-	struct iovec v = { .iov_base = b, .iov_len = n };
+	struct iovec v = {.iov_base = b, .iov_len = n};
 
 	return rs_recvv(s, &v, 1, f);
 }
@@ -835,8 +838,7 @@ IBEMU_EXPORT ssize_t rrecvmsg(int s, struct msghdr *m, int f)
 	if (ret >= 0) {
 		m->msg_flags = 0;
 		m->msg_controllen = 0;
-		if (m->msg_name &&
-		    rs_peer_out(s, m->msg_name, &m->msg_namelen))
+		if (m->msg_name && rs_peer_out(s, m->msg_name, &m->msg_namelen))
 			return -1;
 	}
 	return ret;
@@ -844,7 +846,7 @@ IBEMU_EXPORT ssize_t rrecvmsg(int s, struct msghdr *m, int f)
 
 IBEMU_EXPORT ssize_t rsend(int s, const void *b, size_t n, int f)
 {
-	struct iovec v = { .iov_base = (void *)b, .iov_len = n };
+	struct iovec v = {.iov_base = (void *)b, .iov_len = n};
 
 	return rs_sendv(s, &v, 1, f);
 }
@@ -1210,8 +1212,7 @@ IBEMU_EXPORT int rsetsockopt(int s, int level, int name, const void *v,
 	return 0;
 }
 
-IBEMU_EXPORT int rgetsockopt(int s, int level, int name, void *v,
-			     socklen_t *l)
+IBEMU_EXPORT int rgetsockopt(int s, int level, int name, void *v, socklen_t *l)
 {
 	struct rsock *rs = rs_get(s);
 	int iv = 0;
@@ -1428,8 +1429,8 @@ IBEMU_EXPORT size_t riowrite(int s, const void *b, size_t n, off_t offset,
 		for (i = 0; i < RS_IOMAP_MAX && !m; i++) {
 			const struct rs_iomap *r = &rs->rmap[i];
 
-			if (r->used && off >= r->offset &&
-			    n <= r->len && off - r->offset <= r->len - n)
+			if (r->used && off >= r->offset && n <= r->len &&
+			    off - r->offset <= r->len - n)
 				m = r;
 		}
 		if (!m) {

@@ -39,10 +39,10 @@ enum rs_state {
 	RS_IDLE,
 	RS_BOUND,
 	RS_LISTENING,
-	RS_ADDR_QUERY, /* rconnect: waiting for ADDR_RESOLVED */
+	RS_ADDR_QUERY,	/* rconnect: waiting for ADDR_RESOLVED */
 	RS_ROUTE_QUERY, /* ... ROUTE_RESOLVED */
-	RS_CONNECTING, /* ... ESTABLISHED */
-	RS_ACCEPTING, /* raccept done, ESTABLISHED not seen yet */
+	RS_CONNECTING,	/* ... ESTABLISHED */
+	RS_ACCEPTING,	/* raccept done, ESTABLISHED not seen yet */
 	RS_CONNECTED,
 	RS_FAILED, /* connect failed or the connection broke: err says why */
 };
@@ -50,8 +50,8 @@ enum rs_state {
 /* A region of memory riomap'ed, ours (lkey/MR) or the peer's. */
 struct rs_iomap {
 	bool used;
-	bool announce; /* ours: the peer has yet to be told (RS_IOMAP) */
-	bool writable; /* ours: the peer may write it (PROT_WRITE) */
+	bool announce;	 /* ours: the peer has yet to be told (RS_IOMAP) */
+	bool writable;	 /* ours: the peer may write it (PROT_WRITE) */
 	uint64_t offset; /* the name riowrite uses */
 	uint64_t addr;
 	uint64_t len; /* 0 in an announcement: unmapped */
@@ -80,7 +80,7 @@ struct rsock {
 	unsigned int cq_events; /* got, not yet acknowledged */
 	uint8_t *rbuf, *sbuf;
 	struct ibv_mr *rmr, *smr;
-	uint32_t nrecv; /* rq_size + RS_CTRL_SLOTS + RS_FIN_SLOTS */
+	uint32_t nrecv;	  /* rq_size + RS_CTRL_SLOTS + RS_FIN_SLOTS */
 	uint32_t sq_next; /* next send slot */
 	uint32_t sq_used; /* slots posted, completion not seen */
 
@@ -90,8 +90,8 @@ struct rsock {
 	uint32_t *rx_pos, *rx_end; /* per buffer: bytes read, bytes there */
 	uint32_t data_freed; /* data-class messages whose buffer we reposted */
 	uint32_t data_freed_told; /* ... as last told to the peer */
-	uint32_t ctrl_polled; /* credit messages we took in */
-	bool peer_fin; /* RS_FIN seen: no data after what is queued */
+	uint32_t ctrl_polled;	  /* credit messages we took in */
+	bool peer_fin;	/* RS_FIN seen: no data after what is queued */
 	bool peer_gone; /* DISCONNECTED, or the QP broke */
 	bool rd_shut, wr_shut;
 
@@ -109,7 +109,7 @@ struct rsock {
 struct rs_conn_data {
 	uint8_t version;
 	uint8_t reserved[3];
-	uint32_t rq_size; /* big-endian: receive buffers for data */
+	uint32_t rq_size;  /* big-endian: receive buffers for data */
 	uint32_t msg_size; /* big-endian: RS_MSG_SIZE */
 };
 #define RS_VERSION 1
@@ -133,8 +133,7 @@ size_t rs_recv_some(struct rsock *rs, const struct iovec *iov, int iovcnt,
 int rs_give_credits(struct rsock *rs);
 int rs_send_fin(struct rsock *rs);
 int rs_flush_iomaps(struct rsock *rs);
-struct ibv_mr *rs_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
-			 int access);
+struct ibv_mr *rs_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access);
 void rs_dereg_mr(struct ibv_mr *mr);
 size_t rs_write_some(struct rsock *rs, const struct rs_iomap *m,
 		     const uint8_t *buf, size_t len, uint64_t offset);

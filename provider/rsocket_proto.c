@@ -121,8 +121,7 @@ out:
 	return ret;
 }
 
-struct ibv_mr *rs_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
-			 int access)
+struct ibv_mr *rs_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
 {
 	return rv.reg_mr(pd, addr, len, access);
 }
@@ -152,7 +151,8 @@ static int rs_repost(struct rsock *rs, uint32_t idx)
 		.wr_id = RS_WR_RECV | idx,
 		.sg_list = &sge,
 		.num_sge = 1,
-	}, *bad;
+	};
+	struct ibv_recv_wr *bad;
 	int ret;
 
 	ret = ibv_post_recv(rs->id->qp, &wr, &bad);
@@ -325,8 +325,8 @@ static void rs_hdr_put(struct rsock *rs, uint8_t *slot, uint8_t type)
 }
 
 /* Post the message (or write) in the current slot; 0 or errno. */
-static int rs_post_slot(struct rsock *rs, uint32_t len,
-			enum ibv_wr_opcode op, uint64_t raddr, uint32_t rkey)
+static int rs_post_slot(struct rsock *rs, uint32_t len, enum ibv_wr_opcode op,
+			uint64_t raddr, uint32_t rkey)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)rs_slot(rs),
@@ -338,7 +338,8 @@ static int rs_post_slot(struct rsock *rs, uint32_t len,
 		.num_sge = 1,
 		.opcode = op,
 		.send_flags = IBV_SEND_SIGNALED,
-	}, *bad;
+	};
+	struct ibv_send_wr *bad;
 	int ret;
 
 	if (op == IBV_WR_RDMA_WRITE) {

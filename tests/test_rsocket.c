@@ -112,8 +112,8 @@ static int pair(int *srv, int *cli, uint32_t iomaps, int rcvbuf)
 		if (s < 0 && (p[1].revents & POLLIN))
 			s = raccept(l, NULL, NULL);
 	}
-	if (s < 0 || !connected || rgetsockopt(c, SOL_SOCKET, SO_ERROR, &err,
-					       &len) || err)
+	if (s < 0 || !connected ||
+	    rgetsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len) || err)
 		goto err;
 	rfcntl(s, F_SETFL, 0);
 	rfcntl(c, F_SETFL, 0);
@@ -135,11 +135,25 @@ static uint8_t pat(size_t i, unsigned int seed)
 	return (uint8_t)((i * 131 + seed * 7 + (i >> 11)) & 0xff);
 }
 
-static const size_t sizes[] = {
-	1,     2,     15,    16,    63,    64,      1000,   4095,
-	4096,  16367, 16368, 16369, 16384, 32737,   65536,  100000,
-	262143, 1048576 + 7, 3 * 1048576 + 1,
-};
+static const size_t sizes[] = {1,
+			       2,
+			       15,
+			       16,
+			       63,
+			       64,
+			       1000,
+			       4095,
+			       4096,
+			       16367,
+			       16368,
+			       16369,
+			       16384,
+			       32737,
+			       65536,
+			       100000,
+			       262143,
+			       1048576 + 7,
+			       3 * 1048576 + 1};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 struct sender {
@@ -166,10 +180,10 @@ static void *send_all(void *arg)
 			b[i] = pat(i, (unsigned int)k);
 		if (k % 2 && sizes[k] >= 3) {
 			struct iovec v[3] = {
-				{ b, 1 },
-				{ b + 1, sizes[k] / 2 },
-				{ b + 1 + sizes[k] / 2,
-				  sizes[k] - 1 - sizes[k] / 2 },
+				{b, 1},
+				{b + 1, sizes[k] / 2},
+				{b + 1 + sizes[k] / 2,
+				 sizes[k] - 1 - sizes[k] / 2},
 			};
 
 			if (rwritev(sd->fd, v, 3) != (ssize_t)sizes[k])
@@ -210,8 +224,8 @@ static void test_integrity(void)
 		/* odd reads: across message boundaries and within them */
 		chunk = 1 + (k * 7919) % 20000;
 		for (off = 0; off < sizes[k];) {
-			size_t want = sizes[k] - off < chunk ? sizes[k] - off
-							      : chunk;
+			size_t want =
+				sizes[k] - off < chunk ? sizes[k] - off : chunk;
 			ssize_t n = k == 3 ? rrecv(s, b + off, sizes[k] - off,
 						   MSG_WAITALL)
 					   : rread(s, b + off, want);
@@ -224,8 +238,8 @@ static void test_integrity(void)
 		}
 		for (i = 0; i < sizes[k] && !bad; i++)
 			if (b[i] != pat(i, (unsigned int)k)) {
-				printf("size %zu: byte %zu differs\n",
-				       sizes[k], i);
+				printf("size %zu: byte %zu differs\n", sizes[k],
+				       i);
 				bad = 1;
 			}
 		free(b);
@@ -283,7 +297,7 @@ static void test_nonblock(void)
 		if (n > 0)
 			got += (size_t)n;
 		else if (n < 0 && errno == EAGAIN)
-			rpoll(&(struct pollfd){ .fd = s, .events = POLLIN }, 1,
+			rpoll(&(struct pollfd){.fd = s, .events = POLLIN}, 1,
 			      100);
 		else
 			break;
@@ -388,8 +402,8 @@ static void test_close(void)
 	n = rrecv(s, b, sizeof(b), MSG_WAITALL);
 	m = rrecv(s, b + 3, sizeof(b), 0);
 	CHECK(n == 3 && m == 0 && !memcmp(b, "abc", 3),
-	      "data, then 0 from rrecv after the peer's SHUT_WR (%zd, %zd)",
-	      n, m);
+	      "data, then 0 from rrecv after the peer's SHUT_WR (%zd, %zd)", n,
+	      m);
 	n = rsend(s, "back", 4, 0);
 	m = rrecv(c, b, 4, MSG_WAITALL);
 	CHECK(n == 4 && m == 4 && !memcmp(b, "back", 4),
@@ -406,8 +420,8 @@ static void test_close(void)
 	rclose(c);
 	n = rrecv(s, b, sizeof(b), MSG_WAITALL);
 	m = rrecv(s, b, sizeof(b), 0);
-	CHECK(n == 3 && m == 0, "close by peer: its data, then rrecv gives 0 (%zd, %zd)",
-	      n, m);
+	CHECK(n == 3 && m == 0,
+	      "close by peer: its data, then rrecv gives 0 (%zd, %zd)", n, m);
 	m = rrecv(s, b, sizeof(b), 0);
 	CHECK(m == 0, "rrecv gives 0 again");
 	rclose(s);
