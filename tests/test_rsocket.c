@@ -427,6 +427,54 @@ static void test_close(void)
 	rclose(s);
 }
 
+/* The msghdr, vector, address and peek forms carry the same stream. */
+static void test_forms(void)
+{
+	char a[8], b[8], c3[8];
+	struct iovec sv[2] = {{(void *)"abc", 3}, {(void *)"defgh", 5}};
+	struct iovec rv[2] = {{a, 5}, {b, 3}};
+	struct msghdr sm, rm;
+	struct sockaddr_in from;
+	socklen_t fl = sizeof(from);
+	ssize_t n, m;
+	int s, c;
+
+	if (pair(&s, &c, 0, 0)) {
+		CHECK(0, "forms: connected pair");
+		return;
+	}
+	memset(&sm, 0, sizeof(sm));
+	sm.msg_iov = sv;
+	sm.msg_iovlen = 2;
+	memset(&rm, 0, sizeof(rm));
+	rm.msg_iov = rv;
+	rm.msg_iovlen = 2;
+	rm.msg_name = &from;
+	rm.msg_namelen = sizeof(from);
+	n = rsendmsg(c, &sm, 0);
+	m = rrecvmsg(s, &rm, MSG_WAITALL);
+	CHECK(n == 8 && m == 8 && !memcmp(a, "abcde", 5) &&
+		      !memcmp(b, "fgh", 3) && rm.msg_namelen == sizeof(from) &&
+		      from.sin_family == AF_INET,
+	      "rsendmsg/rrecvmsg: 8 bytes over two iovecs each, the peer "
+	      "named");
+	n = rsendto(s, "xyz", 3, 0, NULL, 0);
+	memset(&from, 0, sizeof(from));
+	m = rrecvfrom(c, c3, 3, MSG_PEEK, (struct sockaddr *)&from, &fl);
+	CHECK(n == 3 && m >= 1 && !memcmp(c3, "xyz", (size_t)m) &&
+		      from.sin_port == htons(port),
+	      "rsendto, rrecvfrom MSG_PEEK: the bytes and the peer's port");
+	rv[0].iov_len = 1;
+	rv[1].iov_len = 2;
+	m = rreadv(c, rv, 2);
+	if (m == 1)
+		m += rread(c, b, 2);
+	CHECK(m == 3 && a[0] == 'x' && !memcmp(b, "yz", 2),
+	      "rreadv after the peek: the same bytes, once");
+	rclose(s);
+	rclose(c);
+}
+
 /* --die PORT: connect, send, and end the process without rclose. */
 static int die_child(int p)
 {
@@ -584,6 +632,7 @@ int main(int argc, char **argv)
 	test_nonblock();
 	test_poll();
 	test_close();
+	test_forms();
 	test_peer_death();
 	test_iomap();
 	test_names_errors();
