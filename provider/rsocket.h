@@ -19,16 +19,10 @@
 #include <sys/uio.h>
 #include <rdma/rdma_cma.h>
 
-/* Every message, header included, fits one receive buffer of this size;
- * both ends use it, so it is part of the protocol. */
-#define RS_MSG_SIZE 16384u
-#define RS_HDR_SIZE 16u
-#define RS_PAYLOAD_MAX (RS_MSG_SIZE - RS_HDR_SIZE)
-/* Receive buffers reserved for credit messages (RS_CREDIT) and for the
- * one end-of-stream message (RS_FIN), on top of the data window. */
-#define RS_CTRL_SLOTS 4u
-#define RS_FIN_SLOTS 1u
-/* Bounds of the data window (receive buffers) and of the send queue. */
+#include "rsocket_wire.h"
+
+/* Bounds of the data window (receive buffers: a peer offering another
+ * is refused) and of the send queue. */
 #define RS_QUEUE_MIN 4u
 #define RS_QUEUE_MAX 256u
 #define RS_QUEUE_DEFAULT 32u
@@ -104,15 +98,6 @@ struct rsock {
 	struct rs_iomap rmap[RS_IOMAP_MAX]; /* the peer's, riowrite targets */
 	bool iomap_pending; /* some lmap entry waits to be announced */
 };
-
-/* What each side offers in the connection's private data. */
-struct rs_conn_data {
-	uint8_t version;
-	uint8_t reserved[3];
-	uint32_t rq_size;  /* big-endian: receive buffers for data */
-	uint32_t msg_size; /* big-endian: RS_MSG_SIZE */
-};
-#define RS_VERSION 1
 
 /* rsocket_proto.c */
 int rs_verbs_init(void);

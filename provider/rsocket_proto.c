@@ -41,33 +41,6 @@
 #include "log.h"
 #include "rsocket.h"
 
-enum {
-	RS_DATA = 1,
-	RS_CREDIT = 2,
-	RS_IOMAP = 3,
-	RS_FIN = 4,
-};
-
-/* Header, big-endian on the wire. */
-struct rs_hdr {
-	uint8_t type;
-	uint8_t version;
-	uint16_t reserved;
-	uint32_t data_freed;
-	uint32_t ctrl_polled;
-	uint32_t reserved2;
-};
-_Static_assert(sizeof(struct rs_hdr) == RS_HDR_SIZE, "rsocket header");
-
-/* RS_IOMAP payload, big-endian. */
-struct rs_iomap_msg {
-	uint32_t index;
-	uint32_t rkey;
-	uint64_t offset;
-	uint64_t addr;
-	uint64_t len;
-};
-
 #define RS_WR_RECV (1ull << 63)
 
 static struct {
