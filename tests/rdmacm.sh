@@ -41,6 +41,34 @@ show() {
 	sed 's/^/    client: /' "$dir/client.out" | tail -n 6
 }
 
+# cm_verdict NAME SERVER-RE CLIENT-RE: after cm_pair, both ended 0 and
+# each output has its pattern (an empty one: no check).
+cm_verdict() {
+	if [ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] &&
+	   { [ -z "$2" ] || grep -q "$2" "$dir/server.out"; } &&
+	   { [ -z "$3" ] || grep -q "$3" "$dir/client.out"; }; then
+		pass "$1"
+	else
+		fail "$1: server $RC_S, client $RC_C"
+		show
+	fi
+}
+
+# cm_refused NAME RE CLIENT-ARGV...: a client of a port nobody listens
+# on ends by itself (no hang) and says RE.
+cm_refused() {
+	local name=$1 re=$2 rc
+	shift 2
+	timeout -k 5 20 "$IBEMU" run -- "$@" >"$dir/client.out" 2>&1
+	rc=$?
+	if [ "$rc" != 124 ] && grep -q "$re" "$dir/client.out"; then
+		pass "$name"
+	else
+		fail "$name: exit $rc"
+		sed 's/^/    client: /' "$dir/client.out" | tail -n 6
+	fi
+}
+
 # rping -v prints each ping's data on both sides: ten, the same ten, in
 # rping's pattern ("rdma-ping-N: " and the rotating alphabet).
 rping_check() {
@@ -113,59 +141,27 @@ fi
 
 if command -v ucmatose >/dev/null; then
 	cm_pair ucmatose -p 7505 -c 4 ::: ucmatose -p 7505 -c 4 -s 127.0.0.1
-	if [ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] &&
-	   grep -q "test complete" "$dir/client.out" &&
-	   grep -q "disconnected" "$dir/server.out"; then
-		pass "ucmatose: 4 connections, data and disconnect"
-	else
-		fail "ucmatose -c 4: server $RC_S, client $RC_C"
-		show
-	fi
+	cm_verdict "ucmatose: 4 connections, data and disconnect" \
+		"disconnected" "test complete"
 	# Nobody listens: REJECTED (IBA 12.6.7.2 reason 8, invalid service
 	# ID) at once, not a hang.
-	timeout -k 5 20 "$IBEMU" run -- ucmatose -p 7599 -s 127.0.0.1 \
-		>"$dir/client.out" 2>&1
-	rc=$?
-	if [ "$rc" != 124 ] && grep -q "RDMA_CM_EVENT_REJECTED, error: 8" \
-		"$dir/client.out"; then
-		pass "ucmatose to a port nobody listens on: REJECTED, reason 8"
-	else
-		fail "ucmatose to a port nobody listens on: exit $rc"
-		sed 's/^/    client: /' "$dir/client.out" | tail -n 6
-	fi
+	cm_refused "ucmatose to a port nobody listens on: REJECTED, reason 8" \
+		"RDMA_CM_EVENT_REJECTED, error: 8" \
+		ucmatose -p 7599 -s 127.0.0.1
 fi
 
-timeout -k 5 20 "$IBEMU" run -- rping -c -a 127.0.0.1 -p 7598 -C 1 \
-	>"$dir/client.out" 2>&1
-rc=$?
-if [ "$rc" != 124 ] && grep -q "RDMA_CM_EVENT_REJECTED" "$dir/client.out"; then
-	pass "rping to a port nobody listens on: REJECTED"
-else
-	fail "rping to a port nobody listens on: exit $rc"
-	sed 's/^/    client: /' "$dir/client.out" | tail -n 6
-fi
+cm_refused "rping to a port nobody listens on: REJECTED" \
+	"RDMA_CM_EVENT_REJECTED" rping -c -a 127.0.0.1 -p 7598 -C 1
 
 if command -v udaddy >/dev/null; then
 	cm_pair udaddy ::: udaddy -s 127.0.0.1
-	if [ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] &&
-	   grep -q "return status 0" "$dir/client.out"; then
-		pass "udaddy: UD ids, SIDR and datagrams"
-	else
-		fail "udaddy: server $RC_S, client $RC_C"
-		show
-	fi
+	cm_verdict "udaddy: UD ids, SIDR and datagrams" "" "return status 0"
 fi
 
 if command -v rdma_server >/dev/null && command -v rdma_client >/dev/null; then
 	cm_pair rdma_server -p 7506 ::: rdma_client -s 127.0.0.1 -p 7506
-	if [ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] &&
-	   grep -q "end 0" "$dir/server.out" &&
-	   grep -q "end 0" "$dir/client.out"; then
-		pass "rdma_server/rdma_client: synchronous endpoints"
-	else
-		fail "rdma_server/rdma_client: server $RC_S, client $RC_C"
-		show
-	fi
+	cm_verdict "rdma_server/rdma_client: synchronous endpoints" \
+		"end 0" "end 0"
 fi
 
 # rdma_xserver/rdma_xclient: RC (a 16-byte inline send on a QP of one
@@ -179,14 +175,9 @@ if command -v rdma_xserver >/dev/null && command -v rdma_xclient >/dev/null; the
 			xport=$((xport + 1))
 			cm_pair rdma_xserver -p "$xport" -c "$mode" ::: \
 				rdma_xclient -s "$xaddr" -p "$xport" -c "$mode"
-			if [ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] &&
-			   grep -q "end 0" "$dir/server.out" &&
-			   grep -q "end 0" "$dir/client.out"; then
-				pass "rdma_xserver/rdma_xclient -c $mode on $xaddr"
-			else
-				fail "rdma_xserver/rdma_xclient -c $mode on $xaddr: server $RC_S, client $RC_C"
-				show
-			fi
+			cm_verdict \
+				"rdma_xserver/rdma_xclient -c $mode on $xaddr" \
+				"end 0" "end 0"
 		done
 	done
 fi
