@@ -212,6 +212,18 @@ static int conn_joined(struct conn *c, struct rdma_cm_event *ev)
 	return 0;
 }
 
+/* A connection whose address is known: its QP, receives, and the join. */
+static int conn_join(struct conn *c)
+{
+	if (conn_setup(c))
+		return -1;
+	if (rdma_join_multicast(c->id, (struct sockaddr *)&dst_addr, c)) {
+		perror("mc_example: rdma_join_multicast");
+		return -1;
+	}
+	return 0;
+}
+
 /* One CM event; sets *joins when a connection has joined. */
 static int handle_event(struct rdma_cm_event *ev, int *joins)
 {
@@ -219,14 +231,7 @@ static int handle_event(struct rdma_cm_event *ev, int *joins)
 
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		if (conn_setup(c))
-			return -1;
-		if (rdma_join_multicast(c->id, (struct sockaddr *)&dst_addr,
-					c)) {
-			perror("mc_example: rdma_join_multicast");
-			return -1;
-		}
-		return 0;
+		return conn_join(c);
 	case RDMA_CM_EVENT_MULTICAST_JOIN:
 		if (conn_joined(c, ev))
 			return -1;
@@ -239,7 +244,9 @@ static int handle_event(struct rdma_cm_event *ev, int *joins)
 	}
 }
 
-/* Resolve and join every connection; 0 when all have joined. */
+/* Resolve and join every connection; 0 when all have joined.  An
+ * unmapped group (-M) is no IP address to resolve: the id is bound to
+ * the bind address and joins at once (manual 7.3.2). */
 static int join_all(struct rdma_event_channel *ch, struct conn *conns)
 {
 	struct rdma_cm_event *ev;
@@ -255,10 +262,15 @@ static int join_all(struct rdma_event_channel *ch, struct conn *conns)
 			perror("mc_example: rdma_bind_addr");
 			return -1;
 		}
-		if (rdma_resolve_addr(conns[i].id,
-				      opt.bind_addr ? (struct sockaddr *)&src_addr
-						    : NULL,
-				      (struct sockaddr *)&dst_addr, 2000)) {
+		if (opt.unmapped) {
+			if (conn_join(&conns[i]))
+				return -1;
+		} else if (rdma_resolve_addr(conns[i].id,
+					     opt.bind_addr
+						     ? (struct sockaddr *)&src_addr
+						     : NULL,
+					     (struct sockaddr *)&dst_addr,
+					     2000)) {
 			perror("mc_example: rdma_resolve_addr");
 			return -1;
 		}

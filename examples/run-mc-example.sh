@@ -4,19 +4,21 @@
 # sender sends COUNT messages to it; every receiver must get every message
 # intact on each of its CONNECTIONS.
 #
-#   run-mc-example.sh [-w WRAPPER] [-b BIND_ADDR] [-m MCAST_ADDR]
+#   run-mc-example.sh [-w WRAPPER] [-b BIND_ADDR]
+#                     [-m MCAST_ADDR | -M MGID (with -b)]
 #                     [-r RECEIVERS] [-c CONNECTIONS] [-C COUNT] [-S SIZE]
 # WRAPPER runs each process (for ibemu: "ibemu run --"; empty for a real
 # device).  Exit 0 when every process succeeded.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 prog=${MC_EXAMPLE:-$here/mc_example}
-wrapper="" bind="" mcast=239.1.2.3 receivers=3 conns=2 count=200 size=1000
-while getopts "w:b:m:r:c:C:S:" o; do
+wrapper="" bind="" group=(-m 239.1.2.3) receivers=3 conns=2 count=200 size=1000
+while getopts "w:b:m:M:r:c:C:S:" o; do
 	case $o in
 	w) wrapper=$OPTARG ;;
 	b) bind=$OPTARG ;;
-	m) mcast=$OPTARG ;;
+	m) group=(-m "$OPTARG") ;;
+	M) group=(-M "$OPTARG") ;;
 	r) receivers=$OPTARG ;;
 	c) conns=$OPTARG ;;
 	C) count=$OPTARG ;;
@@ -34,7 +36,7 @@ trap cleanup EXIT
 bopt=()
 [ -n "$bind" ] && bopt=(-b "$bind")
 for i in $(seq 1 "$receivers"); do
-	timeout 60 $wrapper "$prog" -m "$mcast" "${bopt[@]}" -c "$conns" \
+	timeout 60 $wrapper "$prog" "${group[@]}" "${bopt[@]}" -c "$conns" \
 		-C "$count" -S "$size" >"$tmp/r$i.out" 2>&1 &
 	pids+=($!)
 done
@@ -49,7 +51,7 @@ for i in $(seq 1 "$receivers"); do
 		sleep 0.1
 	done
 done
-timeout 60 $wrapper "$prog" -s -m "$mcast" "${bopt[@]}" -c "$conns" \
+timeout 60 $wrapper "$prog" -s "${group[@]}" "${bopt[@]}" -c "$conns" \
 	-C "$count" -S "$size" >"$tmp/s.out" 2>&1
 rc=$?
 echo "sender (exit $rc): $(cat "$tmp/s.out" | tr '\n' ' ')"
