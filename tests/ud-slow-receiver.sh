@@ -1,6 +1,6 @@
 #!/bin/bash
 # A UD receiver that runs but is seldom scheduled (a loaded machine; here
-# a CPU cgroup gives it 5 ms of every 100 ms) loses no datagram: its
+# a CPU cgroup gives it 10 ms of every 100 ms) loses no datagram: its
 # senders wait for its inbox to drain, as they do not for a stopped or
 # dead one (tests/ud-dead-peer.sh).  udaddy, 8 ids x 500 datagrams each
 # way, every one of which its receiver waits for.
@@ -20,13 +20,13 @@ trap cleanup EXIT
 if [ -w /sys/fs/cgroup/cgroup.subtree_control ] &&
    grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
 	cg=/sys/fs/cgroup/ibemu-slow-$$
-	mkdir "$cg" 2>/dev/null && echo "5000 100000" >"$cg/cpu.max" ||
+	mkdir "$cg" 2>/dev/null && echo "10000 100000" >"$cg/cpu.max" ||
 		cg=
 elif [ -w /sys/fs/cgroup/cpu ]; then
 	cg=/sys/fs/cgroup/cpu/ibemu-slow-$$
 	mkdir "$cg" 2>/dev/null &&
 		echo 100000 >"$cg/cpu.cfs_period_us" &&
-		echo 5000 >"$cg/cpu.cfs_quota_us" || cg=
+		echo 10000 >"$cg/cpu.cfs_quota_us" || cg=
 fi
 if [ -z "$cg" ]; then
 	echo "SKIP: no CPU cgroup can be made here (needs root and the cpu controller)"
@@ -52,7 +52,7 @@ RC_S=$?
 SRV_PID=
 if [ "$RC_C" = 0 ] && [ "$RC_S" = 0 ] &&
    grep -q "data transfers complete" "$dir/server.out"; then
-	pass "udaddy to a receiver with 5% of a CPU: every datagram arrived"
+	pass "udaddy to a receiver with 10% of a CPU: every datagram arrived"
 else
 	fail "udaddy to a throttled receiver: client $RC_C, server $RC_S"
 	tail -n 5 "$dir/client.out" "$dir/server.out" | sed 's/^/    /'
