@@ -77,10 +77,8 @@ echo "=== server (exit $SC_SERVER_RC) ==="
 cat "$dir/server.out"
 echo "=== client (exit $SC_CLIENT_RC) ==="
 cat "$dir/client.out"
-for who in server client; do
-	eval "st=\$SC_$(echo $who | tr a-z A-Z)_RC"
-	[ "$st" = 124 ] && echo "run-srq-example: the $who timed out after ${secs}s" >&2
-done
+[ "$SC_SERVER_RC" = 124 ] && echo "run-srq-example: the server timed out after ${secs}s" >&2
+[ "$SC_CLIENT_RC" = 124 ] && echo "run-srq-example: the client timed out after ${secs}s" >&2
 if [ $rc = 0 ]; then
 	echo "run-srq-example: server and client exited 0"
 else

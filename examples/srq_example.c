@@ -88,8 +88,8 @@ struct msg_hdr {
  * of its QP. */
 struct side {
 	struct rdma_addrinfo *rai;
-	struct rdma_cm_id *listen;   /* server */
-	struct rdma_cm_id *srq_id;   /* the id the SRQ is on */
+	struct rdma_cm_id *listen; /* server */
+	struct rdma_cm_id *srq_id; /* the id the SRQ is on */
 	struct rdma_cm_id *conn[MAX_QPS];
 	int cli_idx[MAX_QPS];
 	int conns;
