@@ -129,6 +129,7 @@ void resp_pending_locked(struct emu_qp *qp);
 void resp_reset_locked(struct emu_qp *qp);
 void resp_flush_open_locked(struct emu_qp *qp);
 void resp_ack_flush_locked(struct emu_qp *qp);
+void resp_ack_owed_locked(struct emu_qp *qp);
 /* Copy a pulled SEND's descriptor out of its payload (shared memory),
  * once; false if it is malformed. */
 bool resp_pull_desc_copy(const uint8_t *payload, uint32_t paylen,

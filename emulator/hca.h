@@ -267,8 +267,8 @@ struct qp_resp {
  * Queue pair.  Lock rule: qp.lock protects state, attr, the send queue,
  * the multicast list and the req/comp/resp state; the receive queue has
  * its own lock (rq.lock).  The engine links (pending_next, pass_next,
- * on_pending) are under engine.pending_lock, ack_next and ack_queued
- * under engine.lock.
+ * on_pending) are under engine.pending_lock, ack_next under engine.lock;
+ * ack_queued is written under engine.lock and qp.lock, read under either.
  */
 struct emu_qp {
 	pthread_mutex_t lock;

@@ -622,6 +622,8 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr,
 	if (ret)
 		goto out;
 
+	if (next == IBV_QPS_ERR || next == IBV_QPS_RESET)
+		resp_ack_owed_locked(qp);
 	if (next == IBV_QPS_ERR) {
 		qp_apply(qp, attr, mask);
 		qp_error_locked(qp);

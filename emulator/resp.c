@@ -130,6 +130,25 @@ void resp_ack_flush_locked(struct emu_qp *qp)
 		resp_ack(qp);
 }
 
+/*
+ * The consumer takes the QP out of service (to Error or Reset) while its
+ * coalesced ACK waits for the end of the engine's drain: the ACK goes now.
+ * The receive completions of those messages are visible already, and an
+ * application that saw them may disconnect at once (the CM moves the QP to
+ * Error); the ACK was only put off (IBA 9.7.5.1.1), the requester must not
+ * retry messages that were executed until its retries run out.  The
+ * drain's flush then finds the QP out of service and sends nothing.
+ * qp.lock held (every writer of ack_queued holds it as well).
+ */
+void resp_ack_owed_locked(struct emu_qp *qp)
+{
+	enum ibv_qp_state st = qp->state;
+
+	if (qp->ack_queued &&
+	    (st == IBV_QPS_RTR || st == IBV_QPS_RTS || st == IBV_QPS_SQD))
+		resp_ack(qp);
+}
+
 void resp_reset_locked(struct emu_qp *qp)
 {
 	qp->resp.op = 0;

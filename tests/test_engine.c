@@ -439,6 +439,47 @@ static void test_resp_send_in_sequence(void)
 }
 
 /*
+ * A SEND executed in a drain whose coalesced ACK (IBA 9.7.5.1.1) is still
+ * owed when the consumer, having polled its receive completion, moves the
+ * QP to Error (rdma_disconnect does, at once): the ACK still goes, before
+ * the transition, so the requester's SEND completes instead of running out
+ * of retries on a message that was executed.  The test is the engine's
+ * drain, cut between the packet and the drain's ACK flush.
+ */
+static void test_resp_ack_owed_at_error(void)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	struct engine *e;
+	struct fixture f;
+	struct loop_pkt p;
+	struct tp_pkt in;
+	uint8_t msg[64];
+
+	fx_setup(&f, &default_params);
+	e = hca->engine;
+	fill(msg, sizeof(msg), 9);
+	fx_post_recv(&f, 31, RECV_OFF, 256);
+	craft(&p, &f, IB_OP_SEND_ONLY, RQ_PSN, false, msg, sizeof(msg));
+	memset(&in, 0, sizeof(in));
+	in.slot = &p;
+	in.hdr = &p.hdr;
+	in.data = p.data;
+	in.grh = &p.grh;
+	pthread_mutex_lock(&e->lock); /* the drain, by hand */
+	engine_recv_locked(e, &in);
+	expect_recv(&f, 31, IBV_WC_SUCCESS, sizeof(msg));
+	CU_ASSERT(memcmp(f.buf + RECV_OFF, msg, sizeof(msg)) == 0);
+	CU_ASSERT_EQUAL(loop_captured(), 0); /* the ACK waits for the flush */
+	CU_ASSERT(emu_qp_modify(f.qp, &attr, IBV_QP_STATE) == 0);
+	engine_flush_acks_locked(e);
+	pthread_mutex_unlock(&e->lock);
+	expect_ack(&f, RQ_PSN, AETH_ACK | AETH_ACK_UNLIMITED, 1);
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_ERR);
+	expect_quiet(); /* one ACK, not a second one from the flush */
+	fx_teardown(&f);
+}
+
+/*
  * IBA 9.7.4.1.2 duplicate requests: a resent SEND that was already
  * executed is acknowledged again (AckReq set) and not executed twice.
  */
@@ -1592,6 +1633,7 @@ int main(void)
 	static const struct unit_test tests[] = {
 		{ "resp_send_in_sequence", test_resp_send_in_sequence },
 		{ "resp_duplicate_send", test_resp_duplicate_send },
+		{ "resp_ack_owed_at_error", test_resp_ack_owed_at_error },
 		{ "resp_psn_ahead", test_resp_psn_ahead },
 		{ "resp_rnr", test_resp_rnr },
 		{ "resp_write_bad_rkey", test_resp_write_bad_rkey },
