@@ -80,6 +80,20 @@ struct rdma_cm_event *cm_expect(struct rdma_event_channel *ch,
 	return ev;
 }
 
+struct rdma_event_channel *cm_channel(void)
+{
+	struct rdma_event_channel *ch;
+
+	if (!cf_cm_addr) {
+		cf_skip("no address to test the RDMA CM with (-a ADDR)");
+		return NULL;
+	}
+	ch = rdma_create_event_channel();
+	CF_CHECK(ch != NULL, "rdma_create_event_channel: %s",
+		 cf_errname(errno));
+	return ch;
+}
+
 static void cm_pair_free(struct cm_pair *p)
 {
 	if (p->cid)
@@ -163,16 +177,8 @@ static void cm_fill(uint8_t *buf, size_t len, uint8_t seed)
 		buf[i] = (uint8_t)(seed + 13 * i);
 }
 
-/* The objects of one side's QP. */
-struct cm_side {
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
-	uint8_t buf[256];
-};
-
-static bool cm_side_qp(struct cm_side *s, struct rdma_cm_id *id,
-		       enum ibv_qp_type type)
+bool cm_side_qp(struct cm_side *s, struct rdma_cm_id *id,
+		enum ibv_qp_type type)
 {
 	struct ibv_qp_init_attr attr;
 
@@ -195,7 +201,7 @@ static bool cm_side_qp(struct cm_side *s, struct rdma_cm_id *id,
 	return id->qp != NULL;
 }
 
-static void cm_side_free(struct cm_side *s, struct rdma_cm_id *id)
+void cm_side_free(struct cm_side *s, struct rdma_cm_id *id)
 {
 	if (id && id->qp)
 		rdma_destroy_qp(id);
@@ -545,11 +551,7 @@ CF_TEST_IMPL(cm, nonblocking_channel)
 	struct rdma_cm_event *ev;
 	int fl;
 
-	if (!cf_cm_addr)
-		SKIP("no address to test the RDMA CM with (-a ADDR)");
-	ch = rdma_create_event_channel();
-	CF_CHECK(ch != NULL, "rdma_create_event_channel: %s",
-		 cf_errname(errno));
+	ch = cm_channel();
 	if (!ch)
 		return;
 	fl = fcntl(ch->fd, F_GETFL);
@@ -586,14 +588,10 @@ CF_TEST_IMPL(cm, destroy_waits_for_ack)
 	struct cm_destroyer d = { 0 };
 	pthread_t t;
 
-	if (!cf_cm_addr)
-		SKIP("no address to test the RDMA CM with (-a ADDR)");
-	CF_CHECK(cm_addr(&ss, 0), "-a %s: not a numeric address", cf_cm_addr);
-	ch = rdma_create_event_channel();
-	CF_CHECK(ch != NULL, "rdma_create_event_channel: %s",
-		 cf_errname(errno));
+	ch = cm_channel();
 	if (!ch)
 		return;
+	CF_CHECK(cm_addr(&ss, 0), "-a %s: not a numeric address", cf_cm_addr);
 	if (rdma_create_id(ch, &d.id, NULL, RDMA_PS_TCP)) {
 		CF_CHECK(0, "rdma_create_id: %s", cf_errname(errno));
 		goto out;

@@ -20,5 +20,23 @@ struct rdma_cm_event *cm_next(struct rdma_event_channel *ch);
 struct rdma_cm_event *cm_expect(struct rdma_event_channel *ch,
 				enum rdma_cm_event_type type,
 				struct rdma_cm_id *id);
+/* A channel for a test of the address under test; NULL after a skip
+ * (no -a) or a failure message. */
+struct rdma_event_channel *cm_channel(void);
+
+/* The objects of one id's QP: a PD, one CQ for both queues, an MR over
+ * buf. */
+struct cm_side {
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t buf[256];
+};
+/* s: a QP of type on id (4 WRs of 1 SGE each way, every send
+ * signaled) and its objects; false after a failure message. */
+bool cm_side_qp(struct cm_side *s, struct rdma_cm_id *id,
+		enum ibv_qp_type type);
+/* Destroy id's QP, if it has one, and s's objects. */
+void cm_side_free(struct cm_side *s, struct rdma_cm_id *id);
 
 #endif /* IBEMU_CONFORMANCE_TEST_CM_H */

@@ -26,17 +26,19 @@
 #define MSG_LEN 64
 #define QUIET_MS 300
 
-/* One UD id resolved to the group, with its QP and buffer. */
+/* One UD id resolved to the group, with its QP and buffer (two
+ * receive slots of GRH_LEN + MSG_LEN in side.buf). */
 struct mc_node {
 	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
+	struct cm_side side;
 	struct ibv_ah *ah;
 	uint32_t qpn, qkey; /* from MULTICAST_JOIN */
 	struct ibv_ah_attr ah_attr;
-	uint8_t buf[2 * (GRH_LEN + MSG_LEN)];
 };
+
+_Static_assert(2 * (GRH_LEN + MSG_LEN) <= sizeof(((struct mc_node *)0)
+						   ->side.buf),
+	       "two receive slots fit in the QP's buffer");
 
 /* The group under test: an IPv4 or IPv6 multicast address as -a is. */
 static bool mc_group(struct sockaddr_storage *mc, const char *v4,
@@ -62,7 +64,6 @@ static bool mc_node_init(struct mc_node *n, struct rdma_event_channel *ch,
 			 enum rdma_port_space ps)
 {
 	struct sockaddr_storage src;
-	struct ibv_qp_init_attr attr;
 	struct rdma_cm_event *ev;
 
 	memset(n, 0, sizeof(*n));
@@ -84,37 +85,14 @@ static bool mc_node_init(struct mc_node *n, struct rdma_event_channel *ch,
 	CF_CHECK(n->id->verbs != NULL, "resolved id without a device");
 	if (!n->id->verbs)
 		return false;
-	n->pd = ibv_alloc_pd(n->id->verbs);
-	n->cq = n->pd ? ibv_create_cq(n->id->verbs, 8, NULL, NULL, 0) : NULL;
-	n->mr = n->cq ? ibv_reg_mr(n->pd, n->buf, sizeof(n->buf),
-				   IBV_ACCESS_LOCAL_WRITE)
-		      : NULL;
-	CF_CHECK(n->mr != NULL, "pd, cq, mr: %s", cf_errname(errno));
-	if (!n->mr)
-		return false;
-	memset(&attr, 0, sizeof(attr));
-	attr.send_cq = attr.recv_cq = n->cq;
-	attr.qp_type = IBV_QPT_UD;
-	attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
-	attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
-	attr.sq_sig_all = 1;
-	CF_EXPECT_OK(cf_rc(rdma_create_qp(n->id, n->pd, &attr)),
-		     "rdma_create_qp (UD)");
-	return n->id->qp != NULL;
+	return cm_side_qp(&n->side, n->id, IBV_QPT_UD);
 }
 
 static void mc_node_free(struct mc_node *n)
 {
 	if (n->ah)
 		ibv_destroy_ah(n->ah);
-	if (n->id && n->id->qp)
-		rdma_destroy_qp(n->id);
-	if (n->mr)
-		ibv_dereg_mr(n->mr);
-	if (n->cq)
-		ibv_destroy_cq(n->cq);
-	if (n->pd)
-		ibv_dealloc_pd(n->pd);
+	cm_side_free(&n->side, n->id);
 	if (n->id)
 		rdma_destroy_id(n->id);
 	memset(n, 0, sizeof(*n));
@@ -182,18 +160,37 @@ static bool mc_expect_join(struct mc_node *n, struct rdma_event_channel *ch,
 	n->qpn = ud->qp_num;
 	n->qkey = ud->qkey;
 	n->ah_attr = ud->ah_attr;
-	n->ah = ibv_create_ah(n->pd, &n->ah_attr);
+	n->ah = ibv_create_ah(n->side.pd, &n->ah_attr);
 	CF_CHECK(n->ah != NULL, "ibv_create_ah from MULTICAST_JOIN: %s",
 		 cf_errname(errno));
 	rdma_ack_cm_event(ev);
 	return n->ah != NULL;
 }
 
+/* n joins the group as a full member (rdma_join_multicast, what) and
+ * its MULTICAST_JOIN on ch checks out. */
+static bool mc_join(struct mc_node *n, struct rdma_event_channel *ch,
+		    const struct sockaddr_storage *group, const char *what)
+{
+	CF_EXPECT_OK(cf_rc(rdma_join_multicast(n->id,
+					       (struct sockaddr *)group, n)),
+		     what);
+	return mc_expect_join(n, ch, group, RDMA_UDP_QKEY);
+}
+
+static void mc_leave(struct mc_node *n, const struct sockaddr_storage *group,
+		     const char *what)
+{
+	CF_EXPECT_OK(cf_rc(rdma_leave_multicast(n->id,
+						(struct sockaddr *)group)),
+		     what);
+}
+
 static int mc_post_recv(struct mc_node *n, int slot)
 {
 	struct ibv_sge sge = {
-		(uintptr_t)n->buf + slot * (GRH_LEN + MSG_LEN),
-		GRH_LEN + MSG_LEN, n->mr->lkey
+		(uintptr_t)n->side.buf + slot * (GRH_LEN + MSG_LEN),
+		GRH_LEN + MSG_LEN, n->side.mr->lkey
 	};
 	struct ibv_recv_wr wr = { .wr_id = 100 + slot, .sg_list = &sge,
 				  .num_sge = 1 };
@@ -207,7 +204,7 @@ static int mc_post_recv(struct mc_node *n, int slot)
 static void mc_send(struct mc_node *s, uint64_t seed)
 {
 	static uint8_t msg[MSG_LEN];
-	struct ibv_mr *mr = ibv_reg_mr(s->pd, msg, sizeof(msg), 0);
+	struct ibv_mr *mr = ibv_reg_mr(s->side.pd, msg, sizeof(msg), 0);
 	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
 	struct ibv_wc wc;
@@ -232,7 +229,7 @@ static void mc_send(struct mc_node *s, uint64_t seed)
 	CF_EXPECT_OK(cf_rc(ibv_post_send(s->id->qp, &wr, &bad)),
 		     "ibv_post_send to the group");
 	do {
-		got = cf_poll_cq_wait(s->cq, &wc, 1, CM_WAIT_MS);
+		got = cf_poll_cq_wait(s->side.cq, &wc, 1, CM_WAIT_MS);
 	} while (got == 1 && wc.wr_id != 7);
 	CF_CHECK(got == 1 && wc.status == IBV_WC_SUCCESS,
 		 "the send to the group did not complete");
@@ -243,9 +240,9 @@ static void mc_send(struct mc_node *s, uint64_t seed)
 static void mc_expect_recv(struct mc_node *r, struct mc_node *s, int slot,
 			   uint64_t seed, const char *what)
 {
-	const uint8_t *p = r->buf + slot * (GRH_LEN + MSG_LEN);
+	const uint8_t *p = r->side.buf + slot * (GRH_LEN + MSG_LEN);
 	struct ibv_wc wc;
-	int got = cf_poll_cq_wait(r->cq, &wc, 1, CM_WAIT_MS);
+	int got = cf_poll_cq_wait(r->side.cq, &wc, 1, CM_WAIT_MS);
 
 	CF_CHECK(got == 1 && wc.status == IBV_WC_SUCCESS &&
 			 wc.wr_id == (uint64_t)(100 + slot) &&
@@ -261,7 +258,7 @@ static void mc_expect_recv(struct mc_node *r, struct mc_node *s, int slot,
 static void mc_expect_quiet(struct mc_node *r, const char *what)
 {
 	struct ibv_wc wc;
-	int got = cf_poll_cq_wait(r->cq, &wc, 1, QUIET_MS);
+	int got = cf_poll_cq_wait(r->side.cq, &wc, 1, QUIET_MS);
 
 	CF_CHECK(got == 0, "%s: a completion (wr_id %llu) came within %d ms",
 		 what, got == 1 ? (unsigned long long)wc.wr_id : 0ull,
@@ -277,33 +274,20 @@ CF_TEST_IMPL(cm, mcast_join_leave)
 {
 	struct rdma_event_channel *ch;
 	struct sockaddr_storage group;
-	struct mc_node a, b;
+	struct mc_node a = { 0 }, b = { 0 };
 
-	if (!cf_cm_addr)
-		SKIP("no address to test the RDMA CM with (-a ADDR)");
-	CF_CHECK(mc_group(&group, "239.1.9.9", "ff05::1:9:9"),
-		 "-a %s: not a numeric address", cf_cm_addr);
-	ch = rdma_create_event_channel();
-	CF_CHECK(ch != NULL, "rdma_create_event_channel: %s",
-		 cf_errname(errno));
+	ch = cm_channel();
 	if (!ch)
 		return;
-	memset(&a, 0, sizeof(a));
-	memset(&b, 0, sizeof(b));
+	CF_CHECK(mc_group(&group, "239.1.9.9", "ff05::1:9:9"),
+		 "-a %s: not a numeric address", cf_cm_addr);
 	if (!mc_node_init(&a, ch, &group, RDMA_PS_UDP) ||
 	    !mc_node_init(&b, ch, &group, RDMA_PS_UDP))
 		goto out;
 	/* b's receives are posted before it joins, as mckey does */
 	CF_EXPECT_OK(mc_post_recv(&b, 0), "ibv_post_recv");
-	CF_EXPECT_OK(cf_rc(rdma_join_multicast(a.id, (struct sockaddr *)&group,
-					       &a)),
-		     "rdma_join_multicast");
-	if (!mc_expect_join(&a, ch, &group, RDMA_UDP_QKEY))
-		goto out;
-	CF_EXPECT_OK(cf_rc(rdma_join_multicast(b.id, (struct sockaddr *)&group,
-					       &b)),
-		     "rdma_join_multicast (second id)");
-	if (!mc_expect_join(&b, ch, &group, RDMA_UDP_QKEY))
+	if (!mc_join(&a, ch, &group, "rdma_join_multicast") ||
+	    !mc_join(&b, ch, &group, "rdma_join_multicast (second id)"))
 		goto out;
 	CF_CHECK(a.ah_attr.dlid == b.ah_attr.dlid &&
 			 !memcmp(&a.ah_attr.grh.dgid, &b.ah_attr.grh.dgid, 16),
@@ -311,9 +295,7 @@ CF_TEST_IMPL(cm, mcast_join_leave)
 		 "MGIDs", a.ah_attr.dlid, b.ah_attr.dlid);
 	mc_send(&a, 11);
 	mc_expect_recv(&b, &a, 0, 11, "the joined id's QP");
-	CF_EXPECT_OK(cf_rc(rdma_leave_multicast(b.id,
-						(struct sockaddr *)&group)),
-		     "rdma_leave_multicast");
+	mc_leave(&b, &group, "rdma_leave_multicast");
 	errno = 0;
 	CF_CHECK(rdma_leave_multicast(b.id, (struct sockaddr *)&group) == -1 &&
 			 errno == EADDRNOTAVAIL,
@@ -322,9 +304,7 @@ CF_TEST_IMPL(cm, mcast_join_leave)
 	CF_EXPECT_OK(mc_post_recv(&b, 1), "ibv_post_recv");
 	mc_send(&a, 12);
 	mc_expect_quiet(&b, "after rdma_leave_multicast");
-	CF_EXPECT_OK(cf_rc(rdma_leave_multicast(a.id,
-						(struct sockaddr *)&group)),
-		     "rdma_leave_multicast (first id)");
+	mc_leave(&a, &group, "rdma_leave_multicast (first id)");
 out:
 	mc_node_free(&b);
 	mc_node_free(&a);
@@ -344,29 +324,20 @@ CF_TEST_IMPL(cm, mcast_sendonly)
 	struct rdma_cm_join_mc_attr_ex mc;
 	struct rdma_event_channel *ch;
 	struct sockaddr_storage group;
-	struct mc_node s, r;
+	struct mc_node s = { 0 }, r = { 0 };
 	int ret;
 
-	if (!cf_cm_addr)
-		SKIP("no address to test the RDMA CM with (-a ADDR)");
-	CF_CHECK(mc_group(&group, "239.1.9.10", "ff05::1:9:10"),
-		 "-a %s: not a numeric address", cf_cm_addr);
-	ch = rdma_create_event_channel();
-	CF_CHECK(ch != NULL, "rdma_create_event_channel: %s",
-		 cf_errname(errno));
+	ch = cm_channel();
 	if (!ch)
 		return;
-	memset(&s, 0, sizeof(s));
-	memset(&r, 0, sizeof(r));
+	CF_CHECK(mc_group(&group, "239.1.9.10", "ff05::1:9:10"),
+		 "-a %s: not a numeric address", cf_cm_addr);
 	if (!mc_node_init(&s, ch, &group, RDMA_PS_UDP) ||
 	    !mc_node_init(&r, ch, &group, RDMA_PS_UDP))
 		goto out;
 	CF_EXPECT_OK(mc_post_recv(&r, 0), "ibv_post_recv");
 	CF_EXPECT_OK(mc_post_recv(&s, 0), "ibv_post_recv");
-	CF_EXPECT_OK(cf_rc(rdma_join_multicast(r.id, (struct sockaddr *)&group,
-					       &r)),
-		     "rdma_join_multicast");
-	if (!mc_expect_join(&r, ch, &group, RDMA_UDP_QKEY))
+	if (!mc_join(&r, ch, &group, "rdma_join_multicast"))
 		goto out;
 	memset(&mc, 0, sizeof(mc));
 	mc.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS |
@@ -384,12 +355,8 @@ CF_TEST_IMPL(cm, mcast_sendonly)
 	mc_send(&s, 21);
 	mc_expect_recv(&r, &s, 0, 21, "a full member's QP");
 	mc_expect_quiet(&s, "the send-only member's own QP");
-	CF_EXPECT_OK(cf_rc(rdma_leave_multicast(s.id,
-						(struct sockaddr *)&group)),
-		     "rdma_leave_multicast (send-only)");
-	CF_EXPECT_OK(cf_rc(rdma_leave_multicast(r.id,
-						(struct sockaddr *)&group)),
-		     "rdma_leave_multicast");
+	mc_leave(&s, &group, "rdma_leave_multicast (send-only)");
+	mc_leave(&r, &group, "rdma_leave_multicast");
 out:
 	mc_node_free(&r);
 	mc_node_free(&s);
@@ -407,16 +374,12 @@ CF_TEST_IMPL(cm, mcast_errors)
 	struct pollfd pfd;
 	struct mc_node n;
 
-	if (!cf_cm_addr)
-		SKIP("no address to test the RDMA CM with (-a ADDR)");
+	ch = cm_channel();
+	if (!ch)
+		return;
 	CF_CHECK(mc_group(&group, "239.1.9.11", "ff05::1:9:11") &&
 			 cm_addr(&src, 0),
 		 "-a %s: not a numeric address", cf_cm_addr);
-	ch = rdma_create_event_channel();
-	CF_CHECK(ch != NULL, "rdma_create_event_channel: %s",
-		 cf_errname(errno));
-	if (!ch)
-		return;
 	pfd.fd = ch->fd;
 	pfd.events = POLLIN;
 	memset(&n, 0, sizeof(n));

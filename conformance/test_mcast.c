@@ -198,6 +198,23 @@ static void expect_recvs(struct cf_ep *ep, unsigned int want, uint32_t src_qpn,
 }
 
 /*
+ * One burst from QP 0 to the group through ah: NMSG receives posted
+ * first on each QP in post (a bit per QP index), then expect_recvs with
+ * want and the sends' completions.  -1 if a step could not be posted.
+ */
+static int burst(struct cf_ep *ep, struct ibv_ah *ah, unsigned int post,
+		 unsigned int want, uint64_t seed, const char *what)
+{
+	for (int q = 0; q < ep->p->nqp; q++)
+		if ((post & (1u << q)) && post_recvs(ep, q))
+			return -1;
+	if (send_group(ep, 0, ah, seed))
+		return -1;
+	expect_recvs(ep, want, ep->qps[0]->qp_num, seed, NMSG, what);
+	return 0;
+}
+
+/*
  * One process: QPs 1 and 2 attached, QP 0 sends.  Both attached QPs get
  * every datagram; QP 0, which is not attached, none (IBA 10.5.2.3: a
  * multicast packet is delivered to the QPs attached to its group).  Then
@@ -207,22 +224,18 @@ static void expect_recvs(struct cf_ep *ep, unsigned int want, uint32_t src_qpn,
 CF_BODY_IMPL(mcast, fanout_local)
 {
 	struct ibv_ah *ah;
-	const uint32_t me = ep->qps[0] ? ep->qps[0]->qp_num : 0;
 
 	if (ep->side == CF_CHILD)
 		return cf_ep_sync(ep, 3 * WAIT_MS);
 	ah = group_ah(ep);
 	if (!ah || attach(ep, 1) || attach(ep, 2))
 		goto out;
-	if (!post_recvs(ep, 0) && !post_recvs(ep, 1) && !post_recvs(ep, 2) &&
-	    !send_group(ep, 0, ah, 100))
-		expect_recvs(ep, 1u << 1 | 1u << 2, me, 100, NMSG,
-			     "two attached QPs, sender not attached");
+	burst(ep, ah, 1u << 0 | 1u << 1 | 1u << 2, 1u << 1 | 1u << 2, 100,
+	      "two attached QPs, sender not attached");
 	/* QP 0's receives are still posted. */
-	if (!attach(ep, 0) && !post_recvs(ep, 1) && !post_recvs(ep, 2) &&
-	    !send_group(ep, 0, ah, 200))
-		expect_recvs(ep, 1u << 0 | 1u << 1 | 1u << 2, me, 200, NMSG,
-			     "the sender attached as well");
+	if (!attach(ep, 0))
+		burst(ep, ah, 1u << 1 | 1u << 2, 1u << 0 | 1u << 1 | 1u << 2,
+		      200, "the sender attached as well");
 	detach(ep, 0);
 	detach(ep, 1);
 	detach(ep, 2);
@@ -240,7 +253,6 @@ out:
 CF_BODY_IMPL(mcast, detach_stops)
 {
 	struct ibv_ah *ah;
-	const uint32_t me = ep->qps[0] ? ep->qps[0]->qp_num : 0;
 	int ret;
 
 	if (ep->side == CF_CHILD)
@@ -248,13 +260,11 @@ CF_BODY_IMPL(mcast, detach_stops)
 	ah = group_ah(ep);
 	if (!ah || attach(ep, 1) || attach(ep, 2))
 		goto out;
-	if (!post_recvs(ep, 1) && !post_recvs(ep, 2) &&
-	    !send_group(ep, 0, ah, 300))
-		expect_recvs(ep, 1u << 1 | 1u << 2, me, 300, NMSG,
-			     "both attached");
-	if (!detach(ep, 1) && !post_recvs(ep, 1) && !post_recvs(ep, 2) &&
-	    !send_group(ep, 0, ah, 400))
-		expect_recvs(ep, 1u << 2, me, 400, NMSG, "QP 1 detached");
+	burst(ep, ah, 1u << 1 | 1u << 2, 1u << 1 | 1u << 2, 300,
+	      "both attached");
+	if (!detach(ep, 1))
+		burst(ep, ah, 1u << 1 | 1u << 2, 1u << 2, 400,
+		      "QP 1 detached");
 	ret = cf_rc(ibv_detach_mcast(ep->qps[1], &test_mgid, TEST_MLID));
 	EP_CHECK(ep, ret != 0, "ibv_detach_mcast of a group the QP left "
 		 "succeeded");
@@ -306,16 +316,14 @@ CF_BODY_IMPL(mcast, fanout_process)
 	}
 	ah = group_ah(ep);
 	ret = cf_ep_sync(ep, WAIT_MS);
-	if (!ret && ah && !send_group(ep, 0, ah, 500))
-		expect_recvs(ep, 0, ep->qps[0]->qp_num, 500, NMSG,
-			     "the sender, attached to nothing");
+	if (!ret && ah)
+		burst(ep, ah, 0, 0, 500, "the sender, attached to nothing");
 	if (!ret)
 		ret = cf_ep_sync(ep, 3 * WAIT_MS);
 	if (!ret)
 		ret = cf_ep_sync(ep, 3 * WAIT_MS);
-	if (!ret && ah && !send_group(ep, 0, ah, 600))
-		expect_recvs(ep, 0, ep->qps[0]->qp_num, 600, NMSG,
-			     "the sender, attached to nothing");
+	if (!ret && ah)
+		burst(ep, ah, 0, 0, 600, "the sender, attached to nothing");
 	if (!ret)
 		ret = cf_ep_sync(ep, 3 * WAIT_MS);
 	if (ah)

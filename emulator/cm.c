@@ -1119,14 +1119,7 @@ static bool cm_ip_hdr_get(const uint8_t *p, struct sockaddr_storage *src,
 
 static bool cm_peer_alive(struct emu_cm *cm, int32_t slot, uint64_t token)
 {
-	struct node *node = &cm->hca->node;
-
-	if (slot < 0 || slot >= IBEMU_MAX_PROCS || !token)
-		return false;
-	if (atomic_load_explicit(&node->seg->procs[slot].token,
-				 memory_order_acquire) != token)
-		return false;
-	return slot == node->proc_slot || node_proc_alive(node, slot);
+	return node_proc_holds(&cm->hca->node, slot, token);
 }
 
 int emu_cm_connect(struct emu_cm_id *id, const struct emu_cm_conn *param)

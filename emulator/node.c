@@ -370,6 +370,16 @@ bool node_proc_alive(struct node *node, int slot)
 	return node_ofd_held(node->fd, NODE_LOCK_PROC(slot));
 }
 
+bool node_proc_holds(struct node *node, int32_t slot, uint64_t token)
+{
+	if (slot < 0 || slot >= IBEMU_MAX_PROCS || !token)
+		return false;
+	if (atomic_load_explicit(&node->seg->procs[slot].token,
+				 memory_order_acquire) != token)
+		return false;
+	return slot == node->proc_slot || node_proc_alive(node, slot);
+}
+
 int node_proc_id(struct node *node, int slot, struct node_proc_id *id)
 {
 	const struct node_proc *p;

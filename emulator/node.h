@@ -215,6 +215,13 @@ unsigned int node_sweep_dead_locked(struct node *node);
 /* Whether the process in slot lives (its liveness lock is held; see
  * above).  A free slot is not alive; our own slot is. */
 bool node_proc_alive(struct node *node, int slot);
+/* Whether the process in slot is still the one that had token (its
+ * procs[] token unchanged) and lives: what makes an entry it took, in
+ * one of the node's tables, still its own.  Takes no lock: the caller
+ * holds node_seg.lock while it reads the entry that names slot and
+ * token, or copied them out before; procs[slot].token is read
+ * atomically. */
+bool node_proc_holds(struct node *node, int32_t slot, uint64_t token);
 
 /* A process's identity as its node entry gives it, copied under the
  * lock.  0, or -ENOENT if the slot is free. */

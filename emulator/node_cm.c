@@ -29,16 +29,9 @@
 static bool cm_entry_live_locked(struct node *node, unsigned int i,
 				 struct node_cm_port *c)
 {
-	uint32_t slot;
-
 	*c = node->seg->cm_ports[i];
-	if (!c->owner || c->owner > IBEMU_MAX_PROCS || !c->token)
-		return false;
-	slot = c->owner - 1;
-	if (atomic_load_explicit(&node->seg->procs[slot].token,
-				 memory_order_relaxed) != c->token)
-		return false;
-	return (int)slot == node->proc_slot || node_proc_alive(node, (int)slot);
+	return c->owner && c->owner <= IBEMU_MAX_PROCS &&
+	       node_proc_holds(node, (int32_t)c->owner - 1, c->token);
 }
 
 static bool cm_addr_wild(const struct node_cm_port *c)

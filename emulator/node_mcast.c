@@ -177,16 +177,9 @@ unsigned int node_mcast_procs(struct node *node, const uint8_t mgid[16],
 static bool member_live_locked(struct node *node, unsigned int i,
 			       struct node_cm_mcast *c)
 {
-	uint32_t slot;
-
 	*c = node->seg->cm_mcast[i];
-	if (!c->owner || c->owner > IBEMU_MAX_PROCS || !c->token)
-		return false;
-	slot = c->owner - 1;
-	if (atomic_load_explicit(&node->seg->procs[slot].token,
-				 memory_order_relaxed) != c->token)
-		return false;
-	return (int)slot == node->proc_slot || node_proc_alive(node, (int)slot);
+	return c->owner && c->owner <= IBEMU_MAX_PROCS &&
+	       node_proc_holds(node, (int32_t)c->owner - 1, c->token);
 }
 
 /* The MLID of mgid's group (0: none), and which MLIDs are taken by any

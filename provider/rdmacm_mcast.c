@@ -18,6 +18,7 @@
 #include "ibemu.h"
 #include "cm.h"
 #include "rdmacm.h"
+#include "rdmacm_face.h"
 #include "rdmacm_real.h"
 
 typedef int (*face_mcast_fn)(struct ibv_qp *qp, const union ibv_gid *gid,
@@ -41,10 +42,8 @@ static int face_join(struct rdma_cm_id *id, struct sockaddr *addr,
 
 	ret = emu_cm_join(face_emu_id(id), addr, join_flags,
 			  (uintptr_t)context);
-	if (ret) {
-		errno = ret;
-		return -1;
-	}
+	if (ret)
+		return face_err(ret);
 	return face_complete_id(id);
 }
 
@@ -55,10 +54,8 @@ IBEMU_EXPORT int rdma_join_multicast(struct rdma_cm_id *id,
 		return cm_real.join_multicast(id, addr, context);
 	if (face_is_real(id))
 		return FACE_REAL_CALL(id, join_multicast, addr, context);
-	if (!id || !addr) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!id || !addr)
+		return face_err(EINVAL);
 	return face_join(id, addr, RDMA_MC_JOIN_FLAG_FULLMEMBER, context);
 }
 
@@ -70,22 +67,16 @@ IBEMU_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
 		return cm_real.join_multicast_ex(id, attr, context);
 	if (face_is_real(id))
 		return FACE_REAL_CALL(id, join_multicast_ex, attr, context);
-	if (!id || !attr) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!id || !attr)
+		return face_err(EINVAL);
 	/* librdmacm's checks, in its order: unknown attributes ENOTSUP,
 	 * no address or no (or an unknown) join flag EINVAL. */
-	if (attr->comp_mask >= RDMA_CM_JOIN_MC_ATTR_RESERVED) {
-		errno = ENOTSUP;
-		return -1;
-	}
+	if (attr->comp_mask >= RDMA_CM_JOIN_MC_ATTR_RESERVED)
+		return face_err(ENOTSUP);
 	if (!(attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_ADDRESS) || !attr->addr ||
 	    !(attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS) ||
-	    attr->join_flags >= RDMA_MC_JOIN_FLAG_RESERVED) {
-		errno = EINVAL;
-		return -1;
-	}
+	    attr->join_flags >= RDMA_MC_JOIN_FLAG_RESERVED)
+		return face_err(EINVAL);
 	return face_join(id, attr->addr, (int)attr->join_flags, context);
 }
 
@@ -111,15 +102,11 @@ IBEMU_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id,
 		return cm_real.leave_multicast(id, addr);
 	if (face_is_real(id))
 		return FACE_REAL_CALL(id, leave_multicast, addr);
-	if (!id || !addr) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!id || !addr)
+		return face_err(EINVAL);
 	ret = emu_cm_leave(face_emu_id(id), addr, &info);
-	if (ret) {
-		errno = ret; /* EADDRNOTAVAIL: not joined, as librdmacm */
-		return -1;
-	}
+	if (ret) /* EADDRNOTAVAIL: not joined, as librdmacm */
+		return face_err(ret);
 	face_mcast_detach(id, &info);
 	return 0;
 }
