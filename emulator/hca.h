@@ -172,6 +172,7 @@ struct qp_req {
 	bool blocked; /* the peer's inbox was full */
 	uint64_t ud_full_since; /* UD: destinations full since (ns), 0: no */
 	uint64_t ud_wait_ns; /* UD: how long that destination is waited for */
+	uint64_t ud_full_taken; /* UD: its peer_taken count then */
 	int32_t ud_full_proc; /* UD: the node slot of the full destination */
 	/* UD: a multicast datagram's fan-out under way (req.c): the
 	 * processes with a QP attached to the group, taken when the send

@@ -427,13 +427,16 @@ static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w)
 /*
  * How long a datagram waits for a full destination before it is dropped,
  * as a fabric drops what it cannot deliver (UD is unreliable, IBA 9.8):
- * a destination that is stopped (SIGSTOP, a debugger) or gone must not
- * hold up the send queue, and the datagrams behind, to other
- * destinations for long; one that runs drains its inbox as soon as it
- * is scheduled, which on a loaded machine may take many time slices, so
- * it is waited for as long as a claimed slot is (inbox.h).  Once the wait
- * has run out, datagrams that find a destination full are dropped at
- * once, until one is sent again.
+ * the wait counts from the last time the destination took a packet in
+ * (peer_taken), so a destination that drains, however slowly and
+ * however many senders it has, is waited for.  One that takes nothing
+ * is waited for REQ_UD_WAIT_NS if it is stopped (SIGSTOP, a debugger) or
+ * gone, so that it does not hold up the send queue, and the datagrams
+ * behind, to other destinations; REQ_UD_WAIT_LIVE_NS if it still runs,
+ * as a process descheduled on a loaded machine takes nothing for many
+ * time slices (as long as a claimed inbox slot is waited for, inbox.h).
+ * Once the wait has run out, datagrams that find a destination full are
+ * dropped at once, until one is sent again.
  */
 #define REQ_UD_WAIT_NS (10ull * 1000 * 1000)
 #define REQ_UD_WAIT_LIVE_NS INBOX_CLAIM_GRACE_LIVE_NS
@@ -442,15 +445,21 @@ static enum req_step req_send_datagram(struct emu_qp *qp, struct wqe *w)
 {
 	const struct transport_ops *tp = qp->hca->engine->tp;
 	enum req_step step = req_send_ud(qp, w);
-	uint64_t now;
+	struct tp_peer *dst;
+	uint64_t now, taken = 0;
 
 	if (step != REQ_BLOCKED) {
 		qp->req.ud_full_since = 0;
 		return step;
 	}
 	now = engine_coarse_ns();
-	if (!qp->req.ud_full_since) {
+	dst = engine_peer(qp->hca->engine, qp->req.ud_full_proc);
+	if (dst && tp->peer_taken)
+		taken = tp->peer_taken(dst);
+	if (!qp->req.ud_full_since || taken != qp->req.ud_full_taken) {
+		/* a new wait, or the destination took packets in since */
 		qp->req.ud_full_since = now;
+		qp->req.ud_full_taken = taken;
 		qp->req.ud_wait_ns = REQ_UD_WAIT_NS;
 	}
 	if (now - qp->req.ud_full_since < qp->req.ud_wait_ns)
