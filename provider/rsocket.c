@@ -164,21 +164,33 @@ static void rs_fail(struct rsock *rs, int err)
 	rs->err = err ? err : ECONNABORTED;
 }
 
+/* rs's QP and buffers, and p offering them in cd (the private data of
+ * rconnect's REQ or raccept's REP); 0 or a positive errno. */
+static int rs_conn_param(struct rsock *rs, struct rdma_conn_param *p,
+			 struct rs_conn_data *cd)
+{
+	int ret = rs_res_create(rs);
+
+	if (ret)
+		return ret;
+	rs_conn_data_make(rs, cd);
+	memset(p, 0, sizeof(*p));
+	p->private_data = cd;
+	p->private_data_len = sizeof(*cd);
+	p->retry_count = 7;
+	p->rnr_retry_count = 7;
+	return 0;
+}
+
 static int rs_do_connect(struct rsock *rs)
 {
 	struct rdma_conn_param p;
 	struct rs_conn_data cd;
 	int ret;
 
-	ret = rs_res_create(rs);
+	ret = rs_conn_param(rs, &p, &cd);
 	if (ret)
 		return ret;
-	rs_conn_data_make(rs, &cd);
-	memset(&p, 0, sizeof(p));
-	p.private_data = &cd;
-	p.private_data_len = sizeof(cd);
-	p.retry_count = 7;
-	p.rnr_retry_count = 7;
 	if (rdma_connect(rs->id, &p))
 		return errno ? errno : ECONNREFUSED;
 	rs->state = RS_CONNECTING;
@@ -465,15 +477,9 @@ static struct rsock *rs_accept_one(struct rsock *l, struct rdma_cm_event *ev)
 	rs->id = id;
 	id->context = rs;
 	rs->fd = rs->ch->fd;
-	ret = rs_res_create(rs);
+	ret = rs_conn_param(rs, &p, &cd);
 	if (ret)
 		goto refuse;
-	rs_conn_data_make(rs, &cd);
-	memset(&p, 0, sizeof(p));
-	p.private_data = &cd;
-	p.private_data_len = sizeof(cd);
-	p.retry_count = 7;
-	p.rnr_retry_count = 7;
 	if (rdma_accept(id, &p)) {
 		ret = errno;
 		goto refuse;
