@@ -114,15 +114,6 @@ static int rs_put_err(struct rsock *rs, int err)
 	return -1;
 }
 
-static int set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return errno;
-	return 0;
-}
-
 static struct rsock *rs_alloc(void)
 {
 	struct rsock *rs = calloc(1, sizeof(*rs));
@@ -364,7 +355,7 @@ IBEMU_EXPORT int rsocket(int domain, int type, int protocol)
 		rs->id = NULL;
 		goto err;
 	}
-	ret = set_nonblock(rs->ch->fd);
+	ret = rs_set_nonblock(rs->ch->fd);
 	if (ret)
 		goto err;
 	rs->fd = rs->ch->fd;
@@ -469,7 +460,7 @@ static struct rsock *rs_accept_one(struct rsock *l, struct rdma_cm_event *ev)
 	rdma_ack_cm_event(ev);
 	ev = NULL;
 	rs->ch = rdma_create_event_channel();
-	if (!rs->ch || set_nonblock(rs->ch->fd) ||
+	if (!rs->ch || rs_set_nonblock(rs->ch->fd) ||
 	    rdma_migrate_id(id, rs->ch)) {
 		ret = errno ? errno : ENOMEM;
 		goto refuse;

@@ -105,6 +105,16 @@ void rs_dereg_mr(struct ibv_mr *mr)
 		rv.dereg_mr(mr);
 }
 
+/* fd made non-blocking; 0 or errno. */
+int rs_set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return errno;
+	return 0;
+}
+
 /* The connection broke: every later call says why. */
 static void rs_broken(struct rsock *rs, int err)
 {
@@ -165,7 +175,7 @@ int rs_res_create(struct rsock *rs)
 {
 	struct rdma_cm_id *id = rs->id;
 	struct ibv_qp_init_attr qa;
-	int flags, ret = ENOMEM;
+	int ret;
 	uint32_t i;
 
 	if (!id->verbs)
@@ -174,11 +184,10 @@ int rs_res_create(struct rsock *rs)
 	rs->cc = ibv_create_comp_channel(id->verbs);
 	if (!rs->cc)
 		return errno ? errno : ENOMEM;
-	flags = fcntl(rs->cc->fd, F_GETFL);
-	if (flags < 0 || fcntl(rs->cc->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-		ret = errno;
+	ret = rs_set_nonblock(rs->cc->fd);
+	if (ret)
 		goto err;
-	}
+	ret = ENOMEM;
 	rs->cq = rv.create_cq(id->verbs, (int)(rs->sq_size + rs->nrecv), rs,
 			      rs->cc, 0);
 	if (!rs->cq)
