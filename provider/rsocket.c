@@ -287,6 +287,21 @@ static void rs_progress(struct rsock *rs)
 		rs_poll_cq(rs);
 }
 
+/* The descriptors that signal news for rs, its CM channel and its
+ * completion channel (once it has one), into p; how many (1 or 2). */
+static nfds_t rs_pollfds(const struct rsock *rs, struct pollfd *p)
+{
+	nfds_t n = 0;
+
+	p[n].fd = rs->ch->fd;
+	p[n++].events = POLLIN;
+	if (rs->cc) {
+		p[n].fd = rs->cc->fd;
+		p[n++].events = POLLIN;
+	}
+	return n;
+}
+
 /*
  * One step of a blocking call: the first arms the CQ (the caller then
  * looks again, so no completion slips between its look and the sleep);
@@ -295,20 +310,15 @@ static void rs_progress(struct rsock *rs)
 static void rs_wait(struct rsock *rs, int timeout_ms)
 {
 	struct pollfd p[2];
-	int n = 0;
+	nfds_t n;
 
 	if (rs->cq && !rs->cq_armed) {
 		rs_arm_cq(rs);
 		return;
 	}
-	p[n].fd = rs->ch->fd;
-	p[n++].events = POLLIN;
-	if (rs->cc) {
-		p[n].fd = rs->cc->fd;
-		p[n++].events = POLLIN;
-	}
+	n = rs_pollfds(rs, p);
 	pthread_mutex_unlock(&rs->lock);
-	poll(p, (nfds_t)n, timeout_ms);
+	poll(p, n, timeout_ms);
 	pthread_mutex_lock(&rs->lock);
 	rs_take_cq_events(rs);
 }
@@ -970,12 +980,7 @@ IBEMU_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			pthread_mutex_lock(&rs->lock);
 			rs_arm_cq(rs);
 			fds[i].revents = rs_revents(rs, fds[i].events);
-			p[np].fd = rs->ch->fd;
-			p[np++].events = POLLIN;
-			if (rs->cc) {
-				p[np].fd = rs->cc->fd;
-				p[np++].events = POLLIN;
-			}
+			np += rs_pollfds(rs, p + np);
 			pthread_mutex_unlock(&rs->lock);
 			if (fds[i].revents)
 				ready++;
