@@ -702,6 +702,38 @@ static ssize_t iov_total(const struct iovec *iov, int iovcnt)
 	return (ssize_t)t;
 }
 
+/* Why rs can send no more: EPIPE after a shutdown, the error of a broken
+ * connection; 0 while it may. */
+static int rs_send_err(const struct rsock *rs)
+{
+	if (rs->wr_shut)
+		return EPIPE;
+	if (rs->state == RS_FAILED || rs->peer_gone)
+		return rs->err ? rs->err : ECONNRESET;
+	return 0;
+}
+
+/* A transfer that cannot go on now: EAGAIN if it may not block, else 0
+ * once rs_wait has waited. */
+static int rs_xfer_wait(struct rsock *rs, bool nonblock)
+{
+	if (nonblock)
+		return EAGAIN;
+	rs_wait(rs, -1);
+	return 0;
+}
+
+/* The end of a transfer: rs unlocked; the bytes moved, or -1 with errno
+ * err when none were and err is nonzero. */
+static ssize_t rs_xfer_end(struct rsock *rs, size_t done, int err)
+{
+	pthread_mutex_unlock(&rs->lock);
+	if (done || !err)
+		return (ssize_t)done;
+	errno = err;
+	return -1;
+}
+
 static ssize_t rs_sendv(int s, const struct iovec *iov, int iovcnt, int flags)
 {
 	struct rsock *rs;
@@ -720,14 +752,9 @@ static ssize_t rs_sendv(int s, const struct iovec *iov, int iovcnt, int flags)
 	nonblock = rs->nonblock || (flags & MSG_DONTWAIT);
 	for (;;) {
 		rs_progress(rs);
-		if (rs->wr_shut) {
-			err = EPIPE;
+		err = rs_send_err(rs);
+		if (err)
 			break;
-		}
-		if (rs->state == RS_FAILED || rs->peer_gone) {
-			err = rs->err ? rs->err : ECONNRESET;
-			break;
-		}
 		if (rs->state == RS_CONNECTED) {
 			done += rs_send_some(rs, iov, iovcnt, done,
 					     (size_t)total - done);
@@ -740,17 +767,11 @@ static ssize_t rs_sendv(int s, const struct iovec *iov, int iovcnt, int flags)
 			err = ENOTCONN;
 			break;
 		}
-		if (nonblock) {
-			err = EAGAIN;
+		err = rs_xfer_wait(rs, nonblock);
+		if (err)
 			break;
-		}
-		rs_wait(rs, -1);
 	}
-	pthread_mutex_unlock(&rs->lock);
-	if (done || !total)
-		return (ssize_t)done;
-	errno = err;
-	return -1;
+	return rs_xfer_end(rs, done, total ? err : 0);
 }
 
 static ssize_t rs_recvv(int s, const struct iovec *iov, int iovcnt, int flags)
@@ -789,17 +810,11 @@ static ssize_t rs_recvv(int s, const struct iovec *iov, int iovcnt, int flags)
 				err = rs->err ? rs->err : ECONNRESET;
 			break;
 		}
-		if (nonblock) {
-			err = EAGAIN;
+		err = rs_xfer_wait(rs, nonblock);
+		if (err)
 			break;
-		}
-		rs_wait(rs, -1);
 	}
-	pthread_mutex_unlock(&rs->lock);
-	if (done || !err)
-		return (ssize_t)done;
-	errno = err;
-	return -1;
+	return rs_xfer_end(rs, done, err);
 }
 
 IBEMU_EXPORT ssize_t rrecv(int s, void *b, size_t n, int f)
@@ -1416,14 +1431,9 @@ IBEMU_EXPORT size_t riowrite(int s, const void *b, size_t n, off_t offset,
 	nonblock = rs->nonblock || (flags & MSG_DONTWAIT);
 	for (;;) {
 		rs_progress(rs);
-		if (rs->wr_shut) {
-			err = EPIPE;
+		err = rs_send_err(rs);
+		if (err)
 			break;
-		}
-		if (rs->state == RS_FAILED || rs->peer_gone) {
-			err = rs->err ? rs->err : ECONNRESET;
-			break;
-		}
 		if (rs->state != RS_CONNECTED) {
 			err = ENOTCONN;
 			break;
@@ -1443,15 +1453,9 @@ IBEMU_EXPORT size_t riowrite(int s, const void *b, size_t n, off_t offset,
 				      n - done, off + done);
 		if (done == n)
 			break;
-		if (nonblock) {
-			err = EAGAIN;
+		err = rs_xfer_wait(rs, nonblock);
+		if (err)
 			break;
-		}
-		rs_wait(rs, -1);
 	}
-	pthread_mutex_unlock(&rs->lock);
-	if (done || !n)
-		return done;
-	errno = err;
-	return (size_t)-1;
+	return (size_t)rs_xfer_end(rs, done, n ? err : 0);
 }
