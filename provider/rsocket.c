@@ -1100,7 +1100,8 @@ IBEMU_EXPORT int rselect(int nfds, fd_set *r, fd_set *w, fd_set *x,
 
 /* ---- names and options ---- */
 
-IBEMU_EXPORT int rgetpeername(int s, struct sockaddr *a, socklen_t *l)
+/* s's peer's address (rgetpeername), or its own (rgetsockname). */
+static int rs_getname(int s, struct sockaddr *a, socklen_t *l, bool peer)
 {
 	struct rsock *rs = rs_get(s);
 
@@ -1108,24 +1109,23 @@ IBEMU_EXPORT int rgetpeername(int s, struct sockaddr *a, socklen_t *l)
 		return -1;
 	if (!a || !l)
 		return rs_put_err(rs, EFAULT);
-	if (rs->state != RS_CONNECTED && rs->state != RS_ACCEPTING)
+	if (peer && rs->state != RS_CONNECTED && rs->state != RS_ACCEPTING)
 		return rs_put_err(rs, ENOTCONN);
-	rs_sa_out(&rs->id->route.addr.dst_addr, a, l);
+	rs_sa_out(peer ? &rs->id->route.addr.dst_addr
+		       : &rs->id->route.addr.src_addr,
+		  a, l);
 	pthread_mutex_unlock(&rs->lock);
 	return 0;
 }
 
+IBEMU_EXPORT int rgetpeername(int s, struct sockaddr *a, socklen_t *l)
+{
+	return rs_getname(s, a, l, true);
+}
+
 IBEMU_EXPORT int rgetsockname(int s, struct sockaddr *a, socklen_t *l)
 {
-	struct rsock *rs = rs_get(s);
-
-	if (!rs)
-		return -1;
-	if (!a || !l)
-		return rs_put_err(rs, EFAULT);
-	rs_sa_out(&rs->id->route.addr.src_addr, a, l);
-	pthread_mutex_unlock(&rs->lock);
-	return 0;
+	return rs_getname(s, a, l, false);
 }
 
 static uint32_t rs_queue_clamp(uint64_t v)
