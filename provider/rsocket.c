@@ -702,10 +702,32 @@ static ssize_t iov_total(const struct iovec *iov, int iovcnt)
 	return (ssize_t)t;
 }
 
-/* Why rs can send no more: EPIPE after a shutdown, the error of a broken
- * connection; 0 while it may. */
-static int rs_send_err(const struct rsock *rs)
+/* The start of rs_sendv or rs_recvv: s's rsocket, locked, the length
+ * of iov and whether the call may not block; NULL with errno EINVAL or
+ * EBADF. */
+static struct rsock *rs_xfer_begin(int s, const struct iovec *iov, int iovcnt,
+				   int flags, size_t *total, bool *nonblock)
 {
+	ssize_t t = iov_total(iov, iovcnt);
+	struct rsock *rs;
+
+	if (t < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	rs = rs_get(s);
+	if (!rs)
+		return NULL;
+	*total = (size_t)t;
+	*nonblock = rs->nonblock || (flags & MSG_DONTWAIT);
+	return rs;
+}
+
+/* What there is taken in; then why rs can send no more: EPIPE after a
+ * shutdown, the error of a broken connection; 0 while it may. */
+static int rs_send_progress(struct rsock *rs)
+{
+	rs_progress(rs);
 	if (rs->wr_shut)
 		return EPIPE;
 	if (rs->state == RS_FAILED || rs->peer_gone)
@@ -736,29 +758,22 @@ static ssize_t rs_xfer_end(struct rsock *rs, size_t done, int err)
 
 static ssize_t rs_sendv(int s, const struct iovec *iov, int iovcnt, int flags)
 {
+	size_t total, done = 0;
 	struct rsock *rs;
-	ssize_t total = iov_total(iov, iovcnt);
-	size_t done = 0;
 	bool nonblock;
 	int err = 0;
 
-	if (total < 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	rs = rs_get(s);
+	rs = rs_xfer_begin(s, iov, iovcnt, flags, &total, &nonblock);
 	if (!rs)
 		return -1;
-	nonblock = rs->nonblock || (flags & MSG_DONTWAIT);
 	for (;;) {
-		rs_progress(rs);
-		err = rs_send_err(rs);
+		err = rs_send_progress(rs);
 		if (err)
 			break;
 		if (rs->state == RS_CONNECTED) {
 			done += rs_send_some(rs, iov, iovcnt, done,
-					     (size_t)total - done);
-			if (done == (size_t)total)
+					     total - done);
+			if (done == total)
 				break;
 		} else if (rs->state != RS_ACCEPTING &&
 			   rs->state != RS_CONNECTING &&
@@ -776,20 +791,14 @@ static ssize_t rs_sendv(int s, const struct iovec *iov, int iovcnt, int flags)
 
 static ssize_t rs_recvv(int s, const struct iovec *iov, int iovcnt, int flags)
 {
-	struct rsock *rs;
-	ssize_t total = iov_total(iov, iovcnt);
 	bool nonblock, waitall, peek = flags & MSG_PEEK;
-	size_t done = 0, n;
+	size_t total, done = 0, n;
+	struct rsock *rs;
 	int err = 0;
 
-	if (total < 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	rs = rs_get(s);
+	rs = rs_xfer_begin(s, iov, iovcnt, flags, &total, &nonblock);
 	if (!rs)
 		return -1;
-	nonblock = rs->nonblock || (flags & MSG_DONTWAIT);
 	waitall = (flags & MSG_WAITALL) && !nonblock && !peek;
 	for (;;) {
 		rs_progress(rs);
@@ -798,10 +807,9 @@ static ssize_t rs_recvv(int s, const struct iovec *iov, int iovcnt, int flags)
 			err = ENOTCONN;
 			break;
 		}
-		n = rs_recv_some(rs, iov, iovcnt, done, (size_t)total - done,
-				 peek);
+		n = rs_recv_some(rs, iov, iovcnt, done, total - done, peek);
 		done += n;
-		if (done == (size_t)total || (done && !waitall))
+		if (done == total || (done && !waitall))
 			break;
 		if (rs->rd_shut || (rs->peer_fin && !rs_has_data(rs)))
 			break; /* end of stream */
@@ -1430,8 +1438,7 @@ IBEMU_EXPORT size_t riowrite(int s, const void *b, size_t n, off_t offset,
 	}
 	nonblock = rs->nonblock || (flags & MSG_DONTWAIT);
 	for (;;) {
-		rs_progress(rs);
-		err = rs_send_err(rs);
+		err = rs_send_progress(rs);
 		if (err)
 			break;
 		if (rs->state != RS_CONNECTED) {
