@@ -1143,6 +1143,12 @@ static uint32_t rs_queue_clamp(uint64_t v)
 	return v > RS_QUEUE_MAX ? RS_QUEUE_MAX : (uint32_t)v;
 }
 
+/* SO_SNDBUF or SO_RCVBUF's bytes as queue slots of RS_MSG_SIZE. */
+static uint32_t rs_buf_slots(int bytes)
+{
+	return rs_queue_clamp((uint64_t)(bytes > 0 ? bytes : 0) / RS_MSG_SIZE);
+}
+
 IBEMU_EXPORT int rsetsockopt(int s, int level, int name, const void *v,
 			     socklen_t l)
 {
@@ -1177,15 +1183,11 @@ IBEMU_EXPORT int rsetsockopt(int s, int level, int name, const void *v,
 			break;
 		case SO_SNDBUF:
 			if (before)
-				rs->sq_size = rs_queue_clamp(
-					(uint64_t)(iv > 0 ? iv : 0) /
-					RS_MSG_SIZE);
+				rs->sq_size = rs_buf_slots(iv);
 			break;
 		case SO_RCVBUF:
 			if (before)
-				rs->rq_size = rs_queue_clamp(
-					(uint64_t)(iv > 0 ? iv : 0) /
-					RS_MSG_SIZE);
+				rs->rq_size = rs_buf_slots(iv);
 			break;
 		case SO_LINGER:
 			break;
