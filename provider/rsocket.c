@@ -114,15 +114,6 @@ static int rs_put_err(struct rsock *rs, int err)
 	return -1;
 }
 
-static int set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return errno;
-	return 0;
-}
-
 static struct rsock *rs_alloc(void)
 {
 	struct rsock *rs = calloc(1, sizeof(*rs));
@@ -164,21 +155,33 @@ static void rs_fail(struct rsock *rs, int err)
 	rs->err = err ? err : ECONNABORTED;
 }
 
+/* rs's QP and buffers, and p offering them in cd (the private data of
+ * rconnect's REQ or raccept's REP); 0 or a positive errno. */
+static int rs_conn_param(struct rsock *rs, struct rdma_conn_param *p,
+			 struct rs_conn_data *cd)
+{
+	int ret = rs_res_create(rs);
+
+	if (ret)
+		return ret;
+	rs_conn_data_make(rs, cd);
+	memset(p, 0, sizeof(*p));
+	p->private_data = cd;
+	p->private_data_len = sizeof(*cd);
+	p->retry_count = 7;
+	p->rnr_retry_count = 7;
+	return 0;
+}
+
 static int rs_do_connect(struct rsock *rs)
 {
 	struct rdma_conn_param p;
 	struct rs_conn_data cd;
 	int ret;
 
-	ret = rs_res_create(rs);
+	ret = rs_conn_param(rs, &p, &cd);
 	if (ret)
 		return ret;
-	rs_conn_data_make(rs, &cd);
-	memset(&p, 0, sizeof(p));
-	p.private_data = &cd;
-	p.private_data_len = sizeof(cd);
-	p.retry_count = 7;
-	p.rnr_retry_count = 7;
 	if (rdma_connect(rs->id, &p))
 		return errno ? errno : ECONNREFUSED;
 	rs->state = RS_CONNECTING;
@@ -284,6 +287,21 @@ static void rs_progress(struct rsock *rs)
 		rs_poll_cq(rs);
 }
 
+/* The descriptors that signal news for rs, its CM channel and its
+ * completion channel (once it has one), into p; how many (1 or 2). */
+static nfds_t rs_pollfds(const struct rsock *rs, struct pollfd *p)
+{
+	nfds_t n = 0;
+
+	p[n].fd = rs->ch->fd;
+	p[n++].events = POLLIN;
+	if (rs->cc) {
+		p[n].fd = rs->cc->fd;
+		p[n++].events = POLLIN;
+	}
+	return n;
+}
+
 /*
  * One step of a blocking call: the first arms the CQ (the caller then
  * looks again, so no completion slips between its look and the sleep);
@@ -292,20 +310,15 @@ static void rs_progress(struct rsock *rs)
 static void rs_wait(struct rsock *rs, int timeout_ms)
 {
 	struct pollfd p[2];
-	int n = 0;
+	nfds_t n;
 
 	if (rs->cq && !rs->cq_armed) {
 		rs_arm_cq(rs);
 		return;
 	}
-	p[n].fd = rs->ch->fd;
-	p[n++].events = POLLIN;
-	if (rs->cc) {
-		p[n].fd = rs->cc->fd;
-		p[n++].events = POLLIN;
-	}
+	n = rs_pollfds(rs, p);
 	pthread_mutex_unlock(&rs->lock);
-	poll(p, (nfds_t)n, timeout_ms);
+	poll(p, n, timeout_ms);
 	pthread_mutex_lock(&rs->lock);
 	rs_take_cq_events(rs);
 }
@@ -352,7 +365,7 @@ IBEMU_EXPORT int rsocket(int domain, int type, int protocol)
 		rs->id = NULL;
 		goto err;
 	}
-	ret = set_nonblock(rs->ch->fd);
+	ret = rs_set_nonblock(rs->ch->fd);
 	if (ret)
 		goto err;
 	rs->fd = rs->ch->fd;
@@ -457,7 +470,7 @@ static struct rsock *rs_accept_one(struct rsock *l, struct rdma_cm_event *ev)
 	rdma_ack_cm_event(ev);
 	ev = NULL;
 	rs->ch = rdma_create_event_channel();
-	if (!rs->ch || set_nonblock(rs->ch->fd) ||
+	if (!rs->ch || rs_set_nonblock(rs->ch->fd) ||
 	    rdma_migrate_id(id, rs->ch)) {
 		ret = errno ? errno : ENOMEM;
 		goto refuse;
@@ -465,15 +478,9 @@ static struct rsock *rs_accept_one(struct rsock *l, struct rdma_cm_event *ev)
 	rs->id = id;
 	id->context = rs;
 	rs->fd = rs->ch->fd;
-	ret = rs_res_create(rs);
+	ret = rs_conn_param(rs, &p, &cd);
 	if (ret)
 		goto refuse;
-	rs_conn_data_make(rs, &cd);
-	memset(&p, 0, sizeof(p));
-	p.private_data = &cd;
-	p.private_data_len = sizeof(cd);
-	p.retry_count = 7;
-	p.rnr_retry_count = 7;
 	if (rdma_accept(id, &p)) {
 		ret = errno;
 		goto refuse;
@@ -695,36 +702,78 @@ static ssize_t iov_total(const struct iovec *iov, int iovcnt)
 	return (ssize_t)t;
 }
 
-static ssize_t rs_sendv(int s, const struct iovec *iov, int iovcnt, int flags)
+/* The start of rs_sendv or rs_recvv: s's rsocket, locked, the length
+ * of iov and whether the call may not block; NULL with errno EINVAL or
+ * EBADF. */
+static struct rsock *rs_xfer_begin(int s, const struct iovec *iov, int iovcnt,
+				   int flags, size_t *total, bool *nonblock)
 {
+	ssize_t t = iov_total(iov, iovcnt);
 	struct rsock *rs;
-	ssize_t total = iov_total(iov, iovcnt);
-	size_t done = 0;
-	bool nonblock;
-	int err = 0;
 
-	if (total < 0) {
+	if (t < 0) {
 		errno = EINVAL;
-		return -1;
+		return NULL;
 	}
 	rs = rs_get(s);
 	if (!rs)
+		return NULL;
+	*total = (size_t)t;
+	*nonblock = rs->nonblock || (flags & MSG_DONTWAIT);
+	return rs;
+}
+
+/* What there is taken in; then why rs can send no more: EPIPE after a
+ * shutdown, the error of a broken connection; 0 while it may. */
+static int rs_send_progress(struct rsock *rs)
+{
+	rs_progress(rs);
+	if (rs->wr_shut)
+		return EPIPE;
+	if (rs->state == RS_FAILED || rs->peer_gone)
+		return rs->err ? rs->err : ECONNRESET;
+	return 0;
+}
+
+/* A transfer that cannot go on now: EAGAIN if it may not block, else 0
+ * once rs_wait has waited. */
+static int rs_xfer_wait(struct rsock *rs, bool nonblock)
+{
+	if (nonblock)
+		return EAGAIN;
+	rs_wait(rs, -1);
+	return 0;
+}
+
+/* The end of a transfer: rs unlocked; the bytes moved, or -1 with errno
+ * err when none were and err is nonzero. */
+static ssize_t rs_xfer_end(struct rsock *rs, size_t done, int err)
+{
+	pthread_mutex_unlock(&rs->lock);
+	if (done || !err)
+		return (ssize_t)done;
+	errno = err;
+	return -1;
+}
+
+static ssize_t rs_sendv(int s, const struct iovec *iov, int iovcnt, int flags)
+{
+	size_t total, done = 0;
+	struct rsock *rs;
+	bool nonblock;
+	int err = 0;
+
+	rs = rs_xfer_begin(s, iov, iovcnt, flags, &total, &nonblock);
+	if (!rs)
 		return -1;
-	nonblock = rs->nonblock || (flags & MSG_DONTWAIT);
 	for (;;) {
-		rs_progress(rs);
-		if (rs->wr_shut) {
-			err = EPIPE;
+		err = rs_send_progress(rs);
+		if (err)
 			break;
-		}
-		if (rs->state == RS_FAILED || rs->peer_gone) {
-			err = rs->err ? rs->err : ECONNRESET;
-			break;
-		}
 		if (rs->state == RS_CONNECTED) {
 			done += rs_send_some(rs, iov, iovcnt, done,
-					     (size_t)total - done);
-			if (done == (size_t)total)
+					     total - done);
+			if (done == total)
 				break;
 		} else if (rs->state != RS_ACCEPTING &&
 			   rs->state != RS_CONNECTING &&
@@ -733,35 +782,23 @@ static ssize_t rs_sendv(int s, const struct iovec *iov, int iovcnt, int flags)
 			err = ENOTCONN;
 			break;
 		}
-		if (nonblock) {
-			err = EAGAIN;
+		err = rs_xfer_wait(rs, nonblock);
+		if (err)
 			break;
-		}
-		rs_wait(rs, -1);
 	}
-	pthread_mutex_unlock(&rs->lock);
-	if (done || !total)
-		return (ssize_t)done;
-	errno = err;
-	return -1;
+	return rs_xfer_end(rs, done, total ? err : 0);
 }
 
 static ssize_t rs_recvv(int s, const struct iovec *iov, int iovcnt, int flags)
 {
-	struct rsock *rs;
-	ssize_t total = iov_total(iov, iovcnt);
 	bool nonblock, waitall, peek = flags & MSG_PEEK;
-	size_t done = 0, n;
+	size_t total, done = 0, n;
+	struct rsock *rs;
 	int err = 0;
 
-	if (total < 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	rs = rs_get(s);
+	rs = rs_xfer_begin(s, iov, iovcnt, flags, &total, &nonblock);
 	if (!rs)
 		return -1;
-	nonblock = rs->nonblock || (flags & MSG_DONTWAIT);
 	waitall = (flags & MSG_WAITALL) && !nonblock && !peek;
 	for (;;) {
 		rs_progress(rs);
@@ -770,10 +807,9 @@ static ssize_t rs_recvv(int s, const struct iovec *iov, int iovcnt, int flags)
 			err = ENOTCONN;
 			break;
 		}
-		n = rs_recv_some(rs, iov, iovcnt, done, (size_t)total - done,
-				 peek);
+		n = rs_recv_some(rs, iov, iovcnt, done, total - done, peek);
 		done += n;
-		if (done == (size_t)total || (done && !waitall))
+		if (done == total || (done && !waitall))
 			break;
 		if (rs->rd_shut || (rs->peer_fin && !rs_has_data(rs)))
 			break; /* end of stream */
@@ -782,17 +818,11 @@ static ssize_t rs_recvv(int s, const struct iovec *iov, int iovcnt, int flags)
 				err = rs->err ? rs->err : ECONNRESET;
 			break;
 		}
-		if (nonblock) {
-			err = EAGAIN;
+		err = rs_xfer_wait(rs, nonblock);
+		if (err)
 			break;
-		}
-		rs_wait(rs, -1);
 	}
-	pthread_mutex_unlock(&rs->lock);
-	if (done || !err)
-		return (ssize_t)done;
-	errno = err;
-	return -1;
+	return rs_xfer_end(rs, done, err);
 }
 
 IBEMU_EXPORT ssize_t rrecv(int s, void *b, size_t n, int f)
@@ -973,12 +1003,7 @@ IBEMU_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			pthread_mutex_lock(&rs->lock);
 			rs_arm_cq(rs);
 			fds[i].revents = rs_revents(rs, fds[i].events);
-			p[np].fd = rs->ch->fd;
-			p[np++].events = POLLIN;
-			if (rs->cc) {
-				p[np].fd = rs->cc->fd;
-				p[np++].events = POLLIN;
-			}
+			np += rs_pollfds(rs, p + np);
 			pthread_mutex_unlock(&rs->lock);
 			if (fds[i].revents)
 				ready++;
@@ -1083,7 +1108,8 @@ IBEMU_EXPORT int rselect(int nfds, fd_set *r, fd_set *w, fd_set *x,
 
 /* ---- names and options ---- */
 
-IBEMU_EXPORT int rgetpeername(int s, struct sockaddr *a, socklen_t *l)
+/* s's peer's address (rgetpeername), or its own (rgetsockname). */
+static int rs_getname(int s, struct sockaddr *a, socklen_t *l, bool peer)
 {
 	struct rsock *rs = rs_get(s);
 
@@ -1091,24 +1117,23 @@ IBEMU_EXPORT int rgetpeername(int s, struct sockaddr *a, socklen_t *l)
 		return -1;
 	if (!a || !l)
 		return rs_put_err(rs, EFAULT);
-	if (rs->state != RS_CONNECTED && rs->state != RS_ACCEPTING)
+	if (peer && rs->state != RS_CONNECTED && rs->state != RS_ACCEPTING)
 		return rs_put_err(rs, ENOTCONN);
-	rs_sa_out(&rs->id->route.addr.dst_addr, a, l);
+	rs_sa_out(peer ? &rs->id->route.addr.dst_addr
+		       : &rs->id->route.addr.src_addr,
+		  a, l);
 	pthread_mutex_unlock(&rs->lock);
 	return 0;
 }
 
+IBEMU_EXPORT int rgetpeername(int s, struct sockaddr *a, socklen_t *l)
+{
+	return rs_getname(s, a, l, true);
+}
+
 IBEMU_EXPORT int rgetsockname(int s, struct sockaddr *a, socklen_t *l)
 {
-	struct rsock *rs = rs_get(s);
-
-	if (!rs)
-		return -1;
-	if (!a || !l)
-		return rs_put_err(rs, EFAULT);
-	rs_sa_out(&rs->id->route.addr.src_addr, a, l);
-	pthread_mutex_unlock(&rs->lock);
-	return 0;
+	return rs_getname(s, a, l, false);
 }
 
 static uint32_t rs_queue_clamp(uint64_t v)
@@ -1116,6 +1141,12 @@ static uint32_t rs_queue_clamp(uint64_t v)
 	if (v < RS_QUEUE_MIN)
 		return RS_QUEUE_MIN;
 	return v > RS_QUEUE_MAX ? RS_QUEUE_MAX : (uint32_t)v;
+}
+
+/* SO_SNDBUF or SO_RCVBUF's bytes as queue slots of RS_MSG_SIZE. */
+static uint32_t rs_buf_slots(int bytes)
+{
+	return rs_queue_clamp((uint64_t)(bytes > 0 ? bytes : 0) / RS_MSG_SIZE);
 }
 
 IBEMU_EXPORT int rsetsockopt(int s, int level, int name, const void *v,
@@ -1152,15 +1183,11 @@ IBEMU_EXPORT int rsetsockopt(int s, int level, int name, const void *v,
 			break;
 		case SO_SNDBUF:
 			if (before)
-				rs->sq_size = rs_queue_clamp(
-					(uint64_t)(iv > 0 ? iv : 0) /
-					RS_MSG_SIZE);
+				rs->sq_size = rs_buf_slots(iv);
 			break;
 		case SO_RCVBUF:
 			if (before)
-				rs->rq_size = rs_queue_clamp(
-					(uint64_t)(iv > 0 ? iv : 0) /
-					RS_MSG_SIZE);
+				rs->rq_size = rs_buf_slots(iv);
 			break;
 		case SO_LINGER:
 			break;
@@ -1413,15 +1440,9 @@ IBEMU_EXPORT size_t riowrite(int s, const void *b, size_t n, off_t offset,
 	}
 	nonblock = rs->nonblock || (flags & MSG_DONTWAIT);
 	for (;;) {
-		rs_progress(rs);
-		if (rs->wr_shut) {
-			err = EPIPE;
+		err = rs_send_progress(rs);
+		if (err)
 			break;
-		}
-		if (rs->state == RS_FAILED || rs->peer_gone) {
-			err = rs->err ? rs->err : ECONNRESET;
-			break;
-		}
 		if (rs->state != RS_CONNECTED) {
 			err = ENOTCONN;
 			break;
@@ -1441,15 +1462,9 @@ IBEMU_EXPORT size_t riowrite(int s, const void *b, size_t n, off_t offset,
 				      n - done, off + done);
 		if (done == n)
 			break;
-		if (nonblock) {
-			err = EAGAIN;
+		err = rs_xfer_wait(rs, nonblock);
+		if (err)
 			break;
-		}
-		rs_wait(rs, -1);
 	}
-	pthread_mutex_unlock(&rs->lock);
-	if (done || !n)
-		return done;
-	errno = err;
-	return (size_t)-1;
+	return (size_t)rs_xfer_end(rs, done, n ? err : 0);
 }

@@ -105,6 +105,16 @@ void rs_dereg_mr(struct ibv_mr *mr)
 		rv.dereg_mr(mr);
 }
 
+/* fd made non-blocking; 0 or errno. */
+int rs_set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return errno;
+	return 0;
+}
+
 /* The connection broke: every later call says why. */
 static void rs_broken(struct rsock *rs, int err)
 {
@@ -165,7 +175,7 @@ int rs_res_create(struct rsock *rs)
 {
 	struct rdma_cm_id *id = rs->id;
 	struct ibv_qp_init_attr qa;
-	int flags, ret = ENOMEM;
+	int ret;
 	uint32_t i;
 
 	if (!id->verbs)
@@ -174,11 +184,10 @@ int rs_res_create(struct rsock *rs)
 	rs->cc = ibv_create_comp_channel(id->verbs);
 	if (!rs->cc)
 		return errno ? errno : ENOMEM;
-	flags = fcntl(rs->cc->fd, F_GETFL);
-	if (flags < 0 || fcntl(rs->cc->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-		ret = errno;
+	ret = rs_set_nonblock(rs->cc->fd);
+	if (ret)
 		goto err;
-	}
+	ret = ENOMEM;
 	rs->cq = rv.create_cq(id->verbs, (int)(rs->sq_size + rs->nrecv), rs,
 			      rs->cc, 0);
 	if (!rs->cq)
@@ -330,21 +339,27 @@ static int rs_post_slot(struct rsock *rs, uint32_t len, enum ibv_wr_opcode op,
 	return 0;
 }
 
-static void rs_gather(uint8_t *dst, const struct iovec *iov, int iovcnt,
-		      size_t off, size_t n)
+/* Copy n bytes between buf and the bytes [off, off + n) of iov: into
+ * iov when to_iov, else out of it. */
+static void rs_iov_copy(const struct iovec *iov, int iovcnt, size_t off,
+			uint8_t *buf, size_t n, bool to_iov)
 {
 	int i;
 
 	for (i = 0; i < iovcnt && n; i++) {
 		size_t l = iov[i].iov_len, c;
+		uint8_t *base = iov[i].iov_base;
 
 		if (off >= l) {
 			off -= l;
 			continue;
 		}
 		c = l - off < n ? l - off : n;
-		memcpy(dst, (const uint8_t *)iov[i].iov_base + off, c);
-		dst += c;
+		if (to_iov)
+			memcpy(base + off, buf, c);
+		else
+			memcpy(buf, base + off, c);
+		buf += c;
 		n -= c;
 		off = 0;
 	}
@@ -367,7 +382,8 @@ size_t rs_send_some(struct rsock *rs, const struct iovec *iov, int iovcnt,
 		uint8_t *slot = rs_slot(rs);
 
 		rs_hdr_put(rs, slot, RS_DATA);
-		rs_gather(slot + RS_HDR_SIZE, iov, iovcnt, skip + done, n);
+		rs_iov_copy(iov, iovcnt, skip + done, slot + RS_HDR_SIZE, n,
+			    false);
 		if (rs_post_slot(rs, (uint32_t)(RS_HDR_SIZE + n), IBV_WR_SEND,
 				 0, 0))
 			break;
@@ -472,26 +488,6 @@ bool rs_has_data(const struct rsock *rs)
 	return rs->rxq_cnt != 0;
 }
 
-static void rs_scatter(const struct iovec *iov, int iovcnt, size_t off,
-		       const uint8_t *src, size_t n)
-{
-	int i;
-
-	for (i = 0; i < iovcnt && n; i++) {
-		size_t l = iov[i].iov_len, c;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		c = l - off < n ? l - off : n;
-		memcpy((uint8_t *)iov[i].iov_base + off, src, c);
-		src += c;
-		n -= c;
-		off = 0;
-	}
-}
-
 /* Copy queued stream bytes into [skip, skip + len) of iov; a buffer
  * read to its end goes back to the receive queue (unless peeking). */
 size_t rs_recv_some(struct rsock *rs, const struct iovec *iov, int iovcnt,
@@ -505,8 +501,9 @@ size_t rs_recv_some(struct rsock *rs, const struct iovec *iov, int iovcnt,
 		uint32_t pos = rs->rx_pos[idx], end = rs->rx_end[idx];
 		size_t n = end - pos < len - done ? end - pos : len - done;
 
-		rs_scatter(iov, iovcnt, skip + done,
-			   rs->rbuf + (size_t)idx * RS_MSG_SIZE + pos, n);
+		rs_iov_copy(iov, iovcnt, skip + done,
+			    rs->rbuf + (size_t)idx * RS_MSG_SIZE + pos, n,
+			    true);
 		done += n;
 		if (peek) {
 			k++;
