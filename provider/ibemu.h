@@ -206,6 +206,8 @@ bool ibemu_is_ours(const struct ibv_context *context);
 /* A stock libibverbs function, found in libibverbs's scope (shim.c);
  * NULL when libibverbs is not in the process. */
 void *ibemu_verbs_sym(const char *name, const char *version);
+/* fd made non-blocking (O_NONBLOCK added): 0 or a positive errno. */
+int ibemu_set_nonblock(int fd);
 bool ibemu_shim_enabled(void);
 int ibemu_pipe_rdwr(int *fd_p);
 /* PABI 34's ibv_query_gid_type(), interposed; type is enum ibv_gid_type_sysfs */

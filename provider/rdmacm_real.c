@@ -123,13 +123,6 @@ bool cm_real_open(void)
 
 /* ---- channels ---- */
 
-static int real_set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? errno : 0;
-}
-
 int face_real_chan_open(struct face_chan *fch)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -142,9 +135,9 @@ int face_real_chan_open(struct face_chan *fch)
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	ret = ep < 0 ? errno : 0;
 	if (!ret)
-		ret = real_set_nonblock(rch->fd);
+		ret = ibemu_set_nonblock(rch->fd);
 	if (!ret)
-		ret = real_set_nonblock(fch->emu_fd);
+		ret = ibemu_set_nonblock(fch->emu_fd);
 	if (!ret && epoll_ctl(ep, EPOLL_CTL_ADD, fch->emu_fd, &ev))
 		ret = errno;
 	if (!ret && epoll_ctl(ep, EPOLL_CTL_ADD, rch->fd, &ev))

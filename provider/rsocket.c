@@ -365,7 +365,7 @@ IBEMU_EXPORT int rsocket(int domain, int type, int protocol)
 		rs->id = NULL;
 		goto err;
 	}
-	ret = rs_set_nonblock(rs->ch->fd);
+	ret = ibemu_set_nonblock(rs->ch->fd);
 	if (ret)
 		goto err;
 	rs->fd = rs->ch->fd;
@@ -470,7 +470,7 @@ static struct rsock *rs_accept_one(struct rsock *l, struct rdma_cm_event *ev)
 	rdma_ack_cm_event(ev);
 	ev = NULL;
 	rs->ch = rdma_create_event_channel();
-	if (!rs->ch || rs_set_nonblock(rs->ch->fd) ||
+	if (!rs->ch || ibemu_set_nonblock(rs->ch->fd) ||
 	    rdma_migrate_id(id, rs->ch)) {
 		ret = errno ? errno : ENOMEM;
 		goto refuse;

@@ -101,7 +101,6 @@ struct rsock {
 
 /* rsocket_proto.c */
 int rs_verbs_init(void);
-int rs_set_nonblock(int fd);
 int rs_res_create(struct rsock *rs);
 void rs_res_destroy(struct rsock *rs);
 void rs_conn_data_make(const struct rsock *rs, struct rs_conn_data *c);

@@ -105,16 +105,6 @@ void rs_dereg_mr(struct ibv_mr *mr)
 		rv.dereg_mr(mr);
 }
 
-/* fd made non-blocking; 0 or errno. */
-int rs_set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return errno;
-	return 0;
-}
-
 /* The connection broke: every later call says why. */
 static void rs_broken(struct rsock *rs, int err)
 {
@@ -184,7 +174,7 @@ int rs_res_create(struct rsock *rs)
 	rs->cc = ibv_create_comp_channel(id->verbs);
 	if (!rs->cc)
 		return errno ? errno : ENOMEM;
-	ret = rs_set_nonblock(rs->cc->fd);
+	ret = ibemu_set_nonblock(rs->cc->fd);
 	if (ret)
 		goto err;
 	ret = ENOMEM;

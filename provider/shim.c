@@ -507,3 +507,12 @@ bool ibemu_shim_enabled(void)
 {
 	return shim_ensure_init() && shim_enabled;
 }
+
+int ibemu_set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return errno;
+	return 0;
+}

@@ -19,19 +19,10 @@ cleanup() {
 trap cleanup EXIT
 secs=30
 
-# cm_pair SERVER-ARGV... ::: CLIENT-ARGV...: sc_pair (serverclient.sh)
-# with both sides under `ibemu run`, meeting through the CM: the client
-# is run again while it finds nobody listening yet.  RC_S, RC_C: exit
-# codes.
+# cm_pair SERVER-ARGV... ::: CLIENT-ARGV...: sc_cm_pair (serverclient.sh);
+# RC_S, RC_C: exit codes.
 cm_pair() {
-	local a
-	local -a args=("$IBEMU" run --)
-	for a in "$@"; do
-		args+=("$a")
-		[ "$a" = ":::" ] && args+=("$IBEMU" run --)
-	done
-	SC_RETRY_RE="REJECTED|refused|UNREACHABLE" sc_pair "$dir" "$secs" - \
-		"${args[@]}"
+	sc_cm_pair "$dir" "$secs" "$@"
 	RC_S=$SC_SERVER_RC
 	RC_C=$SC_CLIENT_RC
 }

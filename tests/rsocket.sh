@@ -34,15 +34,9 @@ fi
 # finds nobody listening yet); passes when both exit 0, each printed
 # LINES result lines and neither saw its data differ.
 rs_pair() {
-	local name=$1 lines=$2 secs=$3 a ns nc
-	local -a args=("$IBEMU" run --)
+	local name=$1 lines=$2 secs=$3 ns nc
 	shift 3
-	for a in "$@"; do
-		args+=("$a")
-		[ "$a" = ":::" ] && args+=("$IBEMU" run --)
-	done
-	SC_RETRY_RE="refused|REJECTED|UNREACHABLE" sc_pair "$dir" "$secs" - \
-		"${args[@]}"
+	sc_cm_pair "$dir" "$secs" "$@"
 	ns=$(grep -cE '^[0-9a-z_]+ +[0-9.]+[kmg]? +[0-9]' "$dir/server.out")
 	nc=$(grep -cE '^[0-9a-z_]+ +[0-9.]+[kmg]? +[0-9]' "$dir/client.out")
 	if [ "$SC_SERVER_RC" = 0 ] && [ "$SC_CLIENT_RC" = 0 ] &&

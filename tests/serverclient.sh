@@ -11,6 +11,10 @@
 #       DIR/server.out and DIR/client.out; exit statuses in SC_SERVER_RC
 #       and SC_CLIENT_RC (124: killed by timeout); returns 0 when both
 #       exited 0.
+#   sc_cm_pair DIR SECS SERVER-ARGV... ::: CLIENT-ARGV...
+#       sc_pair with both sides under `$IBEMU run`, meeting through the
+#       RDMA CM (no TCP port): the client is run again while it finds
+#       nobody listening yet (REJECTED, refused, UNREACHABLE).
 #   sc_cleanup                 kill a server still running, by its PID
 SC_SERVER_PID=
 SC_SERVER_RC=
@@ -121,4 +125,17 @@ sc_check()
 		sed 's/^/    server: /' "$dir/server.out" | tail -n 8
 		sed 's/^/    client: /' "$dir/client.out" | tail -n 8
 	fi
+}
+
+sc_cm_pair()
+{
+	local dir=$1 secs=$2 a
+	local -a args=("$IBEMU" run --)
+	shift 2
+	for a in "$@"; do
+		args+=("$a")
+		[ "$a" = ":::" ] && args+=("$IBEMU" run --)
+	done
+	SC_RETRY_RE="REJECTED|refused|UNREACHABLE" sc_pair "$dir" "$secs" - \
+		"${args[@]}"
 }
