@@ -65,9 +65,7 @@ uint32_t cm_mc_ps_qkey(uint16_t ps)
 	return ps == EMU_CM_PS_IPOIB ? CM_IPOIB_QKEY : CM_UDP_QKEY;
 }
 
-/* The length librdmacm gives addr (ucma_addrlen): 0 for a family it
- * does not know. */
-static socklen_t mc_addr_len(const struct sockaddr *sa)
+socklen_t emu_cm_addr_len(const struct sockaddr *sa)
 {
 	switch (sa->sa_family) {
 	case AF_INET:
@@ -214,7 +212,7 @@ int emu_cm_join(struct emu_cm_id *id, const struct sockaddr *addr,
 	 * other than FULLMEMBER and SENDONLY_FULLMEMBER (the JoinState
 	 * bits 0 and 3 of the MCMemberRecord, IBA 15.2.5.17), are EINVAL.
 	 * The node's SA takes send-only full members. */
-	len = mc_addr_len(addr);
+	len = emu_cm_addr_len(addr);
 	if (!len || (join_flags != EMU_CM_JOIN_FULLMEMBER &&
 		     join_flags != EMU_CM_JOIN_SENDONLY_FULLMEMBER))
 		return EINVAL;
@@ -310,7 +308,7 @@ int emu_cm_leave(struct emu_cm_id *id, const struct sockaddr *addr,
 	socklen_t len = 0;
 
 	if (addr) {
-		len = mc_addr_len(addr);
+		len = emu_cm_addr_len(addr);
 		if (!len)
 			return EINVAL;
 	}

@@ -239,12 +239,6 @@ static bool real_addr_loopback(const struct sockaddr *sa)
 	       s6->sin6_addr.s6_addr[12] == 127;
 }
 
-static socklen_t real_addr_len(const struct sockaddr *sa)
-{
-	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-					 : sizeof(struct sockaddr_in);
-}
-
 /* Whether the kernel's rdma_cm binds the local address sa to a device. */
 static bool real_owns_local(const struct sockaddr *sa)
 {
@@ -257,7 +251,7 @@ static bool real_owns_local(const struct sockaddr *sa)
 	if (real_addr_any(sa) || real_addr_loopback(sa))
 		return false;
 	memset(&a, 0, sizeof(a));
-	memcpy(&a, sa, real_addr_len(sa));
+	memcpy(&a, sa, emu_cm_addr_len(sa));
 	((struct sockaddr_in *)&a)->sin_port = 0; /* same place in both */
 	if (CM_REAL(cm_real.create_id(NULL, &t, NULL, RDMA_PS_TCP)))
 		return false;
@@ -290,7 +284,7 @@ void face_real_route_dst(struct face_id *fid, const struct sockaddr *src,
 		   (dst->sa_family == AF_INET || dst->sa_family == AF_INET6)) {
 		/* The source the kernel's routing picks for dst. */
 		s = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		if (s >= 0 && !connect(s, dst, real_addr_len(dst)) &&
+		if (s >= 0 && !connect(s, dst, emu_cm_addr_len(dst)) &&
 		    !getsockname(s, (struct sockaddr *)&local, &len))
 			owns = real_owns_local((struct sockaddr *)&local);
 		if (s >= 0)

@@ -38,6 +38,7 @@
 #include <rdma/rsocket.h>
 #include <infiniband/ib.h>
 
+#include "cm.h"
 #include "ibemu.h"
 #include "log.h"
 #include "rsocket.h"
@@ -415,18 +416,12 @@ IBEMU_EXPORT int rlisten(int s, int backlog)
 	return 0;
 }
 
+/* An address's length; one of an unknown family, all the room there is. */
 static socklen_t rs_sa_len(const struct sockaddr *sa)
 {
-	switch (sa->sa_family) {
-	case AF_INET:
-		return sizeof(struct sockaddr_in);
-	case AF_INET6:
-		return sizeof(struct sockaddr_in6);
-	case AF_IB:
-		return sizeof(struct sockaddr_ib);
-	default:
-		return sizeof(struct sockaddr_storage);
-	}
+	socklen_t n = emu_cm_addr_len(sa);
+
+	return n ? n : sizeof(struct sockaddr_storage);
 }
 
 static void rs_sa_out(const struct sockaddr *sa, struct sockaddr *a,
