@@ -6,8 +6,9 @@
  * an IP multicast destination resolves; a join reports
  * RDMA_CM_EVENT_MULTICAST_JOIN with the join's context, QPN 0xFFFFFF
  * (IBA 10.5.2.2), the port space's Q_Key (RDMA_UDP_QKEY) and an address
- * vector to the group (a GRH to the MGID the kernel maps the address to,
- * and on InfiniBand a multicast LID, IBA 4.1.3); two ids joining the same
+ * vector to the group (on InfiniBand a GRH to the MGID the kernel maps
+ * the address to and a multicast LID, IBA 4.1.3; on RoCE a GRH to the
+ * group's IP address, Annex A16/A17); two ids joining the same
  * group get the same group; a datagram sent through that vector reaches
  * the other id's QP, which librdmacm attached; after rdma_leave_multicast
  * nothing more arrives and a second leave is EADDRNOTAVAIL; a send-only
@@ -131,11 +132,37 @@ static bool mc_expect_join(struct mc_node *n, struct rdma_event_channel *ch,
 		 "0xffffff", ud->qp_num);
 	CF_CHECK(ud->qkey == want_qkey, "MULTICAST_JOIN: qkey %#x, want %#x",
 		 ud->qkey, want_qkey);
-	CF_CHECK(ud->ah_attr.is_global && ud->ah_attr.grh.dgid.raw[0] == 0xff,
-		 "MULTICAST_JOIN: the address vector has no GRH to a "
-		 "multicast GID");
 	g = ud->ah_attr.grh.dgid.raw;
-	if (ib_port(n->id)) {
+	CF_CHECK(ud->ah_attr.is_global, "MULTICAST_JOIN: the address vector "
+		 "has no GRH");
+	if (!ib_port(n->id)) {
+		/* RoCE (IBA Annex A16, A17): no LIDs; the GRH (or the IP
+		 * header it stands for) goes to the group's IP address:
+		 * an IPv6 group as it is, an IPv4 group IPv4-mapped
+		 * (RoCE v2, A17) or, the kernel's choice for RoCE v1
+		 * (cma_iboe_set_mgid), as ff0e::ffff:<group>. */
+		uint8_t want[16] = { 0 };
+
+		if (group->ss_family == AF_INET6) {
+			memcpy(want, &((const struct sockaddr_in6 *)group)
+					      ->sin6_addr, 16);
+		} else {
+			want[10] = want[11] = 0xff;
+			memcpy(want + 12, &((const struct sockaddr_in *)group)
+						   ->sin_addr, 4);
+			if (g[0] == 0xff) {
+				want[0] = 0xff;
+				want[1] = 0x0e;
+			}
+		}
+		CF_CHECK(!memcmp(g, want, 16), "MULTICAST_JOIN on RoCE: "
+			 "DGID %02x%02x:%02x%02x:...:%02x%02x:%02x%02x is not "
+			 "the group's IP address", g[0], g[1], g[2], g[3],
+			 g[12], g[13], g[14], g[15]);
+	} else {
+		/* InfiniBand: an MGID (IBA 4.1.1) and an MLID. */
+		CF_CHECK(g[0] == 0xff, "MULTICAST_JOIN: DGID %02x%02x:... "
+			 "is not a multicast GID", g[0], g[1]);
 		CF_CHECK(ud->ah_attr.dlid >= 0xc000 &&
 				 ud->ah_attr.dlid <= 0xfffe,
 			 "MULTICAST_JOIN: dlid %#x is not a multicast LID",
