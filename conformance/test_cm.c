@@ -223,6 +223,31 @@ static int cm_post_recv(struct cm_side *s, struct ibv_qp *qp, size_t len)
 	return ibv_post_recv(qp, &wr, &bad);
 }
 
+/*
+ * Disconnect a connected pair: the initiator a (events on ach) calls
+ * rdma_disconnect, the other side b (on bch) sees DISCONNECTED and calls
+ * rdma_disconnect in turn, as rdma_disconnect(3) has both sides do; then
+ * a sees DISCONNECTED.  IBA 12.9.6 has the DREQ answered with a DREP,
+ * but not how soon: the kernel's CM sends it when b's application calls
+ * rdma_disconnect or destroys its id (cma.c rdma_disconnect,
+ * ib_send_cm_drep), ibemu at once; this order holds on both.
+ */
+static void cm_disconnect(struct rdma_cm_id *a, struct rdma_event_channel *ach,
+			  struct rdma_cm_id *b, struct rdma_event_channel *bch)
+{
+	struct rdma_cm_event *ev;
+
+	CF_EXPECT_OK(cf_rc(rdma_disconnect(a)), "rdma_disconnect");
+	ev = cm_expect(bch, RDMA_CM_EVENT_DISCONNECTED, b);
+	if (ev)
+		rdma_ack_cm_event(ev);
+	CF_EXPECT_OK(cf_rc(rdma_disconnect(b)),
+		     "rdma_disconnect on the side that saw DISCONNECTED");
+	ev = cm_expect(ach, RDMA_CM_EVENT_DISCONNECTED, a);
+	if (ev)
+		rdma_ack_cm_event(ev);
+}
+
 CF_TEST_IMPL(cm, connect_data_disconnect)
 {
 	struct cm_pair p;
@@ -323,13 +348,7 @@ CF_TEST_IMPL(cm, connect_data_disconnect)
 			 wc.status == IBV_WC_SUCCESS,
 		 "no successful send completion");
 
-	CF_EXPECT_OK(cf_rc(rdma_disconnect(p.cid)), "rdma_disconnect");
-	ev = cm_expect(p.cch, RDMA_CM_EVENT_DISCONNECTED, p.cid);
-	if (ev)
-		rdma_ack_cm_event(ev);
-	ev = cm_expect(p.sch, RDMA_CM_EVENT_DISCONNECTED, sid);
-	if (ev)
-		rdma_ack_cm_event(ev);
+	cm_disconnect(p.cid, p.cch, sid, p.sch);
 out:
 	cm_side_free(&cs, p.cid);
 	if (sid) {
@@ -346,6 +365,7 @@ CF_TEST_IMPL(cm, private_data_sizes)
 	struct rdma_conn_param cp;
 	struct rdma_cm_id *sid = NULL;
 	uint8_t pd[200];
+	int ret;
 
 	if (!cm_pair_init(&p, RDMA_PS_TCP))
 		return;
@@ -364,9 +384,7 @@ CF_TEST_IMPL(cm, private_data_sizes)
 		goto out;
 	sid = ev->id;
 	rdma_ack_cm_event(ev);
-	cp.private_data_len = 197;
-	CF_EXPECT_ERR(cf_rc(rdma_accept(sid, &cp)), EINVAL,
-		      "rdma_accept with 197 bytes of private data");
+	/* IBA 12.6.7: a REJ carries 148 bytes of private data. */
 	CF_EXPECT_ERR(cf_rc(rdma_reject(sid, pd, 149)), EINVAL,
 		      "rdma_reject with 149 bytes of private data");
 	CF_EXPECT_OK(cf_rc(rdma_reject(sid, pd, 148)), "rdma_reject");
@@ -379,6 +397,41 @@ CF_TEST_IMPL(cm, private_data_sizes)
 	CF_CHECK(ev->param.conn.private_data_len >= 148 &&
 			 !memcmp(ev->param.conn.private_data, pd, 148),
 		 "REJECTED: private data not the REJ's 148 bytes");
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(sid);
+	sid = NULL;
+	cm_pair_free(&p);
+
+	/*
+	 * IBA 12.6.8: a REP carries 196 bytes, one more is refused.  What
+	 * becomes of the request after a refused rdma_accept is the CM's
+	 * choice (rdma_accept(3) does not say): the kernel's rejects it
+	 * itself (cma.c rdma_accept, reason 28), ibemu's keeps it for the
+	 * application to accept or reject.  Either way the client sees
+	 * one REJECTED once the server rejects (EINVAL if it already is).
+	 */
+	if (!cm_pair_init(&p, RDMA_PS_TCP))
+		return;
+	cp.private_data_len = 56;
+	CF_EXPECT_OK(cf_rc(rdma_connect(p.cid, &cp)), "rdma_connect");
+	ev = cm_expect(p.sch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
+	if (!ev)
+		goto out;
+	sid = ev->id;
+	rdma_ack_cm_event(ev);
+	cp.private_data_len = 197;
+	CF_EXPECT_ERR(cf_rc(rdma_accept(sid, &cp)), EINVAL,
+		      "rdma_accept with 197 bytes of private data");
+	ret = cf_rc(rdma_reject(sid, NULL, 0));
+	CF_CHECK(ret == 0 || ret == EINVAL, "rdma_reject after a refused "
+		 "rdma_accept: %s", cf_errname(ret));
+	printf("\n    a refused rdma_accept %s the request ",
+	       ret ? "rejected" : "kept");
+	ev = cm_expect(p.cch, RDMA_CM_EVENT_REJECTED, p.cid);
+	if (!ev)
+		goto out;
+	CF_CHECK(ev->status == 28, "REJECTED: status %d, want 28",
+		 ev->status);
 	rdma_ack_cm_event(ev);
 out:
 	if (sid)
@@ -423,13 +476,7 @@ CF_TEST_IMPL(cm, response_without_qp)
 	ev = cm_expect(p.sch, RDMA_CM_EVENT_ESTABLISHED, sid);
 	if (ev)
 		rdma_ack_cm_event(ev);
-	CF_EXPECT_OK(cf_rc(rdma_disconnect(sid)), "rdma_disconnect");
-	ev = cm_expect(p.sch, RDMA_CM_EVENT_DISCONNECTED, sid);
-	if (ev)
-		rdma_ack_cm_event(ev);
-	ev = cm_expect(p.cch, RDMA_CM_EVENT_DISCONNECTED, p.cid);
-	if (ev)
-		rdma_ack_cm_event(ev);
+	cm_disconnect(sid, p.sch, p.cid, p.cch);
 out:
 	if (sid)
 		rdma_destroy_id(sid);

@@ -6,13 +6,15 @@
  * an IP multicast destination resolves; a join reports
  * RDMA_CM_EVENT_MULTICAST_JOIN with the join's context, QPN 0xFFFFFF
  * (IBA 10.5.2.2), the port space's Q_Key (RDMA_UDP_QKEY) and an address
- * vector to the group (a GRH to the MGID the kernel maps the address to,
- * and on InfiniBand a multicast LID, IBA 4.1.3); two ids joining the same
+ * vector to the group (on InfiniBand a GRH to the MGID the kernel maps
+ * the address to and a multicast LID, IBA 4.1.3; on RoCE a GRH to the
+ * group's IP address, Annex A16/A17); two ids joining the same
  * group get the same group; a datagram sent through that vector reaches
  * the other id's QP, which librdmacm attached; after rdma_leave_multicast
  * nothing more arrives and a second leave is EADDRNOTAVAIL; a send-only
  * member's QP is not attached; the calls librdmacm and the kernel refuse
- * are refused with their errno.
+ * are refused with their errno.  A group the CM cannot join on this
+ * device (mc_unsupported) is a SKIP with the CM's errno.
  */
 #include <arpa/inet.h>
 #include <poll.h>
@@ -131,11 +133,37 @@ static bool mc_expect_join(struct mc_node *n, struct rdma_event_channel *ch,
 		 "0xffffff", ud->qp_num);
 	CF_CHECK(ud->qkey == want_qkey, "MULTICAST_JOIN: qkey %#x, want %#x",
 		 ud->qkey, want_qkey);
-	CF_CHECK(ud->ah_attr.is_global && ud->ah_attr.grh.dgid.raw[0] == 0xff,
-		 "MULTICAST_JOIN: the address vector has no GRH to a "
-		 "multicast GID");
 	g = ud->ah_attr.grh.dgid.raw;
-	if (ib_port(n->id)) {
+	CF_CHECK(ud->ah_attr.is_global, "MULTICAST_JOIN: the address vector "
+		 "has no GRH");
+	if (!ib_port(n->id)) {
+		/* RoCE (IBA Annex A16, A17): no LIDs; the GRH (or the IP
+		 * header it stands for) goes to the group's IP address:
+		 * an IPv6 group as it is, an IPv4 group IPv4-mapped
+		 * (RoCE v2, A17) or, the kernel's choice for RoCE v1
+		 * (cma_iboe_set_mgid), as ff0e::ffff:<group>. */
+		uint8_t want[16] = { 0 };
+
+		if (group->ss_family == AF_INET6) {
+			memcpy(want, &((const struct sockaddr_in6 *)group)
+					      ->sin6_addr, 16);
+		} else {
+			want[10] = want[11] = 0xff;
+			memcpy(want + 12, &((const struct sockaddr_in *)group)
+						   ->sin_addr, 4);
+			if (g[0] == 0xff) {
+				want[0] = 0xff;
+				want[1] = 0x0e;
+			}
+		}
+		CF_CHECK(!memcmp(g, want, 16), "MULTICAST_JOIN on RoCE: "
+			 "DGID %02x%02x:%02x%02x:...:%02x%02x:%02x%02x is not "
+			 "the group's IP address", g[0], g[1], g[2], g[3],
+			 g[12], g[13], g[14], g[15]);
+	} else {
+		/* InfiniBand: an MGID (IBA 4.1.1) and an MLID. */
+		CF_CHECK(g[0] == 0xff, "MULTICAST_JOIN: DGID %02x%02x:... "
+			 "is not a multicast GID", g[0], g[1]);
 		CF_CHECK(ud->ah_attr.dlid >= 0xc000 &&
 				 ud->ah_attr.dlid <= 0xfffe,
 			 "MULTICAST_JOIN: dlid %#x is not a multicast LID",
@@ -167,15 +195,39 @@ static bool mc_expect_join(struct mc_node *n, struct rdma_event_channel *ch,
 	return n->ah != NULL;
 }
 
+/* The kernel's ENOTSUPP, which it lets out to user space. */
+#define KERNEL_ENOTSUPP 524
+
+/*
+ * err, a join's errno, says the CM cannot join such a group here: a
+ * capability missing, not a failure.  rdma_join_multicast(3) leaves
+ * what is supported to the CM: the kernel's refuses send-only joins
+ * where the SM cannot have them (EOPNOTSUPP, cma_join_ib_multicast) and
+ * IPv6 groups on RoCE v2 (cma_iboe_join_multicast: ENOTSUPP, errno 524).
+ */
+static bool mc_unsupported(int err, const char *what)
+{
+	if (err != EOPNOTSUPP && err != ENOSYS && err != KERNEL_ENOTSUPP)
+		return false;
+	cf_skip("%s: the CM does not join this group here (%s)", what,
+		err == KERNEL_ENOTSUPP ? "errno 524, the kernel's ENOTSUPP"
+				       : cf_errname(err));
+	return true;
+}
+
 /* n joins the group as a full member (rdma_join_multicast, what) and
- * its MULTICAST_JOIN on ch checks out. */
+ * its MULTICAST_JOIN on ch checks out; false after a failure or a
+ * skip. */
 static bool mc_join(struct mc_node *n, struct rdma_event_channel *ch,
 		    const struct sockaddr_storage *group, const char *what)
 {
-	CF_EXPECT_OK(cf_rc(rdma_join_multicast(n->id,
-					       (struct sockaddr *)group, n)),
-		     what);
-	return mc_expect_join(n, ch, group, RDMA_UDP_QKEY);
+	int ret = cf_rc(rdma_join_multicast(n->id, (struct sockaddr *)group,
+					    n));
+
+	if (ret && mc_unsupported(ret, what))
+		return false;
+	CF_EXPECT_OK(ret, what);
+	return !ret && mc_expect_join(n, ch, group, RDMA_UDP_QKEY);
 }
 
 static void mc_leave(struct mc_node *n, const struct sockaddr_storage *group,
@@ -344,12 +396,10 @@ CF_TEST_IMPL(cm, mcast_sendonly)
 		       RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
 	mc.join_flags = RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
 	mc.addr = (struct sockaddr *)&group;
-	ret = rdma_join_multicast_ex(s.id, &mc, &s);
-	if (ret && errno == EOPNOTSUPP) {
-		cf_skip("cm/mcast_sendonly: no send-only joins here");
+	ret = cf_rc(rdma_join_multicast_ex(s.id, &mc, &s));
+	if (ret && mc_unsupported(ret, "a send-only join"))
 		goto out;
-	}
-	CF_EXPECT_OK(cf_rc(ret), "rdma_join_multicast_ex (send-only)");
+	CF_EXPECT_OK(ret, "rdma_join_multicast_ex (send-only)");
 	if (!mc_expect_join(&s, ch, &group, RDMA_UDP_QKEY))
 		goto out;
 	mc_send(&s, 21);

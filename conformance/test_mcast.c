@@ -15,11 +15,18 @@
  *
  * The groups are attached here by hand, without a subnet administrator
  * join: on a fabric the HCA still loops a group's datagrams back to its
- * own attached QPs; the RDMA CM's joins are tested in the cm suite.
+ * own attached QPs; the RDMA CM's joins are tested in the cm suite.  On
+ * RoCE the group is an IP multicast address of the source GID's family
+ * and the host's IP layer joins it (test_group, ip_join).
  */
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "tests.h"
 
@@ -40,10 +47,108 @@ static const union ibv_gid test_mgid = {
 	.raw = { 0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0x0e,
 		 0xff, 0x01, 0x02 }
 };
+/* The IPv4 group of an IPv4 source GID on RoCE: 239.1.2.3 (RFC 2365's
+ * organization-local scope), IPv4-mapped. */
+static const union ibv_gid test_mgid_v4 = {
+	.raw = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 1, 2, 3 }
+};
 
 static bool ib_link(const struct cf_ep *ep)
 {
 	return ep->port.link_layer != IBV_LINK_LAYER_ETHERNET;
+}
+
+static bool gid_v4mapped(const union ibv_gid *g)
+{
+	static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
+
+	return !memcmp(g->raw, prefix, sizeof(prefix));
+}
+
+/*
+ * The group the fan-out tests use, by the port's link layer.  On
+ * InfiniBand an MGID (IBA 4.1.1) and an MLID (IBA 4.1.3).  On RoCE
+ * (IBA Annex A16, A17) the group is an IP multicast address of the
+ * source GID's family, since RoCE v2 builds the IP header from the GIDs
+ * and an IPv4 header cannot carry an IPv6 group: IPv4-mapped 239.1.2.3
+ * with an IPv4 source GID, the IPv6 group ff12:: otherwise; there are no
+ * LIDs (the kernel's ib_attach_mcast ignores the LID on RoCE).
+ */
+static void test_group(const struct cf_ep *ep, union ibv_gid *mgid,
+		       uint16_t *mlid)
+{
+	if (ib_link(ep)) {
+		*mgid = test_mgid;
+		*mlid = TEST_MLID;
+	} else {
+		*mgid = gid_v4mapped(&ep->gid) ? test_mgid_v4 : test_mgid;
+		*mlid = 0;
+	}
+}
+
+/*
+ * On RoCE the group is an IP multicast group: the host's IP layer joins
+ * it on the interface of the source GID (IGMP / MLD, as the kernel's
+ * RDMA CM does for a RoCE join, cma_igmp_send), so that the network and
+ * a device that loops its datagrams through the IP stack (rxe) deliver
+ * them; ibv_attach_mcast only attaches the QP.  The socket holds the
+ * membership until closed; -1 on InfiniBand or when the join failed
+ * (reported: a device that loops back by itself needs none).
+ * CF_MCAST_IP_JOIN=0 leaves it out, to see what the device does alone.
+ */
+static int ip_join(const struct cf_ep *ep)
+{
+	union ibv_gid g;
+	uint16_t lid;
+	const char *env = getenv("CF_MCAST_IP_JOIN");
+	int fd = -1, ok = -1;
+
+	if (ib_link(ep) || (env && !strcmp(env, "0")))
+		return -1;
+	test_group(ep, &g, &lid);
+	if (gid_v4mapped(&ep->gid)) {
+		struct ip_mreqn mr;
+
+		memset(&mr, 0, sizeof(mr));
+		memcpy(&mr.imr_multiaddr, g.raw + 12, 4);
+		memcpy(&mr.imr_address, ep->gid.raw + 12, 4);
+		fd = socket(AF_INET, SOCK_DGRAM, 0);
+		if (fd >= 0)
+			ok = setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP,
+					&mr, sizeof(mr));
+	} else {
+		struct ipv6_mreq mr;
+		struct ifaddrs *ifa, *i;
+
+		memset(&mr, 0, sizeof(mr));
+		memcpy(&mr.ipv6mr_multiaddr, g.raw, 16);
+		if (!getifaddrs(&ifa)) {
+			for (i = ifa; i; i = i->ifa_next)
+				if (i->ifa_addr &&
+				    i->ifa_addr->sa_family == AF_INET6 &&
+				    !memcmp(&((struct sockaddr_in6 *)
+						      i->ifa_addr)->sin6_addr,
+					    ep->gid.raw, 16))
+					break;
+			if (i)
+				mr.ipv6mr_interface =
+					if_nametoindex(i->ifa_name);
+			freeifaddrs(ifa);
+		}
+		fd = mr.ipv6mr_interface ? socket(AF_INET6, SOCK_DGRAM, 0)
+					 : -1;
+		if (fd >= 0)
+			ok = setsockopt(fd, IPPROTO_IPV6, IPV6_JOIN_GROUP,
+					&mr, sizeof(mr));
+	}
+	if (ok) {
+		printf("\n    (no IP membership of the group: %s) ",
+		       cf_errname(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 CF_TUNE_IMPL(mcast)
@@ -62,10 +167,9 @@ static struct ibv_ah *group_ah(struct cf_ep *ep)
 
 	memset(&aa, 0, sizeof(aa));
 	aa.is_global = 1;
-	aa.grh.dgid = test_mgid;
+	test_group(ep, &aa.grh.dgid, &aa.dlid);
 	aa.grh.sgid_index = (uint8_t)cf_gid_index;
 	aa.grh.hop_limit = 1;
-	aa.dlid = TEST_MLID;
 	aa.port_num = (uint8_t)cf_port;
 	ah = ibv_create_ah(ep->pd, &aa);
 	EP_CHECK(ep, ah != NULL, "ibv_create_ah to the group: %s",
@@ -75,7 +179,12 @@ static struct ibv_ah *group_ah(struct cf_ep *ep)
 
 static int attach(struct cf_ep *ep, int qp)
 {
-	int ret = cf_rc(ibv_attach_mcast(ep->qps[qp], &test_mgid, TEST_MLID));
+	union ibv_gid g;
+	uint16_t lid;
+	int ret;
+
+	test_group(ep, &g, &lid);
+	ret = cf_rc(ibv_attach_mcast(ep->qps[qp], &g, lid));
 
 	EP_CHECK(ep, !ret, "ibv_attach_mcast (QP %d): %s", qp,
 		 cf_errname(ret));
@@ -84,7 +193,12 @@ static int attach(struct cf_ep *ep, int qp)
 
 static int detach(struct cf_ep *ep, int qp)
 {
-	int ret = cf_rc(ibv_detach_mcast(ep->qps[qp], &test_mgid, TEST_MLID));
+	union ibv_gid g;
+	uint16_t lid;
+	int ret;
+
+	test_group(ep, &g, &lid);
+	ret = cf_rc(ibv_detach_mcast(ep->qps[qp], &g, lid));
 
 	EP_CHECK(ep, !ret, "ibv_detach_mcast (QP %d): %s", qp,
 		 cf_errname(ret));
@@ -140,6 +254,10 @@ static void expect_recvs(struct cf_ep *ep, unsigned int want, uint32_t src_qpn,
 	int got_n[CF_PEER_MAX_QP] = { 0 }, need = sends, have = 0, got;
 	long long end = cf_now_ms() + WAIT_MS;
 	struct ibv_wc wc;
+	union ibv_gid mgid;
+	uint16_t mlid;
+
+	test_group(ep, &mgid, &mlid);
 
 	for (int q = 0; q < ep->p->nqp; q++)
 		if (want & (1u << q))
@@ -183,10 +301,18 @@ static void expect_recvs(struct cf_ep *ep, unsigned int want, uint32_t src_qpn,
 		EP_CHECK(ep, i == got_n[q], "%s: QP %d: datagram in slot %d, "
 			 "expected %d (order)", what, q, i, got_n[q]);
 		got_n[q]++;
-		/* IBA 8.3: the GRH names the group as destination. */
-		EP_CHECK(ep, !memcmp(grh + 24, test_mgid.raw, 16),
-			 "%s: QP %d: the GRH's DGID is not the group's", what,
-			 q);
+		/* IBA 8.3: the GRH names the group as destination; on
+		 * RoCE v2 over IPv4 (Annex A17) the receive buffer's 40
+		 * bytes end with the IPv4 header, whose destination is
+		 * the group. */
+		if (!ib_link(ep) && (grh[20] >> 4) == 4)
+			EP_CHECK(ep, !memcmp(grh + 36, mgid.raw + 12, 4),
+				 "%s: QP %d: the IPv4 header's destination "
+				 "is not the group", what, q);
+		else
+			EP_CHECK(ep, !memcmp(grh + 24, mgid.raw, 16),
+				 "%s: QP %d: the GRH's DGID is not the "
+				 "group's", what, q);
 		EP_CHECK(ep, cf_pattern_check(grh + GRH_LEN, MSG_LEN,
 					      seed + i) < 0,
 			 "%s: QP %d: datagram %d differs", what, q, i);
@@ -224,9 +350,11 @@ static int burst(struct cf_ep *ep, struct ibv_ah *ah, unsigned int post,
 CF_BODY_IMPL(mcast, fanout_local)
 {
 	struct ibv_ah *ah;
+	int ipfd;
 
 	if (ep->side == CF_CHILD)
 		return cf_ep_sync(ep, 3 * WAIT_MS);
+	ipfd = ip_join(ep);
 	ah = group_ah(ep);
 	if (!ah || attach(ep, 1) || attach(ep, 2))
 		goto out;
@@ -242,6 +370,8 @@ CF_BODY_IMPL(mcast, fanout_local)
 out:
 	if (ah)
 		ibv_destroy_ah(ah);
+	if (ipfd >= 0)
+		close(ipfd);
 	return cf_ep_sync(ep, 3 * WAIT_MS);
 }
 
@@ -253,10 +383,13 @@ out:
 CF_BODY_IMPL(mcast, detach_stops)
 {
 	struct ibv_ah *ah;
-	int ret;
+	union ibv_gid g;
+	uint16_t lid;
+	int ret, ipfd;
 
 	if (ep->side == CF_CHILD)
 		return cf_ep_sync(ep, 3 * WAIT_MS);
+	ipfd = ip_join(ep);
 	ah = group_ah(ep);
 	if (!ah || attach(ep, 1) || attach(ep, 2))
 		goto out;
@@ -265,13 +398,16 @@ CF_BODY_IMPL(mcast, detach_stops)
 	if (!detach(ep, 1))
 		burst(ep, ah, 1u << 1 | 1u << 2, 1u << 2, 400,
 		      "QP 1 detached");
-	ret = cf_rc(ibv_detach_mcast(ep->qps[1], &test_mgid, TEST_MLID));
+	test_group(ep, &g, &lid);
+	ret = cf_rc(ibv_detach_mcast(ep->qps[1], &g, lid));
 	EP_CHECK(ep, ret != 0, "ibv_detach_mcast of a group the QP left "
 		 "succeeded");
 	detach(ep, 2);
 out:
 	if (ah)
 		ibv_destroy_ah(ah);
+	if (ipfd >= 0)
+		close(ipfd);
 	return cf_ep_sync(ep, 3 * WAIT_MS);
 }
 
@@ -285,7 +421,7 @@ CF_BODY_IMPL(mcast, fanout_process)
 {
 	struct ibv_ah *ah = NULL;
 	uint32_t sender = ep->peer.qpn[0];
-	int ret = 0;
+	int ret = 0, ipfd;
 
 	if (ep->side == CF_CHILD) {
 		if (attach(ep, 0) || attach(ep, 1) || post_recvs(ep, 0) ||
@@ -314,6 +450,7 @@ CF_BODY_IMPL(mcast, fanout_process)
 		detach(ep, 0);
 		return ret;
 	}
+	ipfd = ip_join(ep);
 	ah = group_ah(ep);
 	ret = cf_ep_sync(ep, WAIT_MS);
 	if (!ret && ah)
@@ -328,6 +465,8 @@ CF_BODY_IMPL(mcast, fanout_process)
 		ret = cf_ep_sync(ep, 3 * WAIT_MS);
 	if (ah)
 		ibv_destroy_ah(ah);
+	if (ipfd >= 0)
+		close(ipfd);
 	return ret;
 }
 
