@@ -223,6 +223,23 @@ static int cm_post_recv(struct cm_side *s, struct ibv_qp *qp, size_t len)
 	return ibv_post_recv(qp, &wr, &bad);
 }
 
+/* The client asks to connect with cp: the server's new id, the
+ * CONNECT_REQUEST acknowledged (NULL: none came). */
+static struct rdma_cm_id *cm_request(struct cm_pair *p,
+				     struct rdma_conn_param *cp)
+{
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *sid;
+
+	CF_EXPECT_OK(cf_rc(rdma_connect(p->cid, cp)), "rdma_connect");
+	ev = cm_expect(p->sch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
+	if (!ev)
+		return NULL;
+	sid = ev->id;
+	rdma_ack_cm_event(ev);
+	return sid;
+}
+
 /*
  * Disconnect a connected pair: the initiator a (events on ach) calls
  * rdma_disconnect, the other side b (on bch) sees DISCONNECTED and calls
@@ -378,12 +395,9 @@ CF_TEST_IMPL(cm, private_data_sizes)
 	CF_EXPECT_ERR(cf_rc(rdma_connect(p.cid, &cp)), EINVAL,
 		      "rdma_connect with 57 bytes of private data");
 	cp.private_data_len = 56;
-	CF_EXPECT_OK(cf_rc(rdma_connect(p.cid, &cp)), "rdma_connect");
-	ev = cm_expect(p.sch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
-	if (!ev)
+	sid = cm_request(&p, &cp);
+	if (!sid)
 		goto out;
-	sid = ev->id;
-	rdma_ack_cm_event(ev);
 	/* IBA 12.6.7: a REJ carries 148 bytes of private data. */
 	CF_EXPECT_ERR(cf_rc(rdma_reject(sid, pd, 149)), EINVAL,
 		      "rdma_reject with 149 bytes of private data");
@@ -413,12 +427,9 @@ CF_TEST_IMPL(cm, private_data_sizes)
 	if (!cm_pair_init(&p, RDMA_PS_TCP))
 		return;
 	cp.private_data_len = 56;
-	CF_EXPECT_OK(cf_rc(rdma_connect(p.cid, &cp)), "rdma_connect");
-	ev = cm_expect(p.sch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
-	if (!ev)
+	sid = cm_request(&p, &cp);
+	if (!sid)
 		goto out;
-	sid = ev->id;
-	rdma_ack_cm_event(ev);
 	cp.private_data_len = 197;
 	CF_EXPECT_ERR(cf_rc(rdma_accept(sid, &cp)), EINVAL,
 		      "rdma_accept with 197 bytes of private data");

@@ -177,32 +177,30 @@ static struct ibv_ah *group_ah(struct cf_ep *ep)
 	return ah;
 }
 
-static int attach(struct cf_ep *ep, int qp)
+/* Attach (or detach) QP qp to the test's group. */
+static int membership(struct cf_ep *ep, int qp, bool join)
 {
 	union ibv_gid g;
 	uint16_t lid;
 	int ret;
 
 	test_group(ep, &g, &lid);
-	ret = cf_rc(ibv_attach_mcast(ep->qps[qp], &g, lid));
-
-	EP_CHECK(ep, !ret, "ibv_attach_mcast (QP %d): %s", qp,
+	ret = cf_rc(join ? ibv_attach_mcast(ep->qps[qp], &g, lid)
+			 : ibv_detach_mcast(ep->qps[qp], &g, lid));
+	EP_CHECK(ep, !ret, "%s (QP %d): %s",
+		 join ? "ibv_attach_mcast" : "ibv_detach_mcast", qp,
 		 cf_errname(ret));
 	return ret;
 }
 
+static int attach(struct cf_ep *ep, int qp)
+{
+	return membership(ep, qp, true);
+}
+
 static int detach(struct cf_ep *ep, int qp)
 {
-	union ibv_gid g;
-	uint16_t lid;
-	int ret;
-
-	test_group(ep, &g, &lid);
-	ret = cf_rc(ibv_detach_mcast(ep->qps[qp], &g, lid));
-
-	EP_CHECK(ep, !ret, "ibv_detach_mcast (QP %d): %s", qp,
-		 cf_errname(ret));
-	return ret;
+	return membership(ep, qp, false);
 }
 
 /* NMSG receives on QP qp; wr_id = qp << 8 | slot. */
