@@ -338,6 +338,18 @@ static int burst(struct cf_ep *ep, struct ibv_ah *ah, unsigned int post,
 	return 0;
 }
 
+/* A test's group torn down (its AH, the IP-level join), then the
+ * parent meets its child within wait_ms. */
+static int group_done(struct cf_ep *ep, struct ibv_ah *ah, int ipfd,
+		      int wait_ms)
+{
+	if (ah)
+		ibv_destroy_ah(ah);
+	if (ipfd >= 0)
+		close(ipfd);
+	return cf_ep_sync(ep, wait_ms);
+}
+
 /*
  * One process: QPs 1 and 2 attached, QP 0 sends.  Both attached QPs get
  * every datagram; QP 0, which is not attached, none (IBA 10.5.2.3: a
@@ -366,11 +378,7 @@ CF_BODY_IMPL(mcast, fanout_local)
 	detach(ep, 1);
 	detach(ep, 2);
 out:
-	if (ah)
-		ibv_destroy_ah(ah);
-	if (ipfd >= 0)
-		close(ipfd);
-	return cf_ep_sync(ep, 3 * WAIT_MS);
+	return group_done(ep, ah, ipfd, 3 * WAIT_MS);
 }
 
 /*
@@ -402,11 +410,7 @@ CF_BODY_IMPL(mcast, detach_stops)
 		 "succeeded");
 	detach(ep, 2);
 out:
-	if (ah)
-		ibv_destroy_ah(ah);
-	if (ipfd >= 0)
-		close(ipfd);
-	return cf_ep_sync(ep, 3 * WAIT_MS);
+	return group_done(ep, ah, ipfd, 3 * WAIT_MS);
 }
 
 /*
