@@ -595,6 +595,13 @@ static int face_complete(struct face_id *fid)
 	return face_err(ev->status < 0 ? -ev->status : ev->status);
 }
 
+/* A call that starts something on a real id, whose result ret is:
+ * a synchronous id then waits for the event, as on ibemu's. */
+static int face_started(struct face_id *fid, int ret)
+{
+	return ret ? ret : face_complete(fid);
+}
+
 struct emu_cm_id *face_emu_id(struct rdma_cm_id *id)
 {
 	return to_fid(id)->emu;
@@ -633,18 +640,17 @@ IBEMU_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 				   struct sockaddr *src_addr,
 				   struct sockaddr *dst_addr, int timeout_ms)
 {
-	if (cm_real_inside())
-		return cm_real.resolve_addr(id, src_addr, dst_addr, timeout_ms);
 	int ret;
 
+	if (cm_real_inside())
+		return cm_real.resolve_addr(id, src_addr, dst_addr, timeout_ms);
 	if (!id || !dst_addr)
 		return face_err(EINVAL);
 	face_real_route_dst(to_fid(id), src_addr, dst_addr);
-	if (face_is_real(id)) {
-		ret = FACE_REAL_CALL(id, resolve_addr, src_addr, dst_addr,
-				     timeout_ms);
-		return ret ? ret : face_complete(to_fid(id));
-	}
+	if (face_is_real(id))
+		return face_started(to_fid(id),
+				    FACE_REAL_CALL(id, resolve_addr, src_addr,
+						   dst_addr, timeout_ms));
 	ret = emu_cm_resolve_addr(to_fid(id)->emu, src_addr, dst_addr,
 				  timeout_ms);
 	if (ret)
@@ -657,16 +663,16 @@ IBEMU_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 
 IBEMU_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 {
-	if (cm_real_inside())
-		return cm_real.resolve_route(id, timeout_ms);
 	int ret;
 
+	if (cm_real_inside())
+		return cm_real.resolve_route(id, timeout_ms);
 	if (!id)
 		return face_err(EINVAL);
-	if (face_is_real(id)) {
-		ret = FACE_REAL_CALL(id, resolve_route, timeout_ms);
-		return ret ? ret : face_complete(to_fid(id));
-	}
+	if (face_is_real(id))
+		return face_started(to_fid(id),
+				    FACE_REAL_CALL(id, resolve_route,
+						   timeout_ms));
 	ret = emu_cm_resolve_route(to_fid(id)->emu, timeout_ms);
 	if (ret)
 		return face_err(ret);
@@ -1117,18 +1123,15 @@ static uint8_t face_min(uint8_t a, uint8_t b)
 IBEMU_EXPORT int rdma_connect(struct rdma_cm_id *id,
 			      struct rdma_conn_param *conn_param)
 {
-	if (cm_real_inside())
-		return cm_real.connect(id, conn_param);
-	if (face_is_real(id)) {
-		int r = CM_REAL(cm_real.connect(to_fid(id)->real, conn_param));
-
-		r = face_real_int(to_fid(id), r);
-		return r ? r : face_complete(to_fid(id));
-	}
 	struct face_id *fid = to_fid(id);
 	struct emu_cm_conn c;
 	int ret;
 
+	if (cm_real_inside())
+		return cm_real.connect(id, conn_param);
+	if (face_is_real(id))
+		return face_started(fid,
+				    FACE_REAL_CALL(id, connect, conn_param));
 	if (!id)
 		return face_err(EINVAL);
 	/* IBA 12.6.5 and 12.11.1 less the IP CM header (A11.6): 56 bytes
@@ -1146,18 +1149,15 @@ IBEMU_EXPORT int rdma_connect(struct rdma_cm_id *id,
 IBEMU_EXPORT int rdma_accept(struct rdma_cm_id *id,
 			     struct rdma_conn_param *conn_param)
 {
-	if (cm_real_inside())
-		return cm_real.accept(id, conn_param);
-	if (face_is_real(id)) {
-		int r = CM_REAL(cm_real.accept(to_fid(id)->real, conn_param));
-
-		r = face_real_int(to_fid(id), r);
-		return r ? r : face_complete(to_fid(id));
-	}
 	struct face_id *fid = to_fid(id);
 	struct emu_cm_conn c;
 	int ret;
 
+	if (cm_real_inside())
+		return cm_real.accept(id, conn_param);
+	if (face_is_real(id))
+		return face_started(fid,
+				    FACE_REAL_CALL(id, accept, conn_param));
 	if (!id)
 		return face_err(EINVAL);
 	/* IBA 12.6.8: 196 bytes in a REP; 12.11.2: 136 in a SIDR_REP */
