@@ -42,7 +42,7 @@
 #include "params.h"
 
 #define IBEMU_NODE_MAGIC 0x6962656d756e6f64ull /* "ibemunod" */
-#define IBEMU_NODE_LAYOUT 7
+#define IBEMU_NODE_LAYOUT 8
 
 /* Byte offsets of the liveness locks in the segment's file (advisory:
  * they do not touch the mapped data). */
@@ -61,6 +61,10 @@ struct node_proc {
 	pid_t pid; /* in the process's own pid namespace */
 	uint64_t pidns_dev, pidns_ino; /* that namespace: /proc/self/ns/pid */
 	uint64_t token_addr; /* where its token is in its own memory */
+	/* The TCP port on which it takes connections from other nodes'
+	 * processes (tp_tcp.c), host order; 0: none.  Written by the
+	 * process itself. */
+	_Atomic uint32_t tcp_port;
 };
 
 /* One QPN of the node's 24-bit QPN space. */
@@ -141,6 +145,26 @@ struct node_cm_mcast {
 #define NODE_CM_V4 8u /* bound as an IPv4 address */
 #define NODE_CM_AFONLY 16u /* an IPv6 wildcard that takes no IPv4 */
 
+/*
+ * The node's place on the IP fabric (fabric.c): written by the creator
+ * before the segment is ready, immutable after.
+ */
+struct node_fabric {
+	uint32_t flags; /* NODE_FABRIC_* */
+	uint8_t ip4[4]; /* network order: the address the LID comes from */
+	uint8_t prefix4; /* its subnet's prefix length */
+	uint8_t resv[3];
+	char ifname[16]; /* its interface */
+	uint16_t door_port; /* the node's door (tp_tcp.c), host order */
+	uint16_t nr_gids;
+	/* GID 0 = fe80::/64 + port GUID; then the node's IP addresses:
+	 * ::ffff:a.b.c.d for IPv4, IPv6 as is (doc/design.md §2). */
+	uint8_t gids[IBEMU_GID_TBL_LEN][16];
+};
+
+#define NODE_FABRIC_MULTI 1u /* has an address other nodes can reach */
+#define NODE_FABRIC_FILE 2u /* the LID came from the fabric file */
+
 struct node_seg {
 	uint64_t magic;
 	uint32_t layout;
@@ -155,6 +179,12 @@ struct node_seg {
 	uint16_t sm_lid;
 	uint16_t pkeys[IBEMU_PKEY_TBL_LEN];
 	char node_name[64];
+	struct node_fabric fabric;
+
+	/* The process that holds the node's door (tp_tcp.c): slot + 1 and
+	 * its token, 0 when none; set and cleared by that process. */
+	_Atomic uint32_t door_owner;
+	_Atomic uint64_t door_token;
 
 	pthread_mutex_t lock;
 	uint32_t qpn_cursor; /* next index into qps[] to try */

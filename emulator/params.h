@@ -76,6 +76,10 @@
 /* Unicast LIDs are 0x0001..0xbfff (IBA 4.1.3). */
 #define IBEMU_LID_UNICAST_MAX 0xbfff
 
+/* The TCP port of a node's door (tp_tcp.c, fabric.h) unless IBEMU_TCP_PORT
+ * names another; the same number as RoCEv2's UDP port. */
+#define IBEMU_DEFAULT_DOOR_PORT 4791
+
 /* Node segment: processes attached at once. */
 #define IBEMU_MAX_PROCS 1024
 /* Bound RDMA CM addresses of a node (node_cm.c): listeners and the

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The node's place on the IP fabric (doc/design.md §2): which of the
+ * node's IP addresses it is known by, the LID derived from it, the GID
+ * table, and where a destination named by LID or GID is.
+ *
+ * Addressing without configuration: the node takes the first IPv4
+ * address of global scope on an interface that is up and not loopback
+ * (or the one IBEMU_IFACE names, or the one inside IBEMU_SUBNET); its
+ * LID is the address's host part within its subnet, so the nodes of one
+ * subnet (containers on a bridge, namespaces joined by veth) have
+ * distinct LIDs and a LID names an address: subnet prefix | LID.  A
+ * node with no such address is alone (NODE_FABRIC_MULTI clear) and
+ * keeps the LID hashed from its identity.  Where derivation cannot work
+ * (a subnet larger than the LID space, addresses spread over subnets),
+ * the fabric file (IBEMU_FABRIC) lists "LID address" pairs, one per
+ * line, and a node listed there takes its LID from it.
+ *
+ * GID 0 is fe80::/64 + port GUID (IBA 4.1.1); GIDs 1.. are the node's
+ * IP addresses, ::ffff:a.b.c.d for IPv4 and IPv6 as is, so a GRH names
+ * the node across routed subnets.
+ *
+ * Lock rule: what fabric_init writes lives in the node segment and is
+ * immutable once the segment is ready; the fabric file is read once per
+ * process under a private mutex.
+ */
+#ifndef IBEMU_FABRIC_H
+#define IBEMU_FABRIC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct node;
+struct node_seg;
+
+/* Fill seg->fabric, seg->lid and seg->sm_lid for a node being created
+ * (seg->port_guid is set): 0 or a positive errno (said in the log). */
+int fabric_init(struct node_seg *seg);
+
+enum fabric_where {
+	FABRIC_HERE, /* this node */
+	FABRIC_THERE, /* another node, at *addr */
+	FABRIC_NOWHERE, /* no node the fabric knows */
+};
+
+/*
+ * Where the destination named by dlid, or by dgid when it is not NULL
+ * (a GRH), is.  For FABRIC_THERE, *addr gets the node's IP address
+ * (AF_INET or AF_INET6, port 0).  A link-local GID (fe80::/64) names a
+ * node of this subnet and is located by dlid.
+ */
+enum fabric_where fabric_locate(struct node *node, uint16_t dlid,
+				const uint8_t *dgid,
+				struct sockaddr_storage *addr);
+
+/* Whether addr (16 bytes: IPv6, or IPv4 mapped ::ffff:a.b.c.d) is one
+ * of this node's GIDs. */
+bool fabric_gid_is_local(struct node *node, const uint8_t gid[16]);
+
+/* The LID the fabric expects at addr (derived or from the fabric file),
+ * 0 if none: to tell a node that answers with another LID (a
+ * collision, reported, never routed to). */
+uint16_t fabric_expected_lid(struct node *node,
+			     const struct sockaddr_storage *addr);
+
+/* The node's door port: IBEMU_TCP_PORT, or IBEMU_DEFAULT_DOOR_PORT. */
+uint16_t fabric_door_port(void);
+
+#endif /* IBEMU_FABRIC_H */
