@@ -484,7 +484,7 @@ static void cm_send_locked(struct emu_cm *cm, int32_t slot, const uint8_t *mad)
 	if (!peer)
 		return;
 	out.pkt.src_proc = cm->hca->node.proc_slot;
-	if (!e->tp->pkt_claim(peer, &out.pkt))
+	if (!peer->tp->pkt_claim(peer, &out.pkt))
 		return;
 	out.e = e;
 	out.dst = peer;

@@ -360,7 +360,7 @@ void cma_peer_bind(struct emu_qp *qp)
 	pid_t pid = 0;
 
 	if (qp->peer && qp->type == IBV_QPT_RC && cma_enabled() &&
-	    qp->peer != (struct tp_peer *)tp_shm_own_inbox(e) &&
+	    tp_peer_is_shm(qp->peer) && qp->peer != tp_shm_self(e) &&
 	    !node_proc_id(&qp->hca->node, qp->peer_proc, &id) &&
 	    id.same_pidns && id.token == tp_shm_peer_token(qp->peer) &&
 	    cma_token_at(id.pid, id.token_addr, id.token))
@@ -407,7 +407,8 @@ bool cma_pull_ok(struct emu_qp *qp, const struct wqe *w)
 	       (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) &&
 	       w->length >= CMA_PULL_MIN &&
 	       !(w->send_flags & IBV_SEND_INLINE) && cma_enabled() &&
-	       qp->peer && qp->peer != (struct tp_peer *)tp_shm_own_inbox(qp->hca->engine) &&
+	       tp_peer_is_shm(qp->peer) &&
+	       qp->peer != tp_shm_self(qp->hca->engine) &&
 	       !pcap_enabled() &&
 	       w->num_sge * sizeof(((struct pull_desc *)0)->seg[0]) +
 			       sizeof(struct pull_desc) <=

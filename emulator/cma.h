@@ -76,6 +76,9 @@ bool cma_fence_match(uint64_t placing, uint32_t qpn, uint32_t key);
 struct tp_peer;
 struct inbox *tp_shm_inbox(struct tp_peer *peer);
 struct inbox *tp_shm_own_inbox(struct engine *e);
+/* Ours as a peer; whether a peer is the shared-memory transport's. */
+struct tp_peer *tp_shm_self(struct engine *e);
+bool tp_peer_is_shm(const struct tp_peer *peer);
 /* The token of the process behind peer (node.h). */
 uint64_t tp_shm_peer_token(struct tp_peer *peer);
 

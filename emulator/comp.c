@@ -39,9 +39,7 @@ static uint64_t comp_timeout_ns(const struct emu_qp *qp)
 
 static uint64_t comp_peer_taken(const struct emu_qp *qp)
 {
-	const struct transport_ops *tp = qp->hca->engine->tp;
-
-	return qp->peer && tp->peer_taken ? tp->peer_taken(qp->peer) : 0;
+	return engine_peer_taken(qp->peer);
 }
 
 /*
@@ -54,7 +52,6 @@ static uint64_t comp_peer_taken(const struct emu_qp *qp)
  */
 static bool comp_congested(struct emu_qp *qp)
 {
-	const struct transport_ops *tp = qp->hca->engine->tp;
 	uint64_t taken;
 
 	if (!qp->req.blocked)
@@ -64,7 +61,7 @@ static bool comp_congested(struct emu_qp *qp)
 		qp->comp.peer_taken = taken;
 		return true;
 	}
-	return tp->peer_runs && tp->peer_runs(qp->hca->engine, qp->peer_proc);
+	return engine_peer_runs(qp->hca->engine, qp->peer_proc);
 }
 
 void comp_arm_timer_locked(struct emu_qp *qp)

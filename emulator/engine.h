@@ -31,8 +31,11 @@
 
 struct engine {
 	struct emu_hca *hca; /* the HCA this engine drives */
-	const struct transport_ops *tp; /* how packets travel */
+	const struct transport_ops *tp; /* how packets travel on the node */
 	void *tp_priv; /* the transport's state */
+	/* How packets reach other nodes (transport.h), NULL: not at all */
+	const struct transport_ops *net;
+	void *net_priv; /* its state */
 	pthread_mutex_t lock;
 	struct emu_qp **qps; /* by QPN - IBEMU_QPN_FIRST */
 	struct emu_qp *all_qps; /* the same, as a list (all_next) */
@@ -70,6 +73,13 @@ void engine_qp_quiesce(struct engine *e);
 void engine_pending_add_locked(struct emu_qp *qp);
 /* The process in node slot proc_slot, or NULL if unreachable. */
 struct tp_peer *engine_peer(struct engine *e, int32_t proc_slot);
+/* Whether the process in slot is known to run (transport.h peer_runs). */
+bool engine_peer_runs(struct engine *e, int32_t proc_slot);
+/* How many packets peer took in so far (transport.h peer_taken). */
+static inline uint64_t engine_peer_taken(struct tp_peer *peer)
+{
+	return peer && peer->tp->peer_taken ? peer->tp->peer_taken(peer) : 0;
+}
 /* Placement capability of the transport, or NULL. */
 static inline const struct tp_place_ops *engine_place(const struct engine *e)
 {

@@ -50,7 +50,17 @@ uint64_t engine_coarse_ns(void)
 
 struct tp_peer *engine_peer(struct engine *e, int32_t slot)
 {
+	if (tp_slot_is_remote(slot))
+		return e->net ? e->net->peer_get(e, slot) : NULL;
 	return e->tp->peer_get(e, slot);
+}
+
+bool engine_peer_runs(struct engine *e, int32_t slot)
+{
+	const struct transport_ops *tp = tp_slot_is_remote(slot) ? e->net
+								  : e->tp;
+
+	return tp && tp->peer_runs && tp->peer_runs(e, slot);
 }
 
 /* ---- packets ---- */
@@ -65,7 +75,7 @@ bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 	uint32_t pad = (4 - (paylen & 3)) & 3;
 
 	out->pkt.src_proc = qp->hca->node.proc_slot;
-	if (!e->tp->pkt_claim(dst, &out->pkt))
+	if (!dst->tp->pkt_claim(dst, &out->pkt))
 		return false;
 	out->e = e;
 	out->dst = dst;
@@ -90,7 +100,7 @@ void pkt_send(struct pkt_out *out)
 	if (pcap_enabled())
 		pcap_write(out->pkt.hdr, out->base);
 	fault_point(FAULT_AT_PUBLISH);
-	out->e->tp->pkt_send(out->dst, &out->pkt);
+	out->dst->tp->pkt_send(out->dst, &out->pkt);
 }
 
 bool pkt_parse(const struct tp_pkt *in, struct pkt *p)

@@ -443,7 +443,6 @@ static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w)
 
 static enum req_step req_send_datagram(struct emu_qp *qp, struct wqe *w)
 {
-	const struct transport_ops *tp = qp->hca->engine->tp;
 	enum req_step step = req_send_ud(qp, w);
 	struct tp_peer *dst;
 	uint64_t now, taken = 0;
@@ -454,8 +453,8 @@ static enum req_step req_send_datagram(struct emu_qp *qp, struct wqe *w)
 	}
 	now = engine_coarse_ns();
 	dst = engine_peer(qp->hca->engine, qp->req.ud_full_proc);
-	if (dst && tp->peer_taken)
-		taken = tp->peer_taken(dst);
+	if (dst)
+		taken = engine_peer_taken(dst);
 	if (!qp->req.ud_full_since || taken != qp->req.ud_full_taken) {
 		/* a new wait, or the destination took packets in since */
 		qp->req.ud_full_since = now;
@@ -465,8 +464,8 @@ static enum req_step req_send_datagram(struct emu_qp *qp, struct wqe *w)
 	if (now - qp->req.ud_full_since < qp->req.ud_wait_ns)
 		return REQ_BLOCKED;
 	/* Asked once per wait: whether the destination still runs. */
-	if (qp->req.ud_wait_ns == REQ_UD_WAIT_NS && tp->peer_runs &&
-	    tp->peer_runs(qp->hca->engine, qp->req.ud_full_proc)) {
+	if (qp->req.ud_wait_ns == REQ_UD_WAIT_NS &&
+	    engine_peer_runs(qp->hca->engine, qp->req.ud_full_proc)) {
 		qp->req.ud_wait_ns = REQ_UD_WAIT_LIVE_NS;
 		return REQ_BLOCKED;
 	}

@@ -2,7 +2,7 @@
 /*
  * The shared-memory transport: every process of a node owns one inbox
  * (inbox.h), into which the node's other processes write its packets in
- * place.  A peer is the mapping of that process's inbox; requester-placed
+ * place.  A peer is a mapping of that process's inbox; requester-placed
  * RDMA through cross-memory attach is this transport's placement
  * capability (cma.c).
  *
@@ -25,18 +25,26 @@
 #include "log.h"
 #include "shmfile.h"
 
+/* A peer: one mapping of a process's inbox, kept as long as the
+ * transport (QPs may point at it after its owner is replaced). */
+struct tp_shm_map {
+	struct tp_peer base;
+	struct inbox *ib;
+};
+
 /* The transport's state, one per engine. */
 struct tp_shm {
 	struct inbox *inbox; /* ours */
+	struct tp_shm_map self; /* ours as a peer */
 	struct inbox_consumer consumer; /* its own lock rule (inbox.h) */
 	char inbox_name[160];
 	pthread_mutex_t peer_lock;
 	/* peer inboxes by node process slot */
 	struct tp_shm_peer {
 		uint64_t token; /* its owner's (node.h) */
-		struct inbox *ib;
+		struct tp_shm_map *map;
 	} peers[IBEMU_MAX_PROCS];
-	struct inbox **retired; /* replaced peer mappings, unmapped at close */
+	struct tp_shm_map **retired; /* replaced mappings, unmapped at close */
 	unsigned int nr_retired;
 };
 
@@ -47,7 +55,17 @@ static struct tp_shm *tp_shm(struct engine *e)
 
 struct inbox *tp_shm_inbox(struct tp_peer *peer)
 {
-	return (struct inbox *)peer;
+	return ((struct tp_shm_map *)peer)->ib;
+}
+
+bool tp_peer_is_shm(const struct tp_peer *peer)
+{
+	return peer && peer->tp == &tp_shm_ops;
+}
+
+struct tp_peer *tp_shm_self(struct engine *e)
+{
+	return e->tp_priv ? &tp_shm(e)->self.base : NULL;
 }
 
 struct inbox *tp_shm_own_inbox(struct engine *e)
@@ -122,6 +140,8 @@ static int tp_shm_open(struct engine *e)
 		return ret;
 	}
 	inbox_consumer_init(&t->consumer, tp_shm_claimer_state, e);
+	t->self.base.tp = &tp_shm_ops;
+	t->self.ib = t->inbox;
 	e->tp_priv = t;
 	return 0;
 }
@@ -132,10 +152,14 @@ static void tp_shm_close(struct engine *e)
 	unsigned int i;
 
 	for (i = 0; i < IBEMU_MAX_PROCS; i++)
-		if (t->peers[i].ib)
-			inbox_unmap(t->peers[i].ib);
-	for (i = 0; i < t->nr_retired; i++)
-		inbox_unmap(t->retired[i]);
+		if (t->peers[i].map) {
+			inbox_unmap(t->peers[i].map->ib);
+			free(t->peers[i].map);
+		}
+	for (i = 0; i < t->nr_retired; i++) {
+		inbox_unmap(t->retired[i]->ib);
+		free(t->retired[i]);
+	}
 	free(t->retired);
 	shmfile_unlink(t->inbox_name);
 	inbox_unmap(t->inbox);
@@ -147,8 +171,15 @@ static void tp_shm_forget(struct engine *e)
 {
 	struct tp_shm *t = tp_shm(e);
 
+	unsigned int i;
+
 	if (!t)
 		return;
+	/* The mappings are the parent's too: only the private memory. */
+	for (i = 0; i < IBEMU_MAX_PROCS; i++)
+		free(t->peers[i].map);
+	for (i = 0; i < t->nr_retired; i++)
+		free(t->retired[i]);
 	free(t->retired);
 	free(t);
 	e->tp_priv = NULL;
@@ -156,38 +187,45 @@ static void tp_shm_forget(struct engine *e)
 
 /* Map the inbox of the process with token in slot; caller holds
  * peer_lock. */
-static struct inbox *tp_shm_map_locked(struct engine *e, int32_t slot,
-				       uint64_t token)
+static struct tp_shm_map *tp_shm_map_locked(struct engine *e, int32_t slot,
+					    uint64_t token)
 {
 	struct tp_shm *t = tp_shm(e);
 	struct tp_shm_peer *pm = &t->peers[slot];
-	struct inbox *ib, **grown;
+	struct tp_shm_map *map, **grown;
 
-	if (pm->ib && pm->token == token)
-		return pm->ib;
-	if (inbox_map(e->hca->node.name, token, &ib))
+	if (pm->map && pm->token == token)
+		return pm->map;
+	map = calloc(1, sizeof(*map));
+	if (!map)
 		return NULL;
-	if (pm->ib) {
+	map->base.tp = &tp_shm_ops;
+	if (inbox_map(e->hca->node.name, token, &map->ib)) {
+		free(map);
+		return NULL;
+	}
+	if (pm->map) {
 		/* QPs may still point at the old mapping: keep it. */
 		grown = realloc(t->retired,
 				(t->nr_retired + 1) * sizeof(*grown));
 		if (!grown) {
-			inbox_unmap(ib);
+			inbox_unmap(map->ib);
+			free(map);
 			return NULL;
 		}
 		t->retired = grown;
-		t->retired[t->nr_retired++] = pm->ib;
+		t->retired[t->nr_retired++] = pm->map;
 	}
 	pm->token = token;
-	pm->ib = ib;
-	return ib;
+	pm->map = map;
+	return map;
 }
 
 static struct tp_peer *tp_shm_peer_get(struct engine *e, int32_t slot)
 {
 	struct tp_shm *t = tp_shm(e);
 	struct node *node = &e->hca->node;
-	struct inbox *ib;
+	struct tp_shm_map *map;
 	uint64_t token;
 
 	if (slot < 0 || slot >= IBEMU_MAX_PROCS)
@@ -198,16 +236,16 @@ static struct tp_peer *tp_shm_peer_get(struct engine *e, int32_t slot)
 	if (!token)
 		return NULL;
 	if (token == node->token)
-		return (struct tp_peer *)t->inbox;
+		return &t->self.base;
 	pthread_mutex_lock(&t->peer_lock);
-	ib = tp_shm_map_locked(e, slot, token);
+	map = tp_shm_map_locked(e, slot, token);
 	pthread_mutex_unlock(&t->peer_lock);
-	return (struct tp_peer *)ib;
+	return map ? &map->base : NULL;
 }
 
 static bool tp_shm_peer_is_self(struct engine *e, const struct tp_peer *peer)
 {
-	return (const struct inbox *)peer == tp_shm(e)->inbox;
+	return peer == &tp_shm(e)->self.base;
 }
 
 /* The consumer's position: peer-written, used only as a progress count. */

@@ -9,9 +9,15 @@
  * itself, is an optional capability (place); without it every operation
  * travels as packets.
  *
- * The shared-memory transport (tp_shm.c, with its placement in cma.c) is
- * the first implementation; a transport is one file set behind these
- * ops.  Lock rule: the consumer calls (pkt_peek, pkt_release) run under
+ * The shared-memory transport (tp_shm.c, with its placement in cma.c)
+ * reaches the processes of the node (node slots 0..IBEMU_MAX_PROCS-1)
+ * and is the engine's local transport: every packet for this process
+ * arrives in its inbox.  The TCP transport (tp_tcp.c) is the network
+ * transport: it reaches processes of other nodes, named by slots from
+ * IBEMU_MAX_PROCS up that this process assigns (one per remote process),
+ * and delivers what it receives into the local transport's inbox as a
+ * producer of the node would; it has no peek, sleep or wake of its own.
+ * A transport is one file set behind these ops.  Lock rule: the consumer calls (pkt_peek, pkt_release) run under
  * engine.lock; the producer calls under the sending QP's lock; peer_get
  * may be called from anywhere and serialises itself.
  */
@@ -22,14 +28,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "params.h"
 #include "wire.h"
 
 struct engine;
 struct emu_qp;
 struct emu_mr;
 struct wqe;
-/* A process a transport reaches; opaque outside the transport. */
-struct tp_peer;
+struct transport_ops;
+
+/* A process a transport reaches.  Each transport's peers begin with this
+ * header, the rest is the transport's own: the engine sends through
+ * whichever transport reaches the peer. */
+struct tp_peer {
+	const struct transport_ops *tp;
+};
 
 /* One packet in a transport's buffer, being built or being received. */
 struct tp_pkt {
@@ -107,5 +120,13 @@ struct transport_ops {
 
 /* tp_shm.c */
 extern const struct transport_ops tp_shm_ops;
+/* tp_tcp.c */
+extern const struct transport_ops tp_tcp_ops;
+
+/* Whether slot names a process of another node (a network transport's). */
+static inline bool tp_slot_is_remote(int32_t slot)
+{
+	return slot >= IBEMU_MAX_PROCS;
+}
 
 #endif /* IBEMU_TRANSPORT_H */

@@ -31,7 +31,7 @@ static struct {
 };
 
 /* The one process the engine reaches, whatever the slot. */
-static char loop_peer;
+static struct tp_peer loop_peer = { .tp = &loop_ops };
 
 static void loop_deadline(struct timespec *ts, uint64_t ns)
 {
@@ -97,7 +97,7 @@ static void loop_forget(struct engine *e)
 
 static struct tp_peer *loop_peer_get(struct engine *e, int32_t slot)
 {
-	return (struct tp_peer *)&loop_peer;
+	return &loop_peer;
 }
 
 static bool loop_peer_is_self(struct engine *e, const struct tp_peer *peer)
