@@ -444,6 +444,16 @@ static void node_proc_release_locked(struct node *node, int slot)
 			seg->qps[i].owner = 0;
 		}
 	}
+	for (i = 0; i < IBEMU_MAX_NET_PEERS; i++)
+		if (atomic_load_explicit(&seg->net_peers[i].owner,
+					 memory_order_relaxed) ==
+		    (uint32_t)slot + 1)
+			atomic_store_explicit(&seg->net_peers[i].owner, 0,
+					      memory_order_relaxed);
+	if (atomic_load_explicit(&seg->door_owner, memory_order_relaxed) ==
+	    (uint32_t)slot + 1)
+		atomic_store_explicit(&seg->door_owner, 0,
+				      memory_order_relaxed);
 	/* A process that died without closing leaves its inbox behind. */
 	if (slot != node->proc_slot)
 		inbox_unlink(node->name, seg->procs[slot].token);

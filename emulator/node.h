@@ -162,6 +162,26 @@ struct node_fabric {
 	uint8_t gids[IBEMU_GID_TBL_LEN][16];
 };
 
+/*
+ * A TCP connection of one of the node's processes to a process of
+ * another node (tp_tcp.c), published for `ibemu status`.  Lock rule: an
+ * entry is taken and freed under node_seg.lock; its owner alone writes
+ * the rest, with relaxed stores; readers take it as a hint.
+ */
+struct node_net_peer {
+	_Atomic uint32_t owner; /* index in procs[] + 1; 0: free */
+	_Atomic uint32_t state; /* NODE_NET_* */
+	uint64_t token; /* the owner's */
+	uint8_t addr[16]; /* the remote process's: IPv6, or ::ffff:a.b.c.d */
+	uint16_t port, lid;
+	int32_t rslot; /* its slot on its node */
+	uint64_t guid; /* its node's port GUID */
+	_Atomic uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
+};
+
+#define NODE_NET_UP 1u
+#define NODE_NET_DOWN 2u
+
 #define NODE_FABRIC_MULTI 1u /* has an address other nodes can reach */
 #define NODE_FABRIC_FILE 2u /* the LID came from the fabric file */
 
@@ -194,6 +214,7 @@ struct node_seg {
 	struct node_mcast_grp mcast[IBEMU_MAX_MCAST_GRP];
 	struct node_cm_port cm_ports[IBEMU_MAX_CM_PORTS];
 	struct node_cm_mcast cm_mcast[IBEMU_MAX_CM_MCAST];
+	struct node_net_peer net_peers[IBEMU_MAX_NET_PEERS];
 };
 
 /* A process's view of its node. */

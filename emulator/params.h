@@ -79,6 +79,8 @@
 /* The TCP port of a node's door (tp_tcp.c, fabric.h) unless IBEMU_TCP_PORT
  * names another; the same number as RoCEv2's UDP port. */
 #define IBEMU_DEFAULT_DOOR_PORT 4791
+/* TCP connections to other nodes' processes a node shows (node.h). */
+#define IBEMU_MAX_NET_PEERS 256
 
 /* Node segment: processes attached at once. */
 #define IBEMU_MAX_PROCS 1024

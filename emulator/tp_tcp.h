@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The TCP transport's resolution of destinations on other nodes
+ * (tp_tcp.c; the transport's ops are in transport.h).
+ *
+ * A node is reached at its address (fabric_locate) on its door port,
+ * held by one of its processes, which answers which process owns a QPN
+ * or listens on a CM address and at which TCP port that process takes
+ * connections.  This process then connects to that process (one
+ * connection per pair of processes, multiplexing their QPs) and names
+ * it by a slot from IBEMU_MAX_PROCS up, as engine_peer() takes it.
+ *
+ * Both calls block the calling thread for at most TCP_RESOLVE_MS and
+ * may be made under a QP lock; results are cached, failures for a
+ * second, so a destination that does not answer costs one wait per
+ * second, not one per packet.
+ */
+#ifndef IBEMU_TP_TCP_H
+#define IBEMU_TP_TCP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct engine;
+
+/* Whether this process reaches other nodes (the network is up) and
+ * whether every packet, even to its own node, goes by TCP
+ * (IBEMU_TRANSPORT=tcp). */
+bool tp_tcp_enabled(struct engine *e);
+bool tp_tcp_forced(struct engine *e);
+
+/*
+ * The slot of the process owning qpn on the node at node_addr (port
+ * ignored).  want_lid: the LID the sender addressed (0: by GID), checked
+ * against the LID the node answers with (a collision is reported and
+ * nothing is sent).  0, or EHOSTUNREACH (nobody answers at that
+ * address), ENOENT (no such QP there), EADDRNOTAVAIL (the node there
+ * has another LID), ENETDOWN (no network).
+ */
+int tp_tcp_resolve_qpn(struct engine *e,
+		       const struct sockaddr_storage *node_addr,
+		       uint16_t want_lid, uint32_t qpn, int32_t *slot_p);
+
+/* The slot of the process that listens on (ps, addr, port) on the node
+ * at node_addr (the CM's listener table, node_cm.c); errors as above,
+ * ECONNREFUSED when nobody listens there. */
+int tp_tcp_resolve_cm(struct engine *e,
+		      const struct sockaddr_storage *node_addr, uint16_t ps,
+		      const uint8_t addr[16], bool v4, uint16_t port,
+		      int32_t *slot_p);
+
+/* What a remote slot names, for the CM and the tools: the node's LID,
+ * port GUID and address; false when slot is no live connection. */
+struct tp_tcp_peer_info {
+	uint16_t lid;
+	uint64_t guid;
+	struct sockaddr_storage addr;
+	bool up;
+};
+bool tp_tcp_peer_info(struct engine *e, int32_t slot,
+		      struct tp_tcp_peer_info *info);
+
+#endif /* IBEMU_TP_TCP_H */
