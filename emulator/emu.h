@@ -92,6 +92,10 @@ struct emu_port_info {
 	uint16_t sm_lid;
 };
 void emu_hca_port_info(struct emu_hca *hca, struct emu_port_info *info);
+/* GID index of the port's table (fabric.h: 0 is fe80::/64 + port GUID,
+ * then the node's IP addresses) into gid, network order: 0, or ENODATA
+ * for an empty entry, EINVAL beyond the table. */
+int emu_hca_gid(struct emu_hca *hca, unsigned int index, uint8_t gid[16]);
 uint16_t emu_hca_pkey(struct emu_hca *hca, unsigned int index);
 /* The node GUID without attaching (0 if the node cannot be opened). */
 uint64_t emu_node_guid(void);

@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -137,6 +138,19 @@ void emu_hca_port_info(struct emu_hca *hca, struct emu_port_info *info)
 	info->gid_prefix = seg->gid_prefix;
 	info->lid = seg->lid;
 	info->sm_lid = seg->sm_lid;
+}
+
+int emu_hca_gid(struct emu_hca *hca, unsigned int index, uint8_t gid[16])
+{
+	const struct node_fabric *fab = &hca->node.seg->fabric;
+	unsigned int nr = fab->nr_gids; /* immutable; bounded all the same */
+
+	if (index >= IBEMU_GID_TBL_LEN)
+		return EINVAL;
+	if (index >= nr)
+		return ENODATA;
+	memcpy(gid, fab->gids[index], 16);
+	return 0;
 }
 
 uint16_t emu_hca_pkey(struct emu_hca *hca, unsigned int index)

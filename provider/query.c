@@ -167,21 +167,29 @@ int ibemu_query_gid_entry(struct ibv_context *context, uint32_t port_num,
 {
 	struct emu_port_info info;
 	uint64_t prefix, guid;
+	int ret;
 
 	if (ibemu_ctx_stale(context))
 		return EIO;
 	if (!emu_port_valid(port_num) || index >= IBEMU_GID_TBL_LEN)
 		return EINVAL;
-	info = ctx_port_info(context);
-	/* GID 0 is the port's default GID: the link-local subnet prefix
-	 * followed by the port GUID (IBA 4.1.1). */
-	if (index != 0)
-		return ENODATA;
 	memset(entry, 0, sizeof(*entry));
-	prefix = htobe64(info.gid_prefix);
-	guid = htobe64(info.port_guid);
-	memcpy(&entry->gid.raw[0], &prefix, 8);
-	memcpy(&entry->gid.raw[8], &guid, 8);
+	if (index == 0) {
+		/* GID 0 is the port's default GID: the link-local subnet
+		 * prefix followed by the port GUID (IBA 4.1.1). */
+		info = ctx_port_info(context);
+		prefix = htobe64(info.gid_prefix);
+		guid = htobe64(info.port_guid);
+		memcpy(&entry->gid.raw[0], &prefix, 8);
+		memcpy(&entry->gid.raw[8], &guid, 8);
+	} else {
+		/* Then the node's IP addresses (emulator/fabric.h), still
+		 * GIDs of an InfiniBand port: the link layer is IB. */
+		ret = emu_hca_gid(to_ectx(context)->hca, index,
+				  entry->gid.raw);
+		if (ret)
+			return ret;
+	}
 	entry->gid_index = index;
 	entry->port_num = port_num;
 	entry->gid_type = IBV_GID_TYPE_IB;

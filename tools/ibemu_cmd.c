@@ -3,7 +3,8 @@
  * The ibemu command (doc/design.md §17).
  *
  *   ibemu run [options] -- CMD [ARGS...]   run CMD with the emulated HCA
- *   ibemu status                          the node's device, processes, QPs
+ *   ibemu status                          the node's device, address, LID,
+ *                                         GIDs, processes, QPs
  *
  * `run` only sets LD_PRELOAD (and LD_AUDIT, see provider/audit.c) and
  * ibemu's environment, then executes CMD:
@@ -24,6 +25,7 @@
 #include <rdma/rdma_cma.h>
 #include <unistd.h>
 
+#include "fabric.h"
 #include "inbox.h"
 #include "node.h"
 #include "shmfile.h"
@@ -50,7 +52,9 @@ static void usage(FILE *out)
 		"\n"
 		"Environment: IBEMU_LIB (library path), IBEMU_NODE, IBEMU_DEBUG,\n"
 		"IBEMU_QUIET, IBEMU_CMA=0 (no requester-placed RDMA),\n"
-		"IBEMU_PCAP=FILE (packets as RoCEv2 pcap, %%p = process ID).\n"
+		"IBEMU_PCAP=FILE (packets as RoCEv2 pcap, %%p = process ID),\n"
+		"IBEMU_IFACE, IBEMU_SUBNET, IBEMU_FABRIC, IBEMU_TCP_PORT (the\n"
+		"node's address, LID and door on the IP fabric).\n"
 		"See ibemu(1) and ibemu(7).\n",
 		IBEMU_DEVICE_NAME);
 }
@@ -236,6 +240,48 @@ static void print_cm_listeners_locked(struct node *node)
 	}
 }
 
+/* The node's place on the IP fabric (emulator/fabric.h): its address,
+ * where its LID comes from, its GID table and its door. */
+static void print_fabric(const struct node_seg *seg)
+{
+	struct node_fabric fab;
+	char a[INET6_ADDRSTRLEN];
+	unsigned int i, nr;
+	const char *from;
+
+	memcpy(&fab, &seg->fabric, sizeof(fab)); /* once, then bounded */
+	fab.ifname[sizeof(fab.ifname) - 1] = '\0';
+	nr = fab.nr_gids < IBEMU_GID_TBL_LEN ? fab.nr_gids : IBEMU_GID_TBL_LEN;
+	if (fab.ip4[0]) {
+		inet_ntop(AF_INET, fab.ip4, a, sizeof(a));
+		printf("address     %s/%u on %s\n", a, fab.prefix4, fab.ifname);
+	} else if (fab.flags & NODE_FABRIC_MULTI) {
+		printf("address     no IPv4 address; IPv6 on %s\n", fab.ifname);
+	} else {
+		printf("address     none: the node is alone (no address of "
+		       "global scope on an interface that is up)\n");
+	}
+	if (fab.flags & NODE_FABRIC_FILE)
+		from = "from the fabric file";
+	else if (fab.ip4[0] && seg->lid == fabric_lid_for(fab.ip4, fab.prefix4))
+		from = "derived from the address";
+	else
+		from = "hashed from the node's identity";
+	printf("LID         %u (%#06x), %s\n", seg->lid, seg->lid, from);
+	for (i = 0; i < nr; i++) {
+		inet_ntop(AF_INET6, fab.gids[i], a, sizeof(a));
+		printf("GID[%2u]     %s\n", i, a);
+	}
+	printf("door        TCP port %u\n", fab.door_port);
+}
+
+/* The TCP peers of the node's processes and their traffic: the TCP
+ * transport (tp_tcp.c) prints them here. */
+static void print_tcp_peers(struct node *node)
+{
+	(void)node;
+}
+
 static int cmd_status(void)
 {
 	struct node node;
@@ -266,6 +312,7 @@ static int cmd_status(void)
 	       (unsigned int)(seg->node_guid >> 16) & 0xffff,
 	       (unsigned int)seg->node_guid & 0xffff);
 	printf("port 1      LID %#06x, PORT_ACTIVE, InfiniBand\n", seg->lid);
+	print_fabric(seg);
 	printf("processes   %u\n", seg->nr_procs);
 	for (i = 0; i < IBEMU_MAX_PROCS; i++) {
 		unsigned int q, n = 0;
@@ -289,6 +336,7 @@ static int cmd_status(void)
 	printf("QPs         %u\n", nqp);
 	print_cm_listeners_locked(&node);
 	node_unlock(&node);
+	print_tcp_peers(&node);
 	node_close(&node);
 	return 0;
 }
