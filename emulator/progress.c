@@ -539,16 +539,21 @@ int engine_start(struct emu_hca *hca)
 	ret = e->tp->open(e);
 	if (ret)
 		goto err_faults;
+	/* The network, where the node has one (tp_tcp.c says when). */
+	if (e->tp == &tp_shm_ops && !tp_tcp_ops.open(e) && e->net_priv)
+		e->net = &tp_tcp_ops;
 	hca->engine = e;
 	pcap_open();
 	ret = pthread_create(&e->thread, NULL, engine_thread, e);
 	if (ret) {
 		hca->engine = NULL;
-		goto err_tp;
+		goto err_net;
 	}
 	return 0;
 
-err_tp:
+err_net:
+	if (e->net)
+		e->net->close(e);
 	e->tp->close(e);
 err_faults:
 	fault_forget(e);
@@ -568,6 +573,8 @@ void engine_forget(struct emu_hca *hca)
 	hca->engine = NULL;
 	if (!e)
 		return;
+	if (e->net)
+		e->net->forget(e);
 	e->tp->forget(e);
 	fault_forget(e);
 	free(e->qps);
@@ -591,6 +598,9 @@ void engine_stop(struct emu_hca *hca)
 	pthread_join(e->thread, NULL);
 	hca->engine = NULL;
 	fault_close(e);
+	/* The network thread delivers into the inbox: stopped first. */
+	if (e->net)
+		e->net->close(e);
 	e->tp->close(e);
 	free(e->qps);
 	free(e);

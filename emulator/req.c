@@ -18,6 +18,7 @@
 
 #include "engine.h"
 #include "log.h"
+#include "route.h"
 
 static uint32_t wqe_npkts(const struct emu_qp *qp, const struct wqe *w)
 {
@@ -30,12 +31,14 @@ static uint32_t wqe_npkts(const struct emu_qp *qp, const struct wqe *w)
 
 int req_resolve_peer_locked(struct emu_qp *qp)
 {
-	int32_t slot = node_qpn_owner_slot(&qp->hca->node,
-					   qp->attr.dest_qp_num);
 	const struct tp_place_ops *place;
+	int32_t slot;
+	int err;
 
-	if (slot < 0)
-		return -ENOENT;
+	err = route_qpn(qp->hca, &qp->attr.ah_attr, qp->attr.dest_qp_num,
+			&slot);
+	if (err)
+		return -err;
 	place = engine_place(qp->hca->engine);
 	qp->peer = engine_peer(qp->hca->engine, slot);
 	qp->peer_proc = slot;
@@ -288,10 +291,10 @@ static enum req_step req_send_ud(struct emu_qp *qp, struct wqe *w)
 		return REQ_COMPLETE;
 	}
 	qp->req.psn = psn_add(qp->req.psn, 1);
-	if (av->dlid != qp->hca->node.seg->lid && !av->is_global)
-		return REQ_COMPLETE; /* another LID: no such node here */
-	slot = node_qpn_owner_slot(&qp->hca->node, w->remote_qpn);
-	dst = slot >= 0 ? engine_peer(qp->hca->engine, slot) : NULL;
+	/* No such node or QP: the datagram is lost (IBA 9.8.3). */
+	if (route_qpn(qp->hca, av, w->remote_qpn, &slot))
+		return REQ_COMPLETE;
+	dst = engine_peer(qp->hca->engine, slot);
 	if (!dst)
 		return REQ_COMPLETE;
 	if (!req_ud_packet(qp, w, dst, w->remote_qpn, iov, nr)) {

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Where a packet goes: an address vector names a port by LID, or by GID
+ * when it has a GRH (IBA 8.3.1, 7.7.3); fabric.c says which node that
+ * is, and the node's own table (this node) or its door (another node,
+ * tp_tcp.c) says which process owns the QPN.  With IBEMU_TRANSPORT=tcp
+ * this node's processes are reached through its door too.
+ *
+ * Lock rule: none of its own; may block as tp_tcp.h says.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+
+#include "engine.h"
+#include "fabric.h"
+#include "route.h"
+#include "tp_tcp.h"
+
+/* A destination located by its LID: no GRH, or a link-local GID, which
+ * names a port of the sender's subnet (IBA 4.1.1). */
+static bool route_by_lid(const struct ibv_ah_attr *av)
+{
+	const uint8_t *g = av->grh.dgid.raw;
+
+	return !av->is_global || (g[0] == 0xfe && (g[1] & 0xc0) == 0x80);
+}
+
+/* This node's own address, to reach its door over TCP. */
+static void route_self_addr(struct emu_hca *hca, struct sockaddr_storage *ss)
+{
+	const struct node_fabric *f = &hca->node.seg->fabric;
+	struct sockaddr_in *in = (struct sockaddr_in *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	in->sin_family = AF_INET;
+	if (f->flags & NODE_FABRIC_MULTI)
+		memcpy(&in->sin_addr, f->ip4, 4);
+	else
+		in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+}
+
+int route_qpn(struct emu_hca *hca, const struct ibv_ah_attr *av,
+	      uint32_t qpn, int32_t *slot_p)
+{
+	struct engine *e = hca->engine;
+	struct sockaddr_storage addr;
+	enum fabric_where where;
+
+	where = fabric_locate(&hca->node, av->dlid,
+			      av->is_global ? av->grh.dgid.raw : NULL, &addr);
+	if (where == FABRIC_NOWHERE)
+		return EHOSTUNREACH;
+	if (where == FABRIC_HERE) {
+		if (!e || !tp_tcp_forced(e)) {
+			*slot_p = node_qpn_owner_slot(&hca->node, qpn);
+			return *slot_p < 0 ? ENOENT : 0;
+		}
+		route_self_addr(hca, &addr);
+	}
+	if (!e || !tp_tcp_enabled(e))
+		return ENETDOWN;
+	return tp_tcp_resolve_qpn(e, &addr, route_by_lid(av) ? av->dlid : 0,
+				  qpn, slot_p);
+}
