@@ -36,6 +36,9 @@ struct engine {
 	/* How packets reach other nodes (transport.h), NULL: not at all */
 	const struct transport_ops *net;
 	void *net_priv; /* its state */
+	/* The network transport waits for room in the inbox: the engine
+	 * calls its room op after a drain (transport.h). */
+	atomic_bool net_room;
 	pthread_mutex_t lock;
 	struct emu_qp **qps; /* by QPN - IBEMU_QPN_FIRST */
 	struct emu_qp *all_qps; /* the same, as a list (all_next) */

@@ -322,6 +322,9 @@ static unsigned int engine_drain(struct engine *e, unsigned int max)
 	/* The ACKs the burst earned, one per QP, before anything else can
 	 * happen to their QPs (destroy, exit): an HCA has sent them. */
 	engine_flush_acks_locked(e);
+	if (n && atomic_load_explicit(&e->net_room, memory_order_relaxed) &&
+	    atomic_exchange(&e->net_room, false))
+		e->net->room(e);
 	return n;
 }
 

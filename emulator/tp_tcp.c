@@ -1087,6 +1087,20 @@ static bool tcp_parse(struct tcp_conn *c)
 	return ok;
 }
 
+/* The inbox was full: ask the engine to say when it made room, then
+ * look once more (the engine may have drained before the flag). */
+static void tcp_want_room(struct tp_tcp *t)
+{
+	atomic_store(&t->e->net_room, true);
+}
+
+static void tcp_room(struct engine *e)
+{
+	uint64_t one = 1;
+
+	(void)!write(tp_tcp(e)->kick, &one, sizeof(one));
+}
+
 static void tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c)
 {
 	ssize_t n;
@@ -1118,8 +1132,11 @@ static void tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c)
 			break;
 		}
 	}
-	if (c->rx_stalled && !err && !tcp_parse(c))
-		err = EPROTO;
+	if (c->rx_stalled && !err) {
+		tcp_want_room(t);
+		if (!tcp_parse(c))
+			err = EPROTO;
+	}
 	if (err) {
 		pthread_mutex_lock(&c->tx_lock);
 		tcp_conn_dead(c, err);
@@ -1414,6 +1431,7 @@ static void *tcp_thread(void *arg)
 			case TCP_EV_KICK: {
 				uint64_t v;
 
+				/* engine_stop, or the engine made room */
 				(void)!read(t->kick, &v, sizeof(v));
 				break;
 			}
@@ -1631,4 +1649,5 @@ const struct transport_ops tp_tcp_ops = {
 	.peer_runs = tcp_peer_runs,
 	.pkt_claim = tcp_pkt_claim,
 	.pkt_send = tcp_pkt_send,
+	.room = tcp_room,
 };

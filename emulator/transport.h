@@ -115,6 +115,10 @@ struct transport_ops {
 	void (*wake)(struct engine *e);
 	bool (*is_sleeping)(struct engine *e);
 
+	/* A network transport that found the local inbox full: the engine
+	 * made room (after a drain, when engine.net_room was set). */
+	void (*room)(struct engine *e);
+
 	const struct tp_place_ops *place; /* NULL: not offered */
 };
 
