@@ -275,11 +275,44 @@ static void print_fabric(const struct node_seg *seg)
 	printf("door        TCP port %u\n", fab.door_port);
 }
 
-/* The TCP peers of the node's processes and their traffic: the TCP
- * transport (tp_tcp.c) prints them here. */
+/* The door's holder, and the TCP connections of the node's processes
+ * to processes of other nodes with their traffic (tp_tcp.c publishes
+ * them in the node segment; a hint, read once per entry). */
 static void print_tcp_peers(struct node *node)
 {
-	(void)node;
+	const struct node_seg *seg = node->seg;
+	struct node_net_peer p;
+	char a[INET6_ADDRSTRLEN];
+	uint32_t owner, door;
+	unsigned int i;
+
+	door = atomic_load_explicit(&seg->door_owner, memory_order_relaxed);
+	if (door && door <= IBEMU_MAX_PROCS)
+		printf("door holder pid %d\n", (int)seg->procs[door - 1].pid);
+	else
+		printf("door holder none (no process of the node listens on "
+		       "the door port)\n");
+	for (i = 0; i < IBEMU_MAX_NET_PEERS; i++) {
+		owner = atomic_load_explicit(&seg->net_peers[i].owner,
+					     memory_order_relaxed);
+		if (!owner || owner > IBEMU_MAX_PROCS)
+			continue;
+		memcpy(&p, &seg->net_peers[i], sizeof(p));
+		if (p.addr[10] == 0xff && p.addr[11] == 0xff &&
+		    !memcmp(p.addr, "\0\0\0\0\0\0\0\0\0\0", 10))
+			inet_ntop(AF_INET, p.addr + 12, a, sizeof(a));
+		else
+			inet_ntop(AF_INET6, p.addr, a, sizeof(a));
+		printf("  tcp pid %d -> %s port %u (LID %u, slot %d) %s: "
+		       "tx %llu pkts %llu B, rx %llu pkts %llu B\n",
+		       (int)seg->procs[owner - 1].pid, a, (unsigned int)p.port,
+		       (unsigned int)p.lid, (int)p.rslot,
+		       atomic_load(&p.state) == NODE_NET_UP ? "up" : "down",
+		       (unsigned long long)atomic_load(&p.tx_pkts),
+		       (unsigned long long)atomic_load(&p.tx_bytes),
+		       (unsigned long long)atomic_load(&p.rx_pkts),
+		       (unsigned long long)atomic_load(&p.rx_bytes));
+	}
 }
 
 static int cmd_status(void)
