@@ -159,7 +159,9 @@ struct tcp_conn {
 	bool discard; /* the claimed packet goes nowhere */
 	struct tcp_stage *stage;
 	_Atomic uint64_t taken; /* bytes the socket took: progress */
-	/* Receiving: the network thread's. */
+	/* Receiving, under rx_lock: the network thread's, or a busy
+	 * poller's that gets the lock at once (tcp_poll). */
+	pthread_mutex_t rx_lock;
 	uint8_t *rx;
 	uint32_t rx_len;
 	bool rx_stalled;
@@ -561,6 +563,7 @@ static struct tcp_conn *tcp_conn_new_locked(struct tp_tcp *t)
 	c->pub = -1;
 	atomic_init(&c->state, TCP_CONN_DEAD);
 	pthread_mutex_init(&c->tx_lock, NULL);
+	pthread_mutex_init(&c->rx_lock, NULL);
 	t->conns[i] = c;
 	if (i >= t->nr_conns)
 		t->nr_conns = i + 1;
@@ -1101,7 +1104,8 @@ static void tcp_room(struct engine *e)
 	(void)!write(tp_tcp(e)->kick, &one, sizeof(one));
 }
 
-static void tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c)
+/* Read what c has; caller holds c->rx_lock. */
+static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 {
 	ssize_t n;
 	int err = 0;
@@ -1144,6 +1148,37 @@ static void tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c)
 		c->tx_head = c->tx_tail = 0;
 		pthread_mutex_unlock(&c->tx_lock);
 	}
+}
+
+static void tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c)
+{
+	pthread_mutex_lock(&c->rx_lock);
+	if (atomic_load(&c->state) != TCP_CONN_DEAD)
+		tcp_conn_readable_locked(t, c);
+	pthread_mutex_unlock(&c->rx_lock);
+}
+
+/* The application's poll (transport.h): read the connections nobody
+ * else is reading now.  Never blocks. */
+static void tcp_poll(struct engine *e)
+{
+	struct tp_tcp *t = tp_tcp(e);
+	struct tcp_conn *c;
+	unsigned int i, n;
+
+	if (pthread_mutex_trylock(&t->lock))
+		return;
+	n = t->nr_conns;
+	for (i = 0; i < n; i++) {
+		c = t->conns[i];
+		if (!c || atomic_load(&c->state) != TCP_CONN_UP ||
+		    c->rx_stalled || pthread_mutex_trylock(&c->rx_lock))
+			continue;
+		if (atomic_load(&c->state) == TCP_CONN_UP)
+			tcp_conn_readable_locked(t, c);
+		pthread_mutex_unlock(&c->rx_lock);
+	}
+	pthread_mutex_unlock(&t->lock);
 }
 
 static void tcp_conn_writable(struct tcp_conn *c)
@@ -1579,6 +1614,7 @@ static void tcp_close(struct engine *e)
 		if (tcp_pub(c))
 			atomic_store(&tcp_pub(c)->owner, 0);
 		pthread_mutex_destroy(&c->tx_lock);
+		pthread_mutex_destroy(&c->rx_lock);
 		free(c->tx);
 		free(c->rx);
 		free(c->stage);
@@ -1650,4 +1686,5 @@ const struct transport_ops tp_tcp_ops = {
 	.pkt_claim = tcp_pkt_claim,
 	.pkt_send = tcp_pkt_send,
 	.room = tcp_room,
+	.poll = tcp_poll,
 };

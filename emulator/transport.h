@@ -118,6 +118,10 @@ struct transport_ops {
 	/* A network transport that found the local inbox full: the engine
 	 * made room (after a drain, when engine.net_room was set). */
 	void (*room)(struct engine *e);
+	/* The application polls and the inbox is empty: take in what the
+	 * network has now, without waiting for the transport's thread
+	 * (optional; must not block). */
+	void (*poll)(struct engine *e);
 
 	const struct tp_place_ops *place; /* NULL: not offered */
 };
