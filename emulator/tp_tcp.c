@@ -197,6 +197,7 @@ struct tp_tcp {
 	struct tcp_route routes[TCP_ROUTES];
 	struct tcp_door_client *door_clients[TCP_DOOR_CLIENTS];
 	bool door_foreign; /* another node's process holds our door port */
+	bool clash_told; /* a LID collision was reported */
 	unsigned int nr_stalled;
 };
 
@@ -658,6 +659,28 @@ static int32_t tcp_conn_to(struct tp_tcp *t,
 	return slot;
 }
 
+/*
+ * A node that answers with our LID and is not us: a LID collision (two
+ * nodes listed with one LID, a fabric file that disagrees with
+ * derivation).  Reported once, loudly; packets to that LID stay on this
+ * node, so the operator must fix the addressing (fabric.h).
+ */
+static void tcp_lid_check(struct tp_tcp *t, uint16_t lid, uint64_t guid,
+			  const struct sockaddr_storage *addr)
+{
+	const struct node_seg *seg = t->e->hca->node.seg;
+	char a[INET6_ADDRSTRLEN];
+
+	if (lid != seg->lid || guid == seg->port_guid || t->clash_told)
+		return;
+	t->clash_told = true;
+	ibemu_log_err("LID collision: LID %u is this node's and that of the "
+		      "node at %s (port GUID %016llx); fix the fabric file "
+		      "or the addresses (IBEMU_FABRIC, IBEMU_SUBNET)",
+		      lid, tcp_addr_str(addr, a, sizeof(a)),
+		      (unsigned long long)guid);
+}
+
 /* Ask the door of the node at node_addr; 0 or a positive errno. */
 static int tcp_lookup(struct tp_tcp *t, const struct sockaddr_storage *node_addr,
 		      const struct tcp_lookup *q, struct tcp_lookup_reply *r,
@@ -676,6 +699,7 @@ static int tcp_lookup(struct tp_tcp *t, const struct sockaddr_storage *node_addr
 	close(fd);
 	if (err)
 		return EHOSTUNREACH;
+	tcp_lid_check(t, be16toh(r->lid), be64toh(rf.src_guid), node_addr);
 	return (int)be32toh(r->status);
 }
 
@@ -1031,6 +1055,7 @@ static void tcp_reply_hello(struct tcp_conn *c, const struct tp_frame_hdr *f,
 	c->rslot = (int32_t)be32toh(f->src_slot);
 	c->lid = be16toh(h.lid);
 	tcp_set_port(&c->addr, be16toh(h.port));
+	tcp_lid_check(t, c->lid, c->guid, &c->addr);
 	mine.lid = htobe16(t->e->hca->node.seg->lid);
 	mine.port = htobe16(t->port);
 	tcp_frame_init(t, &out, TP_FRAME_HELLO, sizeof(mine), c->rslot);
@@ -1448,6 +1473,29 @@ static void tcp_retry_stalled(struct tp_tcp *t)
 	t->nr_stalled = stalled;
 }
 
+/*
+ * A LID from the fabric file may also be the one another node derives
+ * from its address: ask the node at the address our LID would name.
+ */
+static void tcp_probe_own_lid(struct tp_tcp *t)
+{
+	const struct node_seg *seg = t->e->hca->node.seg;
+	struct tcp_lookup q = { .kind = htobe32(TCP_LOOKUP_QPN) };
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+	struct tcp_lookup_reply r;
+	uint8_t ip4[4];
+
+	if (!(seg->fabric.flags & NODE_FABRIC_FILE) || !seg->fabric.ip4[0] ||
+	    !fabric_ip4_for_lid(seg->fabric.ip4, seg->fabric.prefix4,
+				seg->lid, ip4) ||
+	    !memcmp(ip4, seg->fabric.ip4, 4))
+		return;
+	in->sin_family = AF_INET;
+	memcpy(&in->sin_addr, ip4, 4);
+	(void)tcp_lookup(t, &ss, &q, &r, tcp_now_ms() + 500);
+}
+
 static void *tcp_thread(void *arg)
 {
 	struct tp_tcp *t = arg;
@@ -1455,6 +1503,7 @@ static void *tcp_thread(void *arg)
 	struct tcp_ev *ev;
 	int n, i, timeout;
 
+	tcp_probe_own_lid(t);
 	while (!atomic_load(&t->stop)) {
 		timeout = t->nr_stalled				       ? TCP_STALL_MS
 			  : t->door_fd < 0 && t->watch_fd < 0 ? TCP_DOOR_RETRY_MS

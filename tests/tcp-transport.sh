@@ -89,4 +89,16 @@ s=$?
 cat "$log/door.before" "$log/door.after"
 [ "$(cat "$log/door.before")" != "$(cat "$log/door.after")" ] && pass "the door changed hands" || fail "door holder unchanged"
 [ "$c" = 0 ] && [ "$s" = 0 ] && pass "the node is reached after its door holder exited" || fail "after takeover: client $c server $s: $(tail -3 "$log/c.d")"
+
+# 4. A LID collision is reported: node 1 takes LID 2 from a fabric file,
+# which node 2 derives from its address.
+netns_bg 2 timeout 20 "$IBEMU" run -- ibv_rc_pingpong -p 18717 -n 10
+other=$NETNS_PID
+netns_wait_listen 2 "$door_port" 10 "$other"
+echo "2 10.47.0.1" >"$log/fabric"
+netns_bg 1 env IBEMU_NODE="$IBEMU_NODE-clash" IBEMU_FABRIC="$log/fabric" timeout 3 "$IBEMU" run -- ibv_rc_pingpong -p 18718 -n 10 2>"$log/clash.err"
+wait "$NETNS_PID"
+kill "$other" 2>/dev/null
+wait "$other" 2>/dev/null
+grep -q "LID collision: LID 2 is this node's and that of the node at 10.47.0.2" "$log/clash.err" && pass "a LID collision is reported" || fail "no collision reported: $(cat "$log/clash.err")"
 finish
