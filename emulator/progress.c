@@ -421,15 +421,12 @@ void engine_poll(struct engine *e, bool active)
 	run = atomic_load_explicit(&e->pending_new, memory_order_relaxed) ||
 	      atomic_load_explicit(&e->busy, memory_order_relaxed) ||
 	      (due && (++engine_polls & 63) == 0 && engine_now_ns() >= due);
-	if (!run && !engine_has_packet(e)) {
-		/* A busy poller reads the network itself: no thread
-		 * wake-up on its critical path (doc/design.md §3). */
-		if (!active || !e->net || !e->net->poll)
-			return;
+	/* A busy poller reads the network itself: no thread wake-up on
+	 * its critical path (doc/design.md §22). */
+	if (active && e->net)
 		e->net->poll(e);
-		if (!engine_has_packet(e))
-			return;
-	}
+	if (!run && !engine_has_packet(e))
+		return;
 	if (pthread_mutex_trylock(&e->lock))
 		return; /* the thread is at it */
 	engine_drain(e, ENGINE_DRAIN_BATCH);

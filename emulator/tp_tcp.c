@@ -69,7 +69,11 @@
 #define TCP_TX_CAP (1u << 20) /* bytes queued per connection */
 #define TCP_RX_CAP (256u << 10)
 #define TCP_RESOLVE_MS 2000
-#define TCP_NEG_TTL_NS (1000ull * 1000 * 1000)
+/* How long a failed resolution is believed: a node that did not answer
+ * (each try costs the caller up to TCP_RESOLVE_MS) for long, a QP that
+ * did not exist yet for a moment. */
+#define TCP_UNREACH_TTL_NS (10000ull * 1000 * 1000)
+#define TCP_NOQP_TTL_NS (100ull * 1000 * 1000)
 #define TCP_ROUTES 512 /* (node, QPN) -> connection, a cache */
 #define TCP_DOOR_CLIENTS 16
 #define TCP_DOOR_RETRY_MS 1000
@@ -90,7 +94,8 @@ enum tcp_ev_kind {
 	TCP_EV_LISTEN,
 	TCP_EV_DOOR,
 	TCP_EV_DOOR_CLIENT,
-	TCP_EV_CONN,
+	TCP_EV_CONN, /* a connection can be read */
+	TCP_EV_CONN_OUT, /* its socket takes more */
 	TCP_EV_WATCH,
 };
 
@@ -140,10 +145,13 @@ struct tp_tcp;
 struct tcp_conn {
 	struct tp_peer base;
 	struct tp_tcp *t;
-	struct tcp_ev ev;
+	struct tcp_ev ev, wev;
 	int32_t slot; /* IBEMU_MAX_PROCS + index */
 	_Atomic int state; /* enum tcp_conn_state */
-	int fd;
+	/* The socket, registered for reading one event at a time
+	 * (EPOLLONESHOT, re-armed by the network thread), and a duplicate
+	 * registered for writing while the queue is not empty. */
+	int fd, wfd;
 	int pub; /* its net_peers entry, -1: none */
 	/* The remote process; set before UP, fixed while UP. */
 	struct sockaddr_storage addr; /* its node's address, its port */
@@ -165,6 +173,7 @@ struct tcp_conn {
 	uint8_t *rx;
 	uint32_t rx_len;
 	bool rx_stalled;
+	bool parked; /* a busy poller reads it: not re-armed (tcp_thread) */
 };
 
 /* A lookup being answered by the door. */
@@ -198,6 +207,11 @@ struct tp_tcp {
 	struct tcp_door_client *door_clients[TCP_DOOR_CLIENTS];
 	bool door_foreign; /* another node's process holds our door port */
 	bool clash_told; /* a LID collision was reported */
+	/* The application polled the network since the thread last looked
+	 * (tcp_poll); the thread leaves connections to it meanwhile. */
+	atomic_bool app_polls;
+	unsigned int nr_parked;
+	uint64_t park_check; /* ms */
 	unsigned int nr_stalled;
 };
 
@@ -559,6 +573,9 @@ static struct tcp_conn *tcp_conn_new_locked(struct tp_tcp *t)
 	c->t = t;
 	c->ev.kind = TCP_EV_CONN;
 	c->ev.ptr = c;
+	c->wev.kind = TCP_EV_CONN_OUT;
+	c->wev.ptr = c;
+	c->wfd = -1;
 	c->slot = IBEMU_MAX_PROCS + (int32_t)i;
 	c->fd = -1;
 	c->pub = -1;
@@ -571,29 +588,67 @@ static struct tcp_conn *tcp_conn_new_locked(struct tp_tcp *t)
 	return c;
 }
 
+/* Let the network thread read c once more (EPOLLONESHOT). */
+static void tcp_rearm(struct tp_tcp *t, struct tcp_conn *c)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT,
+				  .data.ptr = &c->ev };
+
+	if (atomic_load(&c->state) != TCP_CONN_DEAD)
+		epoll_ctl(t->ep, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* Register a new socket of c: read events one at a time, and a
+ * duplicate for write events; 0 or an errno. */
+static int tcp_conn_register(struct tp_tcp *t, struct tcp_conn *c, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT,
+				  .data.ptr = &c->ev };
+
+	c->wfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (c->wfd < 0)
+		return errno;
+	if (epoll_ctl(t->ep, EPOLL_CTL_ADD, fd, &ev))
+		return errno;
+	return 0;
+}
+
+static void tcp_conn_close_fds(struct tp_tcp *t, struct tcp_conn *c)
+{
+	if (c->fd >= 0) {
+		epoll_ctl(t->ep, EPOLL_CTL_DEL, c->fd, NULL);
+		close(c->fd);
+	}
+	if (c->wfd >= 0) {
+		epoll_ctl(t->ep, EPOLL_CTL_DEL, c->wfd, NULL);
+		close(c->wfd);
+	}
+	c->fd = c->wfd = -1;
+}
+
 /* Put an open, greeted socket under c and let the network thread read
  * it.  Caller holds tcp.lock; c is DEAD or new. */
 static void tcp_conn_attach_locked(struct tp_tcp *t, struct tcp_conn *c,
 				   int fd)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &c->ev };
-
+	pthread_mutex_lock(&c->rx_lock);
 	pthread_mutex_lock(&c->tx_lock);
-	if (c->fd >= 0) {
-		/* The network thread may still hold events for the old
-		 * descriptor: it is closed here, under the lock it also
-		 * takes. */
-		epoll_ctl(t->ep, EPOLL_CTL_DEL, c->fd, NULL);
-		close(c->fd);
-	}
+	/* The network thread may still hold events for the old
+	 * descriptors: they are closed here, under the locks it takes
+	 * before using them. */
+	tcp_conn_close_fds(t, c);
 	c->fd = fd;
 	c->tx_head = c->tx_tail = 0;
 	c->tx_armed = false;
 	c->rx_len = 0;
 	c->rx_stalled = false;
-	atomic_store(&c->state, TCP_CONN_UP);
+	c->parked = false;
+	if (tcp_conn_register(t, c, fd))
+		tcp_conn_dead(c, errno);
+	else
+		atomic_store(&c->state, TCP_CONN_UP);
 	pthread_mutex_unlock(&c->tx_lock);
-	epoll_ctl(t->ep, EPOLL_CTL_ADD, fd, &ev);
+	pthread_mutex_unlock(&c->rx_lock);
 	tcp_publish(t, c);
 }
 
@@ -785,7 +840,8 @@ int tp_tcp_resolve_qpn(struct engine *e,
 	r->qpn = qpn;
 	r->slot = err ? -1 : slot;
 	r->err = err;
-	r->expires = engine_coarse_ns() + TCP_NEG_TTL_NS;
+	r->expires = engine_coarse_ns() + (err == ENOENT ? TCP_NOQP_TTL_NS
+							  : TCP_UNREACH_TTL_NS);
 	pthread_mutex_unlock(&t->lock);
 	if (!err)
 		*slot_p = slot;
@@ -871,11 +927,12 @@ static void tcp_flush_locked(struct tcp_conn *c)
 		c->tx_head = c->tx_tail = 0;
 	if ((c->tx_head < c->tx_tail) != c->tx_armed &&
 	    atomic_load(&c->state) == TCP_CONN_UP) {
-		struct epoll_event ev = { .data.ptr = &c->ev };
+		struct epoll_event ev = { .events = EPOLLOUT,
+					  .data.ptr = &c->wev };
 
 		c->tx_armed = !c->tx_armed;
-		ev.events = EPOLLIN | (c->tx_armed ? EPOLLOUT : 0);
-		epoll_ctl(t->ep, EPOLL_CTL_MOD, c->fd, &ev);
+		epoll_ctl(t->ep, c->tx_armed ? EPOLL_CTL_ADD : EPOLL_CTL_DEL,
+			  c->wfd, &ev);
 	}
 }
 
@@ -1091,6 +1148,8 @@ static bool tcp_parse(struct tcp_conn *c)
 		if (f.type == TP_FRAME_DATA &&
 		    atomic_load(&c->state) == TCP_CONN_UP) {
 			if (!tcp_deliver(c, &f, c->rx + off + sizeof(f))) {
+				ibemu_log_dbg("tcp: inbox full, slot %d waits",
+					      c->slot);
 				c->rx_stalled = true;
 				break;
 			}
@@ -1170,6 +1229,9 @@ static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 		pthread_mutex_lock(&c->tx_lock);
 		tcp_conn_dead(c, err);
 		epoll_ctl(t->ep, EPOLL_CTL_DEL, c->fd, NULL);
+		if (c->tx_armed)
+			epoll_ctl(t->ep, EPOLL_CTL_DEL, c->wfd, NULL);
+		c->tx_armed = false;
 		c->tx_head = c->tx_tail = 0;
 		pthread_mutex_unlock(&c->tx_lock);
 	}
@@ -1191,13 +1253,16 @@ static void tcp_poll(struct engine *e)
 	struct tcp_conn *c;
 	unsigned int i, n;
 
+	if (!atomic_load_explicit(&t->app_polls, memory_order_relaxed))
+		atomic_store_explicit(&t->app_polls, true,
+				      memory_order_relaxed);
 	if (pthread_mutex_trylock(&t->lock))
 		return;
 	n = t->nr_conns;
 	for (i = 0; i < n; i++) {
 		c = t->conns[i];
 		if (!c || atomic_load(&c->state) != TCP_CONN_UP ||
-		    c->rx_stalled || pthread_mutex_trylock(&c->rx_lock))
+		    pthread_mutex_trylock(&c->rx_lock))
 			continue;
 		if (atomic_load(&c->state) == TCP_CONN_UP)
 			tcp_conn_readable_locked(t, c);
@@ -1226,7 +1291,6 @@ static void tcp_accept(struct tp_tcp *t)
 {
 	struct sockaddr_storage from;
 	socklen_t len = sizeof(from);
-	struct epoll_event ev = { .events = EPOLLIN };
 	struct tcp_conn *c;
 	int fd;
 
@@ -1257,9 +1321,9 @@ static void tcp_accept(struct tp_tcp *t)
 		c->addr = from;
 		c->fd = fd;
 		atomic_store(&c->state, TCP_CONN_HELLO);
+		if (tcp_conn_register(t, c, fd))
+			tcp_conn_dead(c, errno);
 		pthread_mutex_unlock(&t->lock);
-		ev.data.ptr = &c->ev;
-		epoll_ctl(t->ep, EPOLL_CTL_ADD, fd, &ev);
 		len = sizeof(from);
 	}
 }
@@ -1468,7 +1532,10 @@ static void tcp_retry_stalled(struct tp_tcp *t)
 		    atomic_load(&c->state) == TCP_CONN_DEAD)
 			continue;
 		tcp_conn_readable(t, c);
-		stalled += c->rx_stalled;
+		if (c->rx_stalled)
+			stalled++;
+		else
+			tcp_rearm(t, c);
 	}
 	t->nr_stalled = stalled;
 }
@@ -1496,6 +1563,57 @@ static void tcp_probe_own_lid(struct tp_tcp *t)
 	(void)tcp_lookup(t, &ss, &q, &r, tcp_now_ms() + 500);
 }
 
+/*
+ * A connection became readable.  While the application busy-polls, it
+ * reads the network itself (tcp_poll): the thread then leaves the
+ * connection alone (parked, not re-armed), so a ping-pong neither waits
+ * for this thread nor fights it for the connection.
+ */
+static void tcp_conn_event(struct tp_tcp *t, struct tcp_conn *c)
+{
+	if (atomic_load(&c->state) == TCP_CONN_DEAD)
+		return;
+	if (atomic_load(&c->state) == TCP_CONN_UP &&
+	    atomic_load_explicit(&t->app_polls, memory_order_relaxed)) {
+		if (!c->parked) {
+			c->parked = true;
+			t->nr_parked++;
+			if (!t->park_check)
+				t->park_check = tcp_now_ms();
+		}
+		return;
+	}
+	tcp_conn_readable(t, c);
+	if (c->rx_stalled)
+		t->nr_stalled++;
+	else
+		tcp_rearm(t, c);
+}
+
+/* Every TCP_STALL_MS: once the application has stopped polling, the
+ * parked connections are the thread's again. */
+static void tcp_unpark(struct tp_tcp *t)
+{
+	uint64_t now = tcp_now_ms();
+	struct tcp_conn *c;
+	unsigned int i;
+
+	if (now < t->park_check + TCP_STALL_MS)
+		return;
+	t->park_check = now;
+	if (atomic_exchange(&t->app_polls, false))
+		return; /* it still polls */
+	for (i = 0; i < t->nr_conns; i++) {
+		c = t->conns[i];
+		if (!c || !c->parked)
+			continue;
+		c->parked = false;
+		tcp_rearm(t, c);
+	}
+	t->nr_parked = 0;
+	t->park_check = 0;
+}
+
 static void *tcp_thread(void *arg)
 {
 	struct tp_tcp *t = arg;
@@ -1505,7 +1623,7 @@ static void *tcp_thread(void *arg)
 
 	tcp_probe_own_lid(t);
 	while (!atomic_load(&t->stop)) {
-		timeout = t->nr_stalled				       ? TCP_STALL_MS
+		timeout = t->nr_stalled || t->nr_parked ? TCP_STALL_MS
 			  : t->door_fd < 0 && t->watch_fd < 0 ? TCP_DOOR_RETRY_MS
 							      : -1;
 		n = epoll_wait(t->ep, evs, 32, timeout);
@@ -1515,8 +1633,10 @@ static void *tcp_thread(void *arg)
 			case TCP_EV_KICK: {
 				uint64_t v;
 
-				/* engine_stop, or the engine made room */
+				/* engine_stop, or the engine made room:
+				 * look at every stalled connection */
 				(void)!read(t->kick, &v, sizeof(v));
+				t->nr_stalled++;
 				break;
 			}
 			case TCP_EV_LISTEN:
@@ -1535,25 +1655,18 @@ static void *tcp_thread(void *arg)
 				t->watch_fd = -1;
 				tcp_door_try(t);
 				break;
-			case TCP_EV_CONN: {
-				struct tcp_conn *c = ev->ptr;
-
-				if (atomic_load(&c->state) == TCP_CONN_DEAD)
-					break;
-				if (evs[i].events & EPOLLOUT)
-					tcp_conn_writable(c);
-				if (evs[i].events & (EPOLLIN | EPOLLERR |
-						     EPOLLHUP) &&
-				    !c->rx_stalled)
-					tcp_conn_readable(t, c);
-				if (c->rx_stalled)
-					t->nr_stalled++;
+			case TCP_EV_CONN_OUT:
+				tcp_conn_writable(ev->ptr);
 				break;
-			}
+			case TCP_EV_CONN:
+				tcp_conn_event(t, ev->ptr);
+				break;
 			}
 		}
 		if (t->nr_stalled)
 			tcp_retry_stalled(t);
+		if (t->nr_parked)
+			tcp_unpark(t);
 		if (t->door_fd < 0 && t->watch_fd < 0)
 			tcp_door_try(t);
 	}
@@ -1658,8 +1771,7 @@ static void tcp_close(struct engine *e)
 		c = t->conns[i];
 		if (!c)
 			continue;
-		if (c->fd >= 0)
-			close(c->fd);
+		tcp_conn_close_fds(t, c);
 		if (tcp_pub(c))
 			atomic_store(&tcp_pub(c)->owner, 0);
 		pthread_mutex_destroy(&c->tx_lock);
@@ -1693,6 +1805,8 @@ static void tcp_forget(struct engine *e)
 			continue;
 		if (c->fd >= 0)
 			close(c->fd);
+		if (c->wfd >= 0)
+			close(c->wfd);
 		free(c->tx);
 		free(c->rx);
 		free(c->stage);

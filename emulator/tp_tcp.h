@@ -11,9 +11,9 @@
  * it by a slot from IBEMU_MAX_PROCS up, as engine_peer() takes it.
  *
  * Both calls block the calling thread for at most TCP_RESOLVE_MS and
- * may be made under a QP lock; results are cached, failures for a
- * second, so a destination that does not answer costs one wait per
- * second, not one per packet.
+ * may be made under a QP lock; results are cached, a node that does not
+ * answer for ten seconds, so it costs one wait per ten seconds, not one
+ * per packet.
  */
 #ifndef IBEMU_TP_TCP_H
 #define IBEMU_TP_TCP_H
