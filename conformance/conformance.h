@@ -23,6 +23,7 @@
 extern const char *cf_dev_name;	/* NULL: first device */
 extern int cf_port;
 extern int cf_gid_index;
+extern const char *cf_peer_netns; /* -n: the peer's network namespace */
 extern const char *cf_cm_addr;	/* -a: the device's IP address, or NULL */
 
 /* Everything a test needs about the device under test. */

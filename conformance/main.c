@@ -19,12 +19,13 @@ const char *cf_dev_name;
 int cf_port = 1;
 int cf_gid_index;
 const char *cf_cm_addr;
+const char *cf_peer_netns;
 
 static void usage(FILE *out, const char *argv0)
 {
 	fprintf(out,
 		"Usage: %s [-d DEVICE] [-i PORT] [-g GIDIDX] [-s SUITE] "
-		"[-x SUITE/TEST]... [-a ADDR] [-l] [-h]\n"
+		"[-x SUITE/TEST]... [-a ADDR] [-n NETNS] [-l] [-h]\n"
 		"  -d DEVICE  device to test (default: the first one)\n"
 		"  -i PORT    port number (default 1)\n"
 		"  -g GIDIDX  GID index (default 0)\n"
@@ -32,6 +33,9 @@ static void usage(FILE *out, const char *argv0)
 		"  -x S/T     leave test T of suite S out (printed as a SKIP)\n"
 		"  -a ADDR    the device's IP address, for the RDMA CM suite\n"
 		"             (cm; skipped without it)\n"
+		"  -n NETNS   run the peer process of the two-process suites in\n"
+		"             that network namespace (a file such as\n"
+		"             /var/run/netns/NAME): its peer is then another host\n"
 		"  -l         list the suites and tests, run nothing\n"
 		"  -h         this help\n",
 		argv0);
@@ -87,7 +91,7 @@ int main(int argc, char **argv)
 	CU_pRunSummary sum;
 	int opt, list = 0, ret;
 
-	while ((opt = getopt(argc, argv, "d:i:g:s:x:a:lh")) != -1) {
+	while ((opt = getopt(argc, argv, "d:i:g:s:x:a:n:lh")) != -1) {
 		switch (opt) {
 		case 'd':
 			cf_dev_name = optarg;
@@ -110,6 +114,9 @@ int main(int argc, char **argv)
 			break;
 		case 'a':
 			cf_cm_addr = optarg;
+			break;
+		case 'n':
+			cf_peer_netns = optarg;
 			break;
 		case 'l':
 			list = 1;

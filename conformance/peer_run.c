@@ -6,6 +6,9 @@
  * deadline, the parent reaps it or kills it by PID, and a watchdog alarm
  * ends the whole run when a verb never returns.
  */
+#define _GNU_SOURCE /* setns */
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +102,25 @@ static void cf_ep_run(struct cf_ep *ep, cf_peer_body body)
 	cf_ep_send_done(ep);
 }
 
+/* With -n, the peer is a process of another host: it moves into that
+ * network namespace before it opens a device.  0, or -1 (reported). */
+static int cf_peer_enter_netns(struct cf_ep *ep)
+{
+	int fd;
+
+	if (!cf_peer_netns)
+		return 0;
+	fd = open(cf_peer_netns, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET)) {
+		EP_CHECK(ep, 0, "-n %s: %s", cf_peer_netns, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 /* The child's side of the run; it never returns. */
 static void cf_peer_child(struct cf_ep *ep, cf_peer_body body)
 {
@@ -109,6 +131,11 @@ static void cf_peer_child(struct cf_ep *ep, cf_peer_body body)
 	signal(SIGALRM, SIG_DFL);
 	alarm((unsigned int)ep->p->deadline_s + 20);
 	deadline = cf_now_ms() + ep->p->deadline_s * 1000LL;
+	if (cf_peer_enter_netns(ep)) {
+		cf_ep_send_done(ep);
+		close(ep->sock);
+		_exit(1);
+	}
 	cf_ep_run(ep, body);
 	cf_ep_wait_done(ep, deadline);
 	cf_ep_teardown(ep);

@@ -228,6 +228,14 @@ CF_BODY_IMPL(import_peer, scm_rights)
 	char why[160] = "";
 	int fd, ok;
 
+	/* A descriptor of the device passes between processes of one host
+	 * only. */
+	if (cf_peer_netns) {
+		if (ep->side == CF_PARENT)
+			cf_ep_skip(ep, "the peer runs in another network "
+				   "namespace (-n): no device to share with it");
+		return 0;
+	}
 	if (ep->side == CF_PARENT) {
 		if (cf_ep_send_val(ep, ep->pd->handle) ||
 		    cf_ep_send_val(ep, ep->mr->handle) ||
