@@ -642,7 +642,7 @@ static uint16_t fabric_choose_lid(const struct fabric_ifaddr *a,
 	}
 	lid = fabric_lid_for(a->addr, a->prefix);
 	if (!lid) {
-		ibemu_log_warn("fabric: %s/%u on %s gives no LID (its host part is not 1..0xbfff); the node keeps a hashed LID, which only the fabric file (IBEMU_FABRIC) makes reachable",
+		ibemu_log_warn("fabric: %s/%u on %s gives no LID (its host part is 0, the broadcast address or above 0xbfff); the node keeps a hashed LID, which only the fabric file (IBEMU_FABRIC) makes reachable by LID",
 			       buf, a->prefix, a->ifname);
 		return 0;
 	}
