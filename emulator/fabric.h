@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The node's place on the IP fabric (doc/design.md §2): which of the
+ * The node's place on the IP fabric (doc/design.md §6): which of the
  * node's IP addresses it is known by, the LID derived from it, the GID
  * table, and where a destination named by LID or GID is.
  *
