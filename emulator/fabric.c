@@ -832,6 +832,19 @@ static bool view_gid_is_local(const struct node_seg *seg,
 	return false;
 }
 
+/* An IPv4 address another node may have: of global scope, or in the
+ * node's own subnet (a loopback one that IBEMU_IFACE or IBEMU_SUBNET
+ * chose, where nodes of one host meet). */
+static bool ip4_reachable(const struct fabric_view *v, const uint8_t ip4[4])
+{
+	uint32_t mask = prefix_mask(v->prefix4);
+
+	if (ip4_global(ip4))
+		return true;
+	return v->ip4[0] && ip4_unicast(ip4) &&
+	       (ip4_host(ip4) & mask) == (ip4_host(v->ip4) & mask);
+}
+
 bool fabric_gid_is_local(struct node *node, const uint8_t gid[16])
 {
 	struct fabric_view v;
@@ -901,7 +914,7 @@ enum fabric_where fabric_locate(struct node *node, uint16_t dlid,
 		return FABRIC_NOWHERE;
 	if (!dgid || gid_is_link_local(dgid))
 		return locate_lid(seg, &v, dlid, addr);
-	if (gid_is_v4mapped(dgid) ? !ip4_global(dgid + 12) :
+	if (gid_is_v4mapped(dgid) ? !ip4_reachable(&v, dgid + 12) :
 				    !ip6_global(dgid))
 		return FABRIC_NOWHERE; /* loopback, multicast, unspecified */
 	addr_out(dgid, addr);

@@ -184,6 +184,46 @@ static void test_ip4_for_lid(void)
 	CU_ASSERT_EQUAL(memcmp(out, want, 4), 0);
 }
 
+static enum fabric_where where(uint16_t dlid, const char *dgid,
+			       char *out, size_t len)
+{
+	struct sockaddr_storage ss;
+	enum fabric_where w;
+	uint8_t g[16];
+
+	memset(&ss, 0xa5, sizeof(ss));
+	if (dgid)
+		gid(g, dgid);
+	w = fabric_locate(&node, dlid, dgid ? g : NULL, &ss);
+	out[0] = '\0';
+	if (w != FABRIC_THERE)
+		return w;
+	if (ss.ss_family == AF_INET) {
+		CU_ASSERT_EQUAL(((struct sockaddr_in *)&ss)->sin_port, 0);
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
+			  out, (socklen_t)len);
+	} else {
+		CU_ASSERT_EQUAL(ss.ss_family, AF_INET6);
+		CU_ASSERT_EQUAL(((struct sockaddr_in6 *)&ss)->sin6_port, 0);
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
+			  out, (socklen_t)len);
+	}
+	return w;
+}
+
+#define CHECK_THERE(dlid, dgid, want)                                          \
+	do {                                                                   \
+		char at_[INET6_ADDRSTRLEN];                                    \
+		CU_ASSERT_EQUAL(where(dlid, dgid, at_, sizeof(at_)),           \
+				FABRIC_THERE);                                 \
+		CU_ASSERT_STRING_EQUAL(at_, want);                             \
+	} while (0)
+#define CHECK_WHERE(dlid, dgid, w)                                             \
+	do {                                                                   \
+		char at_[INET6_ADDRSTRLEN];                                    \
+		CU_ASSERT_EQUAL(where(dlid, dgid, at_, sizeof(at_)), w);       \
+	} while (0)
+
 /* The first global IPv4 address of an up, non-loopback interface by
  * interface index; GID 0 = fe80::/64 + port GUID (IBA 4.1.1), then the
  * chosen address, the other IPv4 addresses, the global IPv6 ones. */
@@ -235,11 +275,16 @@ static void test_init_settings(void)
 	fabric_init_from(seg, a, n);
 	CU_ASSERT_EQUAL(seg->lid, 9);
 
+	/* Nodes of one host may meet on loopback addresses. */
 	fresh_seg();
 	setenv("IBEMU_IFACE", "lo", 1);
 	fabric_init_from(seg, a, n);
 	CU_ASSERT_EQUAL(seg->lid, 1);
 	CU_ASSERT_TRUE(gid_eq(seg->fabric.gids[1], "127.0.0.1"));
+	CHECK_THERE(9, NULL, "127.0.0.9");
+	CHECK_THERE(1, "127.0.0.9", "127.0.0.9");
+	CHECK_WHERE(1, "127.0.0.1", FABRIC_HERE);
+	CHECK_WHERE(1, "169.254.0.1", FABRIC_NOWHERE);
 
 	/* No such interface: alone, the hashed LID, the node's GIDs. */
 	fresh_seg();
@@ -307,46 +352,6 @@ static void test_init_odd(void)
 	CU_ASSERT_EQUAL(seg->lid, HASHED_LID);
 	CU_ASSERT_EQUAL(seg->fabric.flags, 0);
 }
-
-static enum fabric_where where(uint16_t dlid, const char *dgid,
-			       char *out, size_t len)
-{
-	struct sockaddr_storage ss;
-	enum fabric_where w;
-	uint8_t g[16];
-
-	memset(&ss, 0xa5, sizeof(ss));
-	if (dgid)
-		gid(g, dgid);
-	w = fabric_locate(&node, dlid, dgid ? g : NULL, &ss);
-	out[0] = '\0';
-	if (w != FABRIC_THERE)
-		return w;
-	if (ss.ss_family == AF_INET) {
-		CU_ASSERT_EQUAL(((struct sockaddr_in *)&ss)->sin_port, 0);
-		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
-			  out, (socklen_t)len);
-	} else {
-		CU_ASSERT_EQUAL(ss.ss_family, AF_INET6);
-		CU_ASSERT_EQUAL(((struct sockaddr_in6 *)&ss)->sin6_port, 0);
-		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
-			  out, (socklen_t)len);
-	}
-	return w;
-}
-
-#define CHECK_THERE(dlid, dgid, want)                                          \
-	do {                                                                   \
-		char at_[INET6_ADDRSTRLEN];                                    \
-		CU_ASSERT_EQUAL(where(dlid, dgid, at_, sizeof(at_)),           \
-				FABRIC_THERE);                                 \
-		CU_ASSERT_STRING_EQUAL(at_, want);                             \
-	} while (0)
-#define CHECK_WHERE(dlid, dgid, w)                                             \
-	do {                                                                   \
-		char at_[INET6_ADDRSTRLEN];                                    \
-		CU_ASSERT_EQUAL(where(dlid, dgid, at_, sizeof(at_)), w);       \
-	} while (0)
 
 static uint16_t expected(const char *addr)
 {
