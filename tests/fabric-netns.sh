@@ -52,6 +52,11 @@ in_ns ip addr add 10.47.0.5/24 dev fab0
 in_ns ip addr add 10.48.0.9/16 dev fab0
 in_ns ip addr add fd47::5/64 dev fab0 nodad
 in_ns ip link set fab0 up
+# A subnet larger than the LID space, the address high in it.
+in_ns ip link add fab2 type dummy 2>/dev/null ||
+	in_ns ip link add fab2 type veth peer name fab3
+in_ns ip addr add 10.200.3.4/8 dev fab2
+in_ns ip link set fab2 up
 
 # status NODE [VAR=VALUE...]: `ibemu status` of a new node in the namespace.
 status()
@@ -80,7 +85,8 @@ expect derived "port LID" '^port 1 +LID 0x0005,'
 expect derived "GID 0 is fe80::/64 + port GUID (IBA 4.1.1)" '^GID\[ 0\] +fe80::'
 expect derived "GID 1 is the IPv4 address" '^GID\[ 1\] +::ffff:10\.47\.0\.5$'
 expect derived "GID 2 is the other IPv4 address" '^GID\[ 2\] +::ffff:10\.48\.0\.9$'
-expect derived "GID 3 is the global IPv6 address" '^GID\[ 3\] +fd47::5$'
+expect derived "GID 3 is the other interface's address" '^GID\[ 3\] +::ffff:10\.200\.3\.4$'
+expect derived "GID 4 is the global IPv6 address" '^GID\[ 4\] +fd47::5$'
 expect derived "door" '^door +TCP port 4791$'
 
 echo "77 10.47.0.5 # this node" >"$dir/fabric"
@@ -112,6 +118,16 @@ expect subnet "LID 9 in the /16" '^LID +9 \(0x0009\), derived'
 expect subnet "GID 1 is the chosen address" '^GID\[ 1\] +::ffff:10\.48\.0\.9$'
 expect subnet "IBEMU_TCP_PORT" '^door +TCP port 5791$'
 
+status large IBEMU_IFACE=fab2
+expect large "IBEMU_IFACE chooses the interface" '^address +10\.200\.3\.4/8 on fab2$'
+expect large "no LID from 10.200.3.4/8: hashed" '^LID +[0-9]+ \(0x[0-9a-f]+\), hashed'
+if grep -q "10.200.3.4/8 on fab2 gives no LID" "$dir/large.err"; then
+	pass "the hashed LID is said in the log"
+else
+	fail "the hashed LID is not said in the log:"
+	cat "$dir/large.err"
+fi
+
 status iface IBEMU_IFACE=lo
 expect iface "IBEMU_IFACE=lo chooses loopback" '^address +127\.0\.0\.1/8 on lo$'
 
@@ -121,8 +137,8 @@ if command -v ibv_devinfo >/dev/null; then
 	expect devinfo "ibv_devinfo: port_lid 5" $'port_lid:\t+5$'
 	expect devinfo "ibv_devinfo: GID 1 ::ffff:10.47.0.5" \
 		'GID\[ +1\]:.*0000:0000:0000:0000:0000:ffff:0a2f:0005$'
-	if grep -q 'GID\[ *4\]' "$dir/devinfo.out"; then
-		fail "ibv_devinfo shows an empty GID 4"
+	if grep -q 'GID\[ *5\]' "$dir/devinfo.out"; then
+		fail "ibv_devinfo shows an empty GID 5"
 	else
 		pass "ibv_devinfo: no GID beyond the node's addresses"
 	fi
