@@ -132,21 +132,21 @@ static void test_lid_for(void)
 		unsigned int prefix;
 		uint16_t lid;
 	} c[] = {
-		{ "10.47.0.5", 24, 5 },
-		{ "10.0.0.5", 8, 5 },
-		{ "10.47.191.255", 16, 0xbfff },
-		{ "10.47.192.0", 16, 0 }, /* beyond the unicast LIDs */
-		{ "10.1.0.5", 8, 0 }, /* host part 0x10005 */
-		{ "10.47.0.0", 24, 0 }, /* host part 0 */
-		{ "10.47.0.255", 24, 0 }, /* broadcast */
-		{ "10.9.9.9", 32, 0 }, /* no host bits */
-		{ "10.0.0.0", 31, 0 },
-		{ "10.0.0.1", 31, 1 }, /* RFC 3021: no broadcast */
-		{ "10.0.0.2", 30, 2 },
-		{ "10.0.0.3", 30, 0 },
-		{ "0.0.0.5", 24, 0 },
-		{ "224.0.0.5", 24, 0 },
-		{ "10.47.0.5", 33, 0 },
+		{"10.47.0.5", 24, 5},
+		{"10.0.0.5", 8, 5},
+		{"10.47.191.255", 16, 0xbfff},
+		{"10.47.192.0", 16, 0}, /* beyond the unicast LIDs */
+		{"10.1.0.5", 8, 0},	/* host part 0x10005 */
+		{"10.47.0.0", 24, 0},	/* host part 0 */
+		{"10.47.0.255", 24, 0}, /* broadcast */
+		{"10.9.9.9", 32, 0},	/* no host bits */
+		{"10.0.0.0", 31, 0},
+		{"10.0.0.1", 31, 1}, /* RFC 3021: no broadcast */
+		{"10.0.0.2", 30, 2},
+		{"10.0.0.3", 30, 0},
+		{"0.0.0.5", 24, 0},
+		{"224.0.0.5", 24, 0},
+		{"10.47.0.5", 33, 0},
 	};
 	uint8_t a[4];
 	size_t i;
@@ -184,8 +184,8 @@ static void test_ip4_for_lid(void)
 	CU_ASSERT_EQUAL(memcmp(out, want, 4), 0);
 }
 
-static enum fabric_where where(uint16_t dlid, const char *dgid,
-			       char *out, size_t len)
+static enum fabric_where where(uint16_t dlid, const char *dgid, char *out,
+			       size_t len)
 {
 	struct sockaddr_storage ss;
 	enum fabric_where w;
@@ -200,8 +200,8 @@ static enum fabric_where where(uint16_t dlid, const char *dgid,
 		return w;
 	if (ss.ss_family == AF_INET) {
 		CU_ASSERT_EQUAL(((struct sockaddr_in *)&ss)->sin_port, 0);
-		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
-			  out, (socklen_t)len);
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, out,
+			  (socklen_t)len);
 	} else {
 		CU_ASSERT_EQUAL(ss.ss_family, AF_INET6);
 		CU_ASSERT_EQUAL(((struct sockaddr_in6 *)&ss)->sin6_port, 0);
@@ -358,8 +358,8 @@ static uint16_t expected(const char *addr)
 	struct sockaddr_storage ss;
 
 	memset(&ss, 0, sizeof(ss));
-	if (inet_pton(AF_INET, addr,
-		      &((struct sockaddr_in *)&ss)->sin_addr) == 1)
+	if (inet_pton(AF_INET, addr, &((struct sockaddr_in *)&ss)->sin_addr) ==
+	    1)
 		ss.ss_family = AF_INET;
 	else if (inet_pton(AF_INET6, addr,
 			   &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
@@ -384,8 +384,8 @@ static void test_locate_derived(void)
 	CHECK_WHERE(5, NULL, FABRIC_HERE);
 	CHECK_THERE(7, NULL, "10.47.0.7");
 	CHECK_THERE(254, NULL, "10.47.0.254");
-	CHECK_WHERE(255, NULL, FABRIC_NOWHERE); /* broadcast */
-	CHECK_WHERE(256, NULL, FABRIC_NOWHERE); /* beyond the /24 */
+	CHECK_WHERE(255, NULL, FABRIC_NOWHERE);	   /* broadcast */
+	CHECK_WHERE(256, NULL, FABRIC_NOWHERE);	   /* beyond the /24 */
 	CHECK_WHERE(0xc001, NULL, FABRIC_NOWHERE); /* multicast LID */
 	CHECK_WHERE(0, NULL, FABRIC_NOWHERE);
 
@@ -427,21 +427,20 @@ static void test_locate_alone(void)
 	CU_ASSERT_EQUAL(expected("10.47.0.9"), 0);
 }
 
-static const char fabric_text[] =
-	"# the fabric of the tests\n"
-	"77 10.47.0.5   # this node\n"
-	"78 10.47.0.6\n"
-	"\n"
-	"bogus\n"
-	"0x10 fd00::9\n"
-	"79 10.47.0.6\n"
-	"78 10.47.0.99\n"
-	"70000 10.0.0.1\n"
-	"80 300.1.1.1\n"
-	"81 10.47.0.10 extra\n"
-	"82 224.0.0.1\n"
-	"\t83\t::ffff:10.47.0.20\t\n"
-	"0 10.47.0.21\n";
+static const char fabric_text[] = "# the fabric of the tests\n"
+				  "77 10.47.0.5   # this node\n"
+				  "78 10.47.0.6\n"
+				  "\n"
+				  "bogus\n"
+				  "0x10 fd00::9\n"
+				  "79 10.47.0.6\n"
+				  "78 10.47.0.99\n"
+				  "70000 10.0.0.1\n"
+				  "80 300.1.1.1\n"
+				  "81 10.47.0.10 extra\n"
+				  "82 224.0.0.1\n"
+				  "\t83\t::ffff:10.47.0.20\t\n"
+				  "0 10.47.0.21\n";
 
 /* Write text to a temporary file; its path in path. */
 static void write_temp(char *path, size_t len, const char *text)
@@ -451,8 +450,7 @@ static void write_temp(char *path, size_t len, const char *text)
 	snprintf(path, len, "/tmp/ibemu-fabric-XXXXXX");
 	fd = mkstemp(path);
 	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_FATAL(write(fd, text, strlen(text)) ==
-			(ssize_t)strlen(text));
+	CU_ASSERT_FATAL(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
 	close(fd);
 }
 
@@ -502,8 +500,7 @@ static void test_file_parse(void)
 	/* Reported: 5 bogus, 7 address again, 8 LID again, 9 LID range,
 	 * 10 address, 11 extra field, 12 multicast, 14 LID 0. */
 	for (line = 1; line <= 14; line++) {
-		bool bad = (line >= 5 && line <= 12 && line != 6) ||
-			   line == 14;
+		bool bad = (line >= 5 && line <= 12 && line != 6) || line == 14;
 
 		if (logged(log, path, line) != bad)
 			fprintf(stderr, "line %u: reported %d\n", line, !bad);
@@ -545,9 +542,9 @@ static void test_file_locate(void)
 	CHECK_THERE(78, NULL, "10.47.0.6");
 	CHECK_THERE(16, NULL, "fd00::9");
 	CHECK_THERE(83, NULL, "10.47.0.20");
-	CHECK_THERE(9, NULL, "10.47.0.9"); /* derived */
-	CHECK_WHERE(6, NULL, FABRIC_NOWHERE); /* 10.47.0.6 is LID 78 */
-	CHECK_WHERE(5, NULL, FABRIC_NOWHERE); /* ours, LID 77 */
+	CHECK_THERE(9, NULL, "10.47.0.9");     /* derived */
+	CHECK_WHERE(6, NULL, FABRIC_NOWHERE);  /* 10.47.0.6 is LID 78 */
+	CHECK_WHERE(5, NULL, FABRIC_NOWHERE);  /* ours, LID 77 */
 	CHECK_WHERE(20, NULL, FABRIC_NOWHERE); /* LID 83's */
 	CU_ASSERT_EQUAL(expected("10.47.0.5"), 77);
 	CU_ASSERT_EQUAL(expected("10.47.0.6"), 78);
@@ -582,7 +579,7 @@ static void test_file_collision(void)
 /* IBEMU_TCP_PORT: 1..65535, else the default (reported). */
 static void test_door_port(void)
 {
-	static const char *bad[] = { "0", "65536", "-1", "abc", "12x" };
+	static const char *bad[] = {"0", "65536", "-1", "abc", "12x"};
 	size_t i;
 
 	unsetenv("IBEMU_TCP_PORT");
@@ -601,19 +598,19 @@ static void test_door_port(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{ "LID from address", test_lid_for },
-		{ "address from LID", test_ip4_for_lid },
-		{ "default address and GID table", test_init_default },
-		{ "IBEMU_IFACE, IBEMU_SUBNET, IBEMU_TCP_PORT",
-		  test_init_settings },
-		{ "odd interfaces", test_init_odd },
-		{ "locate by derivation", test_locate_derived },
-		{ "locate when alone", test_locate_alone },
-		{ "fabric file parser", test_file_parse },
-		{ "fabric file LIDs and locate", test_file_locate },
-		{ "fabric file collision", test_file_collision },
-		{ "door port", test_door_port },
-		{ NULL, NULL },
+		{"LID from address", test_lid_for},
+		{"address from LID", test_ip4_for_lid},
+		{"default address and GID table", test_init_default},
+		{"IBEMU_IFACE, IBEMU_SUBNET, IBEMU_TCP_PORT",
+		 test_init_settings},
+		{"odd interfaces", test_init_odd},
+		{"locate by derivation", test_locate_derived},
+		{"locate when alone", test_locate_alone},
+		{"fabric file parser", test_file_parse},
+		{"fabric file LIDs and locate", test_file_locate},
+		{"fabric file collision", test_file_collision},
+		{"door port", test_door_port},
+		{NULL, NULL},
 	};
 	int ret = unit_run("fabric", tests);
 
