@@ -48,7 +48,7 @@ static void gid_from_ip4(uint8_t gid[16], const uint8_t ip4[4])
 /* fe80::/64, the link-local prefix of GID 0 (IBA 4.1.1). */
 static bool gid_is_link_local(const uint8_t gid[16])
 {
-	static const uint8_t ll[8] = { 0xfe, 0x80 };
+	static const uint8_t ll[8] = {0xfe, 0x80};
 
 	return !memcmp(gid, ll, sizeof(ll));
 }
@@ -69,8 +69,9 @@ static void ip4_net(uint8_t ip4[4], uint32_t h)
 
 static uint32_t prefix_mask(unsigned int prefix)
 {
-	return prefix == 0 ? 0 : prefix >= 32 ? UINT32_MAX :
-					      ~(UINT32_MAX >> prefix);
+	return prefix == 0    ? 0
+	       : prefix >= 32 ? UINT32_MAX
+			      : ~(UINT32_MAX >> prefix);
 }
 
 /* An IPv4 address a node can be reached at: not 0.0.0.0/8, multicast
@@ -101,7 +102,7 @@ static bool ip6_unicast(const uint8_t a[16])
  * (link) or fec0::/10 (site); unique local fc00::/7 is global. */
 static bool ip6_global(const uint8_t a[16])
 {
-	static const uint8_t loop[16] = { [15] = 1 };
+	static const uint8_t loop[16] = {[15] = 1};
 
 	return ip6_unicast(a) && memcmp(a, loop, 16) &&
 	       !(a[0] == 0xfe && (a[1] & 0xc0) == 0x80) &&
@@ -124,8 +125,8 @@ uint16_t fabric_lid_for(const uint8_t ip4[4], unsigned int prefix)
 	return (uint16_t)host;
 }
 
-bool fabric_ip4_for_lid(const uint8_t ip4[4], unsigned int prefix,
-			uint16_t lid, uint8_t out[4])
+bool fabric_ip4_for_lid(const uint8_t ip4[4], unsigned int prefix, uint16_t lid,
+			uint8_t out[4])
 {
 	uint32_t mask;
 
@@ -154,8 +155,9 @@ uint16_t fabric_door_port(void)
 	if (!errno && !*end && *v != '-' && port >= 1 && port <= 65535)
 		return (uint16_t)port;
 	if (!atomic_exchange(&reported, true))
-		ibemu_log_err("IBEMU_TCP_PORT=%s is not a port (1..65535); using %u",
-			      v, IBEMU_DEFAULT_DOOR_PORT);
+		ibemu_log_err(
+			"IBEMU_TCP_PORT=%s is not a port (1..65535); using %u",
+			v, IBEMU_DEFAULT_DOOR_PORT);
 	return IBEMU_DEFAULT_DOOR_PORT;
 }
 
@@ -174,7 +176,7 @@ struct fabric_entry {
 
 struct fabric_file {
 	size_t n;
-	struct fabric_entry *by_lid; /* sorted by LID */
+	struct fabric_entry *by_lid;  /* sorted by LID */
 	struct fabric_entry *by_addr; /* the same entries by address */
 };
 
@@ -234,8 +236,8 @@ static const char *fabric_parse_line(char *line, struct fabric_entry *e)
 		if (!ip4_unicast(ip4))
 			return "the address is not a unicast address";
 	} else if (inet_pton(AF_INET6, addr_s, e->addr) == 1) {
-		if (gid_is_v4mapped(e->addr) ? !ip4_unicast(e->addr + 12) :
-					       !ip6_unicast(e->addr))
+		if (gid_is_v4mapped(e->addr) ? !ip4_unicast(e->addr + 12)
+					     : !ip6_unicast(e->addr))
 			return "the address is not a unicast address";
 	} else {
 		return "the address is not an IPv4 or IPv6 address";
@@ -245,8 +247,8 @@ static const char *fabric_parse_line(char *line, struct fabric_entry *e)
 
 /* Mark the later of entries that share a key (sorted by key, then line
  * number), skipping entries already dropped. */
-static void fabric_drop_dups(const char *path, struct fabric_entry *e,
-			     size_t n, bool by_lid)
+static void fabric_drop_dups(const char *path, struct fabric_entry *e, size_t n,
+			     bool by_lid)
 {
 	const struct fabric_entry *kept = NULL;
 	char a[INET6_ADDRSTRLEN];
@@ -255,16 +257,18 @@ static void fabric_drop_dups(const char *path, struct fabric_entry *e,
 	for (i = 0; i < n; i++) {
 		if (e[i].dropped)
 			continue;
-		if (kept && (by_lid ? kept->lid == e[i].lid :
-				      !memcmp(kept->addr, e[i].addr, 16))) {
+		if (kept && (by_lid ? kept->lid == e[i].lid
+				    : !memcmp(kept->addr, e[i].addr, 16))) {
 			e[i].dropped = true;
 			addr_str(e[i].addr, a, sizeof(a));
 			if (by_lid)
-				ibemu_log_err("%s:%u: LID %u is listed at line %u already; line ignored",
+				ibemu_log_err("%s:%u: LID %u is listed at line "
+					      "%u already; line ignored",
 					      path, e[i].line, e[i].lid,
 					      kept->line);
 			else
-				ibemu_log_err("%s:%u: address %s is listed at line %u already; line ignored",
+				ibemu_log_err("%s:%u: address %s is listed at "
+					      "line %u already; line ignored",
 					      path, e[i].line, a, kept->line);
 			continue;
 		}
@@ -506,8 +510,7 @@ static bool ifa_global(const struct fabric_ifaddr *a)
 {
 	if (!ifa_usable(a) || (a->ifflags & IFF_LOOPBACK))
 		return false;
-	return a->family == AF_INET ? ip4_global(a->addr) :
-				      ip6_global(a->addr);
+	return a->family == AF_INET ? ip4_global(a->addr) : ip6_global(a->addr);
 }
 
 /* Whether a may be the node's address under the settings. */
@@ -579,8 +582,8 @@ static size_t *fabric_order(const struct fabric_ifaddr *ifa, size_t n)
 		ord[i] = i;
 	/* Insertion sort: stable, and a host has few addresses. */
 	for (i = 1; i < n; i++)
-		for (j = i; j > 0 && ifa[ord[j - 1]].ifindex >
-					     ifa[ord[j]].ifindex;
+		for (j = i;
+		     j > 0 && ifa[ord[j - 1]].ifindex > ifa[ord[j]].ifindex;
 		     j--) {
 			t = ord[j];
 			ord[j] = ord[j - 1];
@@ -642,14 +645,20 @@ static uint16_t fabric_choose_lid(const struct fabric_ifaddr *a,
 	}
 	lid = fabric_lid_for(a->addr, a->prefix);
 	if (!lid) {
-		ibemu_log_warn("fabric: %s/%u on %s gives no LID (its host part is not 1..0xbfff); the node keeps a hashed LID, which only the fabric file (IBEMU_FABRIC) makes reachable",
-			       buf, a->prefix, a->ifname);
+		ibemu_log_warn(
+			"fabric: %s/%u on %s gives no LID (its host part is 0, "
+			"the broadcast address or above 0xbfff); the node "
+			"keeps a hashed LID, which only the fabric file "
+			"(IBEMU_FABRIC) makes reachable by LID",
+			buf, a->prefix, a->ifname);
 		return 0;
 	}
 	other = ff_by_lid(ff, lid);
 	if (other) {
 		addr_str(other->addr, obuf, sizeof(obuf));
-		ibemu_log_err("fabric: LID %u derived from %s is the fabric file's LID for %s (line %u): a collision; the node keeps a hashed LID",
+		ibemu_log_err("fabric: LID %u derived from %s is the fabric "
+			      "file's LID for %s (line %u): a collision; the "
+			      "node keeps a hashed LID",
 			      lid, buf, obuf, other->line);
 		return 0;
 	}
@@ -704,11 +713,13 @@ int fabric_init_from(struct node_seg *seg, const struct fabric_ifaddr *ifa,
 	 * GIDs: GID 0 is the port's link-local GID). */
 	for (i = 0; i < n; i++)
 		if (ifa[ord[i]].family == AF_INET &&
-		    (ifa_global(&ifa[ord[i]]) || ifa_selected(&ifa[ord[i]], &s)))
+		    (ifa_global(&ifa[ord[i]]) ||
+		     ifa_selected(&ifa[ord[i]], &s)))
 			fabric_add_gid(fab, &ifa[ord[i]]);
 	for (i = 0; i < n; i++)
 		if (ifa[ord[i]].family == AF_INET6 &&
-		    (ifa_global(&ifa[ord[i]]) || ifa_selected(&ifa[ord[i]], &s)))
+		    (ifa_global(&ifa[ord[i]]) ||
+		     ifa_selected(&ifa[ord[i]], &s)))
 			fabric_add_gid(fab, &ifa[ord[i]]);
 	free(ord);
 	if (chosen || v6)
@@ -721,14 +732,17 @@ int fabric_init_from(struct node_seg *seg, const struct fabric_ifaddr *ifa,
 		ifa_str(chosen, buf, sizeof(buf));
 		ibemu_log_dbg("fabric: address %s/%u on %s, LID %u (%s)", buf,
 			      chosen->prefix, chosen->ifname, seg->lid,
-			      fab->flags & NODE_FABRIC_FILE ? "fabric file" :
-			      lid ? "derived" : "hashed");
+			      fab->flags & NODE_FABRIC_FILE ? "fabric file"
+			      : lid			    ? "derived"
+							    : "hashed");
 	} else if (s.iface || s.subnet_set) {
-		ibemu_log_err("fabric: no address of the node is on %s%s%s; it keeps a hashed LID",
+		ibemu_log_err("fabric: no address of the node is on %s%s%s; it "
+			      "keeps a hashed LID",
 			      s.iface ? "interface " : "",
 			      s.iface ? s.iface : "",
-			      s.subnet_set ? (s.iface ? " in IBEMU_SUBNET" :
-							"IBEMU_SUBNET") : "");
+			      s.subnet_set ? (s.iface ? " in IBEMU_SUBNET"
+						      : "IBEMU_SUBNET")
+					   : "");
 	}
 	return 0;
 }
@@ -771,20 +785,23 @@ int fabric_init(struct node_seg *seg)
 		a->family = p->ifa_addr->sa_family;
 		if (a->family == AF_INET) {
 			memcpy(a->addr,
-			       &((struct sockaddr_in *)p->ifa_addr)->sin_addr, 4);
-			m = p->ifa_netmask ?
-				    (const uint8_t *)&((struct sockaddr_in *)
-						       p->ifa_netmask)->sin_addr :
-				    NULL;
+			       &((struct sockaddr_in *)p->ifa_addr)->sin_addr,
+			       4);
+			m = p->ifa_netmask
+				    ? (const uint8_t *)&((struct sockaddr_in *)
+								 p->ifa_netmask)
+					      ->sin_addr
+				    : NULL;
 			len = 4;
 		} else {
 			memcpy(a->addr,
 			       &((struct sockaddr_in6 *)p->ifa_addr)->sin6_addr,
 			       16);
-			m = p->ifa_netmask ?
-				    (const uint8_t *)&((struct sockaddr_in6 *)
-						       p->ifa_netmask)->sin6_addr :
-				    NULL;
+			m = p->ifa_netmask
+				    ? (const uint8_t *)&((struct sockaddr_in6 *)
+								 p->ifa_netmask)
+					      ->sin6_addr
+				    : NULL;
 			len = 16;
 		}
 		for (i = 0; m && i < len * 8 && (m[i / 8] & (0x80 >> i % 8));
@@ -830,6 +847,19 @@ static bool view_gid_is_local(const struct node_seg *seg,
 		if (!memcmp(seg->fabric.gids[i], gid, 16))
 			return true;
 	return false;
+}
+
+/* An IPv4 address another node may have: of global scope, or in the
+ * node's own subnet (a loopback one that IBEMU_IFACE or IBEMU_SUBNET
+ * chose, where nodes of one host meet). */
+static bool ip4_reachable(const struct fabric_view *v, const uint8_t ip4[4])
+{
+	uint32_t mask = prefix_mask(v->prefix4);
+
+	if (ip4_global(ip4))
+		return true;
+	return v->ip4[0] && ip4_unicast(ip4) &&
+	       (ip4_host(ip4) & mask) == (ip4_host(v->ip4) & mask);
 }
 
 bool fabric_gid_is_local(struct node *node, const uint8_t gid[16])
@@ -901,8 +931,8 @@ enum fabric_where fabric_locate(struct node *node, uint16_t dlid,
 		return FABRIC_NOWHERE;
 	if (!dgid || gid_is_link_local(dgid))
 		return locate_lid(seg, &v, dlid, addr);
-	if (gid_is_v4mapped(dgid) ? !ip4_global(dgid + 12) :
-				    !ip6_global(dgid))
+	if (gid_is_v4mapped(dgid) ? !ip4_reachable(&v, dgid + 12)
+				  : !ip6_global(dgid))
 		return FABRIC_NOWHERE; /* loopback, multicast, unspecified */
 	addr_out(dgid, addr);
 	return FABRIC_THERE;
@@ -918,11 +948,12 @@ uint16_t fabric_expected_lid(struct node *node,
 	uint16_t lid;
 
 	if (addr->ss_family == AF_INET)
-		gid_from_ip4(gid,
-			     (const uint8_t *)&((const struct sockaddr_in *)
-							addr)->sin_addr);
+		gid_from_ip4(gid, (const uint8_t *)&(
+					  (const struct sockaddr_in *)addr)
+					  ->sin_addr);
 	else if (addr->ss_family == AF_INET6)
-		memcpy(gid, &((const struct sockaddr_in6 *)addr)->sin6_addr, 16);
+		memcpy(gid, &((const struct sockaddr_in6 *)addr)->sin6_addr,
+		       16);
 	else
 		return 0;
 	e = ff_by_addr(ff, gid);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The node's place on the IP fabric (doc/design.md §2): which of the
+ * The node's place on the IP fabric (doc/design.md §6): which of the
  * node's IP addresses it is known by, the LID derived from it, the GID
  * table, and where a destination named by LID or GID is.
  *
@@ -36,7 +36,9 @@ struct node;
 struct node_seg;
 
 /* Fill seg->fabric, seg->lid and seg->sm_lid for a node being created
- * (seg->port_guid is set): 0 or a positive errno (said in the log). */
+ * (seg->port_guid and seg->gid_prefix are set, seg->lid holds the LID
+ * hashed from the node's identity, kept when no address gives one):
+ * 0 or a positive errno (said in the log; the node is then alone). */
 int fabric_init(struct node_seg *seg);
 
 enum fabric_where {

@@ -158,7 +158,7 @@ struct node_fabric {
 	uint16_t door_port; /* the node's door (tp_tcp.c), host order */
 	uint16_t nr_gids;
 	/* GID 0 = fe80::/64 + port GUID; then the node's IP addresses:
-	 * ::ffff:a.b.c.d for IPv4, IPv6 as is (doc/design.md §2). */
+	 * ::ffff:a.b.c.d for IPv4, IPv6 as is (doc/design.md §6). */
 	uint8_t gids[IBEMU_GID_TBL_LEN][16];
 };
 
