@@ -214,10 +214,15 @@ static bool req_ud_packet(struct emu_qp *qp, struct wqe *w,
 						 << 20 |
 					 (av->grh.flow_label & 0xfffff);
 		out.pkt.grh->hop_limit = av->grh.hop_limit;
-		prefix = htobe64(seg->gid_prefix);
-		guid = htobe64(seg->port_guid);
-		memcpy(out.pkt.grh->sgid, &prefix, 8);
-		memcpy(out.pkt.grh->sgid + 8, &guid, 8);
+		/* The SGID is the port's GID at the AV's index (IBA 8.3.1),
+		 * GID 0 where that entry is empty. */
+		if (emu_hca_gid(qp->hca, av->grh.sgid_index,
+				out.pkt.grh->sgid)) {
+			prefix = htobe64(seg->gid_prefix);
+			guid = htobe64(seg->port_guid);
+			memcpy(out.pkt.grh->sgid, &prefix, 8);
+			memcpy(out.pkt.grh->sgid + 8, &guid, 8);
+		}
 		memcpy(out.pkt.grh->dgid, av->grh.dgid.raw, 16);
 	}
 	req_payload_fill(qp, w, 0, w->length, out_payload(&out), iov, nr);
