@@ -4,7 +4,7 @@
  * tests/net-break.sh) broken in the middle of a transfer: the peer
  * process killed (SIGKILL), or the peer node's link taken down.
  *
- *   net_break survivor PORT kill|link|bulk
+ *   net_break survivor PORT kill|link|bulk|idle
  *   net_break peer HOST PORT
  *
  * The two meet over a TCP socket (the survivor listens on PORT), trade
@@ -31,7 +31,10 @@
  * checked messages each way: a node whose link came back, or whose peer
  * was replaced, is reachable again.  The survivor prints "reconnected".
  * The bulk mode breaks nothing: the peer SENDs BULK messages (1 GiB)
- * to the survivor, which checks every byte and prints "bulk".
+ * to the survivor, which checks every byte and prints "bulk".  The idle
+ * mode (for bench/) trades one message each way, then both sides post a
+ * receive and do nothing for IDLE_S seconds: the survivor prints the CPU
+ * time its process (every thread) used meanwhile.
  * Every wait is bounded (WAIT_MS, and an alarm ends a process that
  * overstays).  Exit: 0 pass, 1 fail, 77 no device.
  */
@@ -46,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +66,7 @@
  * round 0, then the checked exchange on new QPs, or the bulk transfer. */
 #define ROUND_V 1
 #define ROUND_B 2
+#define IDLE_S 3
 #define FLOWING 16 /* messages each way before saying "flowing" */
 #define WAIT_MS 30000 /* bound on anything that must happen */
 #define TIMEOUT 14 /* 4.096 us * 2^14: 67 ms */
@@ -371,6 +376,22 @@ static int verified_run(struct rc_side *s, int fd, uint32_t round,
 	return 0;
 }
 
+/* Sleep IDLE_S seconds (the receives of the last run still posted):
+ * the CPU time (user and system, every thread) the process used
+ * meanwhile, in seconds. */
+static double idle_cpu_s(void)
+{
+	struct rusage a, b;
+
+	getrusage(RUSAGE_SELF, &a);
+	sleep(IDLE_S);
+	getrusage(RUSAGE_SELF, &b);
+	return (double)(b.ru_utime.tv_sec - a.ru_utime.tv_sec) +
+	       (double)(b.ru_stime.tv_sec - a.ru_stime.tv_sec) +
+	       (double)(b.ru_utime.tv_usec - a.ru_utime.tv_usec +
+			b.ru_stime.tv_usec - a.ru_stime.tv_usec) / 1e6;
+}
+
 /* ---- the peer ---- */
 
 static int connect_to(const char *host, const char *port)
@@ -419,6 +440,14 @@ static int peer_main(const char *host, const char *port)
 		}
 		if (rc_xfer(fd, &c, 1, 0))
 			return 1;
+		if (c == 'I') {
+			ret = verified_run(&s, fd, ROUND_V, TO_SURVIVOR,
+					   "peer", 1, 1);
+			if (!ret)
+				idle_cpu_s();
+			rc_pair_close(&s);
+			return ret ? 1 : 0;
+		}
 		if (c == 'V' || c == 'B') {
 			ret = c == 'V' ? verified_run(&s, fd, ROUND_V,
 						      TO_SURVIVOR, "peer",
@@ -579,7 +608,7 @@ static int survive_break(struct rc_side *s, int fd, bool link)
 	return 0;
 }
 
-enum mode { KILL_MODE, LINK_MODE, BULK_MODE };
+enum mode { KILL_MODE, LINK_MODE, BULK_MODE, IDLE_MODE };
 
 static int survivor_main(const char *port, enum mode mode)
 {
@@ -606,6 +635,16 @@ static int survivor_main(const char *port, enum mode mode)
 	if (ret) {
 		say("survivor: no QP connected");
 		return ret == 1 ? 77 : 1;
+	}
+	if (mode == IDLE_MODE) {
+		c = 'I';
+		if (rc_xfer(fd, &c, 1, 1) ||
+		    verified_run(&s, fd, ROUND_V, TO_PEER, "survivor", 1, 1))
+			return 1;
+		printf("idle: %.3f s of CPU in %d s with a connected RC QP "
+		       "and a receive posted\n", idle_cpu_s(), IDLE_S);
+		rc_pair_close(&s);
+		return 0;
 	}
 	if (mode == BULK_MODE) {
 		long long start = now_ms(), ms;
@@ -665,10 +704,12 @@ int main(int argc, char **argv)
 			return survivor_main(argv[2], LINK_MODE);
 		if (!strcmp(argv[3], "bulk"))
 			return survivor_main(argv[2], BULK_MODE);
+		if (!strcmp(argv[3], "idle"))
+			return survivor_main(argv[2], IDLE_MODE);
 	}
 	if (argc == 4 && !strcmp(argv[1], "peer"))
 		return peer_main(argv[2], argv[3]);
-	fprintf(stderr, "usage: %s survivor PORT kill|link|bulk\n"
+	fprintf(stderr, "usage: %s survivor PORT kill|link|bulk|idle\n"
 			"       %s peer HOST PORT\n", argv[0], argv[0]);
 	return 2;
 }
