@@ -21,6 +21,11 @@
 # round trip; bandwidth <= memcpy bandwidth at that size.  ratio = ibemu /
 # limit: above 1 for a latency means slower than the limit, below 1 for a
 # bandwidth means short of it.
+#
+# Then, across nodes (root only): ib_write_bw 1 MiB and ib_send_lat 8 B
+# between two network namespaces beside iperf3 (one stream) and a TCP
+# ping-pong (bench/tcp_pingpong) between the same two, and the CPU an idle
+# process with a cross-node RC QP uses.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -z "${IBEMU_BUILDDIR:-}" ]; then
