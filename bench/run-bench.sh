@@ -153,7 +153,8 @@ cross_nodes()
 	printf '%-14s %8s %16s %22s\n' "" "" "" "(iperf3, 1 stream)"
 	xrow ib_send_lat 8 "$slat" "$tcp_busy" us "<= 1.2"
 	printf '%-14s %8s %16s %22s\n' "" "" "" "(ping-pong, busy poll)"
-	printf '%-14s %8s %16s %22s\n' "" "" "" "blocking: $tcp_block us"
+	xrow "" "" "$slat" "$tcp_block" us ""
+	printf '%-14s %8s %16s %22s\n' "" "" "" "(ping-pong, blocking)"
 	# An idle process with a cross-node connection.
 	port=$((port + 1))
 	netns_pair "$dir" "$secs" "$port" \
