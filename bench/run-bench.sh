@@ -12,13 +12,20 @@
 # Environment: IBEMU_BUILDDIR (build tree), BENCH_RUNS (5), BENCH_TIMEOUT
 # (seconds per perftest process, 60), BENCH_LAT_SIZES ("8 4096 65536 1048576"),
 # BENCH_BW_SIZES ("8 4096 65536 1048576"), BENCH_OUT (keep every raw output
-# in this directory), BENCH_PORT (first TCP port, default 30000 + PID % 1000).
+# in this directory), BENCH_PORT (first TCP port, default 30000 + PID % 1000),
+# BENCH_NETNS (0: no section across network namespaces), BENCH_ONLY_NETNS
+# (1: only that section).
 #
 # Limits, per row: send/write latency >= one-way hand-off + one copy of the
 # message; read latency >= a round trip + one copy; atomic latency >= a
 # round trip; bandwidth <= memcpy bandwidth at that size.  ratio = ibemu /
 # limit: above 1 for a latency means slower than the limit, below 1 for a
 # bandwidth means short of it.
+#
+# Then, across nodes (root only): ib_write_bw 1 MiB and ib_send_lat 8 B
+# between two network namespaces beside iperf3 (one stream) and a TCP
+# ping-pong (bench/tcp_pingpong) between the same two, and the CPU an idle
+# process with a cross-node RC QP uses.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -z "${IBEMU_BUILDDIR:-}" ]; then
@@ -60,10 +67,114 @@ median()
 		      else printf "%.4g\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 
+# Across nodes: two network namespaces joined by veth pairs and a bridge,
+# each with its own /dev/shm (tests/netns-lib.sh; needs root, skipped
+# otherwise or with BENCH_NETNS=0).  The machine's TCP between them,
+# iperf3 with one stream and bench/tcp_pingpong (8 bytes one way, busy
+# polling and blocking), beside ib_write_bw 1 MiB and ib_send_lat 8 B
+# over ibemu between the same two nodes, then the CPU an idle process
+# with a connected cross-node RC QP uses (tests/net_break idle).
+cross_nodes()
+{
+	local ip=5201 tp=47911 r v busy block wbw slat tcp_gbs tcp_busy
+	local tcp_block idle
+	local -a vals=()
+	# Not the EXIT trap of the parent shell: this runs in a subshell.
+	trap - EXIT
+	. "$here/../tests/netns-lib.sh"
+	netns_setup 2 --own-shm
+	local a1
+	a1=$(netns_addr 1)
+	# iperf3, one stream, node 2 to node 1: Mbit/s received.
+	if command -v iperf3 >/dev/null; then
+		netns_bg 1 iperf3 -s -p "$ip" >/dev/null 2>&1
+		netns_wait_listen 1 "$ip" 10 "$NETNS_PID"
+		for r in $(seq "$runs"); do
+			v=$(netns_exec 2 timeout "$secs" iperf3 -c "$a1" -p "$ip" \
+				-t 2 -f m 2>/dev/null | awk '/receiver/ {
+				for (i = 2; i <= NF; i++)
+					if ($i == "Mbits/sec") print $(i - 1) / 8000 }')
+			[ -n "$v" ] && vals+=("$v")
+		done
+		tcp_gbs=$(printf '%s\n' "${vals[@]}" | median)
+	else
+		echo "run-bench: iperf3 is not installed (apt-get install iperf3)" >&2
+		tcp_gbs=-
+	fi
+	# TCP ping-pong, 8 bytes: medians of busy polling and blocking.
+	netns_bg 1 "$IBEMU_BUILDDIR/bench/tcp_pingpong" -s -p "$tp"
+	netns_wait_listen 1 "$tp" 10 "$NETNS_PID"
+	read -r tcp_busy tcp_block < <(netns_exec 2 timeout "$secs" \
+		"$IBEMU_BUILDDIR/bench/tcp_pingpong" -c "$a1" -p "$tp" -q \
+		-r "$runs" || echo "- -")
+	# xfigure KIND PROGRAM ITERS ARGS...: figure() between the nodes.
+	xfigure()
+	{
+		local kind=$1 prog=$2 iters=$3 r val
+		local -a vals=()
+		shift 3
+		for r in $(seq "$runs"); do
+			port=$((port + 1))
+			if ! netns_pair "$dir" "$secs" "$port" \
+				1 "$IBEMU" run -- "$prog" -d ibemu0 -i 1 -F -p "$port" -n "$iters" "$@" ::: \
+				2 "$IBEMU" run -- "$prog" -d ibemu0 -i 1 -F -p "$port" -n "$iters" "$@" "$a1"; then
+				echo "run-bench: $prog across nodes: server exited $NETNS_SERVER_RC," \
+					"client $NETNS_CLIENT_RC (124: timed out after ${secs}s)" >&2
+				tail -n 3 "$dir/client.out" | sed 's/^/    client: /' >&2
+				echo failed
+				return
+			fi
+			[ -n "${BENCH_OUT:-}" ] && cp "$dir/client.out" "$BENCH_OUT/net-$prog-$r.out"
+			if [ "$kind" = lat ]; then
+				val=$(awk '/#bytes/ { getline; print $5; exit }' "$dir/client.out")
+			else
+				val=$(awk '/#bytes/ { getline; print $4 / 8; exit }' "$dir/client.out")
+			fi
+			[ -n "$val" ] && vals+=("$val")
+		done
+		printf '%s\n' "${vals[@]}" | median
+	}
+	wbw=$(xfigure bw ib_write_bw 1000 -s 1048576 --report_gbits)
+	slat=$(xfigure lat ib_send_lat 5000 -s 8)
+	xrow()
+	{
+		local test=$1 size=$2 value=$3 tcp=$4 unit=$5 goal=$6 ratio=-
+		if [ "$value" != failed ] && [ "$value" != - ] && [ "$tcp" != - ]; then
+			ratio=$(awk -v a="$value" -v b="$tcp" 'BEGIN { printf "%.3g", a / b }')
+		fi
+		[ "$value" != failed ] && [ "$value" != - ] &&
+			value="$(awk -v a="$value" 'BEGIN { printf "%.3g", a }') $unit"
+		[ "$tcp" != - ] && tcp="$(awk -v a="$tcp" 'BEGIN { printf "%.3g", a }') $unit"
+		printf '%-14s %8s %16s %22s %8s %8s\n' "$test" "$size" "$value" "$tcp" "$ratio" "$goal"
+	}
+	echo "across nodes: two network namespaces joined by veth and a bridge, each its own /dev/shm"
+	printf '%-14s %8s %16s %22s %8s %8s\n' test size ibemu "TCP, same run" ratio goal
+	xrow ib_write_bw 1048576 "$wbw" "$tcp_gbs" GB/s ">= 0.9"
+	printf '%-14s %8s %16s %22s\n' "" "" "" "(iperf3, 1 stream)"
+	xrow ib_send_lat 8 "$slat" "$tcp_busy" us "<= 1.2"
+	printf '%-14s %8s %16s %22s\n' "" "" "" "(ping-pong, busy poll)"
+	xrow "" "" "$slat" "$tcp_block" us ""
+	printf '%-14s %8s %16s %22s\n' "" "" "" "(ping-pong, blocking)"
+	# An idle process with a cross-node connection.
+	port=$((port + 1))
+	netns_pair "$dir" "$secs" "$port" \
+		1 env "LD_PRELOAD=$IBEMU_BUILDDIR/.libs/libibemu.so" \
+		"$IBEMU_BUILDDIR/tests/net_break" survivor "$port" idle ::: \
+		2 env "LD_PRELOAD=$IBEMU_BUILDDIR/.libs/libibemu.so" \
+		"$IBEMU_BUILDDIR/tests/net_break" peer "$a1" "$port"
+	idle=$(sed -n 's/^idle: //p' "$dir/server.out")
+	echo "idle process with a cross-node RC QP: ${idle:-failed (node 1 exited $NETNS_SERVER_RC, node 2 $NETNS_CLIENT_RC)}"
+	echo "ratio: ib_write_bw / iperf3 and ib_send_lat / TCP busy-polling one-way latency."
+}
 echo "ibemu benchmark: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -sr), $(nproc) CPUs," \
 	"$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)"
 echo "$("$IBEMU" --version 2>&1 | head -1); perftest $(ib_send_lat -V 2>&1 | grep -o '[0-9][0-9.]*' | head -1);" \
 	"median of $runs runs per figure"
+
+if [ "${BENCH_ONLY_NETNS:-0}" = 1 ]; then
+	( cross_nodes )
+	exit
+fi
 
 # The machine's limits.
 one_way=$("$IBEMU_BUILDDIR/bench/shm_pingpong" -q -r "$runs")
@@ -141,3 +252,8 @@ echo "idle process, two connected RC QPs: $(IBEMU_NODE=bench-idle-$$ "$IBEMU" ru
 echo
 echo "ratio = ibemu / machine limit: above 1 for a latency is that many times the"
 echo "limit; below 1 for a bandwidth is that fraction of it.  Medians of $runs runs."
+
+if [ "${BENCH_NETNS:-1}" != 0 ]; then
+	echo
+	( cross_nodes )
+fi

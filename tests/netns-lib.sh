@@ -36,6 +36,15 @@
 #   netns_listening I PORT true when a TCP socket listens on PORT in node I
 #   netns_wait_listen I PORT SECS [PID]
 #                          wait up to SECS for it (while PID lives)
+#   netns_pair DIR SECS PORT SI SERVER-ARGV... ::: CI CLIENT-ARGV...
+#       A server in node SI and a client in node CI, as sc_pair
+#       (serverclient.sh) runs them on one node: the server first, the
+#       client once TCP PORT listens in node SI (PORT "-": at once, for
+#       programs that meet through the RDMA CM), again (20 times at most)
+#       while its output matches NETNS_RETRY_RE and the server lives;
+#       each bounded by timeout SECS.  Outputs in DIR/server.out and
+#       DIR/client.out, exit statuses in NETNS_SERVER_RC and
+#       NETNS_CLIENT_RC (124: timed out); returns 0 when both exited 0.
 #   netns_teardown         kill every process still in the nodes, delete
 #                          the namespaces and the temporary directories;
 #                          safe to call more than once
@@ -59,6 +68,9 @@ NETNS_HOLDERS=()	# per node: PID whose namespaces a command enters
 NETNS_HOLDER_TOPS=()	# per node: the process to kill at teardown
 NETNS_OLD_EXIT_TRAP=
 NETNS_UP=0
+NETNS_SERVER_RC=
+NETNS_CLIENT_RC=
+NETNS_RETRY_RE="couldn't connect|connection refused|unable to (connect|init the socket)|REJECTED|refused|UNREACHABLE"
 
 netns_skip() { echo "SKIP: $*"; exit 77; }
 
@@ -121,6 +133,49 @@ netns_wait_listen()
 		sleep 0.1
 	done
 	return 1
+}
+
+netns_pair()
+{
+	local dir=$1 secs=$2 port=$3 si=$4 ci a seen=0 try spid
+	local -a srv=() cli=() pre=()
+	shift 4
+	command -v stdbuf >/dev/null && pre=(stdbuf -oL -eL)
+	for a in "$@"; do
+		if [ $seen = 0 ] && [ "$a" = ":::" ]; then
+			seen=1
+		elif [ $seen = 0 ]; then
+			srv+=("$a")
+		elif [ $seen = 1 ]; then
+			ci=$a
+			seen=2
+		else
+			cli+=("$a")
+		fi
+	done
+	: >"$dir/client.out"
+	netns_bg "$si" timeout -k 5 "$secs" "${pre[@]}" "${srv[@]}" \
+		>"$dir/server.out" 2>&1 </dev/null
+	spid=$NETNS_PID
+	NETNS_CLIENT_RC=125
+	if [ "$port" = - ] || netns_wait_listen "$si" "$port" 20 "$spid"; then
+		for try in $(seq 20); do
+			netns_exec "$ci" timeout -k 5 "$secs" "${pre[@]}" \
+				"${cli[@]}" >"$dir/client.out" 2>&1 </dev/null
+			NETNS_CLIENT_RC=$?
+			[ "$NETNS_CLIENT_RC" = 0 ] && break
+			kill -0 "$spid" 2>/dev/null || break
+			grep -qiE "$NETNS_RETRY_RE" "$dir/client.out" || break
+			sleep 0.2
+		done
+	else
+		echo "server did not listen on port $port in node $si" \
+			>"$dir/client.out"
+	fi
+	[ "$NETNS_CLIENT_RC" = 0 ] || kill "$spid" 2>/dev/null
+	wait "$spid"
+	NETNS_SERVER_RC=$?
+	[ "$NETNS_SERVER_RC" = 0 ] && [ "$NETNS_CLIENT_RC" = 0 ]
 }
 
 netns_teardown()
