@@ -69,6 +69,8 @@ void engine_forget(struct emu_hca *hca);
 /* active: the application is polling, not about to block. */
 void engine_poll(struct engine *e, bool active);
 void engine_app_blocks(struct engine *e);
+/* Whether a packet waits in the inbox. */
+bool engine_has_packet(struct engine *e);
 void engine_qp_add(struct engine *e, struct emu_qp *qp);
 void engine_qp_remove(struct engine *e, struct emu_qp *qp);
 /* Take and release every QP lock: whatever ran under one has ended. */

@@ -378,7 +378,7 @@ static uint64_t engine_run_pending(struct engine *e, bool *busy)
 }
 
 /* Whether a packet is waiting (a peek: nothing is consumed). */
-static bool engine_has_packet(struct engine *e)
+bool engine_has_packet(struct engine *e)
 {
 	struct tp_pkt in;
 

@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "cma.h"
+#include "cpu.h"
 #include "engine.h"
 #include "fabric.h"
 #include "log.h"
@@ -78,6 +79,7 @@
 #define TCP_DOOR_CLIENTS 16
 #define TCP_DOOR_RETRY_MS 1000
 #define TCP_STALL_MS 1 /* a full inbox: read again this soon */
+#define TCP_APP_POLL_NS 5000 /* tcp_app_polling */
 #define TCP_FRAME_ROOM                                                         \
 	(sizeof(struct tp_frame_hdr) + sizeof(struct tp_frame_grh) +         \
 	 PKT_MAX_LEN)
@@ -769,6 +771,10 @@ static int tcp_resolve(struct tp_tcp *t, const struct sockaddr_storage *node,
 	int32_t slot;
 	int err;
 
+	/* The network thread serves doors and connections: it never waits
+	 * for one (the engine it drives resolves again later). */
+	if (pthread_equal(pthread_self(), t->thread))
+		return EAGAIN;
 	err = tcp_lookup(t, node, q, &r, deadline);
 	if (err)
 		return err;
@@ -833,6 +839,8 @@ int tp_tcp_resolve_qpn(struct engine *e,
 	pthread_mutex_unlock(&t->lock);
 
 	err = tcp_resolve(t, node_addr, want_lid, &q, &slot);
+	if (err == EAGAIN)
+		return err; /* not tried: nothing learnt */
 
 	pthread_mutex_lock(&t->lock);
 	r = tcp_route_find_locked(t, node_addr, qpn);
@@ -1564,6 +1572,27 @@ static void tcp_probe_own_lid(struct tp_tcp *t)
 }
 
 /*
+ * Whether the application busy-polls now: it polled since the thread
+ * last looked and polls again within TCP_APP_POLL_NS (a poll loop comes
+ * back every microsecond or two).  An application that does not poll
+ * costs nothing here.
+ */
+static bool tcp_app_polling(struct tp_tcp *t)
+{
+	uint64_t end;
+
+	if (!atomic_exchange(&t->app_polls, false))
+		return false;
+	end = engine_now_ns() + TCP_APP_POLL_NS;
+	do {
+		if (atomic_load_explicit(&t->app_polls, memory_order_relaxed))
+			return true;
+		cpu_relax();
+	} while (engine_now_ns() < end);
+	return false;
+}
+
+/*
  * A connection became readable.  While the application busy-polls, it
  * reads the network itself (tcp_poll): the thread then leaves the
  * connection alone (parked, not re-armed), so a ping-pong neither waits
@@ -1573,8 +1602,7 @@ static void tcp_conn_event(struct tp_tcp *t, struct tcp_conn *c)
 {
 	if (atomic_load(&c->state) == TCP_CONN_DEAD)
 		return;
-	if (atomic_load(&c->state) == TCP_CONN_UP &&
-	    atomic_load_explicit(&t->app_polls, memory_order_relaxed)) {
+	if (atomic_load(&c->state) == TCP_CONN_UP && tcp_app_polling(t)) {
 		if (!c->parked) {
 			c->parked = true;
 			t->nr_parked++;
@@ -1588,6 +1616,14 @@ static void tcp_conn_event(struct tp_tcp *t, struct tcp_conn *c)
 		t->nr_stalled++;
 	else
 		tcp_rearm(t, c);
+	/* The application does not poll: its engine's thread may be
+	 * napping, deaf to producers (progress.c).  What came is served
+	 * here at once, as the application's own poll would (a target
+	 * spinning on its memory waits for an RDMA WRITE the engine
+	 * places), without a second thread's wake-up. */
+	engine_poll(t->e, false);
+	if (engine_has_packet(t->e))
+		t->e->tp->wake(t->e);
 }
 
 /* Every TCP_STALL_MS: once the application has stopped polling, the
@@ -1601,8 +1637,8 @@ static void tcp_unpark(struct tp_tcp *t)
 	if (now < t->park_check + TCP_STALL_MS)
 		return;
 	t->park_check = now;
-	if (atomic_exchange(&t->app_polls, false))
-		return; /* it still polls */
+	if (tcp_app_polling(t))
+		return;
 	for (i = 0; i < t->nr_conns; i++) {
 		c = t->conns[i];
 		if (!c || !c->parked)
