@@ -1499,12 +1499,15 @@ static void tcp_door_try(struct tp_tcp *t)
 	}
 	fd = tcp_listen_on(t->door_port, true, NULL);
 	if (fd < 0) {
+		/* Several nodes in one network namespace (IBEMU_NODE)
+		 * share its addresses: only one can be reached from
+		 * other hosts.  Said in debug and by `ibemu status`. */
 		if (!t->door_foreign)
-			ibemu_log_warn("the door port %u is held by a process "
-				       "of another node in this network "
-				       "namespace: this node is not reachable "
-				       "from other nodes (IBEMU_TCP_PORT)",
-				       t->door_port);
+			ibemu_log_dbg("the door port %u is held by a process "
+				      "of another node in this network "
+				      "namespace: this node is not reachable "
+				      "from other nodes (IBEMU_TCP_PORT)",
+				      t->door_port);
 		t->door_foreign = true;
 		return;
 	}

@@ -290,8 +290,10 @@ static void print_tcp_peers(struct node *node)
 	if (door && door <= IBEMU_MAX_PROCS)
 		printf("door holder pid %d\n", (int)seg->procs[door - 1].pid);
 	else
-		printf("door holder none (no process of the node listens on "
-		       "the door port)\n");
+		printf("door holder none: no process of this node listens on "
+		       "the door port (with another node in this network "
+		       "namespace holding it, this node is not reachable from "
+		       "other hosts)\n");
 	for (i = 0; i < IBEMU_MAX_NET_PEERS; i++) {
 		owner = atomic_load_explicit(&seg->net_peers[i].owner,
 					     memory_order_relaxed);
