@@ -23,6 +23,7 @@
 #include "cpu.h"
 #include "engine.h"
 #include "log.h"
+#include "mcast_ip.h"
 #include "pcap.h"
 
 #define ENGINE_NAP_NS (1000ull * 1000)
@@ -55,20 +56,13 @@ struct tp_peer *engine_peer(struct engine *e, int32_t slot)
 
 /* ---- packets ---- */
 
-bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
-	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
-	       uint32_t paylen)
+void pkt_layout(struct pkt_out *out, struct emu_qp *qp, uint8_t opcode,
+		uint32_t dst_qpn, uint32_t psn, bool ackreq, uint32_t paylen)
 {
 	const struct opcode_info *op = opcode_get(opcode);
-	struct engine *e = qp->hca->engine;
 	struct pkt_hdr *hdr;
 	uint32_t pad = (4 - (paylen & 3)) & 3;
 
-	out->pkt.src_proc = qp->hca->node.proc_slot;
-	if (!e->tp->pkt_claim(dst, &out->pkt))
-		return false;
-	out->e = e;
-	out->dst = dst;
 	out->op = op;
 	out->base = out->pkt.data;
 	hdr = out->pkt.hdr;
@@ -81,6 +75,20 @@ bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 	/* Pad to 4 bytes as the wire does (IBA 9.2.3). */
 	out_bth_init(out, opcode, pad, IBEMU_DEFAULT_PKEY, dst_qpn, psn,
 		     ackreq);
+}
+
+bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
+	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
+	       uint32_t paylen)
+{
+	struct engine *e = qp->hca->engine;
+
+	out->pkt.src_proc = qp->hca->node.proc_slot;
+	if (!e->tp->pkt_claim(dst, &out->pkt))
+		return false;
+	out->e = e;
+	out->dst = dst;
+	pkt_layout(out, qp, opcode, dst_qpn, psn, ackreq, paylen);
 	return true;
 }
 
@@ -222,20 +230,25 @@ void engine_pending_add_locked(struct emu_qp *qp)
  * A multicast datagram: every UD QP of this process attached to its group
  * gets a copy (IBA 10.5), the sender's own QP too when it is attached;
  * the group is the MGID of the GRH, or without one the MLID alone.  The
- * sender sent one packet to each process with a member (req.c).
+ * sender sent one packet to each process with a member (req.c), and one
+ * to the other nodes (mcast_ip.c), whose MLID for the group is theirs:
+ * from another node the MGID alone names it.
  */
 static void engine_dispatch_mcast(struct engine *e, const struct pkt *p)
 {
 	const uint8_t *dgid = p->grh ? p->grh->dgid : NULL;
+	uint16_t dlid = p->hdr->dlid;
 	struct emu_qp *qp;
 
 	if (!(p->op->mask & OPM_UD))
 		return;
+	if (dgid && (p->hdr->flags & PKT_F_FOREIGN))
+		dlid = 0;
 	for (qp = e->all_qps; qp; qp = qp->all_next) {
 		if (qp->type != IBV_QPT_UD)
 			continue;
 		pthread_mutex_lock(&qp->lock);
-		if (mcast_member_locked(qp, dgid, p->hdr->dlid))
+		if (mcast_member_locked(qp, dgid, dlid))
 			resp_recv_locked(qp, p);
 		pthread_mutex_unlock(&qp->lock);
 	}
@@ -526,9 +539,12 @@ int engine_start(struct emu_hca *hca)
 	ret = fault_open(e);
 	if (ret)
 		goto err_qps;
-	ret = e->tp->open(e);
+	ret = mcast_ip_open(e);
 	if (ret)
 		goto err_faults;
+	ret = e->tp->open(e);
+	if (ret)
+		goto err_mcast;
 	hca->engine = e;
 	pcap_open();
 	ret = pthread_create(&e->thread, NULL, engine_thread, e);
@@ -540,6 +556,8 @@ int engine_start(struct emu_hca *hca)
 
 err_tp:
 	e->tp->close(e);
+err_mcast:
+	mcast_ip_close(e);
 err_faults:
 	fault_forget(e);
 err_qps:
@@ -559,6 +577,7 @@ void engine_forget(struct emu_hca *hca)
 	if (!e)
 		return;
 	e->tp->forget(e);
+	mcast_ip_forget(e);
 	fault_forget(e);
 	free(e->qps);
 	free(e);
@@ -570,6 +589,8 @@ void engine_stop(struct emu_hca *hca)
 
 	if (!e)
 		return;
+	/* First: its thread delivers under engine.lock. */
+	mcast_ip_close(e);
 	atomic_store(&e->stop, true);
 	/* Also through the sleeper's `more`: a wake counts only once the
 	 * sleep has begun (transport.h), and the thread may have looked at
