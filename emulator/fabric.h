@@ -28,6 +28,7 @@
 #define IBEMU_FABRIC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -66,5 +67,45 @@ uint16_t fabric_expected_lid(struct node *node,
 
 /* The node's door port: IBEMU_TCP_PORT, or IBEMU_DEFAULT_DOOR_PORT. */
 uint16_t fabric_door_port(void);
+
+/*
+ * The rules themselves, free of the host's interfaces and environment
+ * where they can be (fabric_init and fabric_locate are built on them;
+ * the unit tests call them directly).
+ */
+
+/* The LID an IPv4 address (network order) derives in its subnet of
+ * prefix bits: its host part when that is a unicast LID (IBA 4.1.3:
+ * 0x0001..0xbfff) and not the subnet's broadcast address; 0 if none. */
+uint16_t fabric_lid_for(const uint8_t ip4[4], unsigned int prefix);
+
+/* The IPv4 address that lid names in the subnet of ip4/prefix: the
+ * subnet's prefix | lid, when lid is a unicast LID that fits in the
+ * host bits and names neither the network nor the broadcast address
+ * (both are usable in a /31, RFC 3021).  false if none. */
+bool fabric_ip4_for_lid(const uint8_t ip4[4], unsigned int prefix,
+			uint16_t lid, uint8_t out[4]);
+
+/* One address of one interface, as fabric_init reads them. */
+struct fabric_ifaddr {
+	char ifname[16];
+	unsigned int ifindex;
+	unsigned int ifflags; /* IFF_* of the interface */
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16]; /* network order; IPv4 in the first 4 bytes */
+	uint8_t prefix; /* prefix length of its subnet */
+};
+
+/* fabric_init on these addresses in place of the host's: 0 or a
+ * positive errno.  Reads IBEMU_IFACE, IBEMU_SUBNET, IBEMU_TCP_PORT and
+ * the process's fabric file. */
+int fabric_init_from(struct node_seg *seg, const struct fabric_ifaddr *ifa,
+		     size_t n);
+
+/* Read the fabric file at path (NULL: none) in place of $IBEMU_FABRIC,
+ * for the rest of the process: the number of entries kept, or a
+ * negative errno (the table is then empty).  For tests and tools; not
+ * while another thread of the process locates. */
+int fabric_file_use(const char *path);
 
 #endif /* IBEMU_FABRIC_H */

@@ -31,6 +31,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "fabric.h"
 #include "inbox.h"
 #include "log.h"
 #include "node.h"
@@ -196,6 +197,9 @@ static void node_identity_init(struct node_seg *seg, const char *name)
 	seg->pkeys[0] = IBEMU_DEFAULT_PKEY;
 	if (gethostname(seg->node_name, sizeof(seg->node_name) - 1))
 		strcpy(seg->node_name, "ibemu");
+	/* The node's address, LID and GIDs on the IP fabric; on failure
+	 * (logged) the node is alone with the hashed LID. */
+	fabric_init(seg);
 }
 
 static int node_seg_init(struct node_seg *seg, const char *name)
