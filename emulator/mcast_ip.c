@@ -135,7 +135,10 @@ int mcast_ip_open(struct engine *e)
 
 	e->mcast_ip = NULL;
 	f = seg->fabric;
-	if (!(f.flags & NODE_FABRIC_MULTI))
+	/* IPv4 multicast: a node known by an IPv6 address alone keeps its
+	 * groups to itself. */
+	if (!(f.flags & NODE_FABRIC_MULTI) ||
+	    !(f.ip4[0] | f.ip4[1] | f.ip4[2] | f.ip4[3]))
 		return 0;
 	memcpy(ifname, f.ifname, sizeof(ifname) - 1);
 	ifname[sizeof(ifname) - 1] = '\0';
