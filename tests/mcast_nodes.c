@@ -6,19 +6,21 @@
  * nodes meet only through the group).  They coordinate through files in
  * a directory they share.
  *
- *   mcast_nodes recv DIR NAME MGID MLID COUNT [OTHER_MGID]
+ *   mcast_nodes [-n] recv DIR NAME MGID MLID COUNT [OTHER_MGID]
  *	A UD QP attached to (MGID, MLID) takes COUNT datagrams, each once,
  *	byte for byte, with the GRH naming the group, the sender's QPN as
  *	src_qp and the immediate data of those sent with one; then nothing
  *	more (no copy twice).  With OTHER_MGID, a second QP attached to that
  *	group (at the same MLID) gets none of them.  Writes DIR/NAME.ready
  *	once attached and DIR/NAME.got with its count as datagrams come.
- *   mcast_nodes send DIR MGID MLID COUNT NAME...
+ *   mcast_nodes [-n] send DIR MGID MLID COUNT NAME...
  *	Waits for every NAME.ready, then sends COUNT datagrams to the group
  *	in batches, each batch once every receiver has the one before (so a
  *	lost datagram is a failure, not a race).  Its QPN is in DIR/sender.
  *
- * The MLIDs may differ between nodes: each node gives a group its own.
+ * With a GRH the MLIDs may differ between nodes: each node gives a group
+ * its own, the MGID names it.  -n: the datagrams have no GRH, the MLID
+ * alone names the group (the same on every node, then).
  * Exit 0 pass, 1 fail, 77 no device.
  */
 #define _GNU_SOURCE
@@ -41,6 +43,8 @@
 #define BATCH 16
 #define WAIT_S 20.0
 #define QUIET_S 0.5 /* nothing more after the last datagram */
+
+static bool no_grh; /* -n */
 
 static uint32_t msg_len(uint32_t k)
 {
@@ -218,9 +222,11 @@ static int check_datagram(struct node_side *s, const struct ibv_wc *wc,
 		say("datagram: %s", ibv_wc_status_str(wc->status));
 		return -1;
 	}
-	if (!(wc->wc_flags & IBV_WC_GRH) || memcmp(&g->dgid, gid, 16)) {
-		say("datagram without the group's GRH (flags %#x)",
-		    wc->wc_flags);
+	if (no_grh ? !!(wc->wc_flags & IBV_WC_GRH)
+		   : !(wc->wc_flags & IBV_WC_GRH) ||
+			     memcmp(&g->dgid, gid, 16)) {
+		say("datagram %s the group's GRH (flags %#x)",
+		    no_grh ? "with" : "without", wc->wc_flags);
 		return -1;
 	}
 	if (wc->byte_len < GRH_LEN + 4) {
@@ -425,11 +431,11 @@ static int sender(int argc, char **argv)
 	char **names = argv + 6;
 	int nr = argc - 6, ret;
 	struct node_side s = { 0 };
-	struct ibv_ah_attr aa = { .port_num = 1, .is_global = 1 };
+	struct ibv_ah_attr aa = { .port_num = 1, .is_global = !no_grh };
 	struct ibv_ah *ah;
 	struct ibv_qp *qp;
 
-	if (parse_gid(argv[3], &aa.grh.dgid) || !count)
+	if ((!no_grh && parse_gid(argv[3], &aa.grh.dgid)) || !count)
 		return 1;
 	aa.dlid = mlid;
 	aa.grh.hop_limit = 1;
@@ -460,12 +466,18 @@ static int sender(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	alarm(120);
+	if (argc > 1 && !strcmp(argv[1], "-n")) {
+		no_grh = true;
+		argc--;
+		argv++;
+	}
 	if (argc >= 7 && !strcmp(argv[1], "recv"))
 		return receiver(argc, argv);
 	if (argc >= 7 && !strcmp(argv[1], "send"))
 		return sender(argc, argv);
-	fprintf(stderr, "usage: mcast_nodes recv DIR NAME MGID MLID COUNT "
+	fprintf(stderr, "usage: mcast_nodes [-n] recv DIR NAME MGID MLID COUNT "
 			"[OTHER_MGID]\n"
-			"       mcast_nodes send DIR MGID MLID COUNT NAME...\n");
+			"       mcast_nodes [-n] send DIR MGID MLID COUNT "
+			"NAME...\n");
 	return 1;
 }
