@@ -89,8 +89,8 @@ struct mcast_ip {
 	int epfd, stopfd; /* -1 until the thread starts */
 	bool thread_on;
 	pthread_t thread;
-	_Atomic int send_fd; /* -1 until the first send */
-	bool send_failed; /* said once in the log */
+	_Atomic int send_fd; /* -1 until the first send; read unlocked */
+	atomic_bool send_failed; /* said once in the log */
 
 	/* The thread's own: one datagram, copied out of the socket. */
 	_Alignas(8) uint8_t buf[sizeof(struct tp_frame_hdr) +
@@ -527,7 +527,7 @@ void mcast_ip_send(struct engine *e, const uint8_t mgid[16],
 	struct msghdr msg = { .msg_name = &to, .msg_namelen = sizeof(to),
 			      .msg_iov = iov };
 	uint32_t grh_len = 0;
-	int fd;
+	int fd, err;
 
 	if (!m)
 		return;
@@ -560,13 +560,15 @@ void mcast_ip_send(struct engine *e, const uint8_t mgid[16],
 	iov[msg.msg_iovlen].iov_base = pkt->data;
 	iov[msg.msg_iovlen++].iov_len = h->len;
 	f.len = htobe32(grh_len + h->len);
-	/* A full buffer, or no route now: the datagram is lost (IBA 9.8). */
-	if (sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
-	    errno != EAGAIN && errno != ENOBUFS && !m->send_failed) {
-		m->send_failed = true;
-		ibemu_log_err("multicast across nodes: send: %s",
-			      strerror(errno));
-	}
+	if (sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
+		return;
+	/* A full buffer: the datagram is lost, as a UD datagram may be
+	 * (IBA 9.8).  Anything else is said once, and lost too. */
+	err = errno;
+	if (err != EAGAIN && err != ENOBUFS &&
+	    !atomic_exchange(&m->send_failed, true))
+		ibemu_log_err("multicast across nodes: send: %s (the group's "
+			      "datagrams stay on this node)", strerror(err));
 }
 
 /* ---- the end ---- */
