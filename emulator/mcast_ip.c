@@ -35,6 +35,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -69,6 +70,13 @@ struct mcast_ip_group {
 	int sock; /* index in socks[] of the membership; -1: it failed */
 };
 
+/* A receiving socket: its memberships, and how many the kernel let it
+ * hold when it last refused one (UINT_MAX: it never did). */
+struct mcast_ip_sock {
+	int fd;
+	unsigned int nr, cap;
+};
+
 struct mcast_ip {
 	struct engine *e;
 	/* The node's fabric, copied once at open (node.h struct
@@ -84,7 +92,7 @@ struct mcast_ip {
 	pthread_mutex_t lock; /* everything below but send_fd's reads */
 	struct mcast_ip_group *groups;
 	unsigned int nr_groups, max_groups;
-	int socks[MCAST_IP_MAX_SOCKS];
+	struct mcast_ip_sock socks[MCAST_IP_MAX_SOCKS];
 	unsigned int nr_socks;
 	int epfd, stopfd; /* -1 until the thread starts */
 	bool thread_on;
@@ -263,7 +271,9 @@ static int recv_sock_open_locked(struct mcast_ip *m, int *idx_p)
 		close(fd);
 		return ret;
 	}
-	m->socks[m->nr_socks] = fd;
+	m->socks[m->nr_socks].fd = fd;
+	m->socks[m->nr_socks].nr = 0;
+	m->socks[m->nr_socks].cap = UINT_MAX;
 	*idx_p = (int)m->nr_socks++;
 	return 0;
 }
@@ -281,25 +291,31 @@ static int membership(struct mcast_ip *m, int fd, uint32_t addr, int op)
  * *idx_p. */
 static int join_locked(struct mcast_ip *m, uint32_t addr, int *idx_p)
 {
+	struct mcast_ip_sock *sk;
 	unsigned int i;
 	int ret = ENOBUFS;
 
-	for (i = 0; i < m->nr_socks && ret == ENOBUFS; i++) {
-		ret = membership(m, m->socks[i], addr, IP_ADD_MEMBERSHIP);
+	for (i = 0; i <= m->nr_socks && ret == ENOBUFS; i++) {
+		if (i == m->nr_socks &&
+		    (ret = recv_sock_open_locked(m, idx_p)))
+			break;
+		sk = &m->socks[i];
+		if (sk->nr >= sk->cap)
+			continue; /* full when it was last tried */
+		ret = membership(m, sk->fd, addr, IP_ADD_MEMBERSHIP);
+		if (ret == ENOBUFS)
+			sk->cap = sk->nr;
 		*idx_p = (int)i;
 	}
-	if (ret == ENOBUFS) {
-		ret = recv_sock_open_locked(m, idx_p);
-		if (!ret)
-			ret = membership(m, m->socks[*idx_p], addr,
-					 IP_ADD_MEMBERSHIP);
+	if (!ret) {
+		m->socks[*idx_p].nr++;
+		return 0;
 	}
-	if (ret)
-		ibemu_log_err("multicast across nodes: joining the IP group "
-			      "%u.%u.%u.%u: %s (the group stays on this node)",
-			      ((uint8_t *)&addr)[0], ((uint8_t *)&addr)[1],
-			      ((uint8_t *)&addr)[2], ((uint8_t *)&addr)[3],
-			      strerror(ret));
+	ibemu_log_err("multicast across nodes: joining the IP group "
+		      "%u.%u.%u.%u: %s (the group stays on this node)",
+		      ((uint8_t *)&addr)[0], ((uint8_t *)&addr)[1],
+		      ((uint8_t *)&addr)[2], ((uint8_t *)&addr)[3],
+		      strerror(ret));
 	return ret;
 }
 
@@ -471,9 +487,10 @@ void mcast_ip_leave(struct engine *e, const uint8_t mgid[16])
 		goto out;
 	gone = *g;
 	*g = m->groups[--m->nr_groups];
-	if (gone.sock >= 0 && !group_by_addr_locked(m, gone.addr))
-		membership(m, m->socks[gone.sock], gone.addr,
-			   IP_DROP_MEMBERSHIP);
+	if (gone.sock >= 0 && !group_by_addr_locked(m, gone.addr) &&
+	    !membership(m, m->socks[gone.sock].fd, gone.addr,
+			IP_DROP_MEMBERSHIP))
+		m->socks[gone.sock].nr--;
 out:
 	pthread_mutex_unlock(&m->lock);
 }
@@ -580,7 +597,7 @@ static void mcast_ip_free(struct mcast_ip *m, bool fds)
 
 	if (fds) {
 		for (i = 0; i < m->nr_socks; i++)
-			close(m->socks[i]);
+			close(m->socks[i].fd);
 		if (m->epfd >= 0)
 			close(m->epfd);
 		if (m->stopfd >= 0)
