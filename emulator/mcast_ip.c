@@ -60,6 +60,10 @@
 /* Datagrams taken from one socket before the thread looks at the others
  * (and at its stop event) again. */
 #define MCAST_IP_BATCH 64
+/* A receiving socket's buffer: a burst of datagrams waits there while
+ * the thread is not scheduled (a sender has no flow control to slow
+ * it); the kernel caps it at net.core.rmem_max unless we may force it. */
+#define MCAST_IP_RCVBUF (4 << 20)
 
 /* An MGID the process's QPs are attached to, and the IP group it maps
  * to; refs: the attachments (QPs, and MLIDs of one QP). */
@@ -241,7 +245,7 @@ static int recv_sock_open_locked(struct mcast_ip *m, int *idx_p)
 				   .sin_port = htons(m->port),
 				   .sin_addr.s_addr = htonl(INADDR_ANY) };
 	struct epoll_event ev = { .events = EPOLLIN };
-	int fd, one = 1, zero = 0, ret;
+	int fd, one = 1, zero = 0, rcvbuf = MCAST_IP_RCVBUF, ret;
 
 	if (m->nr_socks >= MCAST_IP_MAX_SOCKS)
 		return ENOBUFS;
@@ -254,6 +258,9 @@ static int recv_sock_open_locked(struct mcast_ip *m, int *idx_p)
 			      strerror(errno));
 		return errno;
 	}
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf,
+		       sizeof(rcvbuf)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	ret = sock_opt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one),
 		       "SO_REUSEADDR");
 	if (!ret)
