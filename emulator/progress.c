@@ -589,8 +589,6 @@ void engine_stop(struct emu_hca *hca)
 
 	if (!e)
 		return;
-	/* First: its thread delivers under engine.lock. */
-	mcast_ip_close(e);
 	atomic_store(&e->stop, true);
 	/* Also through the sleeper's `more`: a wake counts only once the
 	 * sleep has begun (transport.h), and the thread may have looked at
@@ -600,6 +598,9 @@ void engine_stop(struct emu_hca *hca)
 	atomic_store(&e->pending_new, true);
 	e->tp->wake(e);
 	pthread_join(e->thread, NULL);
+	/* After the engine's thread, which may send to the groups; before
+	 * the engine goes, as its own thread delivers under engine.lock. */
+	mcast_ip_close(e);
 	hca->engine = NULL;
 	fault_close(e);
 	e->tp->close(e);
