@@ -9,14 +9,17 @@
  *   mcast_nodes [-n] recv DIR NAME MGID MLID COUNT [OTHER_MGID]
  *	A UD QP attached to (MGID, MLID) takes COUNT datagrams, each once,
  *	byte for byte, with the GRH naming the group, the sender's QPN as
- *	src_qp and the immediate data of those sent with one; then nothing
+ *	src_qp, its node's LID as slid and port GUID in the GRH's SGID (what
+ *	ibv_create_ah_from_wc answers with), and the immediate data of
+ *	those sent with one; then nothing
  *	more (no copy twice).  With OTHER_MGID, a second QP attached to that
  *	group (at the same MLID) gets none of them.  Writes DIR/NAME.ready
  *	once attached and DIR/NAME.got with its count as datagrams come.
  *   mcast_nodes [-n] send DIR MGID MLID COUNT NAME...
  *	Waits for every NAME.ready, then sends COUNT datagrams to the group
  *	in batches, each batch once every receiver has the one before (so a
- *	lost datagram is a failure, not a race).  Its QPN is in DIR/sender.
+ *	lost datagram is a failure, not a race).  Its QPN, LID and port
+ *	GUID are in DIR/sender.{qpn,lid,guid}.
  *
  * With a GRH the MLIDs may differ between nodes: each node gives a group
  * its own, the MGID names it.  -n: the datagrams have no GRH, the MLID
@@ -209,11 +212,35 @@ static int post_recvs(struct node_side *s, struct ibv_qp *qp, size_t first,
 	return 0;
 }
 
+/* Who sent: what the sender wrote in DIR/sender.*. */
+struct sender_id {
+	long qpn, lid;
+	uint64_t guid; /* network order, as in a GID */
+};
+
+static int sender_id_get(const char *dir, struct sender_id *id)
+{
+	long hi = file_get(dir, "sender", "guid_hi");
+	long lo = file_get(dir, "sender", "guid_lo");
+
+	id->qpn = file_get(dir, "sender", "qpn");
+	id->lid = file_get(dir, "sender", "lid");
+	if (id->qpn < 0 || id->lid < 0 || hi < 0 || lo < 0) {
+		say("the sender's files are missing");
+		return -1;
+	}
+	id->guid = (uint64_t)hi << 32 | (uint64_t)lo;
+	return 0;
+}
+
 /* One received datagram, checked: k in *k_p. */
 static int check_datagram(struct node_side *s, const struct ibv_wc *wc,
-			  const union ibv_gid *gid, long sender_qpn,
-			  uint32_t count, uint32_t *k_p)
+			  const union ibv_gid *gid,
+			  const struct sender_id *from, uint32_t count,
+			  uint32_t *k_p)
 {
+	uint64_t guid;
+
 	const uint8_t *p = s->buf + wc->wr_id * SLOT;
 	const struct ibv_grh *g = (const void *)p;
 	uint32_t k, n, len;
@@ -247,9 +274,15 @@ static int check_datagram(struct node_side *s, const struct ibv_wc *wc,
 			return -1;
 		}
 	}
-	if ((long)wc->src_qp != sender_qpn) {
-		say("datagram %u: src_qp %#x, the sender's is %#lx", k,
-		    wc->src_qp, sender_qpn);
+	if ((long)wc->src_qp != from->qpn || (long)wc->slid != from->lid) {
+		say("datagram %u: src_qp %#x slid %u, the sender's are %#lx "
+		    "%ld", k, wc->src_qp, wc->slid, from->qpn, from->lid);
+		return -1;
+	}
+	memcpy(&guid, g->sgid.raw + 8, 8);
+	if (!no_grh && guid != from->guid) {
+		say("datagram %u: the GRH's SGID is not the sender's port's",
+		    k);
 		return -1;
 	}
 	if (!!(wc->wc_flags & IBV_WC_WITH_IMM) != (k & 1) ||
@@ -269,7 +302,7 @@ static int collect(struct node_side *s, const char *dir, const char *name,
 {
 	uint8_t *seen = calloc(count, 1);
 	double end = now_s() + WAIT_S * 3, quiet = 0;
-	long sender_qpn = -1;
+	struct sender_id from = { .qpn = -1 };
 	uint32_t got = 0, k;
 	struct ibv_wc wc;
 	int n;
@@ -288,9 +321,9 @@ static int collect(struct node_side *s, const char *dir, const char *name,
 			say("a datagram more than the %u sent", count);
 			goto err;
 		}
-		if (sender_qpn < 0)
-			sender_qpn = file_get(dir, "sender", "qpn");
-		if (check_datagram(s, &wc, gid, sender_qpn, count, &k))
+		if (from.qpn < 0 && sender_id_get(dir, &from))
+			goto err;
+		if (check_datagram(s, &wc, gid, &from, count, &k))
 			goto err;
 		if (seen[k]) {
 			say("datagram %u twice", k);
@@ -432,8 +465,10 @@ static int sender(int argc, char **argv)
 	int nr = argc - 6, ret;
 	struct node_side s = { 0 };
 	struct ibv_ah_attr aa = { .port_num = 1, .is_global = !no_grh };
+	union ibv_gid gid0;
 	struct ibv_ah *ah;
 	struct ibv_qp *qp;
+	uint64_t guid;
 
 	if ((!no_grh && parse_gid(argv[3], &aa.grh.dgid)) || !count)
 		return 1;
@@ -448,7 +483,15 @@ static int sender(int argc, char **argv)
 		say("create_qp or create_ah: %s", strerror(errno));
 		return 1;
 	}
-	if (file_put(dir, "sender", "qpn", qp->qp_num) ||
+	if (ibv_query_gid(s.ctx, 1, 0, &gid0)) {
+		say("query_gid: %s", strerror(errno));
+		return 1;
+	}
+	memcpy(&guid, gid0.raw + 8, 8);
+	if (file_put(dir, "sender", "guid_hi", (unsigned long)(guid >> 32)) ||
+	    file_put(dir, "sender", "guid_lo", guid & 0xffffffffu) ||
+	    file_put(dir, "sender", "lid", s.pa.lid) ||
+	    file_put(dir, "sender", "qpn", qp->qp_num) ||
 	    wait_all(dir, names, nr, "ready", 1))
 		return 1;
 	for (k = 0; k < count; k++) {
