@@ -56,6 +56,9 @@ struct engine {
 	atomic_bool stop;
 	atomic_uint app_polled; /* poll_cq ran since the thread looked */
 	struct fault *faults; /* IBEMU_FAULTS (fault.c); NULL: none */
+	/* Multicast across nodes (mcast_ip.c; its own lock); NULL: the
+	 * node is alone, multicast stays on it.  Set at start. */
+	struct mcast_ip *mcast_ip;
 };
 
 
@@ -114,6 +117,10 @@ uint64_t engine_coarse_ns(void);
 bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
 	       uint32_t paylen);
+/* Lay out the link header and BTH of a packet whose room out->pkt
+ * already names (pkt_begin's second half; mcast_ip.c's datagrams). */
+void pkt_layout(struct pkt_out *out, struct emu_qp *qp, uint8_t opcode,
+		uint32_t dst_qpn, uint32_t psn, bool ackreq, uint32_t paylen);
 void pkt_send(struct pkt_out *out);
 /* Receive one packet as the transport delivered it: parse it and hand it
  * to its QP's responder or completer (a malformed packet, or one for no
@@ -123,8 +130,8 @@ void engine_recv_locked(struct engine *e, const struct tp_pkt *in);
 void engine_flush_acks_locked(struct engine *e);
 
 /* mcast.c: whether qp is attached to the group a multicast datagram
- * went to (dgid NULL: no GRH, the MLID alone names it).  Caller holds
- * qp.lock. */
+ * went to (dgid NULL: no GRH, the MLID alone names it; dlid 0: the MGID
+ * alone, whatever MLID the QP attached with).  Caller holds qp.lock. */
 bool mcast_member_locked(const struct emu_qp *qp, const uint8_t *dgid,
 			 uint16_t dlid);
 

@@ -5,8 +5,11 @@
  * reads to hand a multicast datagram to the QPs of this process attached
  * to its group (mcast_deliver_locked), and the node's group table, which
  * senders read to find the processes to send it to (node_mcast.c).
+ * A process with a QP attached to a group also takes the group's
+ * datagrams from the other nodes of the fabric (mcast_ip.c).
  * Lock rule: the QP's list is under qp.lock; the node's table under
- * node_seg.lock, taken after qp.lock, never before.
+ * node_seg.lock, taken after qp.lock, never before; mcast_ip's lock
+ * after qp.lock as well.
  */
 #include "config.h"
 
@@ -17,6 +20,7 @@
 #include "engine.h"
 #include "hca.h"
 #include "log.h"
+#include "mcast_ip.h"
 #include "node.h"
 
 static int mcast_check(struct emu_qp *qp, const union ibv_gid *gid,
@@ -82,6 +86,9 @@ int emu_mcast_attach(struct emu_qp *qp, const union ibv_gid *gid,
 	qp->mcast[qp->nr_mcast].gid = *gid;
 	qp->mcast[qp->nr_mcast].lid = lid;
 	qp->nr_mcast++;
+	/* And on the other nodes' (mcast_ip.c): a failure is said in the
+	 * log; the group still works on this node. */
+	mcast_ip_join(qp->hca->engine, gid->raw);
 out:
 	pthread_mutex_unlock(&qp->lock);
 	return ret;
@@ -101,6 +108,7 @@ int emu_mcast_detach(struct emu_qp *qp, const union ibv_gid *gid,
 		ret = EINVAL;
 	} else {
 		node_mcast_leave(&qp->hca->node, gid->raw, lid, qp->qpn);
+		mcast_ip_leave(qp->hca->engine, gid->raw);
 		qp->mcast[i] = qp->mcast[qp->nr_mcast - 1];
 		qp->nr_mcast--;
 	}
@@ -114,7 +122,7 @@ bool mcast_member_locked(const struct emu_qp *qp, const uint8_t *dgid,
 	unsigned int i;
 
 	for (i = 0; i < qp->nr_mcast; i++)
-		if (qp->mcast[i].lid == dlid &&
+		if ((!dlid || qp->mcast[i].lid == dlid) &&
 		    (!dgid || !memcmp(qp->mcast[i].gid.raw, dgid, 16)))
 			return true;
 	return false;

@@ -295,6 +295,9 @@ int node_mcast_join(struct node *node, const uint8_t mgid[16], uint16_t mlid,
 		    uint32_t qpn);
 int node_mcast_leave(struct node *node, const uint8_t mgid[16], uint16_t mlid,
 		     uint32_t qpn);
+/* The MGID of a group of the node with MLID mlid (attached by hand or
+ * joined through the CM): true, or false if none has it. */
+bool node_mcast_mgid(struct node *node, uint16_t mlid, uint8_t mgid[16]);
 unsigned int node_mcast_procs(struct node *node, const uint8_t mgid[16],
 			      uint16_t mlid, int32_t *slots, unsigned int max);
 /*

@@ -305,3 +305,29 @@ void node_mcast_member_del(struct node *node, int index)
 		memset(c, 0, sizeof(*c));
 	node_unlock(node);
 }
+
+bool node_mcast_mgid(struct node *node, uint16_t mlid, uint8_t mgid[16])
+{
+	const struct node_mcast_grp *g;
+	unsigned int i;
+	bool found = false;
+
+	node_lock(node);
+	for (i = 0; i < IBEMU_MAX_MCAST_GRP && !found; i++) {
+		g = &node->seg->mcast[i];
+		if (g->nr && g->mlid == mlid) {
+			memcpy(mgid, g->mgid, 16);
+			found = true;
+		}
+	}
+	for (i = 0; i < IBEMU_MAX_CM_MCAST && !found; i++) {
+		struct node_cm_mcast c;
+
+		if (member_live_locked(node, i, &c) && c.mlid == mlid) {
+			memcpy(mgid, c.mgid, 16);
+			found = true;
+		}
+	}
+	node_unlock(node);
+	return found;
+}

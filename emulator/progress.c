@@ -23,6 +23,7 @@
 #include "cpu.h"
 #include "engine.h"
 #include "log.h"
+#include "mcast_ip.h"
 #include "pcap.h"
 
 #define ENGINE_NAP_NS (1000ull * 1000)
@@ -65,20 +66,13 @@ bool engine_peer_runs(struct engine *e, int32_t slot)
 
 /* ---- packets ---- */
 
-bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
-	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
-	       uint32_t paylen)
+void pkt_layout(struct pkt_out *out, struct emu_qp *qp, uint8_t opcode,
+		uint32_t dst_qpn, uint32_t psn, bool ackreq, uint32_t paylen)
 {
 	const struct opcode_info *op = opcode_get(opcode);
-	struct engine *e = qp->hca->engine;
 	struct pkt_hdr *hdr;
 	uint32_t pad = (4 - (paylen & 3)) & 3;
 
-	out->pkt.src_proc = qp->hca->node.proc_slot;
-	if (!dst->tp->pkt_claim(dst, &out->pkt))
-		return false;
-	out->e = e;
-	out->dst = dst;
 	out->op = op;
 	out->base = out->pkt.data;
 	hdr = out->pkt.hdr;
@@ -91,6 +85,20 @@ bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 	/* Pad to 4 bytes as the wire does (IBA 9.2.3). */
 	out_bth_init(out, opcode, pad, IBEMU_DEFAULT_PKEY, dst_qpn, psn,
 		     ackreq);
+}
+
+bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
+	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
+	       uint32_t paylen)
+{
+	struct engine *e = qp->hca->engine;
+
+	out->pkt.src_proc = qp->hca->node.proc_slot;
+	if (!dst->tp->pkt_claim(dst, &out->pkt))
+		return false;
+	out->e = e;
+	out->dst = dst;
+	pkt_layout(out, qp, opcode, dst_qpn, psn, ackreq, paylen);
 	return true;
 }
 
@@ -232,20 +240,25 @@ void engine_pending_add_locked(struct emu_qp *qp)
  * A multicast datagram: every UD QP of this process attached to its group
  * gets a copy (IBA 10.5), the sender's own QP too when it is attached;
  * the group is the MGID of the GRH, or without one the MLID alone.  The
- * sender sent one packet to each process with a member (req.c).
+ * sender sent one packet to each process with a member (req.c), and one
+ * to the other nodes (mcast_ip.c), whose MLID for the group is theirs:
+ * from another node the MGID alone names it.
  */
 static void engine_dispatch_mcast(struct engine *e, const struct pkt *p)
 {
 	const uint8_t *dgid = p->grh ? p->grh->dgid : NULL;
+	uint16_t dlid = p->hdr->dlid;
 	struct emu_qp *qp;
 
 	if (!(p->op->mask & OPM_UD))
 		return;
+	if (dgid && (p->hdr->flags & PKT_F_FOREIGN))
+		dlid = 0;
 	for (qp = e->all_qps; qp; qp = qp->all_next) {
 		if (qp->type != IBV_QPT_UD)
 			continue;
 		pthread_mutex_lock(&qp->lock);
-		if (mcast_member_locked(qp, dgid, p->hdr->dlid))
+		if (mcast_member_locked(qp, dgid, dlid))
 			resp_recv_locked(qp, p);
 		pthread_mutex_unlock(&qp->lock);
 	}
@@ -543,9 +556,12 @@ int engine_start(struct emu_hca *hca)
 	ret = fault_open(e);
 	if (ret)
 		goto err_qps;
-	ret = e->tp->open(e);
+	ret = mcast_ip_open(e);
 	if (ret)
 		goto err_faults;
+	ret = e->tp->open(e);
+	if (ret)
+		goto err_mcast;
 	/* The network, where the node has one (tp_tcp.c says when). */
 	if (e->tp == &tp_shm_ops && !tp_tcp_ops.open(e) && e->net_priv)
 		e->net = &tp_tcp_ops;
@@ -562,6 +578,8 @@ err_net:
 	if (e->net)
 		e->net->close(e);
 	e->tp->close(e);
+err_mcast:
+	mcast_ip_close(e);
 err_faults:
 	fault_forget(e);
 err_qps:
@@ -583,6 +601,7 @@ void engine_forget(struct emu_hca *hca)
 	if (e->net)
 		e->net->forget(e);
 	e->tp->forget(e);
+	mcast_ip_forget(e);
 	fault_forget(e);
 	free(e->qps);
 	free(e);
@@ -603,11 +622,15 @@ void engine_stop(struct emu_hca *hca)
 	atomic_store(&e->pending_new, true);
 	e->tp->wake(e);
 	pthread_join(e->thread, NULL);
-	hca->engine = NULL;
-	fault_close(e);
-	/* The network thread delivers into the inbox: stopped first. */
+	/* The network thread delivers into the inbox and drives the
+	 * engine (tp_tcp.c): stopped before anything of the engine goes. */
 	if (e->net)
 		e->net->close(e);
+	/* After the engine's thread, which may send to the groups; before
+	 * the engine goes, as its own thread delivers under engine.lock. */
+	mcast_ip_close(e);
+	hca->engine = NULL;
+	fault_close(e);
 	e->tp->close(e);
 	free(e->qps);
 	free(e);

@@ -18,6 +18,7 @@
 
 #include "engine.h"
 #include "log.h"
+#include "mcast_ip.h"
 #include "route.h"
 
 static uint32_t wqe_npkts(const struct emu_qp *qp, const struct wqe *w)
@@ -180,6 +181,54 @@ static void req_payload_fill(struct emu_qp *qp, struct wqe *w,
 		iov_gather(dst, iov, nr);
 }
 
+static uint8_t req_ud_opcode(const struct wqe *w)
+{
+	return w->opcode == IBV_WR_SEND_WITH_IMM
+		       ? IB_OPCODE_UD + IB_OP_SEND_ONLY_IMM
+		       : IB_OPCODE_UD + IB_OP_SEND_ONLY;
+}
+
+/* The headers after the BTH, the GRH and the payload of a datagram of w
+ * laid out in out (pkt_begin, pkt_layout). */
+static void req_ud_fill(struct emu_qp *qp, struct wqe *w,
+			struct pkt_out *out, const struct iovec *iov, int nr)
+{
+	const struct ibv_ah_attr *av = &w->av;
+	struct node_seg *seg = qp->hca->node.seg;
+	uint64_t prefix, guid;
+
+	out->pkt.hdr->dlid = av->dlid;
+	/* A Q_Key with the high bit set means "use the QP's own" (IBA
+	 * 10.2.5). */
+	out_set_deth(out,
+		     (w->remote_qkey & 0x80000000u) ? qp->attr.qkey
+						    : w->remote_qkey,
+		     qp->qpn);
+	if (out->op->mask & OPM_IMMDT)
+		out_set_immdt(out, w->imm_data);
+	if (av->is_global) {
+		out->pkt.hdr->flags |= PKT_F_GRH;
+		out->pkt.grh->flow = 6u << 28 |
+					  (uint32_t)av->grh.traffic_class
+						  << 20 |
+					  (av->grh.flow_label & 0xfffff);
+		out->pkt.grh->hop_limit = av->grh.hop_limit;
+		/* The SGID is the port's GID at the AV's index (IBA 8.3.1),
+		 * GID 0 where that entry is empty. */
+		if (emu_hca_gid(qp->hca, av->grh.sgid_index,
+				out->pkt.grh->sgid)) {
+			prefix = htobe64(seg->gid_prefix);
+			guid = htobe64(seg->port_guid);
+			memcpy(out->pkt.grh->sgid, &prefix, 8);
+			memcpy(out->pkt.grh->sgid + 8, &guid, 8);
+		}
+		memcpy(out->pkt.grh->dgid, av->grh.dgid.raw, 16);
+	}
+	req_payload_fill(qp, w, 0, w->length, out_payload(out), iov, nr);
+	if (w->send_flags & IBV_SEND_SOLICITED)
+		out_set_se(out);
+}
+
 /* One datagram of w to the process dst, for its QP dqpn (or every QP of
  * it attached to the group: BTH_QPN_MULTICAST); false if dst's inbox is
  * full. */
@@ -187,56 +236,57 @@ static bool req_ud_packet(struct emu_qp *qp, struct wqe *w,
 			  struct tp_peer *dst, uint32_t dqpn,
 			  const struct iovec *iov, int nr)
 {
-	const struct ibv_ah_attr *av = &w->av;
-	struct node_seg *seg = qp->hca->node.seg;
-	uint8_t opcode = w->opcode == IBV_WR_SEND_WITH_IMM
-				 ? IB_OPCODE_UD + IB_OP_SEND_ONLY_IMM
-				 : IB_OPCODE_UD + IB_OP_SEND_ONLY;
 	struct pkt_out out;
-	uint64_t prefix, guid;
 
-	if (!pkt_begin(&out, dst, qp, opcode, dqpn, qp->req.psn, false,
-		       w->length))
+	if (!pkt_begin(&out, dst, qp, req_ud_opcode(w), dqpn, qp->req.psn,
+		       false, w->length))
 		return false;
-	out.pkt.hdr->dlid = av->dlid;
-	/* A Q_Key with the high bit set means "use the QP's own" (IBA
-	 * 10.2.5). */
-	out_set_deth(&out,
-		     (w->remote_qkey & 0x80000000u) ? qp->attr.qkey
-						    : w->remote_qkey,
-		     qp->qpn);
-	if (out.op->mask & OPM_IMMDT)
-		out_set_immdt(&out, w->imm_data);
-	if (av->is_global) {
-		out.pkt.hdr->flags |= PKT_F_GRH;
-		out.pkt.grh->flow = 6u << 28 |
-					 (uint32_t)av->grh.traffic_class
-						 << 20 |
-					 (av->grh.flow_label & 0xfffff);
-		out.pkt.grh->hop_limit = av->grh.hop_limit;
-		/* The SGID is the port's GID at the AV's index (IBA 8.3.1),
-		 * GID 0 where that entry is empty. */
-		if (emu_hca_gid(qp->hca, av->grh.sgid_index,
-				out.pkt.grh->sgid)) {
-			prefix = htobe64(seg->gid_prefix);
-			guid = htobe64(seg->port_guid);
-			memcpy(out.pkt.grh->sgid, &prefix, 8);
-			memcpy(out.pkt.grh->sgid + 8, &guid, 8);
-		}
-		memcpy(out.pkt.grh->dgid, av->grh.dgid.raw, 16);
-	}
-	req_payload_fill(qp, w, 0, w->length, out_payload(&out), iov, nr);
-	if (w->send_flags & IBV_SEND_SOLICITED)
-		out_set_se(&out);
+	req_ud_fill(qp, w, &out, iov, nr);
 	pkt_send(&out);
 	return true;
+}
+
+/*
+ * The copy of a multicast datagram for the other nodes of the fabric:
+ * one IP multicast datagram to the group (mcast_ip.c), as a switch
+ * forwards a multicast packet towards every port with a member (IBA
+ * 10.5).  The group is the GRH's MGID; a datagram without a GRH names
+ * its group by the MLID alone, which leaves the node only when a group
+ * of this node has that MLID (its MGID picks the IP group).
+ */
+static void req_mcast_remote(struct emu_qp *qp, struct wqe *w,
+			     const struct iovec *iov, int nr)
+{
+	struct engine *e = qp->hca->engine;
+	_Alignas(8) uint8_t data[PKT_MAX_LEN];
+	struct pkt_hdr hdr;
+	struct pkt_grh grh;
+	struct pkt_out out;
+	uint8_t mgid[16];
+
+	if (!e->mcast_ip)
+		return;
+	if (w->av.is_global)
+		memcpy(mgid, w->av.grh.dgid.raw, 16);
+	else if (!node_mcast_mgid(&qp->hca->node, w->av.dlid, mgid))
+		return;
+	memset(&out, 0, sizeof(out));
+	out.e = e;
+	out.pkt.hdr = &hdr;
+	out.pkt.grh = &grh;
+	out.pkt.data = data;
+	pkt_layout(&out, qp, req_ud_opcode(w), BTH_QPN_MULTICAST,
+		   qp->req.psn, false, w->length);
+	req_ud_fill(qp, w, &out, iov, nr);
+	mcast_ip_send(e, mgid, &out.pkt);
 }
 
 /*
  * A datagram to a multicast group: DestQP 0xFFFFFF and the group's MLID,
  * with its MGID in the GRH (IBA 10.5).  As a switch replicates it to
  * each port with a member, one copy goes to each process of the node
- * with a QP attached, whose engine hands it to those QPs (progress.c).
+ * with a QP attached, whose engine hands it to those QPs (progress.c),
+ * and one datagram to the other nodes (req_mcast_remote).
  * The processes are taken once, when the send begins; a full inbox holds
  * the rest of the fan-out (REQ_BLOCKED) and the copies already sent are
  * not sent again.
@@ -249,6 +299,7 @@ static enum req_step req_send_mcast(struct emu_qp *qp, struct wqe *w,
 
 	if (!qp->req.mcast.on) {
 		qp->req.psn = psn_add(qp->req.psn, 1);
+		req_mcast_remote(qp, w, iov, nr);
 		qp->req.mcast.nr = (uint8_t)node_mcast_procs(
 			&qp->hca->node, av->is_global ? av->grh.dgid.raw : NULL,
 			av->dlid, qp->req.mcast.procs,

@@ -133,6 +133,10 @@ struct pkt_grh {
 /* A SEND whose payload stays in the sender: the packet carries a struct
  * pull_desc and the responder copies the data itself (cma.c). */
 #define PKT_F_PULL 2u
+/* From another node (mcast_ip.c): a multicast datagram whose DLID is
+ * the sender's node's MLID for the group, which need not be ours; its
+ * GRH's MGID names the group. */
+#define PKT_F_FOREIGN 4u
 
 /* Where a pulled SEND's data is: the sender's process and segments. */
 struct pull_seg {
