@@ -80,6 +80,7 @@
 #define TCP_DOOR_RETRY_MS 1000
 #define TCP_STALL_MS 1 /* a full inbox: read again this soon */
 #define TCP_APP_POLL_NS 5000 /* tcp_app_polling */
+#define TCP_BATCH (256u << 10) /* tcp_more_follows */
 #define TCP_FRAME_ROOM                                                         \
 	(sizeof(struct tp_frame_hdr) + sizeof(struct tp_frame_grh) +         \
 	 PKT_MAX_LEN)
@@ -908,10 +909,24 @@ bool tp_tcp_forced(struct engine *e)
 
 /* ---- sending ---- */
 
+/* Ask the network thread to flush while the queue holds bytes; caller
+ * holds tx_lock. */
+static void tcp_arm_out_locked(struct tcp_conn *c)
+{
+	struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = &c->wev };
+
+	if ((c->tx_head < c->tx_tail) != c->tx_armed &&
+	    atomic_load(&c->state) == TCP_CONN_UP) {
+		c->tx_armed = !c->tx_armed;
+		epoll_ctl(c->t->ep,
+			  c->tx_armed ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, c->wfd,
+			  &ev);
+	}
+}
+
 /* Hand the queue to the socket; caller holds tx_lock. */
 static void tcp_flush_locked(struct tcp_conn *c)
 {
-	struct tp_tcp *t = c->t;
 	ssize_t n;
 
 	while (c->tx_head < c->tx_tail) {
@@ -933,14 +948,28 @@ static void tcp_flush_locked(struct tcp_conn *c)
 	}
 	if (c->tx_head == c->tx_tail)
 		c->tx_head = c->tx_tail = 0;
-	if ((c->tx_head < c->tx_tail) != c->tx_armed &&
-	    atomic_load(&c->state) == TCP_CONN_UP) {
-		struct epoll_event ev = { .events = EPOLLOUT,
-					  .data.ptr = &c->wev };
+	tcp_arm_out_locked(c);
+}
 
-		c->tx_armed = !c->tx_armed;
-		epoll_ctl(t->ep, c->tx_armed ? EPOLL_CTL_ADD : EPOLL_CTL_DEL,
-			  c->wfd, &ev);
+/*
+ * Whether a request packet has more of its message right behind it: the
+ * FIRST and MIDDLE packets of a SEND or RDMA WRITE (IBA 9.2 table 35),
+ * which the requester sends in one go (req.c).  Such a packet is only
+ * queued, up to TCP_BATCH bytes, and the message goes to the socket in
+ * one system call with its LAST packet; should the requester stop short
+ * (its queue full, a region gone), the network thread flushes (EPOLLOUT
+ * is asked for with the first queued byte).
+ */
+static bool tcp_more_follows(uint8_t opcode)
+{
+	switch (opcode & 0x1f) {
+	case IB_OP_SEND_FIRST:
+	case IB_OP_SEND_MIDDLE:
+	case IB_OP_WRITE_FIRST:
+	case IB_OP_WRITE_MIDDLE:
+		return true;
+	default:
+		return false;
 	}
 }
 
@@ -979,7 +1008,7 @@ static void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 	struct tp_frame_grh g;
 	struct iovec iov[3];
 	uint32_t len = s->hdr.len, total, off, i;
-	bool grh = s->hdr.flags & PKT_F_GRH;
+	bool grh = s->hdr.flags & PKT_F_GRH, batch;
 	int nr = 0;
 	ssize_t n = 0;
 
@@ -1006,7 +1035,9 @@ static void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 	iov[nr++].iov_len = len;
 	total = (uint32_t)(sizeof(f) + (grh ? sizeof(g) : 0) + len);
 
-	if (c->tx_head == c->tx_tail) {
+	batch = tcp_more_follows(s->data[0]) &&
+		c->tx_tail - c->tx_head + total <= TCP_BATCH;
+	if (c->tx_head == c->tx_tail && !batch) {
 		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)nr };
 
 		do
@@ -1037,7 +1068,9 @@ static void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 		c->tx_tail += l - skip;
 		off += l;
 	}
-	if (c->tx_head < c->tx_tail)
+	if (batch)
+		tcp_arm_out_locked(c);
+	else if (c->tx_head < c->tx_tail)
 		tcp_flush_locked(c);
 	if (tcp_pub(c)) {
 		tcp_count(&tcp_pub(c)->tx_pkts, 1);
