@@ -68,6 +68,7 @@ NETNS_HOLDERS=()	# per node: PID whose namespaces a command enters
 NETNS_HOLDER_TOPS=()	# per node: the process to kill at teardown
 NETNS_OLD_EXIT_TRAP=
 NETNS_UP=0
+NETNS_GUARD=
 NETNS_SERVER_RC=
 NETNS_CLIENT_RC=
 NETNS_RETRY_RE="couldn't connect|connection refused|unable to (connect|init the socket)|REJECTED|refused|UNREACHABLE"
@@ -207,6 +208,10 @@ netns_teardown()
 	for i in $(seq "$NETNS_N") sw; do
 		ip netns del "$NETNS_PREFIX-$i" 2>/dev/null
 	done
+	if [ -n "$NETNS_GUARD" ]; then
+		{ kill "$NETNS_GUARD"; wait "$NETNS_GUARD"; } 2>/dev/null
+		NETNS_GUARD=
+	fi
 	[ -n "$NETNS_SHM_DIR" ] && rm -rf "$NETNS_SHM_DIR"
 	[ -n "$NETNS_DIR" ] && rm -rf "$NETNS_DIR"
 	NETNS_BG_PIDS=()
@@ -242,6 +247,28 @@ while True:
     except ChildProcessError:
         pass
 '
+
+# A shell killed by SIGKILL runs no trap: a guard in a session of its own
+# waits for it to go, then kills what runs in the nodes and deletes them.
+# (Polling once a second: no other way to wait for a process that is not
+# our child.)  The switch and the shm directory are made after this, so
+# the guard cleans what may exist.
+netns_start_guard()
+{
+	local me=${BASHPID:-$$}
+	setsid bash -c '
+		while kill -0 "$1" 2>/dev/null; do sleep 1; done
+		for ns in $(ip netns list | awk "{ print \$1 }"); do
+			case $ns in "$2"-*) ;; *) continue ;; esac
+			pids=$(ip netns pids "$ns" 2>/dev/null)
+			[ -n "$pids" ] && kill -9 $pids
+			ip netns del "$ns"
+		done
+		rm -rf "$3" /dev/shm/ibemu-netns-"$4".*' \
+		netns-guard "$me" "$NETNS_PREFIX" "$NETNS_DIR" "$me" \
+		</dev/null >/dev/null 2>&1 &
+	NETNS_GUARD=$!
+}
 
 # Start node I's holder: a process in the node's network namespace and in
 # a mount namespace of its own where /dev/shm is the node's directory (and
@@ -345,7 +372,7 @@ netns_setup()
 		command -v $a >/dev/null || netns_skip "$a is not installed"
 	done
 	NETNS_N=$n
-	NETNS_PREFIX=ibemu-$$
+	NETNS_PREFIX=ibemu-${BASHPID:-$$}
 	# The EXIT trap set before (trap -p prints: trap -- 'CMD' EXIT).
 	local -a old=()
 	eval "old=($(trap -p EXIT))"
@@ -355,6 +382,7 @@ netns_setup()
 	trap 'netns_on_signal 130' INT
 	trap 'netns_on_signal 143' TERM
 	NETNS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ibemu-netns.XXXXXX") || exit 99
+	netns_start_guard
 	sw=$NETNS_PREFIX-sw
 	ip netns add "$sw" 2>/dev/null ||
 		netns_skip "cannot create a network namespace"
@@ -378,7 +406,7 @@ netns_setup()
 		ip -n "$ns" route add 224.0.0.0/4 dev eth0
 	done
 	if [ "$NETNS_OWN_SHM" = 1 ]; then
-		NETNS_SHM_DIR=$(mktemp -d /dev/shm/ibemu-netns-$$.XXXXXX) ||
+		NETNS_SHM_DIR=$(mktemp -d "/dev/shm/ibemu-netns-${BASHPID:-$$}.XXXXXX") ||
 			exit 99
 		for i in $(seq "$n"); do
 			mkdir -m 1777 "$NETNS_SHM_DIR/n$i"
