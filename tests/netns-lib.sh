@@ -179,6 +179,17 @@ netns_pair()
 	[ "$NETNS_SERVER_RC" = 0 ] && [ "$NETNS_CLIENT_RC" = 0 ]
 }
 
+# Is PID still a child of this shell?  A child already reaped may have
+# given its PID to a process that is none of ours.
+netns_is_child()
+{
+	local stat
+	read -r stat <"/proc/$1/stat" 2>/dev/null || return 1
+	stat=${stat##*) }
+	set -- $stat
+	[ "$2" = "${BASHPID:-$$}" ]
+}
+
 netns_teardown()
 {
 	local i ns p pids
@@ -187,7 +198,7 @@ netns_teardown()
 	# (Inside braces with stderr closed, bash does not report the kills.)
 	{
 	for p in "${NETNS_BG_PIDS[@]}" "${NETNS_HOLDER_TOPS[@]}"; do
-		kill -9 "$p"
+		netns_is_child "$p" && kill -9 "$p"
 	done
 	# Whatever else still runs in a node (children of the commands).
 	for i in $(seq "$NETNS_N") sw; do
