@@ -13,7 +13,7 @@
 #       node 1 reaches every other node by ping.
 #       --own-shm: every command of node I sees a private /dev/shm (a
 #       directory bind-mounted over /dev/shm, the same for all commands of
-#       the node, as in a container).  --own-pid: the commands of node I
+#       the node, as in a container); IBEMU_SHM_DIR is unset.  --own-pid: the commands of node I
 #       run in one pid namespace of the node (with its own /proc).
 #       Installs a trap on EXIT, INT and TERM that tears everything down,
 #       then runs the EXIT trap that was set before (lib.sh's cleanup).
@@ -417,6 +417,9 @@ netns_setup()
 		ip -n "$ns" route add 224.0.0.0/4 dev eth0
 	done
 	if [ "$NETNS_OWN_SHM" = 1 ]; then
+		# A node's files live in its own /dev/shm, not in a directory
+		# every node would share.
+		unset IBEMU_SHM_DIR
 		NETNS_SHM_DIR=$(mktemp -d "/dev/shm/ibemu-netns-${BASHPID:-$$}.XXXXXX") ||
 			exit 99
 		for i in $(seq "$n"); do
