@@ -12,11 +12,15 @@
 #       UDP multicast datagram from node 1 reaches the others, and that
 #       node 1 reaches every other node by ping.
 #       --own-shm: every command of node I sees a private /dev/shm (a
-#       directory bind-mounted over /dev/shm, the same for all commands of
-#       the node, as in a container); IBEMU_SHM_DIR is unset.  --own-pid: the commands of node I
-#       run in one pid namespace of the node (with its own /proc).
+#       directory bind-mounted over /dev/shm, the same for all commands
+#       of the node, as in a container); IBEMU_SHM_DIR is unset.
+#       --own-pid: the commands of node I run in one pid namespace of the
+#       node (with its own /proc); killing a command's PID then kills the
+#       command with SIGKILL, whatever the signal.
 #       Installs a trap on EXIT, INT and TERM that tears everything down,
-#       then runs the EXIT trap that was set before (lib.sh's cleanup).
+#       then runs the EXIT trap that was set before (lib.sh's cleanup):
+#       set your own EXIT trap before netns_setup, not after.  A guard
+#       process tears down when the shell is killed by SIGKILL.
 #       Exits 77 (skip) when not root or network namespaces are not
 #       available; exits 99 when the network does not work.
 #   netns_exec I CMD [ARGS...]
