@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Several nodes on one machine: each node is a network namespace, the
 # nodes are joined by veth pairs to a Linux bridge that lives in a "switch"
 # namespace of its own.  Nothing of the root namespace's network is touched.
