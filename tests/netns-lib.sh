@@ -34,9 +34,6 @@
 #       Set the array NETNS_ARGV to the command prefix that runs a program
 #       in node I, for use where a shell function cannot go:
 #           netns_argv 2; timeout 10 "${NETNS_ARGV[@]}" ping -c1 10.47.0.1
-#   netns_holder I         print the PID of a process in node I's
-#                          namespaces (with --own-shm or --own-pid), for
-#                          programs that enter them with setns(2)
 #   netns_addr I           print node I's IPv4 address (10.47.0.I)
 #   netns_name I           print node I's namespace name (for ip -n)
 #   netns_link I down|up   pull or plug node I's cable (the switch side of
@@ -85,7 +82,6 @@ netns_skip() { echo "SKIP: $*"; exit 77; }
 
 netns_name() { echo "$NETNS_PREFIX-$1"; }
 netns_addr() { echo "10.47.0.$1"; }
-netns_holder() { echo "${NETNS_HOLDERS[$1]:-}"; }
 
 netns_argv()
 {
