@@ -6,11 +6,6 @@
  * deadline, the parent reaps it or kills it by PID, and a watchdog alarm
  * ends the whole run when a verb never returns.
  */
-#include "config.h"
-
-#include <fcntl.h>
-#include <limits.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,48 +99,6 @@ static void cf_ep_run(struct cf_ep *ep, cf_peer_body body)
 	cf_ep_send_done(ep);
 }
 
-/*
- * CF_PEER_NS=PID: the child enters the network and mount namespaces of
- * process PID before it opens its device, so that it is another node
- * (its own addresses and /dev/shm), as tests/net-conformance.sh runs the
- * suites.  The child has one thread, as setns(CLONE_NEWNS) requires.
- * 0, or -1 (said on stderr).
- */
-static int cf_peer_enter_ns(void)
-{
-	static const struct {
-		const char *name;
-		int type;
-	} ns[] = { { "net", CLONE_NEWNET }, { "mnt", CLONE_NEWNS } };
-	const char *pid = getenv("CF_PEER_NS");
-	char path[64], cwd[PATH_MAX];
-	unsigned int i;
-	int fd;
-
-	if (!pid || !*pid)
-		return 0;
-	if (!getcwd(cwd, sizeof(cwd)))
-		cwd[0] = '\0';
-	for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
-		snprintf(path, sizeof(path), "/proc/%s/ns/%s", pid,
-			 ns[i].name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || setns(fd, ns[i].type)) {
-			fprintf(stderr, "ibemu-conformance: CF_PEER_NS: %s: "
-				"%s\n", path, strerror(errno));
-			if (fd >= 0)
-				close(fd);
-			return -1;
-		}
-		close(fd);
-	}
-	/* Entering a mount namespace moved us to its root. */
-	if (cwd[0] && chdir(cwd))
-		fprintf(stderr, "ibemu-conformance: CF_PEER_NS: chdir %s: %s\n",
-			cwd, strerror(errno));
-	return 0;
-}
-
 /* The child's side of the run; it never returns. */
 static void cf_peer_child(struct cf_ep *ep, cf_peer_body body)
 {
@@ -155,10 +108,6 @@ static void cf_peer_child(struct cf_ep *ep, cf_peer_body body)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	signal(SIGALRM, SIG_DFL);
 	alarm((unsigned int)ep->p->deadline_s + 20);
-	if (cf_peer_enter_ns()) {
-		close(ep->sock);
-		_exit(1);
-	}
 	deadline = cf_now_ms() + ep->p->deadline_s * 1000LL;
 	cf_ep_run(ep, body);
 	cf_ep_wait_done(ep, deadline);
