@@ -83,8 +83,9 @@ cross_nodes()
 	trap - EXIT
 	. "$here/../tests/netns-lib.sh"
 	netns_setup 2 --own-shm
-	local a1
+	local a1 load_before
 	a1=$(netns_addr 1)
+	load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 	# iperf3, one stream, node 2 to node 1: Mbit/s received.
 	if command -v iperf3 >/dev/null; then
 		netns_bg 1 iperf3 -s -p "$ip" >/dev/null 2>&1
@@ -148,6 +149,8 @@ cross_nodes()
 		printf '%-14s %8s %16s %22s %8s %8s\n' "$test" "$size" "$value" "$tcp" "$ratio" "$goal"
 	}
 	echo "across nodes: two network namespaces joined by veth and a bridge, each its own /dev/shm"
+	# Busy pollers suffer most from other load on the CPUs: say it.
+	echo "load average before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	printf '%-14s %8s %16s %22s %8s %8s\n' test size ibemu "TCP, same run" ratio goal
 	xrow ib_write_bw 1048576 "$wbw" "$tcp_gbs" GB/s ">= 0.9"
 	printf '%-14s %8s %16s %22s\n' "" "" "" "(iperf3, 1 stream)"

@@ -57,7 +57,7 @@ show()
 # break_case NAME kill|link
 break_case()
 {
-	local name=$1 mode=$2 spid ppid ppid2= src prc=0 prc2=0
+	local name=$1 mode=$2 spid ppid ppid2='' src prc=0 prc2=0
 	port=$((port + 1))
 	rm -f "$dir"/*.out
 	netns_bg 1 "${run[@]}" survivor "$port" "$mode" >"$dir/survivor.out" 2>&1

@@ -1,11 +1,11 @@
 #!/bin/bash
 # Unmodified librdmacm programs across network namespaces, each node with
 # its own /dev/shm and nothing configured (tests/netns-lib.sh): rping,
-# udaddy and ucmatose with the server in node 1 and the client in node 2,
-# a connect to a port nobody listens on in the other node (REJECTED at
-# once, not a hang), then multicast: mckey and the manual's multicast
-# example with receivers in nodes 1 and 2 and the sender in node 3.
-# Every process is bounded by a timeout.
+# udaddy and ucmatose with the server in node 1 and the client in node 2;
+# connects nobody answers (no process in the other node; a port nobody
+# listens on there: REJECTED), each ending by itself; then multicast:
+# mckey and the manual's multicast example with receivers in nodes 1 and
+# 2 and the sender in node 3.  Every process is bounded by a timeout.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/netns-lib.sh"
 need rping
@@ -82,8 +82,26 @@ else
 	fail "ucmatose is not installed"
 fi
 
-# Nobody listens on that port of node 1: REJECTED, not a hang.
-netns_exec 2 timeout -k 5 20 "$IBEMU" run -- rping -c -a "$a1" -p 7598 -C 1 \
+# No ibemu process runs in node 1: nothing answers at its address, and the
+# connect ends by itself (UNREACHABLE, or REJECTED), not a hang.
+netns_exec 2 timeout -k 5 30 "$IBEMU" run -- rping -c -a "$a1" -p 7598 -C 1 \
+	>"$dir/client.out" 2>&1 </dev/null
+rc=$?
+if [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$rc" != 137 ] &&
+   grep -qE "RDMA_CM_EVENT_(UNREACHABLE|REJECTED)" "$dir/client.out"; then
+	pass "rping to node 1 with no ibemu process there: $(grep -oE 'RDMA_CM_EVENT_(UNREACHABLE|REJECTED).*' "$dir/client.out" | head -n 1)"
+else
+	fail "rping to node 1 with no ibemu process there: exit $rc"
+	sed 's/^/    client: /' "$dir/client.out" | tail -n 6
+fi
+
+# A listener on another port of node 1: its CM refuses the connect to a
+# port nobody listens on (REJECTED, IBA 12.6.7.2 reason 8) at once.
+netns_bg 1 timeout -k 5 "$secs" "$IBEMU" run -- rping -s -a "$a1" -p 7597 -C 1 \
+	>"$dir/server.out" 2>&1 </dev/null
+lpid=$NETNS_PID
+netns_wait_listen 1 "${IBEMU_TCP_PORT:-4791}" 20 "$lpid"
+netns_exec 2 timeout -k 5 30 "$IBEMU" run -- rping -c -a "$a1" -p 7598 -C 1 \
 	>"$dir/client.out" 2>&1 </dev/null
 rc=$?
 if [ "$rc" != 124 ] && grep -q "RDMA_CM_EVENT_REJECTED" "$dir/client.out"; then
@@ -92,6 +110,8 @@ else
 	fail "rping to a port nobody listens on in node 1: exit $rc"
 	sed 's/^/    client: /' "$dir/client.out" | tail -n 6
 fi
+kill "$lpid" 2>/dev/null
+wait "$lpid" 2>/dev/null
 
 # mc_group NAME JOINED-RE JOINS DONE-RE RECEIVER-ARGV... ::: SENDER-ARGV...:
 # a receiver in node 1 and one in node 2 (an argument "BIND" is replaced

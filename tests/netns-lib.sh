@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Several nodes on one machine: each node is a network namespace, the
 # nodes are joined by veth pairs to a Linux bridge that lives in a "switch"
 # namespace of its own.  Nothing of the root namespace's network is touched.
@@ -12,11 +13,15 @@
 #       UDP multicast datagram from node 1 reaches the others, and that
 #       node 1 reaches every other node by ping.
 #       --own-shm: every command of node I sees a private /dev/shm (a
-#       directory bind-mounted over /dev/shm, the same for all commands of
-#       the node, as in a container).  --own-pid: the commands of node I
-#       run in one pid namespace of the node (with its own /proc).
+#       directory bind-mounted over /dev/shm, the same for all commands
+#       of the node, as in a container); IBEMU_SHM_DIR is unset.
+#       --own-pid: the commands of node I run in one pid namespace of the
+#       node (with its own /proc); killing a command's PID then kills the
+#       command with SIGKILL, whatever the signal.
 #       Installs a trap on EXIT, INT and TERM that tears everything down,
-#       then runs the EXIT trap that was set before (lib.sh's cleanup).
+#       then runs the EXIT trap that was set before (lib.sh's cleanup):
+#       set your own EXIT trap before netns_setup, not after.  A guard
+#       process tears down when the shell is killed by SIGKILL.
 #       Exits 77 (skip) when not root or network namespaces are not
 #       available; exits 99 when the network does not work.
 #   netns_exec I CMD [ARGS...]
@@ -68,6 +73,7 @@ NETNS_HOLDERS=()	# per node: PID whose namespaces a command enters
 NETNS_HOLDER_TOPS=()	# per node: the process to kill at teardown
 NETNS_OLD_EXIT_TRAP=
 NETNS_UP=0
+NETNS_GUARD=
 NETNS_SERVER_RC=
 NETNS_CLIENT_RC=
 NETNS_RETRY_RE="couldn't connect|connection refused|unable to (connect|init the socket)|REJECTED|refused|UNREACHABLE"
@@ -178,6 +184,17 @@ netns_pair()
 	[ "$NETNS_SERVER_RC" = 0 ] && [ "$NETNS_CLIENT_RC" = 0 ]
 }
 
+# Is PID still a child of this shell?  A child already reaped may have
+# given its PID to a process that is none of ours.
+netns_is_child()
+{
+	local stat
+	read -r stat <"/proc/$1/stat" 2>/dev/null || return 1
+	stat=${stat##*) }
+	set -- $stat
+	[ "$2" = "${BASHPID:-$$}" ]
+}
+
 netns_teardown()
 {
 	local i ns p pids
@@ -186,7 +203,7 @@ netns_teardown()
 	# (Inside braces with stderr closed, bash does not report the kills.)
 	{
 	for p in "${NETNS_BG_PIDS[@]}" "${NETNS_HOLDER_TOPS[@]}"; do
-		kill -9 "$p"
+		netns_is_child "$p" && kill -9 "$p"
 	done
 	# Whatever else still runs in a node (children of the commands).
 	for i in $(seq "$NETNS_N") sw; do
@@ -207,6 +224,10 @@ netns_teardown()
 	for i in $(seq "$NETNS_N") sw; do
 		ip netns del "$NETNS_PREFIX-$i" 2>/dev/null
 	done
+	if [ -n "$NETNS_GUARD" ]; then
+		{ kill "$NETNS_GUARD"; wait "$NETNS_GUARD"; } 2>/dev/null
+		NETNS_GUARD=
+	fi
 	[ -n "$NETNS_SHM_DIR" ] && rm -rf "$NETNS_SHM_DIR"
 	[ -n "$NETNS_DIR" ] && rm -rf "$NETNS_DIR"
 	NETNS_BG_PIDS=()
@@ -242,6 +263,28 @@ while True:
     except ChildProcessError:
         pass
 '
+
+# A shell killed by SIGKILL runs no trap: a guard in a session of its own
+# waits for it to go, then kills what runs in the nodes and deletes them.
+# (Polling once a second: no other way to wait for a process that is not
+# our child.)  The switch and the shm directory are made after this, so
+# the guard cleans what may exist.
+netns_start_guard()
+{
+	local me=${BASHPID:-$$}
+	setsid bash -c '
+		while kill -0 "$1" 2>/dev/null; do sleep 1; done
+		for ns in $(ip netns list | awk "{ print \$1 }"); do
+			case $ns in "$2"-*) ;; *) continue ;; esac
+			pids=$(ip netns pids "$ns" 2>/dev/null)
+			[ -n "$pids" ] && kill -9 $pids
+			ip netns del "$ns"
+		done
+		rm -rf "$3" /dev/shm/ibemu-netns-"$4".*' \
+		netns-guard "$me" "$NETNS_PREFIX" "$NETNS_DIR" "$me" \
+		</dev/null >/dev/null 2>&1 &
+	NETNS_GUARD=$!
+}
 
 # Start node I's holder: a process in the node's network namespace and in
 # a mount namespace of its own where /dev/shm is the node's directory (and
@@ -345,7 +388,7 @@ netns_setup()
 		command -v $a >/dev/null || netns_skip "$a is not installed"
 	done
 	NETNS_N=$n
-	NETNS_PREFIX=ibemu-$$
+	NETNS_PREFIX=ibemu-${BASHPID:-$$}
 	# The EXIT trap set before (trap -p prints: trap -- 'CMD' EXIT).
 	local -a old=()
 	eval "old=($(trap -p EXIT))"
@@ -355,6 +398,7 @@ netns_setup()
 	trap 'netns_on_signal 130' INT
 	trap 'netns_on_signal 143' TERM
 	NETNS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ibemu-netns.XXXXXX") || exit 99
+	netns_start_guard
 	sw=$NETNS_PREFIX-sw
 	ip netns add "$sw" 2>/dev/null ||
 		netns_skip "cannot create a network namespace"
@@ -378,7 +422,10 @@ netns_setup()
 		ip -n "$ns" route add 224.0.0.0/4 dev eth0
 	done
 	if [ "$NETNS_OWN_SHM" = 1 ]; then
-		NETNS_SHM_DIR=$(mktemp -d /dev/shm/ibemu-netns-$$.XXXXXX) ||
+		# A node's files live in its own /dev/shm, not in a directory
+		# every node would share.
+		unset IBEMU_SHM_DIR
+		NETNS_SHM_DIR=$(mktemp -d "/dev/shm/ibemu-netns-${BASHPID:-$$}.XXXXXX") ||
 			exit 99
 		for i in $(seq "$n"); do
 			mkdir -m 1777 "$NETNS_SHM_DIR/n$i"
