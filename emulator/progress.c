@@ -412,6 +412,8 @@ void engine_app_blocks(struct engine *e)
 	if (!e)
 		return;
 	atomic_store(&e->app_polled, 0);
+	if (e->net)
+		e->net->flush(e);
 	e->tp->wake(e);
 }
 
@@ -439,13 +441,16 @@ void engine_poll(struct engine *e, bool active)
 	if (active && e->net)
 		e->net->poll(e);
 	if (!run && !engine_has_packet(e))
-		return;
+		goto done;
 	if (pthread_mutex_trylock(&e->lock))
-		return; /* the thread is at it */
+		goto done; /* the thread is at it */
 	engine_drain(e, ENGINE_DRAIN_BATCH);
 	if (run)
 		engine_run_pending(e, &busy);
 	pthread_mutex_unlock(&e->lock);
+done:
+	if (active && e->net)
+		e->net->poll_done(e);
 }
 
 /*
@@ -481,6 +486,10 @@ static void *engine_thread(void *arg)
 	bool busy;
 
 	while (!atomic_load(&e->stop)) {
+		/* What the network held back for the application's next
+		 * call goes now, at the latest a nap after (tp_tcp.c). */
+		if (e->net)
+			e->net->flush(e);
 		if (atomic_exchange(&e->app_polled, 0)) {
 			/* The application drives progress: stay out of its
 			 * way (never hold engine.lock while it spins) and nap

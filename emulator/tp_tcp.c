@@ -167,6 +167,7 @@ struct tcp_conn {
 	uint32_t tx_head, tx_tail;
 	bool tx_armed; /* EPOLLOUT asked for */
 	bool tx_refused; /* a claim found no room since the last flush */
+	bool tx_deferred; /* holds an ACK for the application's next call */
 	bool discard; /* the claimed packet goes nowhere */
 	struct tcp_stage *stage;
 	_Atomic uint64_t taken; /* bytes the socket took: progress */
@@ -213,6 +214,7 @@ struct tp_tcp {
 	/* The application polled the network since the thread last looked
 	 * (tcp_poll); the thread leaves connections to it meanwhile. */
 	atomic_bool app_polls;
+	atomic_bool deferred; /* some connection holds an ACK back */
 	unsigned int nr_parked;
 	uint64_t park_check; /* ms */
 	unsigned int nr_stalled;
@@ -952,6 +954,57 @@ static void tcp_flush_locked(struct tcp_conn *c)
 }
 
 /*
+ * ACKs the application's own poll produced (tcp_app_draining) wait for
+ * its next call: a reply it sends to the same process takes them along
+ * in one system call, its next poll sends them, and the engine's thread
+ * sends them at the latest a nap later (progress.c, 1 ms; a requester's
+ * timer is at least 32 ms).  A ping-pong thus costs one system call per
+ * message, not two.
+ */
+static __thread bool tcp_app_draining;
+
+static bool tcp_is_ack(uint8_t opcode)
+{
+	return (opcode & 0x1f) == IB_OP_ACKNOWLEDGE;
+}
+
+/* Send what c holds back; caller holds tx_lock. */
+static void tcp_undefer_locked(struct tcp_conn *c)
+{
+	c->tx_deferred = false;
+	tcp_flush_locked(c);
+}
+
+static void tcp_flush_deferred(struct engine *e)
+{
+	struct tp_tcp *t = tp_tcp(e);
+	struct tcp_conn *c;
+	unsigned int i, n;
+
+	if (!atomic_load_explicit(&t->deferred, memory_order_relaxed) ||
+	    !atomic_exchange(&t->deferred, false))
+		return;
+	pthread_mutex_lock(&t->lock);
+	n = t->nr_conns;
+	for (i = 0; i < n; i++) {
+		c = t->conns[i];
+		if (!c || !c->tx_deferred)
+			continue;
+		pthread_mutex_lock(&c->tx_lock);
+		if (c->tx_deferred)
+			tcp_undefer_locked(c);
+		pthread_mutex_unlock(&c->tx_lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void tcp_poll_done(struct engine *e)
+{
+	(void)e;
+	tcp_app_draining = false;
+}
+
+/*
  * Whether a request packet has more of its message right behind it: the
  * FIRST and MIDDLE packets of a SEND or RDMA WRITE (IBA 9.2 table 35),
  * which the requester sends in one go (req.c).  Such a packet is only
@@ -1008,7 +1061,7 @@ static void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 	struct tp_frame_grh g;
 	struct iovec iov[3];
 	uint32_t len = s->hdr.len, total, off, i;
-	bool grh = s->hdr.flags & PKT_F_GRH, batch;
+	bool grh = s->hdr.flags & PKT_F_GRH, batch, defer;
 	int nr = 0;
 	ssize_t n = 0;
 
@@ -1035,9 +1088,18 @@ static void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 	iov[nr++].iov_len = len;
 	total = (uint32_t)(sizeof(f) + (grh ? sizeof(g) : 0) + len);
 
+	defer = tcp_app_draining && tcp_is_ack(s->data[0]) &&
+		c->tx_tail - c->tx_head + total <= TCP_BATCH;
 	batch = tcp_more_follows(s->data[0]) &&
 		c->tx_tail - c->tx_head + total <= TCP_BATCH;
-	if (c->tx_head == c->tx_tail && !batch) {
+	if (defer) {
+		c->tx_deferred = true;
+		atomic_store_explicit(&c->t->deferred, true,
+				      memory_order_relaxed);
+	} else if (c->tx_deferred && !batch) {
+		c->tx_deferred = false; /* this frame takes them along */
+	}
+	if (c->tx_head == c->tx_tail && !batch && !defer) {
 		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)nr };
 
 		do
@@ -1070,7 +1132,7 @@ static void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 	}
 	if (batch)
 		tcp_arm_out_locked(c);
-	else if (c->tx_head < c->tx_tail)
+	else if (c->tx_head < c->tx_tail && !defer)
 		tcp_flush_locked(c);
 	if (tcp_pub(c)) {
 		tcp_count(&tcp_pub(c)->tx_pkts, 1);
@@ -1297,6 +1359,8 @@ static void tcp_poll(struct engine *e)
 	if (!atomic_load_explicit(&t->app_polls, memory_order_relaxed))
 		atomic_store_explicit(&t->app_polls, true,
 				      memory_order_relaxed);
+	tcp_flush_deferred(e);
+	tcp_app_draining = true;
 	if (pthread_mutex_trylock(&t->lock))
 		return;
 	n = t->nr_conns;
@@ -1922,4 +1986,6 @@ const struct transport_ops tp_tcp_ops = {
 	.pkt_send = tcp_pkt_send,
 	.room = tcp_room,
 	.poll = tcp_poll,
+	.poll_done = tcp_poll_done,
+	.flush = tcp_flush_deferred,
 };

@@ -122,6 +122,10 @@ struct transport_ops {
 	 * network has now, without waiting for the transport's thread
 	 * (optional; must not block). */
 	void (*poll)(struct engine *e);
+	/* The application's poll is over (after poll and the drain it
+	 * drove); and: send now whatever the transport held back. */
+	void (*poll_done)(struct engine *e);
+	void (*flush)(struct engine *e);
 
 	const struct tp_place_ops *place; /* NULL: not offered */
 };
