@@ -958,8 +958,12 @@ static void tcp_flush_locked(struct tcp_conn *c)
  * its next call: a reply it sends to the same process takes them along
  * in one system call, its next poll sends them, and the engine's thread
  * sends them at the latest a nap later (progress.c, 1 ms; a requester's
- * timer is at least 32 ms).  A ping-pong thus costs one system call per
- * message, not two.
+ * timer is at least 32 ms), or when the device closes.  A ping-pong thus
+ * costs one system call per message, not two.  Only while the engine's
+ * thread naps or runs: the holder announces it in engine.pending_new,
+ * which a thread going to sleep checks after it said so, and looks
+ * whether the thread sleeps after: either the thread comes round to its
+ * flush or the holder sends at once (transport.h, sleep).
  */
 static __thread bool tcp_app_draining;
 
@@ -1092,6 +1096,8 @@ static void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 		c->tx_tail - c->tx_head + total <= TCP_BATCH;
 	batch = tcp_more_follows(s->data[0]) &&
 		c->tx_tail - c->tx_head + total <= TCP_BATCH;
+	if (defer && c->t->e->tp->is_sleeping(c->t->e))
+		defer = false;
 	if (defer) {
 		c->tx_deferred = true;
 		atomic_store_explicit(&c->t->deferred, true,
@@ -1134,6 +1140,12 @@ static void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 		tcp_arm_out_locked(c);
 	else if (c->tx_head < c->tx_tail && !defer)
 		tcp_flush_locked(c);
+	if (defer) {
+		/* Sequentially consistent, as the sleeper's flag. */
+		atomic_store(&c->t->e->pending_new, true);
+		if (c->t->e->tp->is_sleeping(c->t->e))
+			tcp_undefer_locked(c);
+	}
 	if (tcp_pub(c)) {
 		tcp_count(&tcp_pub(c)->tx_pkts, 1);
 		tcp_count(&tcp_pub(c)->tx_bytes, total);
@@ -1895,6 +1907,8 @@ static void tcp_close(struct engine *e)
 
 	if (!t)
 		return;
+	/* ACKs held back are owed to peers still waiting for them. */
+	tcp_flush_deferred(e);
 	atomic_store(&t->stop, true);
 	(void)!write(t->kick, &one, sizeof(one));
 	pthread_join(t->thread, NULL);
