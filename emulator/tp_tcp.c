@@ -797,12 +797,37 @@ bool tp_tcp_peer_info(struct engine *e, int32_t slot,
 	if (c) {
 		info->lid = c->lid;
 		info->guid = c->guid;
+		info->token = c->token;
 		info->addr = c->addr;
 		info->up = atomic_load(&c->state) == TCP_CONN_UP;
 		ok = true;
 	}
 	pthread_mutex_unlock(&t->lock);
 	return ok;
+}
+
+int tp_tcp_peer_watch_fd(struct engine *e, int32_t slot, uint64_t token)
+{
+	struct tp_tcp *t = tp_tcp(e);
+	struct tcp_conn *c;
+	int fd = -1;
+
+	errno = ENOENT;
+	if (!t || !tp_slot_is_remote(slot) ||
+	    slot - IBEMU_MAX_PROCS >= TCP_MAX_CONNS)
+		return -1;
+	pthread_mutex_lock(&t->lock);
+	c = t->conns[slot - IBEMU_MAX_PROCS];
+	if (c) {
+		/* tx_lock: the descriptor is replaced under it */
+		pthread_mutex_lock(&c->tx_lock);
+		if (c->token == token && c->fd >= 0 &&
+		    atomic_load(&c->state) == TCP_CONN_UP)
+			fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+		pthread_mutex_unlock(&c->tx_lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return fd;
 }
 
 bool tp_tcp_enabled(struct engine *e)
