@@ -9,6 +9,13 @@
  * uses no CPU).  Then the child is killed, and the server must get
  * RDMA_CM_EVENT_DISCONNECTED within a second.
  *
+ * Across nodes (tests/cm-net.sh), the same with the two ends as two
+ * processes on different nodes: `cm_idle server ADDR` listens on ADDR,
+ * says "listening", takes one connection, counts its wake-ups over the
+ * idle second, says "idle measured" and waits for DISCONNECTED (the
+ * caller kills the client then); `cm_idle client ADDR` connects to ADDR
+ * and idles until killed.
+ *
  * Exit: 0 pass, 1 fail, 77 skip (no device).
  */
 #include <arpa/inet.h>
@@ -92,7 +99,8 @@ static struct ibv_qp_init_attr qp_attr = {
 	.qp_type = IBV_QPT_RC,
 };
 
-static void client(int ready_fd)
+/* Connect an RC id to addr:PORT; 0 once established. */
+static int connect_to(const char *addr)
 {
 	struct rdma_event_channel *ch;
 	struct sockaddr_in sin = { .sin_family = AF_INET,
@@ -100,13 +108,9 @@ static void client(int ready_fd)
 	struct rdma_conn_param cp = { .retry_count = 7 };
 	struct rdma_cm_id *id;
 
-	char c;
-
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (read(ready_fd, &c, 1) != 1) /* the server listens */
-		_exit(1);
 	ch = rdma_create_event_channel();
-	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+	if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1)
+		return -1;
 	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) ||
 	    rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000) ||
 	    expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 3000, NULL) ||
@@ -114,12 +118,70 @@ static void client(int ready_fd)
 	    expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 3000, NULL) ||
 	    rdma_create_qp(id, NULL, &qp_attr) || rdma_connect(id, &cp) ||
 	    expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL))
+		return -1;
+	return 0;
+}
+
+static void client(int ready_fd)
+{
+	char c;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (read(ready_fd, &c, 1) != 1) /* the server listens */
+		_exit(1);
+	if (connect_to("127.0.0.1"))
 		_exit(1);
 	for (;;)
 		pause(); /* idle until killed */
 }
 
-int main(void)
+/* The server end on its own (the client on another node). */
+static int net_server(const char *addr)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons(PORT) };
+	struct rdma_conn_param cp = { .retry_count = 7 };
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *lid, *cid;
+	long before, after;
+
+	if (!ch) {
+		printf("SKIP: cm-idle: no RDMA CM (%s)\n", strerror(errno));
+		return 77;
+	}
+	if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1 ||
+	    rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(lid, (struct sockaddr *)&sin) ||
+	    rdma_listen(lid, 1))
+		return say_fail("listen");
+	printf("cm-idle: listening\n");
+	fflush(stdout);
+	if (expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 20000, &cid) ||
+	    rdma_create_qp(cid, NULL, &qp_attr) || rdma_accept(cid, &cp) ||
+	    expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL))
+		return say_fail("connect");
+	usleep(200 * 1000); /* the client reaches pause() */
+	before = switches();
+	sleep(1);
+	after = switches();
+	printf("cm-idle: %ld context switches in 1 s of an idle connection\n"
+	       "cm-idle: idle measured\n",
+	       after - before);
+	fflush(stdout);
+	if (expect(ch, RDMA_CM_EVENT_DISCONNECTED, 20000, NULL)) {
+		printf("FAIL: cm-idle: no DISCONNECTED after the peer died\n");
+		return 1;
+	}
+	printf("cm-idle: DISCONNECTED\n");
+	if (after - before > MAX_WAKEUPS) {
+		printf("FAIL: cm-idle: the idle process woke %ld times\n",
+		       after - before);
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET,
 				   .sin_port = htons(PORT) };
@@ -130,6 +192,17 @@ int main(void)
 	long before, after, ms;
 	pid_t child;
 	int st, ready[2];
+
+	if (argc == 3 && !strcmp(argv[1], "server"))
+		return net_server(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "client")) {
+		if (connect_to(argv[2]))
+			return say_fail("connect");
+		printf("cm-idle: connected\n");
+		fflush(stdout);
+		for (;;)
+			pause(); /* idle until killed */
+	}
 
 	/* The child is made before any RDMA resource (a forked child may
 	 * not use its parent's, ibv_fork_init(3)). */
