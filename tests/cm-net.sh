@@ -185,17 +185,19 @@ fi
 
 # An idle connection to a process of another node costs its server no
 # wake-ups (the end of the peer is watched through its connection, not
-# looked at periodically), and the client's death is still seen
-# (tests/cm_idle.c).
+# looked at periodically), and the client's death is still seen; the
+# path and the address vector each end's CM gives name the other node
+# (its LID, derived from its address in the subnet: the host part, and
+# its address's GID) (tests/cm_idle.c).
 netns_bg 1 timeout "$secs" "$IBEMU" run -- "$IBEMU_BUILDDIR/tests/cm_idle" \
-	server "$srv" >"$dir/server.out" 2>&1
+	server "$srv" 2 >"$dir/server.out" 2>&1
 SPID=$NETNS_PID
 for k in $(seq 100); do
 	grep -q "listening" "$dir/server.out" && break
 	kill -0 "$SPID" 2>/dev/null || break
 	sleep 0.1
 done
-netns_bg 2 "$IBEMU" run -- "$IBEMU_BUILDDIR/tests/cm_idle" client "$srv" \
+netns_bg 2 "$IBEMU" run -- "$IBEMU_BUILDDIR/tests/cm_idle" client "$srv" 1 \
 	>"$dir/client.out" 2>&1
 cpid=$NETNS_PID
 for k in $(seq 200); do
@@ -206,8 +208,12 @@ done
 kill -KILL "$cpid" 2>/dev/null
 wait "$cpid" 2>/dev/null
 server_end
-if [ "$RC_S" = 0 ] && grep -q "^cm-idle: DISCONNECTED" "$dir/server.out"; then
-	pass "$(grep "context switches" "$dir/server.out"), then DISCONNECTED"
+if [ "$RC_S" = 0 ] && grep -q "^cm-idle: DISCONNECTED" "$dir/server.out" &&
+   grep -q "^cm-idle: path and address vector to LID 2" "$dir/server.out" &&
+   grep -q "^cm-idle: path and address vector to LID 1" "$dir/client.out"
+then
+	pass "$(grep "context switches" "$dir/server.out"), then DISCONNECTED;" \
+		"paths and address vectors name the other node"
 else
 	fail "cm-idle across nodes: server $RC_S"
 	show

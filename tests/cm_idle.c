@@ -14,7 +14,11 @@
  * says "listening", takes one connection, counts its wake-ups over the
  * idle second, says "idle measured" and waits for DISCONNECTED (the
  * caller kills the client then); `cm_idle client ADDR` connects to ADDR
- * and idles until killed.
+ * and idles until killed.  With a third argument PEER_LID, each end
+ * checks that the path its id reports and the address vector
+ * rdma_init_qp_attr gives its QP name the peer's node: its LID
+ * PEER_LID and, in a GRH, the GID of the peer's IPv4 address, from the
+ * GID of our own address.
  *
  * Exit: 0 pass, 1 fail, 77 skip (no device).
  */
@@ -99,8 +103,63 @@ static struct ibv_qp_init_attr qp_attr = {
 	.qp_type = IBV_QPT_RC,
 };
 
-/* Connect an RC id to addr:PORT; 0 once established. */
-static int connect_to(const char *addr)
+/* The peer of id is on another node, at LID want_lid (see above); 0 if
+ * its path and address vector say so. */
+static int check_path(struct rdma_cm_id *id, int want_lid)
+{
+	struct sockaddr_in *peer = (void *)rdma_get_peer_addr(id);
+	struct sockaddr_in *self = (void *)rdma_get_local_addr(id);
+	struct ibv_sa_path_rec *path = id->route.path_rec;
+	union ibv_gid pgid, sgid, ogid;
+	struct ibv_port_attr pa;
+	struct ibv_qp_attr a;
+	char buf[INET6_ADDRSTRLEN];
+	int mask;
+
+	if (peer->sin_family != AF_INET || self->sin_family != AF_INET)
+		return say_fail("path: not IPv4 addresses");
+	memset(&pgid, 0, sizeof(pgid));
+	pgid.raw[10] = pgid.raw[11] = 0xff;
+	memcpy(pgid.raw + 12, &peer->sin_addr, 4);
+	memset(&ogid, 0, sizeof(ogid));
+	ogid.raw[10] = ogid.raw[11] = 0xff;
+	memcpy(ogid.raw + 12, &self->sin_addr, 4);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	if (rdma_init_qp_attr(id, &a, &mask) ||
+	    ibv_query_port(id->verbs, id->port_num, &pa))
+		return say_fail("path: rdma_init_qp_attr");
+	if (!(mask & IBV_QP_AV) || a.ah_attr.dlid != want_lid ||
+	    a.ah_attr.dlid == pa.lid || !a.ah_attr.is_global ||
+	    memcmp(a.ah_attr.grh.dgid.raw, pgid.raw, 16) ||
+	    ibv_query_gid(id->verbs, id->port_num, a.ah_attr.grh.sgid_index,
+			  &sgid) ||
+	    memcmp(sgid.raw, ogid.raw, 16)) {
+		inet_ntop(AF_INET6, a.ah_attr.grh.dgid.raw, buf, sizeof(buf));
+		printf("FAIL: cm-idle: RTR address vector: DLID %u (want %d, "
+		       "ours %u), GRH %d, DGID %s, SGID index %u\n",
+		       a.ah_attr.dlid, want_lid, pa.lid, a.ah_attr.is_global,
+		       buf, a.ah_attr.grh.sgid_index);
+		return 1;
+	}
+	if (!path || be16toh(path->dlid) != want_lid ||
+	    be16toh(path->slid) != pa.lid ||
+	    memcmp(path->dgid.raw, pgid.raw, 16) ||
+	    memcmp(path->sgid.raw, ogid.raw, 16)) {
+		printf("FAIL: cm-idle: the route's path: SLID %u DLID %u\n",
+		       path ? be16toh(path->slid) : 0,
+		       path ? be16toh(path->dlid) : 0);
+		return 1;
+	}
+	inet_ntop(AF_INET6, pgid.raw, buf, sizeof(buf));
+	printf("cm-idle: path and address vector to LID %d, GID %s\n",
+	       want_lid, buf);
+	return 0;
+}
+
+/* Connect an RC id to addr:PORT; 0 once established (and its path
+ * checked, want_lid > 0). */
+static int connect_to(const char *addr, int want_lid)
 {
 	struct rdma_event_channel *ch;
 	struct sockaddr_in sin = { .sin_family = AF_INET,
@@ -119,7 +178,7 @@ static int connect_to(const char *addr)
 	    rdma_create_qp(id, NULL, &qp_attr) || rdma_connect(id, &cp) ||
 	    expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL))
 		return -1;
-	return 0;
+	return want_lid > 0 ? check_path(id, want_lid) : 0;
 }
 
 static void client(int ready_fd)
@@ -129,14 +188,14 @@ static void client(int ready_fd)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (read(ready_fd, &c, 1) != 1) /* the server listens */
 		_exit(1);
-	if (connect_to("127.0.0.1"))
+	if (connect_to("127.0.0.1", 0))
 		_exit(1);
 	for (;;)
 		pause(); /* idle until killed */
 }
 
 /* The server end on its own (the client on another node). */
-static int net_server(const char *addr)
+static int net_server(const char *addr, int want_lid)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET,
 				   .sin_port = htons(PORT) };
@@ -156,8 +215,11 @@ static int net_server(const char *addr)
 		return say_fail("listen");
 	printf("cm-idle: listening\n");
 	fflush(stdout);
-	if (expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 20000, &cid) ||
-	    rdma_create_qp(cid, NULL, &qp_attr) || rdma_accept(cid, &cp) ||
+	if (expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 20000, &cid))
+		return say_fail("connect");
+	if (want_lid > 0 && check_path(cid, want_lid))
+		return 1;
+	if (rdma_create_qp(cid, NULL, &qp_attr) || rdma_accept(cid, &cp) ||
 	    expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL))
 		return say_fail("connect");
 	usleep(200 * 1000); /* the client reaches pause() */
@@ -193,10 +255,10 @@ int main(int argc, char **argv)
 	pid_t child;
 	int st, ready[2];
 
-	if (argc == 3 && !strcmp(argv[1], "server"))
-		return net_server(argv[2]);
-	if (argc == 3 && !strcmp(argv[1], "client")) {
-		if (connect_to(argv[2]))
+	if (argc >= 3 && !strcmp(argv[1], "server"))
+		return net_server(argv[2], argc > 3 ? atoi(argv[3]) : 0);
+	if (argc >= 3 && !strcmp(argv[1], "client")) {
+		if (connect_to(argv[2], argc > 3 ? atoi(argv[3]) : 0))
 			return say_fail("connect");
 		printf("cm-idle: connected\n");
 		fflush(stdout);
