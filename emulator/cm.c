@@ -25,7 +25,11 @@
  * Lock rule: cm.lock protects every id, every channel's queue and the
  * id list; it is taken after engine.lock (cm_recv_locked runs under
  * it) and never held while calling out of this file except to send a
- * packet (the transport's producer side) or to lock the node segment.
+ * packet (the transport's producer side), to lock the node segment, or
+ * to ask the TCP transport about a remote slot (tp_tcp_peer_info,
+ * tp_tcp_peer_watch_fd, which take only tcp.lock and a connection's
+ * tx_lock); it is dropped while another node's door is asked
+ * (tp_tcp_resolve_cm blocks), the id marked connecting meanwhile.
  * Each channel's descriptor pair is written under cm.lock and read by
  * the application without it.
  *
@@ -171,6 +175,9 @@ struct emu_cm_id {
 struct emu_cm {
 	struct emu_hca *hca;
 	pthread_mutex_t lock;
+	/* an id's connecting ended (cm_resolve_remote_locked), for a
+	 * destroy that waits for it; with lock */
+	pthread_cond_t connected;
 	int wake_fd; /* eventfd: the CM thread has work or a new timer */
 	pthread_t thread;
 	struct cm_watch watch; /* the CM thread's, under lock */
@@ -906,6 +913,10 @@ unsigned int emu_cm_id_destroy(struct emu_cm_id *id)
 	/* The kernel's rdma_destroy_id leaves the id's groups. */
 	cm_mc_id_gone(id);
 	pthread_mutex_lock(&cm->lock);
+	/* another thread's rdma_connect is asking the peer's node (at
+	 * most its resolution time): it goes on with the id after */
+	while (id->connecting)
+		pthread_cond_wait(&cm->connected, &cm->lock);
 	delivered = id->delivered;
 	cm_id_destroy_locked(id);
 	pthread_mutex_unlock(&cm->lock);
@@ -1347,6 +1358,7 @@ static int cm_resolve_remote_locked(struct emu_cm_id *id, int32_t *slot_p,
 		err = EHOSTUNREACH;
 	pthread_mutex_lock(&cm->lock);
 	id->connecting = false;
+	pthread_cond_broadcast(&cm->connected);
 	if (err == ENOENT) /* the listener's process went meanwhile */
 		err = ECONNREFUSED;
 	if (err)
@@ -2418,6 +2430,7 @@ int emu_cm_open(struct emu_hca *hca)
 	cm->next_id = cm_random();
 	cm->next_tid = (uint64_t)cm_random() << 32;
 	pthread_mutex_init(&cm->lock, NULL);
+	pthread_cond_init(&cm->connected, NULL);
 	cm_watch_init(&cm->watch);
 	cm->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (cm->wake_fd < 0) {
