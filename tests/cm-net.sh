@@ -50,15 +50,15 @@ server_kill() {
 }
 
 # client ARGV...: the client on node 2; RC_C its exit status.  A client
-# that came before the server's listen (REJECTED) tries again, a bounded
-# number of times.
+# that came before the server's listen (REJECTED; UD: UNREACHABLE) tries
+# again, a bounded number of times.
 client() {
 	local try
 	for try in $(seq 20); do
 		netns_exec 2 timeout "$secs" "$IBEMU" run -- "$@" \
 			>"$dir/client.out" 2>&1
 		RC_C=$?
-		grep -q REJECTED "$dir/client.out" || break
+		grep -qE "REJECTED|UNREACHABLE" "$dir/client.out" || break
 		sleep 0.3
 	done
 }
