@@ -782,6 +782,29 @@ int tp_tcp_resolve_cm(struct engine *e,
 	return tcp_resolve(t, node_addr, 0, &q, slot_p);
 }
 
+int tp_tcp_probe_node(struct engine *e,
+		      const struct sockaddr_storage *node_addr,
+		      int timeout_ms, uint16_t *lid_p)
+{
+	struct tp_tcp *t = tp_tcp(e);
+	/* QPN 0 is nobody's (IBEMU_QPN_FIRST up are): any answer, "no
+	 * such QP" too, is the node's */
+	struct tcp_lookup q = { .kind = htobe32(TCP_LOOKUP_QPN) };
+	struct tcp_lookup_reply r;
+	uint64_t ms = timeout_ms > 0 && timeout_ms < TCP_RESOLVE_MS
+			      ? (uint64_t)timeout_ms
+			      : TCP_RESOLVE_MS;
+	int err;
+
+	if (!t)
+		return ENETDOWN;
+	err = tcp_lookup(t, node_addr, &q, &r, tcp_now_ms() + ms);
+	if (err == EHOSTUNREACH)
+		return err;
+	*lid_p = be16toh(r.lid);
+	return 0;
+}
+
 bool tp_tcp_peer_info(struct engine *e, int32_t slot,
 		      struct tp_tcp_peer_info *info)
 {

@@ -50,6 +50,15 @@ int tp_tcp_resolve_cm(struct engine *e,
 		      const uint8_t addr[16], bool v4, uint16_t port,
 		      int32_t *slot_p);
 
+/* Whether a node answers at node_addr (port ignored): its door takes a
+ * lookup within timeout_ms (at most TCP_RESOLVE_MS; 0: that).  0 with
+ * the node's LID, or EHOSTUNREACH (nobody answers), ENETDOWN (no
+ * network).  For the CM's address resolution, as a neighbour that
+ * answers; blocks as the calls above. */
+int tp_tcp_probe_node(struct engine *e,
+		      const struct sockaddr_storage *node_addr,
+		      int timeout_ms, uint16_t *lid_p);
+
 /* What a remote slot names, for the CM and the tools: the node's LID,
  * port GUID and address, the remote process's token (its identity on
  * its node); false when slot names no connection. */
