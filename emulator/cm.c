@@ -353,10 +353,16 @@ static void cm_own_gid(struct emu_cm *cm, const struct sockaddr *src,
 	}
 }
 
-/* Whether dst is on another node the fabric reaches (the network is
- * up); *node_addr: that node's address. */
+/*
+ * Whether dst is on another node: the fabric places it there (the
+ * network is up) and a node answers at that address within timeout_ms
+ * (its door, as a neighbour answers address resolution).  *node_addr:
+ * that node's address; *lid_p: its LID.  Blocks up to timeout_ms (at
+ * most the transport's resolution time); call without cm.lock.
+ */
 static bool cm_locate_remote(struct emu_cm *cm, const struct sockaddr *dst,
-			     struct sockaddr_storage *node_addr)
+			     int timeout_ms, struct sockaddr_storage *node_addr,
+			     uint16_t *lid_p)
 {
 	struct engine *e = cm->hca->engine;
 	uint8_t gid[16];
@@ -366,7 +372,8 @@ static bool cm_locate_remote(struct emu_cm *cm, const struct sockaddr *dst,
 		return false;
 	cm_addr16(dst, gid, &v4);
 	return fabric_locate(&cm->hca->node, 0, gid, node_addr) ==
-	       FABRIC_THERE;
+		       FABRIC_THERE &&
+	       !tp_tcp_probe_node(e, node_addr, timeout_ms, lid_p);
 }
 
 /* Our address toward dst on another node, port 0: the one the host's
@@ -1003,6 +1010,8 @@ int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 {
 	struct sockaddr_storage any, dss, node_addr, toward;
 	bool local, mcast, remote = false;
+	uint64_t start = cm_now();
+	uint16_t rlid = 0;
 	int ret = 0;
 
 	if (!dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
@@ -1027,11 +1036,12 @@ int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 	 * to join it (rdma_join_multicast). */
 	mcast = emu_cm_addr_is_multicast((struct sockaddr *)&dss);
 	local = mcast || emu_cm_addr_is_local((struct sockaddr *)&dss);
-	/* Another node's address: resolved at once when the fabric
-	 * reaches that node, as a neighbour that answers. */
+	/* Another node's address: resolved when a node answers there, as
+	 * a neighbour answers (the caller waits for that, at most its
+	 * timeout). */
 	if (!local)
 		remote = cm_locate_remote(id->cm, (struct sockaddr *)&dss,
-					  &node_addr);
+					  timeout_ms, &node_addr, &rlid);
 	if (remote)
 		cm_source_toward(id->cm, (struct sockaddr *)&dss, &toward);
 	pthread_mutex_lock(&id->cm->lock);
@@ -1081,9 +1091,8 @@ int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 		bool v4;
 
 		id->node_addr = node_addr;
-		/* the LID the fabric expects there; the node's own answer
-		 * replaces it at connect */
-		id->rlid = fabric_expected_lid(&id->cm->hca->node, &node_addr);
+		/* the node's LID, as it answered */
+		id->rlid = rlid;
 		cm_own_gid(id->cm, (struct sockaddr *)&id->src, id->lgid);
 		cm_addr16((struct sockaddr *)&dss, id->rgid, &v4);
 	}
@@ -1094,7 +1103,7 @@ int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 		/* No device of this node reaches it: the query times out
 		 * (ADDR_ERROR), as a neighbour that never answers. */
 		id->state = CM_ADDR_QUERY;
-		id->deadline = cm_now() +
+		id->deadline = start +
 			       (uint64_t)(timeout_ms > 0 ? timeout_ms : 1) *
 				       1000000ull;
 		cm_wake(id->cm);

@@ -7,7 +7,7 @@
 # connection carries data both ways (rping -V: every ping read back
 # intact); SIDR and UD datagrams (udaddy); several connections at once
 # (ucmatose -c 4).  A port nobody listens on there is REJECTED (IBA
-# 12.6.7.2 reason 8), an address where no node answers UNREACHABLE, never
+# 12.6.7.2 reason 8), an address where no node answers ADDR_ERROR, never
 # a hang; a peer killed with SIGKILL is seen as DISCONNECTED.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/netns-lib.sh"
@@ -133,12 +133,13 @@ fi
 server_kill
 
 # No node answers at the address (none of node 1's processes has the
-# device open; nothing at all at .9): UNREACHABLE, not a hang.
+# device open; nothing at all at .9): the address does not resolve
+# (ADDR_ERROR once rping's timeout passed), not a hang.
 for a in "$srv" 10.47.0.9; do
 	client_once rping -c -a "$a" -C 1
 	if [ "$RC_C" != 124 ] &&
-	   grep -q "RDMA_CM_EVENT_UNREACHABLE" "$dir/client.out"; then
-		pass "rping to $a, where no node answers: UNREACHABLE"
+	   grep -q "RDMA_CM_EVENT_ADDR_ERROR" "$dir/client.out"; then
+		pass "rping to $a, where no node answers: ADDR_ERROR"
 	else
 		fail "rping to $a, where no node answers: client $RC_C"
 		show
