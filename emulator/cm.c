@@ -9,13 +9,27 @@
  * peer process's port (IBA 12.6.1), through the engine's transport;
  * the receiving engine hands every packet for QP1 to cm_recv_locked().
  * A request is addressed through the node's table of bound addresses
- * (node_cm.c); every later message goes to the process the connection
- * is with, named by its node slot and checked by its token.
+ * (node_cm.c), or, for an address of another node, through that node's
+ * door (tp_tcp_resolve_cm); every later message goes to the process the
+ * connection is with, named by its slot (a node slot, or a remote slot
+ * of the TCP transport) and checked by its token.
+ *
+ * Across nodes (doc/design.md §3): an address the fabric locates on
+ * another node (fabric_locate) resolves when the network is up, with
+ * the source address the host's routing picks toward it; the path is
+ * the two ports' LIDs and the GIDs of the two addresses (::ffff:a.b.c.d
+ * for IPv4, GIDs 1.. of each port), which the REQ carries (IBA 12.6.5)
+ * and the QP's address vector uses with a GRH, so route.c reaches the
+ * peer's node.
  *
  * Lock rule: cm.lock protects every id, every channel's queue and the
  * id list; it is taken after engine.lock (cm_recv_locked runs under
  * it) and never held while calling out of this file except to send a
- * packet (the transport's producer side) or to lock the node segment.
+ * packet (the transport's producer side), to lock the node segment, or
+ * to ask the TCP transport about a remote slot (tp_tcp_peer_info,
+ * tp_tcp_peer_watch_fd, which take only tcp.lock and a connection's
+ * tx_lock); it is dropped while another node's door is asked
+ * (tp_tcp_resolve_cm blocks), the id marked connecting meanwhile.
  * Each channel's descriptor pair is written under cm.lock and read by
  * the application without it.
  *
@@ -24,9 +38,10 @@
  * ours, or comes from a process other than the one the id talks to,
  * is dropped (or answered with REJ as IBA 12.6.7 says).  A peer that
  * stops answering makes the id time out (IBA 12.4); one that dies is
- * seen at once through its process descriptor (cm_watch.h), or, where
- * there is none, by the node's liveness (node_proc_alive) within
- * CM_LIVENESS_MS.  An idle process with connections sleeps: the CM
+ * seen at once through its process descriptor or, on another node, the
+ * end of its TCP connection (cm_watch.h), or, where there is neither,
+ * by the node's liveness (node_proc_alive) or the connection's state
+ * within CM_LIVENESS_MS.  An idle process with connections sleeps: the CM
  * thread wakes for a timer, a peer's exit, or cm_wake.
  */
 #include "config.h"
@@ -50,9 +65,12 @@
 #include "cm_watch.h"
 #include "cm_wire.h"
 #include "engine.h"
+#include "fabric.h"
 #include "hca.h"
 #include "log.h"
 #include "node.h"
+#include "tp_tcp.h"
+#include "transport.h"
 
 /*
  * Timing.  IBA 12.4 gives a request's timeout from the CM Response
@@ -69,6 +87,9 @@
 #define CM_LIVENESS_MS 100
 #define CM_LOCAL_ACK_TIMEOUT 14 /* 4.096 us * 2^14 = 67 ms (IBA 9.7.6.1.3) */
 #define CM_BACKLOG_MAX 1024
+/* The GRH's hop limit on a path to another node (IBA 8.3.1): routers
+ * may lie between. */
+#define CM_HOP_LIMIT 64
 /* The time wait after a disconnection (IBA 12.9.6): twice the packet
  * lifetime the path gives (CM_LOCAL_ACK_TIMEOUT) and some. */
 #define CM_TIMEWAIT_MS 150
@@ -127,6 +148,14 @@ struct emu_cm_id {
 	uint32_t local_id, remote_id;
 	int32_t peer_slot;
 	uint64_t peer_token;
+	/* the peer is on another node: its node's address, its port's LID
+	 * and the path's GIDs, ours and its (IBA 12.6.5 primary path) */
+	bool remote;
+	struct sockaddr_storage node_addr;
+	uint16_t rlid;
+	uint8_t lgid[16], rgid[16];
+	/* emu_cm_connect asks the peer's node, cm.lock dropped */
+	bool connecting;
 	uint64_t tid;
 	uint32_t qpn, psn, qkey;
 	uint32_t remote_qpn, remote_psn, remote_qkey;
@@ -146,12 +175,15 @@ struct emu_cm_id {
 struct emu_cm {
 	struct emu_hca *hca;
 	pthread_mutex_t lock;
+	/* an id's connecting ended (cm_resolve_remote_locked), for a
+	 * destroy that waits for it; with lock */
+	pthread_cond_t connected;
 	int wake_fd; /* eventfd: the CM thread has work or a new timer */
 	pthread_t thread;
 	struct cm_watch watch; /* the CM thread's, under lock */
 	/* the CM thread's poll set: wake_fd, then the watched peers */
-	struct pollfd pfd[IBEMU_MAX_PROCS + 1];
-	int32_t pfd_slot[IBEMU_MAX_PROCS];
+	struct pollfd pfd[CM_WATCH_MAX + 1];
+	int32_t pfd_slot[CM_WATCH_MAX];
 	struct emu_cm_id *ids;
 	uint32_t next_id;
 	uint64_t next_tid;
@@ -284,6 +316,134 @@ bool emu_cm_addr_is_local(const struct sockaddr *sa)
 	}
 	freeifaddrs(ifa);
 	return found;
+}
+
+/* ---- other nodes ---- */
+
+/* The index of gid in the port's GID table; 0 (GID 0) if not there. */
+static uint8_t cm_gid_index(struct emu_cm *cm, const uint8_t gid[16])
+{
+	const struct node_fabric *f = &cm->hca->node.seg->fabric;
+	unsigned int i, nr = f->nr_gids;
+
+	for (i = 0; i < nr && i < IBEMU_GID_TBL_LEN; i++)
+		if (!memcmp(f->gids[i], gid, 16))
+			return (uint8_t)i;
+	return 0;
+}
+
+/* The port's GID for our address src: src itself when it is one of the
+ * port's GIDs, else the node's address (the one its LID comes from),
+ * else GID 0. */
+static void cm_own_gid(struct emu_cm *cm, const struct sockaddr *src,
+		       uint8_t gid[16])
+{
+	const struct node_fabric *f = &cm->hca->node.seg->fabric;
+	bool v4;
+
+	cm_addr16(src, gid, &v4);
+	if (fabric_gid_is_local(&cm->hca->node, gid))
+		return;
+	if (f->ip4[0]) {
+		memset(gid, 0, 16);
+		gid[10] = gid[11] = 0xff;
+		memcpy(gid + 12, f->ip4, 4);
+	} else {
+		memcpy(gid, f->gids[0], 16);
+	}
+}
+
+/*
+ * Whether dst is on another node: the fabric places it there (the
+ * network is up) and a node answers at that address within timeout_ms
+ * (its door, as a neighbour answers address resolution).  *node_addr:
+ * that node's address; *lid_p: its LID.  Blocks up to timeout_ms (at
+ * most the transport's resolution time); call without cm.lock.
+ */
+static bool cm_locate_remote(struct emu_cm *cm, const struct sockaddr *dst,
+			     int timeout_ms, struct sockaddr_storage *node_addr,
+			     uint16_t *lid_p)
+{
+	struct engine *e = cm->hca->engine;
+	uint8_t gid[16];
+	bool v4;
+
+	if (!e || !tp_tcp_enabled(e))
+		return false;
+	cm_addr16(dst, gid, &v4);
+	return fabric_locate(&cm->hca->node, 0, gid, node_addr) ==
+		       FABRIC_THERE &&
+	       !tp_tcp_probe_node(e, node_addr, timeout_ms, lid_p);
+}
+
+/* Our address toward dst on another node, port 0: the one the host's
+ * routing picks (as the kernel's rdma_cm takes the route's source), or
+ * the node's own address if that is none of ours. */
+static void cm_source_toward(struct emu_cm *cm, const struct sockaddr *dst,
+			     struct sockaddr_storage *src)
+{
+	const struct node_fabric *f = &cm->hca->node.seg->fabric;
+	socklen_t len = sizeof(*src);
+	struct sockaddr_in *in = (struct sockaddr_in *)(void *)src;
+	int s;
+
+	memset(src, 0, sizeof(*src));
+	s = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s >= 0 && !connect(s, dst, cm_sa_len(dst)) &&
+	    !getsockname(s, (struct sockaddr *)src, &len) &&
+	    emu_cm_addr_is_local((struct sockaddr *)src)) {
+		close(s);
+		cm_set_port(src, 0);
+		return;
+	}
+	if (s >= 0)
+		close(s);
+	memset(src, 0, sizeof(*src));
+	src->ss_family = dst->sa_family;
+	if (dst->sa_family == AF_INET && f->ip4[0])
+		memcpy(&in->sin_addr, f->ip4, 4);
+}
+
+/* What the transport knows of the remote slot's process: its node's
+ * LID, address (as a GID) and token; false if the slot names none. */
+static bool cm_remote_peer(struct emu_cm *cm, int32_t slot, uint16_t *lid,
+			   uint8_t gid[16], struct sockaddr_storage *node_addr,
+			   uint64_t *token)
+{
+	struct engine *e = cm->hca->engine;
+	struct tp_tcp_peer_info info;
+	bool v4;
+
+	if (!e || !tp_slot_is_remote(slot) ||
+	    !tp_tcp_peer_info(e, slot, &info))
+		return false;
+	*lid = info.lid;
+	cm_set_port(&info.addr, 0);
+	cm_addr16((struct sockaddr *)&info.addr, gid, &v4);
+	*node_addr = info.addr;
+	*token = info.token;
+	return true;
+}
+
+/*
+ * The address vector to the id's peer (rdma_init_qp_attr's for RC and
+ * UC, the UD peer's): on this node, the port's own LID; on another, its
+ * port's LID and, in a GRH, the GID of its address, from ours
+ * (IBA 8.3.1), which route.c follows to its node.  Caller holds cm.lock.
+ */
+static void cm_ah_locked(struct emu_cm_id *id, struct ibv_ah_attr *ah)
+{
+	memset(ah, 0, sizeof(*ah));
+	ah->port_num = 1;
+	if (!id->remote) {
+		ah->dlid = id->cm->hca->node.seg->lid;
+		return;
+	}
+	ah->dlid = id->rlid;
+	ah->is_global = 1;
+	memcpy(ah->grh.dgid.raw, id->rgid, 16);
+	ah->grh.sgid_index = cm_gid_index(id->cm, id->lgid);
+	ah->grh.hop_limit = CM_HOP_LIMIT;
 }
 
 /* ---- the event channels ---- */
@@ -474,12 +634,19 @@ static void cm_mad_init(struct emu_cm_id *id, uint8_t *mad, uint16_t attr)
 static void cm_send_locked(struct emu_cm *cm, int32_t slot, const uint8_t *mad)
 {
 	struct engine *e = cm->hca->engine;
+	struct tp_tcp_peer_info info;
+	uint16_t dlid = cm->hca->node.seg->lid;
 	struct tp_peer *peer;
 	struct pkt_out out;
 	struct pkt_hdr *hdr;
 
-	if (!e || slot < 0 || slot >= IBEMU_MAX_PROCS)
+	if (!e || slot < 0)
 		return;
+	if (tp_slot_is_remote(slot)) {
+		if (!tp_tcp_peer_info(e, slot, &info))
+			return;
+		dlid = info.lid;
+	}
 	peer = engine_peer(e, slot);
 	if (!peer)
 		return;
@@ -493,7 +660,7 @@ static void cm_send_locked(struct emu_cm *cm, int32_t slot, const uint8_t *mad)
 	hdr = out.pkt.hdr;
 	hdr->len = out.op->hdr_len + CM_MAD_LEN;
 	hdr->slid = cm->hca->node.seg->lid;
-	hdr->dlid = cm->hca->node.seg->lid;
+	hdr->dlid = dlid;
 	hdr->src_qpn = CM_QPN;
 	hdr->src_proc = cm->hca->node.proc_slot;
 	hdr->flags = 0;
@@ -753,6 +920,10 @@ unsigned int emu_cm_id_destroy(struct emu_cm_id *id)
 	/* The kernel's rdma_destroy_id leaves the id's groups. */
 	cm_mc_id_gone(id);
 	pthread_mutex_lock(&cm->lock);
+	/* another thread's rdma_connect is asking the peer's node (at
+	 * most its resolution time): it goes on with the id after */
+	while (id->connecting)
+		pthread_cond_wait(&cm->connected, &cm->lock);
 	delivered = id->delivered;
 	cm_id_destroy_locked(id);
 	pthread_mutex_unlock(&cm->lock);
@@ -837,8 +1008,10 @@ int emu_cm_set_afonly(struct emu_cm_id *id, bool on)
 int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 			const struct sockaddr *dst, int timeout_ms)
 {
-	struct sockaddr_storage any, dss;
-	bool local, mcast;
+	struct sockaddr_storage any, dss, node_addr, toward;
+	bool local, mcast, remote = false;
+	uint64_t start = cm_now();
+	uint16_t rlid = 0;
 	int ret = 0;
 
 	if (!dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
@@ -863,6 +1036,14 @@ int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 	 * to join it (rdma_join_multicast). */
 	mcast = emu_cm_addr_is_multicast((struct sockaddr *)&dss);
 	local = mcast || emu_cm_addr_is_local((struct sockaddr *)&dss);
+	/* Another node's address: resolved when a node answers there, as
+	 * a neighbour answers (the caller waits for that, at most its
+	 * timeout). */
+	if (!local)
+		remote = cm_locate_remote(id->cm, (struct sockaddr *)&dss,
+					  timeout_ms, &node_addr, &rlid);
+	if (remote)
+		cm_source_toward(id->cm, (struct sockaddr *)&dss, &toward);
 	pthread_mutex_lock(&id->cm->lock);
 	if (id->state == CM_IDLE) {
 		memset(&any, 0, sizeof(any));
@@ -875,6 +1056,8 @@ int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 			 * reached from: on this node, itself. */
 			memcpy(&any, &dss, sizeof(dss));
 			cm_set_port(&any, 0);
+		} else if (remote) {
+			any = toward;
 		} else {
 			any.ss_family = dss.ss_family;
 		}
@@ -895,15 +1078,32 @@ int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 			cm_set_port(&id->src, port);
 		}
 	}
+	if (cm_addr_any((struct sockaddr *)&id->src) && remote &&
+	    id->src.ss_family == toward.ss_family) {
+		uint16_t port = cm_port_of(&id->src);
+
+		id->src = toward;
+		cm_set_port(&id->src, port);
+	}
 	id->dst = dss;
-	if (local) {
+	id->remote = remote;
+	if (remote) {
+		bool v4;
+
+		id->node_addr = node_addr;
+		/* the node's LID, as it answered */
+		id->rlid = rlid;
+		cm_own_gid(id->cm, (struct sockaddr *)&id->src, id->lgid);
+		cm_addr16((struct sockaddr *)&dss, id->rgid, &v4);
+	}
+	if (local || remote) {
 		id->state = CM_ADDR_RESOLVED;
 		cm_event_locked(id, EMU_CM_ADDR_RESOLVED, 0);
 	} else {
 		/* No device of this node reaches it: the query times out
 		 * (ADDR_ERROR), as a neighbour that never answers. */
 		id->state = CM_ADDR_QUERY;
-		id->deadline = cm_now() +
+		id->deadline = start +
 			       (uint64_t)(timeout_ms > 0 ? timeout_ms : 1) *
 				       1000000ull;
 		cm_wake(id->cm);
@@ -945,18 +1145,24 @@ bool emu_cm_route(struct emu_cm_id *id, struct emu_cm_route *r)
 	uint64_t guid = htobe64(seg->port_guid);
 	bool on_dev;
 
+	memset(r, 0, sizeof(*r));
+	memcpy(r->sgid.raw, &prefix, 8);
+	memcpy(r->sgid.raw + 8, &guid, 8);
+	r->dgid = r->sgid;
+	r->slid = r->dlid = seg->lid;
 	pthread_mutex_lock(&id->cm->lock);
 	/* On the device once its address is one of the node's: resolved,
 	 * or bound (listening or not) to an address other than "any". */
 	on_dev = id->state != CM_IDLE && id->state != CM_ADDR_QUERY &&
 		 !((id->state == CM_ADDR_BOUND || id->state == CM_LISTEN) &&
 		   cm_addr_any((struct sockaddr *)&id->src));
+	if (id->remote) {
+		/* the two nodes' ports */
+		memcpy(r->sgid.raw, id->lgid, 16);
+		memcpy(r->dgid.raw, id->rgid, 16);
+		r->dlid = id->rlid;
+	}
 	pthread_mutex_unlock(&id->cm->lock);
-	memset(r, 0, sizeof(*r));
-	memcpy(r->sgid.raw, &prefix, 8);
-	memcpy(r->sgid.raw + 8, &guid, 8);
-	r->dgid = r->sgid;
-	r->slid = r->dlid = seg->lid;
 	r->pkey = IBEMU_DEFAULT_PKEY;
 	r->mtu = IBEMU_MAX_MTU;
 	r->port_num = 1;
@@ -1117,9 +1323,59 @@ static bool cm_ip_hdr_get(const uint8_t *p, struct sockaddr_storage *src,
 	return false;
 }
 
+/* Whether the peer process in slot holding token lives: on this node,
+ * by its lock in the node file; on another, by its connection being up
+ * (what can be known across nodes). */
 static bool cm_peer_alive(struct emu_cm *cm, int32_t slot, uint64_t token)
 {
+	struct engine *e = cm->hca->engine;
+	struct tp_tcp_peer_info info;
+
+	if (tp_slot_is_remote(slot))
+		return e && tp_tcp_peer_info(e, slot, &info) && info.up &&
+		       info.token == token;
 	return node_proc_holds(&cm->hca->node, slot, token);
+}
+
+/*
+ * The process that listens on the id's destination on another node
+ * (its door answers, tp_tcp_resolve_cm), reached over TCP: 0 with its
+ * slot and token, or a positive errno (ECONNREFUSED: nobody listens
+ * there).  Called with cm.lock held; it is dropped while the door is
+ * asked (which blocks, and the engine thread takes cm.lock to deliver
+ * to us) and the id marked connecting meanwhile.  The caller checks
+ * the id's state again.
+ */
+static int cm_resolve_remote_locked(struct emu_cm_id *id, int32_t *slot_p,
+				    uint64_t *token_p)
+{
+	struct emu_cm *cm = id->cm;
+	struct engine *e = cm->hca->engine;
+	struct sockaddr_storage node_addr = id->node_addr, a;
+	uint16_t ps = id->ps, dport = cm_port_of(&id->dst), lid = 0;
+	uint8_t a16[16], gid[16];
+	int32_t slot = -1;
+	bool v4;
+	int err;
+
+	cm_addr16((struct sockaddr *)&id->dst, a16, &v4);
+	id->connecting = true;
+	pthread_mutex_unlock(&cm->lock);
+	err = e ? tp_tcp_resolve_cm(e, &node_addr, ps, a16, v4, dport, &slot)
+		: ENETDOWN;
+	if (!err && !cm_remote_peer(cm, slot, &lid, gid, &a, token_p))
+		err = EHOSTUNREACH;
+	pthread_mutex_lock(&cm->lock);
+	id->connecting = false;
+	pthread_cond_broadcast(&cm->connected);
+	if (err == ENOENT) /* the listener's process went meanwhile */
+		err = ECONNREFUSED;
+	if (err)
+		return err;
+	/* the node's own LID, as it answered */
+	id->rlid = lid;
+	*slot_p = slot;
+	return 0;
 }
 
 int emu_cm_connect(struct emu_cm_id *id, const struct emu_cm_conn *param)
@@ -1130,22 +1386,31 @@ int emu_cm_connect(struct emu_cm_id *id, const struct emu_cm_conn *param)
 	uint16_t dport;
 	int32_t slot;
 	uint64_t token;
-	int ret = 0;
+	int ret = 0, err;
 
 	if (param->private_data_len >
 	    (ud ? CM_SIDR_REQ_USER_PRIVATE : CM_REQ_USER_PRIVATE))
 		return EINVAL;
 	pthread_mutex_lock(&cm->lock);
-	if (id->state != CM_ROUTE_RESOLVED) {
+	if (id->state != CM_ROUTE_RESOLVED || id->connecting) {
 		ret = EINVAL;
 		goto out;
 	}
 	cm_addr16((struct sockaddr *)&id->dst, a16, &v4);
 	dport = cm_port_of(&id->dst);
+	if (id->remote) {
+		err = cm_resolve_remote_locked(id, &slot, &token);
+		if (id->state != CM_ROUTE_RESOLVED) {
+			ret = EINVAL;
+			goto out;
+		}
+	} else {
+		err = node_cm_lookup(&cm->hca->node, id->ps, a16, v4, dport,
+				     &slot, &token) ? ECONNREFUSED : 0;
+	}
 	id->tid = cm->next_tid++;
 	id->qpn = param->qp_num & BTH_QPN_MASK;
-	if (node_cm_lookup(&cm->hca->node, id->ps, a16, v4, dport, &slot,
-			   &token)) {
+	if (err == ECONNREFUSED) {
 		/* Nobody listens: the remote CM answers REJ "invalid
 		 * service ID" (IBA 12.6.7.2), SIDR_REP "service ID not
 		 * supported" (IBA 12.11.2) to a UD request. */
@@ -1153,6 +1418,13 @@ int emu_cm_connect(struct emu_cm_id *id, const struct emu_cm_conn *param)
 		cm_event_locked(id, ud ? EMU_CM_UNREACHABLE : EMU_CM_REJECTED,
 				ud ? SIDR_STATUS_NO_SERVICE
 				   : REJ_INVALID_SERVICE_ID);
+		goto out;
+	}
+	if (err) {
+		/* No node answers there: the request goes unanswered, as
+		 * the kernel's CM reports it (IBA 12.4). */
+		id->state = CM_FAILED;
+		cm_event_locked(id, EMU_CM_UNREACHABLE, -(int)err);
 		goto out;
 	}
 	id->peer_slot = slot;
@@ -1197,14 +1469,25 @@ int emu_cm_connect(struct emu_cm_id *id, const struct emu_cm_conn *param)
 	cm_put8(d, REQ_MAX_RETRIES,
 		(uint8_t)(CM_MAX_RETRIES << 4 | (param->srq ? 8 : 0)));
 	/* The primary path (IBA 12.6.5): on one node, the port's own LID
-	 * and GID 0 at both ends, within the subnet. */
+	 * and GID 0 at both ends, within the subnet; to another node, the
+	 * two ports' LIDs and the GIDs of the two addresses, with a GRH
+	 * (SubnetLocal 0), which reaches the node across subnets too. */
 	cm_put16(d, REQ_PRI_LOCAL_LID, cm->hca->node.seg->lid);
-	cm_put16(d, REQ_PRI_REMOTE_LID, cm->hca->node.seg->lid);
-	cm_put64(d, REQ_PRI_LOCAL_GID, cm->hca->node.seg->gid_prefix);
-	cm_put64(d, REQ_PRI_LOCAL_GID + 8, cm->hca->node.seg->port_guid);
-	cm_put64(d, REQ_PRI_REMOTE_GID, cm->hca->node.seg->gid_prefix);
-	cm_put64(d, REQ_PRI_REMOTE_GID + 8, cm->hca->node.seg->port_guid);
-	cm_put8(d, REQ_PRI_SL, REQ_SUBNET_LOCAL);
+	if (id->remote) {
+		cm_put16(d, REQ_PRI_REMOTE_LID, id->rlid);
+		memcpy(d + REQ_PRI_LOCAL_GID, id->lgid, 16);
+		memcpy(d + REQ_PRI_REMOTE_GID, id->rgid, 16);
+		cm_put8(d, REQ_PRI_HOP_LIMIT, CM_HOP_LIMIT);
+	} else {
+		cm_put16(d, REQ_PRI_REMOTE_LID, cm->hca->node.seg->lid);
+		cm_put64(d, REQ_PRI_LOCAL_GID, cm->hca->node.seg->gid_prefix);
+		cm_put64(d, REQ_PRI_LOCAL_GID + 8,
+			 cm->hca->node.seg->port_guid);
+		cm_put64(d, REQ_PRI_REMOTE_GID, cm->hca->node.seg->gid_prefix);
+		cm_put64(d, REQ_PRI_REMOTE_GID + 8,
+			 cm->hca->node.seg->port_guid);
+		cm_put8(d, REQ_PRI_SL, REQ_SUBNET_LOCAL);
+	}
 	cm_put8(d, REQ_PRI_ACK_TIMEOUT, CM_LOCAL_ACK_TIMEOUT << 3);
 	cm_ip_hdr_put(id, d + REQ_PRIVATE);
 	memcpy(d + REQ_PRIVATE + CM_IP_HDR_LEN, param->private_data,
@@ -1434,8 +1717,7 @@ int emu_cm_init_qp_attr(struct emu_cm_id *id, struct ibv_qp_attr *attr,
 		attr->path_mtu = IBEMU_MAX_MTU;
 		attr->dest_qp_num = id->remote_qpn;
 		attr->rq_psn = id->remote_psn;
-		attr->ah_attr.dlid = cm->hca->node.seg->lid;
-		attr->ah_attr.port_num = 1;
+		cm_ah_locked(id, &attr->ah_attr);
 		*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 		/* RDMA READ and atomic responders: RC and the XRC target;
@@ -1549,13 +1831,50 @@ static struct emu_cm_id *cm_new_conn_locked(struct emu_cm *cm,
 	id->src = *self;
 	id->dst = *peer;
 	id->peer_slot = slot;
-	id->peer_token = node_proc_id(&cm->hca->node, slot, &pid) ? 0
-								 : pid.token;
+	if (tp_slot_is_remote(slot)) {
+		/* the path to it as its connection tells; a REQ's primary
+		 * path replaces it (cm_recv_req_locked) */
+		id->remote = cm_remote_peer(cm, slot, &id->rlid, id->rgid,
+					    &id->node_addr, &id->peer_token);
+		cm_own_gid(cm, (const struct sockaddr *)self, id->lgid);
+	} else {
+		id->peer_token = node_proc_id(&cm->hca->node, slot, &pid)
+					 ? 0
+					 : pid.token;
+	}
 	id->live_check = cm_now() + CM_LIVENESS_MS * 1000000ull;
 	id->listener = l;
 	cm_wake(cm); /* to watch the peer */
 	l->queued++;
 	return id;
+}
+
+/*
+ * The path to a remote active side from its REQ's primary path
+ * (IBA 12.6.5): its Local LID and GID are the peer's, its Remote GID
+ * ours.  What does not name a node the fabric reaches is not taken
+ * (the connection's own address stays).
+ */
+static void cm_req_path_locked(struct emu_cm_id *id, const uint8_t *d)
+{
+	struct emu_cm *cm = id->cm;
+	struct sockaddr_storage a;
+	uint16_t lid = cm_get16(d, REQ_PRI_LOCAL_LID);
+	const uint8_t *rgid = d + REQ_PRI_LOCAL_GID;
+	const uint8_t *lgid = d + REQ_PRI_REMOTE_GID;
+
+	/* IBA 4.1.3: a unicast LID */
+	if (lid && lid < 0xc000 &&
+	    fabric_locate(&cm->hca->node, lid,
+			  (cm_get8(d, REQ_PRI_SL) & REQ_SUBNET_LOCAL) ? NULL
+								     : rgid,
+			  &a) == FABRIC_THERE) {
+		id->rlid = lid;
+		if (!(cm_get8(d, REQ_PRI_SL) & REQ_SUBNET_LOCAL))
+			memcpy(id->rgid, rgid, 16);
+	}
+	if (fabric_gid_is_local(&cm->hca->node, lgid))
+		memcpy(id->lgid, lgid, 16);
 }
 
 static void cm_recv_req_locked(struct emu_cm *cm, const uint8_t *mad,
@@ -1603,6 +1922,8 @@ static void cm_recv_req_locked(struct emu_cm *cm, const uint8_t *mad,
 	}
 	id->tid = tid;
 	id->remote_id = rid;
+	if (id->remote)
+		cm_req_path_locked(id, d);
 	/* drawn now: the QP reaches RTS before the REP carries it */
 	id->psn = cm_random() & BTH_PSN_MASK;
 	v = cm_get32(d, REQ_LOCAL_QPN);
@@ -1690,12 +2011,6 @@ static void cm_recv_sidr_req_locked(struct emu_cm *cm, const uint8_t *mad,
 	cm_queue_locked(l, &ev);
 }
 
-static void cm_ud_ah_locked(struct emu_cm *cm, struct ibv_ah_attr *ah)
-{
-	memset(ah, 0, sizeof(*ah));
-	ah->dlid = cm->hca->node.seg->lid;
-	ah->port_num = 1;
-}
 
 static void cm_recv_sidr_rep_locked(struct emu_cm *cm, const uint8_t *mad,
 				    int32_t slot)
@@ -1727,7 +2042,7 @@ static void cm_recv_sidr_rep_locked(struct emu_cm *cm, const uint8_t *mad,
 	ev.event = EMU_CM_ESTABLISHED;
 	ev.param.qp_num = id->remote_qpn;
 	ev.param.qkey = id->remote_qkey;
-	cm_ud_ah_locked(cm, &ev.param.ah_attr);
+	cm_ah_locked(id, &ev.param.ah_attr);
 	cm_queue_locked(id, &ev);
 }
 
@@ -1892,9 +2207,11 @@ void cm_recv_locked(struct engine *e, const struct pkt *p)
 	uint8_t mad[CM_MAD_LEN];
 	int32_t slot = p->hdr->src_proc;
 
+	/* From a process of this node, or of another through a
+	 * connection of ours (a remote slot the transport knows). */
 	if (!cm || p->opcode != (IB_OPCODE_UD | IB_OP_SEND_ONLY) ||
 	    p->paylen < CM_MAD_LEN || pkt_deth_qkey(p) != CM_QP1_QKEY ||
-	    slot < 0 || slot >= IBEMU_MAX_PROCS)
+	    slot < 0 || (tp_slot_is_remote(slot) && !engine_peer(e, slot)))
 		return;
 	/* The one copy out of the sender's slot (shared memory). */
 	memcpy(mad, p->payload, CM_MAD_LEN);
@@ -2028,11 +2345,17 @@ static uint64_t cm_run_timers_locked(struct emu_cm *cm, uint64_t now)
 	for (id = cm->ids; id; id = id->next) {
 		watched = cm_has_peer(id) &&
 			  cm_watch_peer(&cm->watch, &cm->hca->node,
-					id->peer_slot, id->peer_token);
+					cm->hca->engine, id->peer_slot,
+					id->peer_token);
 		if (cm_has_peer(id) && (!watched || id->peer_exited) &&
 		    now >= id->live_check) {
 			id->live_check = now + CM_LIVENESS_MS * 1000000ull;
-			if (!cm_peer_alive(cm, id->peer_slot, id->peer_token))
+			/* A remote peer's connection ended (its watch
+			 * fired): that process exited or is cut off, even
+			 * before the network thread has seen it. */
+			if ((id->peer_exited &&
+			     tp_slot_is_remote(id->peer_slot)) ||
+			    !cm_peer_alive(cm, id->peer_slot, id->peer_token))
 				cm_peer_gone_locked(id);
 		}
 		id->peer_exited = false;
@@ -2044,6 +2367,7 @@ static uint64_t cm_run_timers_locked(struct emu_cm *cm, uint64_t now)
 		    (!next || id->live_check < next))
 			next = id->live_check;
 	}
+	cm_watch_sweep(&cm->watch);
 	return next;
 }
 
@@ -2074,7 +2398,7 @@ static void *cm_thread(void *arg)
 	for (;;) {
 		now = cm_now();
 		next = cm_run_timers_locked(cm, now);
-		n = cm_watch_fill(&cm->watch, pfd + 1, slots, IBEMU_MAX_PROCS);
+		n = cm_watch_fill(&cm->watch, pfd + 1, slots, CM_WATCH_MAX);
 		pthread_mutex_unlock(&cm->lock);
 		pfd[0].fd = cm->wake_fd;
 		pfd[0].events = POLLIN;
@@ -2115,6 +2439,7 @@ int emu_cm_open(struct emu_hca *hca)
 	cm->next_id = cm_random();
 	cm->next_tid = (uint64_t)cm_random() << 32;
 	pthread_mutex_init(&cm->lock, NULL);
+	pthread_cond_init(&cm->connected, NULL);
 	cm_watch_init(&cm->watch);
 	cm->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (cm->wake_fd < 0) {

@@ -78,7 +78,9 @@ static inline void tp_frame_grh_put(struct tp_frame_grh *g,
 static inline void tp_frame_grh_get(struct pkt_grh *h,
 				    const struct tp_frame_grh *g)
 {
-	h->flow = be32toh(g->ver_tclass_flow) & 0x0fffffffu;
+	/* IPVer is 6 in every GRH (IBA 8.3.1): kept as the sender's
+	 * engine set it, so a receive buffer's GRH reads as one */
+	h->flow = (6u << 28) | (be32toh(g->ver_tclass_flow) & 0x0fffffffu);
 	h->hop_limit = g->hop_limit;
 	memcpy(h->sgid, g->sgid, 16);
 	memcpy(h->dgid, g->dgid, 16);

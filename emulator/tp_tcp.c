@@ -876,6 +876,29 @@ int tp_tcp_resolve_cm(struct engine *e,
 	return tcp_resolve(t, node_addr, 0, &q, slot_p);
 }
 
+int tp_tcp_probe_node(struct engine *e,
+		      const struct sockaddr_storage *node_addr,
+		      int timeout_ms, uint16_t *lid_p)
+{
+	struct tp_tcp *t = tp_tcp(e);
+	/* QPN 0 is nobody's (IBEMU_QPN_FIRST up are): any answer, "no
+	 * such QP" too, is the node's */
+	struct tcp_lookup q = { .kind = htobe32(TCP_LOOKUP_QPN) };
+	struct tcp_lookup_reply r;
+	uint64_t ms = timeout_ms > 0 && timeout_ms < TCP_RESOLVE_MS
+			      ? (uint64_t)timeout_ms
+			      : TCP_RESOLVE_MS;
+	int err;
+
+	if (!t)
+		return ENETDOWN;
+	err = tcp_lookup(t, node_addr, &q, &r, tcp_now_ms() + ms);
+	if (err == EHOSTUNREACH)
+		return err;
+	*lid_p = be16toh(r.lid);
+	return 0;
+}
+
 bool tp_tcp_peer_info(struct engine *e, int32_t slot,
 		      struct tp_tcp_peer_info *info)
 {
@@ -891,12 +914,37 @@ bool tp_tcp_peer_info(struct engine *e, int32_t slot,
 	if (c) {
 		info->lid = c->lid;
 		info->guid = c->guid;
+		info->token = c->token;
 		info->addr = c->addr;
 		info->up = atomic_load(&c->state) == TCP_CONN_UP;
 		ok = true;
 	}
 	pthread_mutex_unlock(&t->lock);
 	return ok;
+}
+
+int tp_tcp_peer_watch_fd(struct engine *e, int32_t slot, uint64_t token)
+{
+	struct tp_tcp *t = tp_tcp(e);
+	struct tcp_conn *c;
+	int fd = -1;
+
+	errno = ENOENT;
+	if (!t || !tp_slot_is_remote(slot) ||
+	    slot - IBEMU_MAX_PROCS >= TCP_MAX_CONNS)
+		return -1;
+	pthread_mutex_lock(&t->lock);
+	c = t->conns[slot - IBEMU_MAX_PROCS];
+	if (c) {
+		/* tx_lock: the descriptor is replaced under it */
+		pthread_mutex_lock(&c->tx_lock);
+		if (c->token == token && c->fd >= 0 &&
+		    atomic_load(&c->state) == TCP_CONN_UP)
+			fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+		pthread_mutex_unlock(&c->tx_lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return fd;
 }
 
 bool tp_tcp_enabled(struct engine *e)

@@ -50,15 +50,33 @@ int tp_tcp_resolve_cm(struct engine *e,
 		      const uint8_t addr[16], bool v4, uint16_t port,
 		      int32_t *slot_p);
 
+/* Whether a node answers at node_addr (port ignored): its door takes a
+ * lookup within timeout_ms (at most TCP_RESOLVE_MS; 0: that).  0 with
+ * the node's LID, or EHOSTUNREACH (nobody answers), ENETDOWN (no
+ * network).  For the CM's address resolution, as a neighbour that
+ * answers; blocks as the calls above. */
+int tp_tcp_probe_node(struct engine *e,
+		      const struct sockaddr_storage *node_addr,
+		      int timeout_ms, uint16_t *lid_p);
+
 /* What a remote slot names, for the CM and the tools: the node's LID,
- * port GUID and address; false when slot is no live connection. */
+ * port GUID and address, the remote process's token (its identity on
+ * its node); false when slot names no connection. */
 struct tp_tcp_peer_info {
 	uint16_t lid;
 	uint64_t guid;
+	uint64_t token;
 	struct sockaddr_storage addr;
 	bool up;
 };
 bool tp_tcp_peer_info(struct engine *e, int32_t slot,
 		      struct tp_tcp_peer_info *info);
+
+/* A descriptor that poll(2) reports with POLLRDHUP, POLLHUP or POLLERR
+ * once the connection of slot to the process holding token ends (that
+ * process exited or closed it): a dup of its socket, to be polled for
+ * those events only, never read or written, closed by the caller.  -1
+ * (errno set) when slot is no live connection to that process. */
+int tp_tcp_peer_watch_fd(struct engine *e, int32_t slot, uint64_t token);
 
 #endif /* IBEMU_TP_TCP_H */
