@@ -1945,13 +1945,54 @@ err:
 	return ret;
 }
 
+/*
+ * Free the transport: its descriptors and memory.  owner: this process
+ * made them, and its entries in the node segment are cleared too; not
+ * so in a forked child (tcp_forget), whose descriptors are copies of the
+ * parent's conversations, to be closed and nothing else.
+ */
+static void tcp_free(struct engine *e, bool owner)
+{
+	struct tp_tcp *t = tp_tcp(e);
+	struct tcp_conn *c;
+	unsigned int i;
+
+	for (i = 0; i < TCP_DOOR_CLIENTS; i++)
+		if (t->door_clients[i]) {
+			close(t->door_clients[i]->fd);
+			free(t->door_clients[i]);
+		}
+	for (i = 0; i < t->nr_conns; i++) {
+		c = t->conns[i];
+		if (!c)
+			continue;
+		if (c->fd >= 0)
+			close(c->fd);
+		if (c->wfd >= 0)
+			close(c->wfd);
+		if (owner && tcp_pub(c))
+			atomic_store(&tcp_pub(c)->owner, 0);
+		free(c->tx);
+		free(c->rx);
+		free(c->stage);
+		free(c);
+	}
+	if (t->door_fd >= 0)
+		close(t->door_fd);
+	if (t->watch_fd >= 0)
+		close(t->watch_fd);
+	close(t->lfd);
+	close(t->kick);
+	close(t->ep);
+	free(t);
+	e->net_priv = NULL;
+}
+
 static void tcp_close(struct engine *e)
 {
 	struct tp_tcp *t = tp_tcp(e);
 	struct node *node = &e->hca->node;
 	uint64_t one = 1;
-	unsigned int i;
-	struct tcp_conn *c;
 
 	if (!t)
 		return;
@@ -1962,68 +2003,14 @@ static void tcp_close(struct engine *e)
 	pthread_join(t->thread, NULL);
 	tcp_door_release(t);
 	atomic_store(&node->seg->procs[node->proc_slot].tcp_port, 0);
-	for (i = 0; i < TCP_DOOR_CLIENTS; i++)
-		if (t->door_clients[i])
-			tcp_door_client_done(t, t->door_clients[i]);
-	for (i = 0; i < t->nr_conns; i++) {
-		c = t->conns[i];
-		if (!c)
-			continue;
-		tcp_conn_close_fds(t, c);
-		if (tcp_pub(c))
-			atomic_store(&tcp_pub(c)->owner, 0);
-		pthread_mutex_destroy(&c->tx_lock);
-		pthread_mutex_destroy(&c->rx_lock);
-		free(c->tx);
-		free(c->rx);
-		free(c->stage);
-		free(c);
-	}
-	if (t->watch_fd >= 0)
-		close(t->watch_fd);
-	close(t->lfd);
-	close(t->kick);
-	close(t->ep);
-	free(t);
-	e->net_priv = NULL;
+	tcp_free(e, true);
 }
 
 /* In a forked child: the sockets are the parent's conversations. */
 static void tcp_forget(struct engine *e)
 {
-	struct tp_tcp *t = tp_tcp(e);
-	unsigned int i;
-	struct tcp_conn *c;
-
-	if (!t)
-		return;
-	for (i = 0; i < t->nr_conns; i++) {
-		c = t->conns[i];
-		if (!c)
-			continue;
-		if (c->fd >= 0)
-			close(c->fd);
-		if (c->wfd >= 0)
-			close(c->wfd);
-		free(c->tx);
-		free(c->rx);
-		free(c->stage);
-		free(c);
-	}
-	for (i = 0; i < TCP_DOOR_CLIENTS; i++)
-		if (t->door_clients[i]) {
-			close(t->door_clients[i]->fd);
-			free(t->door_clients[i]);
-		}
-	if (t->door_fd >= 0)
-		close(t->door_fd);
-	if (t->watch_fd >= 0)
-		close(t->watch_fd);
-	close(t->lfd);
-	close(t->kick);
-	close(t->ep);
-	free(t);
-	e->net_priv = NULL;
+	if (tp_tcp(e))
+		tcp_free(e, false);
 }
 
 /* Known to run: not knowable across nodes; a congested connection shows
