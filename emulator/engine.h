@@ -74,6 +74,16 @@ void engine_poll(struct engine *e, bool active);
 void engine_app_blocks(struct engine *e);
 /* Whether a packet waits in the inbox. */
 bool engine_has_packet(struct engine *e);
+/*
+ * A network transport hands packets to the engine itself, without the
+ * inbox, between engine_deliver_begin (true: engine.lock is taken and
+ * nothing waits in the inbox, so packets that came earlier have all been
+ * served and order holds; false: deliver into the inbox) and
+ * engine_deliver_end; each packet through engine_recv_locked.  Not with
+ * IBEMU_FAULTS, whose injector sees every packet in the inbox.
+ */
+bool engine_deliver_begin(struct engine *e);
+void engine_deliver_end(struct engine *e);
 void engine_qp_add(struct engine *e, struct emu_qp *qp);
 void engine_qp_remove(struct engine *e, struct emu_qp *qp);
 /* Take and release every QP lock: whatever ran under one has ended. */

@@ -390,6 +390,24 @@ static uint64_t engine_run_pending(struct engine *e, bool *busy)
 	return next;
 }
 
+bool engine_deliver_begin(struct engine *e)
+{
+	if (e->faults || pthread_mutex_trylock(&e->lock))
+		return false;
+	if (engine_has_packet(e)) {
+		/* They came first: the transport queues behind them. */
+		pthread_mutex_unlock(&e->lock);
+		return false;
+	}
+	return true;
+}
+
+void engine_deliver_end(struct engine *e)
+{
+	engine_flush_acks_locked(e);
+	pthread_mutex_unlock(&e->lock);
+}
+
 /* Whether a packet is waiting (a peek: nothing is consumed). */
 bool engine_has_packet(struct engine *e)
 {

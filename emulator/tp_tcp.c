@@ -81,6 +81,7 @@
 #define TCP_STALL_MS 1 /* a full inbox: read again this soon */
 #define TCP_APP_POLL_NS 5000 /* tcp_app_polling */
 #define TCP_BATCH (256u << 10) /* tcp_more_follows */
+#define TCP_POLL_CONNS 64 /* connections an application's poll reads */
 #define TCP_FRAME_ROOM                                                         \
 	(sizeof(struct tp_frame_hdr) + sizeof(struct tp_frame_grh) +         \
 	 PKT_MAX_LEN)
@@ -89,6 +90,7 @@ enum tcp_conn_state {
 	TCP_CONN_HELLO, /* accepted, its HELLO not read yet */
 	TCP_CONN_UP,
 	TCP_CONN_DEAD,
+	TCP_CONN_ATTACHING, /* a resolver puts a new socket under it */
 };
 
 /* What epoll reports names one of these. */
@@ -215,6 +217,7 @@ struct tp_tcp {
 	 * (tcp_poll); the thread leaves connections to it meanwhile. */
 	atomic_bool app_polls;
 	atomic_bool deferred; /* some connection holds an ACK back */
+	unsigned int poll_next; /* the application's next poll starts here */
 	unsigned int nr_parked;
 	uint64_t park_check; /* ms */
 	unsigned int nr_stalled;
@@ -593,13 +596,21 @@ static struct tcp_conn *tcp_conn_new_locked(struct tp_tcp *t)
 	return c;
 }
 
+/* Whether c has a socket to read: greeted or being greeted. */
+static bool tcp_conn_live(struct tcp_conn *c)
+{
+	int state = atomic_load(&c->state);
+
+	return state == TCP_CONN_UP || state == TCP_CONN_HELLO;
+}
+
 /* Let the network thread read c once more (EPOLLONESHOT). */
 static void tcp_rearm(struct tp_tcp *t, struct tcp_conn *c)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT,
 				  .data.ptr = &c->ev };
 
-	if (atomic_load(&c->state) != TCP_CONN_DEAD)
+	if (tcp_conn_live(c))
 		epoll_ctl(t->ep, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
@@ -632,9 +643,10 @@ static void tcp_conn_close_fds(struct tp_tcp *t, struct tcp_conn *c)
 }
 
 /* Put an open, greeted socket under c and let the network thread read
- * it.  Caller holds tcp.lock; c is DEAD or new. */
-static void tcp_conn_attach_locked(struct tp_tcp *t, struct tcp_conn *c,
-				   int fd)
+ * it.  c is ATTACHING (tcp_conn_to): nobody else touches its socket.
+ * Not under tcp.lock: its readers take tcp.lock under rx_lock (the
+ * engine they drive resolves peers). */
+static void tcp_conn_attach(struct tp_tcp *t, struct tcp_conn *c, int fd)
 {
 	pthread_mutex_lock(&c->rx_lock);
 	pthread_mutex_lock(&c->tx_lock);
@@ -702,20 +714,23 @@ static int32_t tcp_conn_to(struct tp_tcp *t,
 		return err == ETIMEDOUT ? -EHOSTUNREACH : -ENOENT;
 	}
 	pthread_mutex_lock(&t->lock);
+	if (dead && atomic_load(&dead->state) != TCP_CONN_DEAD)
+		dead = NULL; /* another resolver revived it meanwhile */
 	c = dead ? dead : tcp_conn_new_locked(t);
 	if (!c) {
 		pthread_mutex_unlock(&t->lock);
 		close(fd);
 		return -ENOMEM;
 	}
+	atomic_store(&c->state, TCP_CONN_ATTACHING);
 	c->addr = to;
 	c->rslot = rslot;
 	c->token = token;
 	c->guid = be64toh(rf.src_guid);
 	c->lid = lid;
-	tcp_conn_attach_locked(t, c, fd);
 	slot = c->slot;
 	pthread_mutex_unlock(&t->lock);
+	tcp_conn_attach(t, c, fd);
 	return slot;
 }
 
@@ -1291,8 +1306,36 @@ static void tcp_reply_hello(struct tcp_conn *c, const struct tp_frame_hdr *f,
 	tcp_publish(t, c);
 }
 
-/* Take the frames in c's buffer; false when the connection is done. */
-static bool tcp_parse(struct tcp_conn *c)
+/* Hand one checked DATA frame to the engine (engine_deliver_begin). */
+static void tcp_dispatch(struct tcp_conn *c, const struct tp_frame_hdr *f,
+			 const uint8_t *body)
+{
+	bool grh = f->flags & TP_FRAME_F_GRH;
+	struct tp_frame_grh g;
+	struct pkt_hdr h;
+	struct pkt_grh pg;
+	struct tp_pkt in = { .hdr = &h, .grh = &pg };
+
+	h.len = be32toh(f->len) - (grh ? sizeof(struct tp_frame_grh) : 0);
+	h.slid = be16toh(f->slid);
+	h.dlid = be16toh(f->dlid);
+	h.src_qpn = be32toh(f->src_qpn) & BTH_QPN_MASK;
+	h.src_proc = c->slot;
+	h.flags = grh ? PKT_F_GRH : 0;
+	if (grh) {
+		memcpy(&g, body, sizeof(g));
+		tp_frame_grh_get(&pg, &g);
+		body += sizeof(g);
+	}
+	/* Frames are multiples of 4 bytes from the buffer's start: the
+	 * headers are as aligned as in an inbox slot. */
+	in.data = (uint8_t *)body;
+	engine_recv_locked(c->t->e, &in);
+}
+
+/* Take the frames in c's buffer; false when the connection is done.
+ * direct: the engine takes them now (engine_deliver_begin). */
+static bool tcp_parse(struct tcp_conn *c, bool direct)
 {
 	uint32_t off = 0, flen;
 	struct tp_frame_hdr f;
@@ -1309,7 +1352,14 @@ static bool tcp_parse(struct tcp_conn *c)
 		if (c->rx_len - off < flen)
 			break;
 		if (f.type == TP_FRAME_DATA &&
-		    atomic_load(&c->state) == TCP_CONN_UP) {
+		    atomic_load(&c->state) == TCP_CONN_UP && direct) {
+			tcp_dispatch(c, &f, c->rx + off + sizeof(f));
+			if (tcp_pub(c)) {
+				tcp_count(&tcp_pub(c)->rx_pkts, 1);
+				tcp_count(&tcp_pub(c)->rx_bytes, flen);
+			}
+		} else if (f.type == TP_FRAME_DATA &&
+			   atomic_load(&c->state) == TCP_CONN_UP) {
 			if (!tcp_deliver(c, &f, c->rx + off + sizeof(f))) {
 				ibemu_log_dbg("tcp: inbox full, slot %d waits",
 					      c->slot);
@@ -1354,6 +1404,7 @@ static void tcp_room(struct engine *e)
 /* Read what c has; caller holds c->rx_lock. */
 static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 {
+	bool direct = false, tried = false;
 	ssize_t n;
 	int err = 0;
 
@@ -1378,16 +1429,25 @@ static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 			break;
 		}
 		c->rx_len += (uint32_t)n;
-		if (!tcp_parse(c)) {
+		/* Data came: the engine takes it straight from here when it
+		 * can (no inbox copy), once per read of the connection. */
+		if (!tried) {
+			tried = true;
+			direct = atomic_load(&c->state) == TCP_CONN_UP &&
+				 engine_deliver_begin(t->e);
+		}
+		if (!tcp_parse(c, direct)) {
 			err = EPROTO;
 			break;
 		}
 	}
 	if (c->rx_stalled && !err) {
 		tcp_want_room(t);
-		if (!tcp_parse(c))
+		if (!tcp_parse(c, false))
 			err = EPROTO;
 	}
+	if (direct)
+		engine_deliver_end(t->e);
 	if (err) {
 		pthread_mutex_lock(&c->tx_lock);
 		tcp_conn_dead(c, err);
@@ -1403,7 +1463,7 @@ static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 static void tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c)
 {
 	pthread_mutex_lock(&c->rx_lock);
-	if (atomic_load(&c->state) != TCP_CONN_DEAD)
+	if (tcp_conn_live(c))
 		tcp_conn_readable_locked(t, c);
 	pthread_mutex_unlock(&c->rx_lock);
 }
@@ -1413,7 +1473,7 @@ static void tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c)
 static void tcp_poll(struct engine *e)
 {
 	struct tp_tcp *t = tp_tcp(e);
-	struct tcp_conn *c;
+	struct tcp_conn *c, *up[TCP_POLL_CONNS];
 	unsigned int i, n;
 
 	if (!atomic_load_explicit(&t->app_polls, memory_order_relaxed))
@@ -1421,19 +1481,27 @@ static void tcp_poll(struct engine *e)
 				      memory_order_relaxed);
 	tcp_flush_deferred(e);
 	tcp_app_draining = true;
+	/* Entries of conns[] are never freed while the transport is
+	 * open: the ones seen under the lock are read without it (the
+	 * engine the reading drives takes it). */
 	if (pthread_mutex_trylock(&t->lock))
 		return;
-	n = t->nr_conns;
+	/* At most TCP_POLL_CONNS a call, taking turns. */
+	for (i = n = 0; i < t->nr_conns && n < TCP_POLL_CONNS; i++) {
+		c = t->conns[(t->poll_next + i) % t->nr_conns];
+		if (c && atomic_load(&c->state) == TCP_CONN_UP)
+			up[n++] = c;
+	}
+	t->poll_next = t->nr_conns ? (t->poll_next + i) % t->nr_conns : 0;
+	pthread_mutex_unlock(&t->lock);
 	for (i = 0; i < n; i++) {
-		c = t->conns[i];
-		if (!c || atomic_load(&c->state) != TCP_CONN_UP ||
-		    pthread_mutex_trylock(&c->rx_lock))
+		c = up[i];
+		if (pthread_mutex_trylock(&c->rx_lock))
 			continue;
 		if (atomic_load(&c->state) == TCP_CONN_UP)
 			tcp_conn_readable_locked(t, c);
 		pthread_mutex_unlock(&c->rx_lock);
 	}
-	pthread_mutex_unlock(&t->lock);
 }
 
 static void tcp_conn_writable(struct tcp_conn *c)
@@ -1697,7 +1765,7 @@ static void tcp_retry_stalled(struct tp_tcp *t)
 	for (i = 0; i < t->nr_conns; i++) {
 		c = t->conns[i];
 		if (!c || !c->rx_stalled ||
-		    atomic_load(&c->state) == TCP_CONN_DEAD)
+		    !tcp_conn_live(c))
 			continue;
 		tcp_conn_readable(t, c);
 		if (c->rx_stalled)
@@ -1760,7 +1828,7 @@ static bool tcp_app_polling(struct tp_tcp *t)
  */
 static void tcp_conn_event(struct tp_tcp *t, struct tcp_conn *c)
 {
-	if (atomic_load(&c->state) == TCP_CONN_DEAD)
+	if (!tcp_conn_live(c))
 		return;
 	if (atomic_load(&c->state) == TCP_CONN_UP && tcp_app_polling(t)) {
 		if (!c->parked) {
