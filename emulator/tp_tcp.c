@@ -1093,6 +1093,13 @@ static bool tcp_more_follows(uint8_t opcode)
 	}
 }
 
+/*
+ * Room for one frame at the queue's tail: the engine builds the packet
+ * in place, after the room for the link header (a GRH, UD's only, moves
+ * the packet along at send), so the packet is copied once on its way to
+ * the socket, by the kernel.  A broken connection gets the stage, which
+ * goes nowhere.
+ */
 static bool tcp_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
 {
 	struct tcp_conn *c = (struct tcp_conn *)peer;
@@ -1114,7 +1121,9 @@ static bool tcp_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
 	}
 	pkt->slot = c;
 	pkt->hdr = &c->stage->hdr;
-	pkt->data = c->stage->data;
+	pkt->data = c->discard ? c->stage->data
+			       : c->tx + c->tx_tail +
+					 sizeof(struct tp_frame_hdr);
 	pkt->grh = &c->stage->grh;
 	pkt->pos = 0;
 	return true;
@@ -1124,13 +1133,11 @@ static void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 {
 	struct tcp_conn *c = (struct tcp_conn *)peer;
 	struct tcp_stage *s = c->stage;
+	uint32_t len = s->hdr.len, total;
+	bool grh = s->hdr.flags & PKT_F_GRH, batch, defer;
+	uint8_t *frame = c->tx + c->tx_tail, opcode;
 	struct tp_frame_hdr f;
 	struct tp_frame_grh g;
-	struct iovec iov[3];
-	uint32_t len = s->hdr.len, total, off, i;
-	bool grh = s->hdr.flags & PKT_F_GRH, batch, defer;
-	int nr = 0;
-	ssize_t n = 0;
 
 	(void)pkt;
 	if (c->discard || len > PKT_MAX_LEN) {
@@ -1144,70 +1151,35 @@ static void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 	f.slid = htobe16(s->hdr.slid);
 	f.dlid = htobe16(s->hdr.dlid);
 	f.src_qpn = htobe32(s->hdr.src_qpn);
-	iov[nr].iov_base = &f;
-	iov[nr++].iov_len = sizeof(f);
 	if (grh) {
+		memmove(frame + sizeof(f) + sizeof(g), frame + sizeof(f), len);
 		tp_frame_grh_put(&g, &s->grh, len);
-		iov[nr].iov_base = &g;
-		iov[nr++].iov_len = sizeof(g);
+		memcpy(frame + sizeof(f), &g, sizeof(g));
 	}
-	iov[nr].iov_base = s->data;
-	iov[nr++].iov_len = len;
+	memcpy(frame, &f, sizeof(f));
 	total = (uint32_t)(sizeof(f) + (grh ? sizeof(g) : 0) + len);
+	opcode = frame[total - len];
+	c->tx_tail += total;
 
-	defer = tcp_app_draining && tcp_is_ack(s->data[0]) &&
-		c->tx_tail - c->tx_head + total <= TCP_BATCH;
-	batch = tcp_more_follows(s->data[0]) &&
-		c->tx_tail - c->tx_head + total <= TCP_BATCH;
-	if (defer && c->t->e->tp->is_sleeping(c->t->e))
-		defer = false;
+	defer = tcp_app_draining && tcp_is_ack(opcode) &&
+		c->tx_tail - c->tx_head <= TCP_BATCH &&
+		!c->t->e->tp->is_sleeping(c->t->e);
+	batch = tcp_more_follows(opcode) &&
+		c->tx_tail - c->tx_head <= TCP_BATCH;
 	if (defer) {
 		c->tx_deferred = true;
 		atomic_store_explicit(&c->t->deferred, true,
 				      memory_order_relaxed);
-	} else if (c->tx_deferred && !batch) {
-		c->tx_deferred = false; /* this frame takes them along */
-	}
-	if (c->tx_head == c->tx_tail && !batch && !defer) {
-		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)nr };
-
-		do
-			n = sendmsg(c->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
-		while (n < 0 && errno == EINTR);
-		if (n < 0 && errno != EAGAIN) {
-			tcp_conn_dead(c, errno);
-			pthread_mutex_unlock(&c->tx_lock);
-			return;
-		}
-		if (n < 0)
-			n = 0;
-		atomic_fetch_add_explicit(&c->taken, (uint64_t)n,
-					  memory_order_relaxed);
-	}
-	/* Queue what the socket did not take. */
-	for (off = 0, i = 0; i < (uint32_t)nr; i++) {
-		uint32_t l = (uint32_t)iov[i].iov_len, skip = 0;
-
-		if ((uint64_t)off + l <= (uint64_t)n) {
-			off += l;
-			continue;
-		}
-		if ((uint64_t)off < (uint64_t)n)
-			skip = (uint32_t)n - off;
-		memcpy(c->tx + c->tx_tail, (uint8_t *)iov[i].iov_base + skip,
-		       l - skip);
-		c->tx_tail += l - skip;
-		off += l;
-	}
-	if (batch)
-		tcp_arm_out_locked(c);
-	else if (c->tx_head < c->tx_tail && !defer)
-		tcp_flush_locked(c);
-	if (defer) {
 		/* Sequentially consistent, as the sleeper's flag. */
 		atomic_store(&c->t->e->pending_new, true);
 		if (c->t->e->tp->is_sleeping(c->t->e))
 			tcp_undefer_locked(c);
+	} else if (batch) {
+		tcp_arm_out_locked(c);
+	} else {
+		/* This frame takes what was held back along. */
+		c->tx_deferred = false;
+		tcp_flush_locked(c);
 	}
 	if (tcp_pub(c)) {
 		tcp_count(&tcp_pub(c)->tx_pkts, 1);
