@@ -15,6 +15,21 @@ long long now_ms(void)
 	return ts.tv_sec * 1000ll + ts.tv_nsec / 1000000;
 }
 
+struct rc_pair_attr msg_pair_attr(uint8_t timeout, uint8_t retry_cnt)
+{
+	return (struct rc_pair_attr){
+		.buf_len = MSG_BUF_LEN,
+		.mr_access = IBV_ACCESS_LOCAL_WRITE,
+		.cq_depth = 4 * MSG_DEPTH,
+		.max_send_wr = MSG_DEPTH,
+		.max_recv_wr = MSG_DEPTH,
+		.path_mtu = IBV_MTU_4096,
+		.timeout = timeout,
+		.retry_cnt = retry_cnt,
+		.rnr_retry = 7,
+	};
+}
+
 static uint64_t pattern(uint32_t round, uint32_t dir, uint32_t seq)
 {
 	return (((uint64_t)round << 40) | ((uint64_t)dir << 32) | seq) *

@@ -18,6 +18,11 @@
 #define MSG_DEPTH 4 /* SENDs and receives outstanding per side */
 #define MSG_BUF_LEN (2 * MSG_DEPTH * MSG_LEN)
 
+/* The RC QP for these slots (MSG_DEPTH SENDs and receives outstanding,
+ * one CQ for both), with the transport timeout and retry count given;
+ * RNR NAKs retried for ever. */
+struct rc_pair_attr msg_pair_attr(uint8_t timeout, uint8_t retry_cnt);
+
 /* CLOCK_MONOTONIC in milliseconds. */
 long long now_ms(void);
 

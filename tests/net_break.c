@@ -242,25 +242,15 @@ static int read_while(struct traffic *t, int fd, void *buf, size_t len,
 	return -1;
 }
 
-static const struct rc_pair_attr qp_attr = {
-	.buf_len = MSG_BUF_LEN,
-	.mr_access = IBV_ACCESS_LOCAL_WRITE,
-	.cq_depth = 4 * MSG_DEPTH,
-	.max_send_wr = MSG_DEPTH,
-	.max_recv_wr = MSG_DEPTH,
-	.path_mtu = IBV_MTU_4096,
-	.timeout = TIMEOUT,
-	.retry_cnt = RETRY,
-	.rnr_retry = 7,
-};
-
 /* A new QP on s (the old one closed first), connected to the other
  * side's over fd.  0, 1: no device, -1. */
 static int qp_setup(struct rc_side *s, int fd)
 {
+	struct rc_pair_attr attr = msg_pair_attr(TIMEOUT, RETRY);
+
 	rc_pair_close(s);
 	memset(s, 0, sizeof(*s));
-	return rc_pair_join(s, &qp_attr, fd);
+	return rc_pair_join(s, &attr, fd);
 }
 
 /* nsend checked messages out, nrecv in, then the reports traded: 0, -1. */

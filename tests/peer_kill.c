@@ -192,17 +192,12 @@ static int read_while(struct traffic *t, int fd, void *buf, size_t len)
 }
 
 /* The RC QP between the survivor and its peer, the same on both sides. */
-static const struct rc_pair_attr peer_attr = {
-	.buf_len = MSG_BUF_LEN,
-	.mr_access = IBV_ACCESS_LOCAL_WRITE,
-	.cq_depth = 4 * MSG_DEPTH,
-	.max_send_wr = MSG_DEPTH,
-	.max_recv_wr = MSG_DEPTH,
-	.path_mtu = IBV_MTU_4096,
-	.timeout = PEER_TIMEOUT,
-	.retry_cnt = PEER_RETRY,
-	.rnr_retry = 7,
-};
+static int peer_join(struct rc_side *s, int fd)
+{
+	struct rc_pair_attr attr = msg_pair_attr(PEER_TIMEOUT, PEER_RETRY);
+
+	return rc_pair_join(s, &attr, fd);
+}
 
 /* ---- the peer ---- */
 
@@ -217,7 +212,7 @@ static int peer_main(int fd, uint32_t round)
 	char c;
 
 	alarm(60); /* whatever happens to the survivor */
-	if (rc_pair_join(&s, &peer_attr, fd))
+	if (peer_join(&s, fd))
 		return 1;
 	traffic_init(&t, &s, round, TO_SURVIVOR, TO_PEER);
 	for (i = 0; i < MSG_DEPTH; i++)
@@ -405,7 +400,7 @@ static int round_run(const char *self, struct loopback *lo, uint32_t round,
 		say("round %u: cannot start the peer", round);
 		return -1;
 	}
-	if (rc_pair_join(&s, &peer_attr, fd)) {
+	if (peer_join(&s, fd)) {
 		say("round %u: connection failed", round);
 		goto out;
 	}
