@@ -219,45 +219,18 @@ static int detach(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 
 static int send_batch(struct side *s, struct ibv_ah *ah, unsigned int first)
 {
-	struct ibv_send_wr wr, *bad;
-	struct ibv_sge sge;
-	struct ibv_wc wc;
-	unsigned int k, done = 0;
-	double end;
+	unsigned int k;
 	uint32_t n;
-	int got;
 
+	/* One at a time: the buffer is rewritten for the next. */
 	for (k = first; k < first + BATCH; k++) {
 		for (n = 0; n < msg_len(k); n++)
 			s->buf[n] = msg_byte(k, n);
-		sge.addr = (uintptr_t)s->buf;
-		sge.length = msg_len(k);
-		sge.lkey = s->mr->lkey;
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = k;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_SEND;
-		wr.wr.ud.ah = ah;
-		wr.wr.ud.remote_qpn = 0xffffff;
-		wr.wr.ud.remote_qkey = QKEY;
-		if (ibv_post_send(s->q[0].qp, &wr, &bad)) {
-			say("post_send: %s", strerror(errno));
+		if (ud_send_mcast(s->q[0].qp, s->scq, s->mr, s->buf, msg_len(k),
+				  ah, QKEY, k, false, WAIT_S))
 			return -1;
-		}
-		/* One at a time: the buffer is rewritten for the next. */
-		end = now_s() + WAIT_S;
-		while (!(got = ibv_poll_cq(s->scq, 1, &wc)) && now_s() < end)
-			;
-		if (got != 1 || wc.status != IBV_WC_SUCCESS) {
-			say("send %u: %s", k,
-			    got == 1 ? ibv_wc_status_str(wc.status)
-				     : "no completion");
-			return -1;
-		}
-		done++;
 	}
-	return done == BATCH ? 0 : -1;
+	return 0;
 }
 
 static int put(int fd, uint32_t v)

@@ -356,41 +356,13 @@ static int wait_all(const char *dir, char **names, int nr,
 static int send_one(struct node_side *s, struct ibv_qp *qp,
 		    struct ibv_ah *ah, uint32_t k)
 {
-	struct ibv_send_wr wr, *bad;
-	struct ibv_sge sge;
-	struct ibv_wc wc;
-	double end;
 	uint32_t n;
-	int got;
 
 	memcpy(s->buf, &k, 4);
 	for (n = 4; n < msg_len(k); n++)
 		s->buf[n] = msg_byte(k, n);
-	sge.addr = (uintptr_t)s->buf;
-	sge.length = msg_len(k);
-	sge.lkey = s->mr->lkey;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = k;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = k & 1 ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
-	wr.imm_data = htonl(k);
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = 0xffffff;
-	wr.wr.ud.remote_qkey = QKEY;
-	if (ibv_post_send(qp, &wr, &bad)) {
-		say("post_send: %s", strerror(errno));
-		return -1;
-	}
-	end = now_s() + WAIT_S;
-	while (!(got = ibv_poll_cq(s->cq, 1, &wc)) && now_s() < end)
-		;
-	if (got != 1 || wc.status != IBV_WC_SUCCESS) {
-		say("send %u: %s", k,
-		    got == 1 ? ibv_wc_status_str(wc.status) : "no completion");
-		return -1;
-	}
-	return 0;
+	return ud_send_mcast(qp, s->cq, s->mr, s->buf, msg_len(k), ah, QKEY, k,
+			     k & 1, WAIT_S);
 }
 
 static int sender(int argc, char **argv)

@@ -2,6 +2,7 @@
 /*
  * UD QPs for the multicast tests (see ud_qp.h).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -74,6 +75,40 @@ int ud_post_recvs(struct ibv_qp *qp, struct ibv_mr *mr, uint8_t *base,
 			say("post_recv: %s", strerror(errno));
 			return -1;
 		}
+	}
+	return 0;
+}
+
+int ud_send_mcast(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
+		  void *buf, uint32_t len, struct ibv_ah *ah, uint32_t qkey,
+		  uint32_t k, bool with_imm, double wait_s)
+{
+	struct ibv_sge sge = { (uintptr_t)buf, len, mr->lkey };
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc;
+	double end;
+	int got;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = k;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = with_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+	wr.imm_data = htonl(k);
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = 0xffffff;
+	wr.wr.ud.remote_qkey = qkey;
+	if (ibv_post_send(qp, &wr, &bad)) {
+		say("post_send: %s", strerror(errno));
+		return -1;
+	}
+	end = now_s() + wait_s;
+	while (!(got = ibv_poll_cq(cq, 1, &wc)) && now_s() < end)
+		;
+	if (got != 1 || wc.status != IBV_WC_SUCCESS) {
+		say("send %u: %s", k,
+		    got == 1 ? ibv_wc_status_str(wc.status) : "no completion");
+		return -1;
 	}
 	return 0;
 }
