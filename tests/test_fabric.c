@@ -88,6 +88,16 @@ static void fresh_seg(void)
 	unsetenv("IBEMU_TCP_PORT");
 }
 
+/* A node created on the interfaces a[0 .. n - 1] with the environment
+ * variable var set to val. */
+static void init_with(const char *var, const char *val,
+		      const struct fabric_ifaddr *a, size_t n)
+{
+	fresh_seg();
+	setenv(var, val, 1);
+	fabric_init_from(seg, a, n);
+}
+
 #define UP IFF_UP
 #define LO (IFF_UP | IFF_LOOPBACK)
 
@@ -247,23 +257,17 @@ static void test_init_settings(void)
 	fabric_file_use(NULL);
 	a = host_ifaddrs(&n);
 
-	fresh_seg();
-	setenv("IBEMU_IFACE", "eth2", 1);
-	fabric_init_from(seg, a, n);
+	init_with("IBEMU_IFACE", "eth2", a, n);
 	CU_ASSERT_EQUAL(seg->lid, 9);
 	CU_ASSERT_STRING_EQUAL(seg->fabric.ifname, "eth2");
 	CU_ASSERT_TRUE(gid_eq(seg->fabric.gids[1], "172.16.0.9"));
 	CU_ASSERT_TRUE(gid_eq(seg->fabric.gids[2], "10.47.0.5"));
 
-	fresh_seg();
-	setenv("IBEMU_SUBNET", "172.16.0.0/12", 1);
-	fabric_init_from(seg, a, n);
+	init_with("IBEMU_SUBNET", "172.16.0.0/12", a, n);
 	CU_ASSERT_EQUAL(seg->lid, 9);
 
 	/* Nodes of one host may meet on loopback addresses. */
-	fresh_seg();
-	setenv("IBEMU_IFACE", "lo", 1);
-	fabric_init_from(seg, a, n);
+	init_with("IBEMU_IFACE", "lo", a, n);
 	CU_ASSERT_EQUAL(seg->lid, 1);
 	CU_ASSERT_TRUE(gid_eq(seg->fabric.gids[1], "127.0.0.1"));
 	CHECK_THERE(9, NULL, "127.0.0.9");
@@ -272,21 +276,15 @@ static void test_init_settings(void)
 	CHECK_WHERE(1, "169.254.0.1", FABRIC_NOWHERE);
 
 	/* No such interface: alone, the hashed LID, the node's GIDs. */
-	fresh_seg();
-	setenv("IBEMU_IFACE", "eth9", 1);
-	fabric_init_from(seg, a, n);
+	init_with("IBEMU_IFACE", "eth9", a, n);
 	CU_ASSERT_EQUAL(seg->lid, HASHED_LID);
 	CU_ASSERT_EQUAL(seg->fabric.flags, 0);
 
 	/* A bad IBEMU_SUBNET is ignored (reported). */
-	fresh_seg();
-	setenv("IBEMU_SUBNET", "10.47.0.0", 1);
-	fabric_init_from(seg, a, n);
+	init_with("IBEMU_SUBNET", "10.47.0.0", a, n);
 	CU_ASSERT_EQUAL(seg->lid, 5);
 
-	fresh_seg();
-	setenv("IBEMU_TCP_PORT", "5000", 1);
-	fabric_init_from(seg, a, n);
+	init_with("IBEMU_TCP_PORT", "5000", a, n);
 	CU_ASSERT_EQUAL(seg->fabric.door_port, 5000);
 	fresh_seg();
 }
