@@ -68,8 +68,9 @@ void *msg_recv_slot(const struct rc_side *s, uint32_t seq)
 	       (size_t)(MSG_DEPTH + seq % MSG_DEPTH) * MSG_LEN;
 }
 
-int msg_post_recv(struct rc_side *s, uint32_t seq)
+int msg_post_recv(struct rc_side *s, uint32_t *seq_p)
 {
+	uint32_t seq = *seq_p;
 	struct ibv_recv_wr wr = { 0 }, *bad;
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)msg_recv_slot(s, seq),
@@ -80,12 +81,16 @@ int msg_post_recv(struct rc_side *s, uint32_t seq)
 	wr.wr_id = seq;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
-	return ibv_post_recv(s->qp, &wr, &bad) ? -1 : 0;
+	if (ibv_post_recv(s->qp, &wr, &bad))
+		return -1;
+	*seq_p = seq + 1;
+	return 0;
 }
 
 int msg_post_send(struct rc_side *s, uint32_t round, uint32_t dir,
-		  uint32_t seq, uint64_t wr_id)
+		  uint32_t *seq_p, uint64_t wr_flags)
 {
+	uint32_t seq = *seq_p;
 	struct ibv_send_wr wr = { 0 }, *bad;
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)send_slot(s, seq),
@@ -94,10 +99,13 @@ int msg_post_send(struct rc_side *s, uint32_t round, uint32_t dir,
 	};
 
 	msg_fill(send_slot(s, seq), round, dir, seq);
-	wr.wr_id = wr_id;
+	wr.wr_id = wr_flags | seq;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	wr.opcode = IBV_WR_SEND;
 	wr.send_flags = IBV_SEND_SIGNALED;
-	return ibv_post_send(s->qp, &wr, &bad) ? -1 : 0;
+	if (ibv_post_send(s->qp, &wr, &bad))
+		return -1;
+	*seq_p = seq + 1;
+	return 0;
 }

@@ -33,12 +33,13 @@ bool msg_check(const void *buf, uint32_t round, uint32_t dir, uint32_t seq);
 /* The receive slot of message seq. */
 void *msg_recv_slot(const struct rc_side *s, uint32_t seq);
 
-/* Post a receive for message seq into its slot, wr_id seq.  0, or -1. */
-int msg_post_recv(struct rc_side *s, uint32_t seq);
+/* Post a receive for message *seq into its slot, wr_id *seq, and count
+ * it (*seq + 1).  0, or -1. */
+int msg_post_recv(struct rc_side *s, uint32_t *seq);
 
-/* Fill the send slot of message seq and post it as a signaled SEND with
- * wr_id.  0, or -1. */
+/* Fill the send slot of message *seq, post it as a signaled SEND with
+ * wr_id wr_flags | *seq, and count it (*seq + 1).  0, or -1. */
 int msg_post_send(struct rc_side *s, uint32_t round, uint32_t dir,
-		  uint32_t seq, uint64_t wr_id);
+		  uint32_t *seq, uint64_t wr_flags);
 
 #endif

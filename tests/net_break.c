@@ -109,19 +109,12 @@ static void on_usr2(int sig)
 
 static int post_recv(struct traffic *t)
 {
-	if (msg_post_recv(t->s, t->recv_posted))
-		return -1;
-	t->recv_posted++;
-	return 0;
+	return msg_post_recv(t->s, &t->recv_posted);
 }
 
 static int post_send(struct traffic *t)
 {
-	if (msg_post_send(t->s, t->round, t->out, t->sent,
-			  SEND_WR_ID | t->sent))
-		return -1;
-	t->sent++;
-	return 0;
+	return msg_post_send(t->s, t->round, t->out, &t->sent, SEND_WR_ID);
 }
 
 static int traffic_start(struct traffic *t, struct rc_side *s, uint32_t round,

@@ -76,18 +76,12 @@ struct report {
 
 static int post_recv(struct traffic *t)
 {
-	if (msg_post_recv(t->s, t->recv_posted))
-		return -1;
-	t->recv_posted++;
-	return 0;
+	return msg_post_recv(t->s, &t->recv_posted);
 }
 
 static int post_send(struct traffic *t)
 {
-	if (msg_post_send(t->s, t->round, t->out, t->sent, t->sent))
-		return -1;
-	t->sent++;
-	return 0;
+	return msg_post_send(t->s, t->round, t->out, &t->sent, 0);
 }
 
 static void traffic_init(struct traffic *t, struct rc_side *s, uint32_t round,
