@@ -9,9 +9,8 @@
 . "$(dirname "$0")/netns-lib.sh"
 need ibv_rc_pingpong
 need timeout
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"; ibemu_cleanup' EXIT
 netns_setup 2 --own-shm
+dir=$NETNS_DIR
 secs=${IBEMU_TEST_TIMEOUT_BULK:-300}
 port=18700
 prog=$IBEMU_BUILDDIR/tests/net_break

@@ -11,9 +11,8 @@
 . "$(dirname "$0")/netns-lib.sh"
 need ibv_rc_pingpong
 need timeout
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"; ibemu_cleanup' EXIT
 netns_setup 2 --own-shm
+dir=$NETNS_DIR
 secs=${IBEMU_TEST_TIMEOUT:-30}
 port=18515
 srv=$(netns_addr 1)
