@@ -747,6 +747,20 @@ int fabric_init_from(struct node_seg *seg, const struct fabric_ifaddr *ifa,
 	return 0;
 }
 
+/* The address in sa, of family AF_INET or AF_INET6 (a netmask's own
+ * sa_family is not always set): its bytes, *len of them. */
+static const uint8_t *ip_bytes(const struct sockaddr *sa, int family,
+			       unsigned int *len)
+{
+	if (family == AF_INET) {
+		*len = 4;
+		return (const uint8_t *)&((const struct sockaddr_in *)sa)
+			->sin_addr;
+	}
+	*len = 16;
+	return (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+}
+
 int fabric_init(struct node_seg *seg)
 {
 	struct fabric_ifaddr *list = NULL, *nl;
@@ -763,7 +777,7 @@ int fabric_init(struct node_seg *seg)
 	}
 	for (p = ifa; p; p = p->ifa_next) {
 		struct fabric_ifaddr *a;
-		const uint8_t *m;
+		const uint8_t *v, *m;
 		unsigned int bits = 0, i, len;
 
 		if (!p->ifa_addr || !p->ifa_name ||
@@ -783,27 +797,10 @@ int fabric_init(struct node_seg *seg)
 		a->ifindex = if_nametoindex(p->ifa_name);
 		a->ifflags = p->ifa_flags;
 		a->family = p->ifa_addr->sa_family;
-		if (a->family == AF_INET) {
-			memcpy(a->addr,
-			       &((struct sockaddr_in *)p->ifa_addr)->sin_addr,
-			       4);
-			m = p->ifa_netmask
-				    ? (const uint8_t *)&((struct sockaddr_in *)
-								 p->ifa_netmask)
-					      ->sin_addr
-				    : NULL;
-			len = 4;
-		} else {
-			memcpy(a->addr,
-			       &((struct sockaddr_in6 *)p->ifa_addr)->sin6_addr,
-			       16);
-			m = p->ifa_netmask
-				    ? (const uint8_t *)&((struct sockaddr_in6 *)
-								 p->ifa_netmask)
-					      ->sin6_addr
-				    : NULL;
-			len = 16;
-		}
+		v = ip_bytes(p->ifa_addr, a->family, &len);
+		memcpy(a->addr, v, len);
+		m = p->ifa_netmask ? ip_bytes(p->ifa_netmask, a->family, &len) :
+				     NULL;
 		for (i = 0; m && i < len * 8 && (m[i / 8] & (0x80 >> i % 8));
 		     i++)
 			bits++;

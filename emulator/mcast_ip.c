@@ -238,6 +238,20 @@ err:
 	return errno;
 }
 
+/* A non-blocking UDP socket over IPv4: its fd, or the negative errno
+ * (reported). */
+static int udp_sock_new(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int err;
+
+	if (fd >= 0)
+		return fd;
+	err = errno;
+	ibemu_log_err("multicast across nodes: socket: %s", strerror(err));
+	return -err;
+}
+
 /* One more receiving socket: bound to the door port, in the epoll set. */
 static int recv_sock_open_locked(struct mcast_ip *m, int *idx_p)
 {
@@ -252,12 +266,9 @@ static int recv_sock_open_locked(struct mcast_ip *m, int *idx_p)
 	ret = poll_open_locked(m);
 	if (ret)
 		return ret;
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		ibemu_log_err("multicast across nodes: socket: %s",
-			      strerror(errno));
-		return errno;
-	}
+	fd = udp_sock_new();
+	if (fd < 0)
+		return -fd;
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf,
 		       sizeof(rcvbuf)))
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
@@ -514,10 +525,9 @@ static int send_sock_open(struct mcast_ip *m)
 	fd = atomic_load(&m->send_fd);
 	if (fd >= 0)
 		goto out;
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = udp_sock_new();
 	if (fd < 0) {
-		ibemu_log_err("multicast across nodes: socket: %s",
-			      strerror(errno));
+		fd = -1;
 		goto out;
 	}
 	ret = sock_opt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr),

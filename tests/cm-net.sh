@@ -27,6 +27,18 @@ show() {
 	sed 's/^/    client: /' "$dir/client.out" | tail -n 6
 }
 
+# wait_line PATTERN FILE PID TENTHS: true once FILE has a line matching
+# PATTERN; false when PID ended first or after TENTHS tenths of a second.
+wait_line() {
+	local k
+	for k in $(seq "$4"); do
+		grep -q "$1" "$2" && return 0
+		kill -0 "$3" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
 # server ARGV...: the server program on node 1, in the background
 # (SPID), once its process holds the node's door (it opened the device).
 server() {
@@ -155,12 +167,7 @@ for try in $(seq 5); do
 	netns_bg 2 "$IBEMU" run -- rping -c -v -C 1000000 -a "$srv" \
 		>"$dir/client.out" 2>&1
 	cpid=$NETNS_PID
-	for k in $(seq 100); do
-		grep -q "rdma-ping-20:" "$dir/client.out" && break
-		kill -0 "$cpid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if grep -q "rdma-ping-20:" "$dir/client.out" &&
+	if wait_line "rdma-ping-20:" "$dir/client.out" "$cpid" 100 &&
 	   kill -KILL "$cpid" 2>/dev/null; then
 		killed=1
 	fi
@@ -193,19 +200,11 @@ fi
 netns_bg 1 timeout "$secs" "$IBEMU" run -- "$IBEMU_BUILDDIR/tests/cm_idle" \
 	server "$srv" 2 >"$dir/server.out" 2>&1
 SPID=$NETNS_PID
-for k in $(seq 100); do
-	grep -q "listening" "$dir/server.out" && break
-	kill -0 "$SPID" 2>/dev/null || break
-	sleep 0.1
-done
+wait_line "listening" "$dir/server.out" "$SPID" 100
 netns_bg 2 "$IBEMU" run -- "$IBEMU_BUILDDIR/tests/cm_idle" client "$srv" 1 \
 	>"$dir/client.out" 2>&1
 cpid=$NETNS_PID
-for k in $(seq 200); do
-	grep -q "idle measured" "$dir/server.out" && break
-	kill -0 "$SPID" 2>/dev/null || break
-	sleep 0.1
-done
+wait_line "idle measured" "$dir/server.out" "$SPID" 200
 kill -KILL "$cpid" 2>/dev/null
 wait "$cpid" 2>/dev/null
 server_end

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "rc_pair.h"
+#include "ud_qp.h"
 
 #define RECEIVERS 3
 #define BATCHES 8
@@ -74,77 +75,11 @@ static uint8_t msg_byte(unsigned int k, uint32_t i)
 	return (uint8_t)(k * 31u + i * 7u + 1u);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static struct ibv_qp *ud_qp_create(struct side *s, struct ibv_cq *cq,
-				   unsigned int recv_wr)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = s->scq,
-		.recv_cq = cq,
-		.cap = { .max_send_wr = BATCH * 2, .max_recv_wr = recv_wr,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_UD,
-		.sq_sig_all = 1,
-	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qkey = QKEY };
-	struct ibv_qp *qp = ibv_create_qp(s->pd, &ia);
-
-	if (!qp) {
-		say("create_qp: %s", strerror(errno));
-		return NULL;
-	}
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					  IBV_QP_PORT | IBV_QP_QKEY))
-		goto err;
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		goto err;
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		goto err;
-	return qp;
-err:
-	say("modify_qp: %s", strerror(errno));
-	ibv_destroy_qp(qp);
-	return NULL;
-}
-
 /* Receive slot j of QP i. */
 static uint8_t *slot_of(struct side *s, int i, unsigned int j,
 			unsigned int recv_wr)
 {
 	return s->buf + MAX_MSG + ((size_t)i * recv_wr + j) * SLOT;
-}
-
-static int post_recvs(struct side *s, int i, unsigned int n)
-{
-	struct ibv_recv_wr wr, *bad;
-	struct ibv_sge sge;
-	unsigned int j;
-
-	for (j = 0; j < n; j++) {
-		sge.addr = (uintptr_t)slot_of(s, i, j, n);
-		sge.length = SLOT;
-		sge.lkey = s->mr->lkey;
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = j;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		if (ibv_post_recv(s->q[i].qp, &wr, &bad)) {
-			say("post_recv: %s", strerror(errno));
-			return -1;
-		}
-	}
-	return 0;
 }
 
 /* Device, PD, send CQ, the buffer, three UD QPs with a CQ each, each
@@ -170,8 +105,11 @@ static int side_open(struct side *s, unsigned int recv_wr)
 		s->q[i].cq = ibv_create_cq(s->ctx, (int)recv_wr, NULL, NULL, 0);
 		if (!s->q[i].cq)
 			return -1;
-		s->q[i].qp = ud_qp_create(s, s->q[i].cq, recv_wr);
-		if (!s->q[i].qp || post_recvs(s, i, recv_wr))
+		s->q[i].qp = ud_qp_open(s->pd, s->scq, s->q[i].cq, BATCH * 2,
+					recv_wr, QKEY);
+		if (!s->q[i].qp ||
+		    ud_post_recvs(s->q[i].qp, s->mr, slot_of(s, i, 0, recv_wr),
+				  SLOT, 0, recv_wr))
 			return -1;
 	}
 	return 0;
@@ -281,45 +219,18 @@ static int detach(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 
 static int send_batch(struct side *s, struct ibv_ah *ah, unsigned int first)
 {
-	struct ibv_send_wr wr, *bad;
-	struct ibv_sge sge;
-	struct ibv_wc wc;
-	unsigned int k, done = 0;
-	double end;
+	unsigned int k;
 	uint32_t n;
-	int got;
 
+	/* One at a time: the buffer is rewritten for the next. */
 	for (k = first; k < first + BATCH; k++) {
 		for (n = 0; n < msg_len(k); n++)
 			s->buf[n] = msg_byte(k, n);
-		sge.addr = (uintptr_t)s->buf;
-		sge.length = msg_len(k);
-		sge.lkey = s->mr->lkey;
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = k;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_SEND;
-		wr.wr.ud.ah = ah;
-		wr.wr.ud.remote_qpn = 0xffffff;
-		wr.wr.ud.remote_qkey = QKEY;
-		if (ibv_post_send(s->q[0].qp, &wr, &bad)) {
-			say("post_send: %s", strerror(errno));
+		if (ud_send_mcast(s->q[0].qp, s->scq, s->mr, s->buf, msg_len(k),
+				  ah, QKEY, k, false, WAIT_S))
 			return -1;
-		}
-		/* One at a time: the buffer is rewritten for the next. */
-		end = now_s() + WAIT_S;
-		while (!(got = ibv_poll_cq(s->scq, 1, &wc)) && now_s() < end)
-			;
-		if (got != 1 || wc.status != IBV_WC_SUCCESS) {
-			say("send %u: %s", k,
-			    got == 1 ? ibv_wc_status_str(wc.status)
-				     : "no completion");
-			return -1;
-		}
-		done++;
 	}
-	return done == BATCH ? 0 : -1;
+	return 0;
 }
 
 static int put(int fd, uint32_t v)
@@ -431,7 +342,8 @@ static int check_limits(struct side *s)
 		return -1;
 	gid.raw[15] = 0x77;
 	for (i = 0; i < n && !fails; i++) {
-		qps[i] = ud_qp_create(s, s->q[0].cq, 1);
+		qps[i] = ud_qp_open(s->pd, s->scq, s->q[0].cq, BATCH * 2, 1,
+				    QKEY);
 		if (!qps[i])
 			fails++;
 		else if ((ret = ibv_attach_mcast(qps[i], &gid, 0xc077)) !=

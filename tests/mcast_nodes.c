@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "rc_pair.h"
+#include "ud_qp.h"
 
 #define MAX_MSG 2048
 #define GRH_LEN 40
@@ -57,14 +58,6 @@ static uint32_t msg_len(uint32_t k)
 static uint8_t msg_byte(uint32_t k, uint32_t i)
 {
 	return (uint8_t)(k * 31u + i * 7u + 1u);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static void pause_ms(unsigned int ms)
@@ -132,42 +125,6 @@ struct node_side {
 	size_t nr_slots;
 };
 
-static struct ibv_qp *ud_qp(struct node_side *s, struct ibv_cq *cq,
-			    uint32_t recv_wr)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = s->cq,
-		.recv_cq = cq,
-		.cap = { .max_send_wr = BATCH, .max_recv_wr = recv_wr,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_UD,
-		.sq_sig_all = 1,
-	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qkey = QKEY };
-	struct ibv_qp *qp = ibv_create_qp(s->pd, &ia);
-
-	if (!qp) {
-		say("create_qp: %s", strerror(errno));
-		return NULL;
-	}
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					  IBV_QP_PORT | IBV_QP_QKEY))
-		goto err;
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		goto err;
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		goto err;
-	return qp;
-err:
-	say("modify_qp: %s", strerror(errno));
-	ibv_destroy_qp(qp);
-	return NULL;
-}
-
 /* Device, PD, CQ and a buffer of nr_slots receive slots. */
 static int side_open(struct node_side *s, size_t nr_slots, int cq_depth)
 {
@@ -185,29 +142,6 @@ static int side_open(struct node_side *s, size_t nr_slots, int cq_depth)
 	if (!s->mr) {
 		say("reg_mr: %s", strerror(errno));
 		return -1;
-	}
-	return 0;
-}
-
-static int post_recvs(struct node_side *s, struct ibv_qp *qp, size_t first,
-		      size_t n)
-{
-	struct ibv_recv_wr wr, *bad;
-	struct ibv_sge sge;
-	size_t j;
-
-	for (j = first; j < first + n; j++) {
-		sge.addr = (uintptr_t)(s->buf + j * SLOT);
-		sge.length = SLOT;
-		sge.lkey = s->mr->lkey;
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = j;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		if (ibv_post_recv(qp, &wr, &bad)) {
-			say("post_recv: %s", strerror(errno));
-			return -1;
-		}
 	}
 	return 0;
 }
@@ -364,13 +298,16 @@ static int receiver(int argc, char **argv)
 	ret = side_open(&s, count * 2, (int)count * 2);
 	if (ret)
 		return ret > 0 ? 77 : 1;
-	qp = ud_qp(&s, s.cq, count * 2);
-	if (!qp || post_recvs(&s, qp, 0, count))
+	qp = ud_qp_open(s.pd, s.cq, s.cq, BATCH, count * 2, QKEY);
+	if (!qp || ud_post_recvs(qp, s.mr, s.buf, SLOT, 0, count))
 		return 1;
 	if (argc > 7) {
 		other_cq = ibv_create_cq(s.ctx, (int)count, NULL, NULL, 0);
-		other_qp = other_cq ? ud_qp(&s, other_cq, count) : NULL;
-		if (!other_qp || post_recvs(&s, other_qp, count, count))
+		other_qp = other_cq ? ud_qp_open(s.pd, s.cq, other_cq, BATCH,
+						 count, QKEY) :
+				      NULL;
+		if (!other_qp ||
+		    ud_post_recvs(other_qp, s.mr, s.buf, SLOT, count, count))
 			return 1;
 		if ((ret = ibv_attach_mcast(other_qp, &other, mlid))) {
 			say("attach_mcast: %s", strerror(ret));
@@ -419,41 +356,13 @@ static int wait_all(const char *dir, char **names, int nr,
 static int send_one(struct node_side *s, struct ibv_qp *qp,
 		    struct ibv_ah *ah, uint32_t k)
 {
-	struct ibv_send_wr wr, *bad;
-	struct ibv_sge sge;
-	struct ibv_wc wc;
-	double end;
 	uint32_t n;
-	int got;
 
 	memcpy(s->buf, &k, 4);
 	for (n = 4; n < msg_len(k); n++)
 		s->buf[n] = msg_byte(k, n);
-	sge.addr = (uintptr_t)s->buf;
-	sge.length = msg_len(k);
-	sge.lkey = s->mr->lkey;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = k;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = k & 1 ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
-	wr.imm_data = htonl(k);
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = 0xffffff;
-	wr.wr.ud.remote_qkey = QKEY;
-	if (ibv_post_send(qp, &wr, &bad)) {
-		say("post_send: %s", strerror(errno));
-		return -1;
-	}
-	end = now_s() + WAIT_S;
-	while (!(got = ibv_poll_cq(s->cq, 1, &wc)) && now_s() < end)
-		;
-	if (got != 1 || wc.status != IBV_WC_SUCCESS) {
-		say("send %u: %s", k,
-		    got == 1 ? ibv_wc_status_str(wc.status) : "no completion");
-		return -1;
-	}
-	return 0;
+	return ud_send_mcast(qp, s->cq, s->mr, s->buf, msg_len(k), ah, QKEY, k,
+			     k & 1, WAIT_S);
 }
 
 static int sender(int argc, char **argv)
@@ -477,7 +386,7 @@ static int sender(int argc, char **argv)
 	ret = side_open(&s, 1, BATCH * 2);
 	if (ret)
 		return ret > 0 ? 77 : 1;
-	qp = ud_qp(&s, s.cq, 1);
+	qp = ud_qp_open(s.pd, s.cq, s.cq, BATCH, 1, QKEY);
 	ah = ibv_create_ah(s.pd, &aa);
 	if (!qp || !ah) {
 		say("create_qp or create_ah: %s", strerror(errno));

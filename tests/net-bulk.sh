@@ -9,9 +9,8 @@
 . "$(dirname "$0")/netns-lib.sh"
 need ibv_rc_pingpong
 need timeout
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"; ibemu_cleanup' EXIT
 netns_setup 2 --own-shm
+dir=$NETNS_DIR
 secs=${IBEMU_TEST_TIMEOUT_BULK:-300}
 port=18700
 prog=$IBEMU_BUILDDIR/tests/net_break
@@ -23,9 +22,7 @@ if [ -x "$prog" ]; then
 	   grep -q "^bulk: .* received intact" "$dir/server.out"; then
 		pass "1 GiB over RC from node 2 to node 1: $(grep '^bulk' "$dir/server.out")"
 	else
-		fail "1 GiB over RC from node 2 to node 1, checked: node 1 exited $NETNS_SERVER_RC, node 2 $NETNS_CLIENT_RC (124: timed out after ${secs}s)"
-		sed 's/^/    node 1: /' "$dir/server.out" | tail -n 8
-		sed 's/^/    node 2: /' "$dir/client.out" | tail -n 8
+		sc_fail_pair "1 GiB over RC from node 2 (client) to node 1 (server), checked"
 	fi
 else
 	fail "$prog was not built"
@@ -39,8 +36,6 @@ if netns_pair "$dir" "$secs" "$port" \
    grep -q "^2147483648 bytes in" "$dir/server.out"; then
 	pass "1 GiB each way over RC across nodes, checked: $(grep -m1 'bytes in' "$dir/client.out")"
 else
-	fail "1 GiB over RC across nodes: server exited $NETNS_SERVER_RC, client $NETNS_CLIENT_RC (124: timed out after ${secs}s)"
-	sed 's/^/    server: /' "$dir/server.out" | tail -n 8
-	sed 's/^/    client: /' "$dir/client.out" | tail -n 8
+	sc_fail_pair "1 GiB over RC across nodes"
 fi
 finish

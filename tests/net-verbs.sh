@@ -11,36 +11,21 @@
 . "$(dirname "$0")/netns-lib.sh"
 need ibv_rc_pingpong
 need timeout
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"; ibemu_cleanup' EXIT
 netns_setup 2 --own-shm
+dir=$NETNS_DIR
 secs=${IBEMU_TEST_TIMEOUT:-30}
 port=18515
 srv=$(netns_addr 1)
 
-# xcheck SUMMARY NAME PROGRAM [ARGS...]: PROGRAM as server in node 1 and
-# as client of $srv in node 2, with $XOPTS and -p PORT before ARGS; pass
-# with what the shell command SUMMARY prints from $dir/client.out.
-XOPTS="-d ibemu0"
+# xcheck SUMMARY NAME PROGRAM [ARGS...]: sc_check (serverclient.sh) with
+# PROGRAM as server in node 1 and as client of $srv in node 2.
+netns_sc_nodes 1 2
+SC_OPTS="-d ibemu0"
 xcheck()
 {
-	local summary=$1 name=$2 prog=$3
-	shift 3
-	if ! command -v "$prog" >/dev/null; then
-		fail "$name: $prog is not installed"
-		return
-	fi
-	port=$((port + 1))
-	# shellcheck disable=SC2086
-	if netns_pair "$dir" "$secs" "$port" \
-		1 "$IBEMU" run -- "$prog" $XOPTS -p "$port" "$@" ::: \
-		2 "$IBEMU" run -- "$prog" $XOPTS -p "$port" "$@" "$srv"; then
-		pass "$name across nodes: $(eval "$summary")"
-	else
-		fail "$name across nodes: server exited $NETNS_SERVER_RC, client $NETNS_CLIENT_RC (124: timed out after ${secs}s)"
-		sed 's/^/    server: /' "$dir/server.out" | tail -n 8
-		sed 's/^/    client: /' "$dir/client.out" | tail -n 8
-	fi
+	local summary=$1 name=$2
+	shift 2
+	sc_check "$summary" "$name across nodes" "$@"
 }
 
 pingpong() { xcheck 'grep -m1 "bytes in" "$dir/client.out"' "$@"; }
@@ -75,7 +60,7 @@ pingpong "ud -g 1" ibv_ud_pingpong -n 200 -g 1 -c
 pingpong "srq" ibv_srq_pingpong -n 200 -c
 pingpong "srq -q 4 events" ibv_srq_pingpong -n 100 -q 4 -c -e
 
-XOPTS="-d ibemu0 -i 1 -F"
+SC_OPTS="-d ibemu0 -i 1 -F"
 perf()
 {
 	xcheck "awk '/#bytes/ { getline; \$1 = \$1; print; exit }' \"\$dir/client.out\"" "$@"
@@ -105,9 +90,7 @@ if [ -x "$rcx" ]; then
 	   grep -q "test result is 0" "$dir/client.out"; then
 		pass "rc_example across nodes: SEND, RDMA READ and RDMA WRITE"
 	else
-		fail "rc_example across nodes: server exited $NETNS_SERVER_RC, client $NETNS_CLIENT_RC"
-		sed 's/^/    server: /' "$dir/server.out" | tail -n 8
-		sed 's/^/    client: /' "$dir/client.out" | tail -n 8
+		sc_fail_pair "rc_example across nodes"
 	fi
 else
 	fail "$rcx was not built"

@@ -51,15 +51,12 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
+#include "msg_slots.h"
 #include "rc_pair.h"
 
-#define MSG_LEN (64 * 1024)
-#define DEPTH 4 /* SENDs and receives outstanding per side */
-#define BUF_LEN (2 * DEPTH * MSG_LEN) /* send slots, then receive slots */
 #define COUNT 64 /* checked messages each way after the reconnection */
 #define BULK 16384 /* messages of the bulk mode: 1 GiB */
 /* The rounds, in the messages' pattern: the traffic that is broken is
@@ -110,87 +107,14 @@ static void on_usr2(int sig)
 	link_up_signal = 1;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ll + ts.tv_nsec / 1000000;
-}
-
-static uint64_t pattern(uint32_t round, enum dir d, uint32_t seq)
-{
-	return (((uint64_t)round << 40) | ((uint64_t)d << 32) | seq) *
-	       0x9e3779b97f4a7c15ull;
-}
-
-static void fill(uint64_t *w, uint32_t round, enum dir d, uint32_t seq)
-{
-	uint64_t x = pattern(round, d, seq);
-	size_t k;
-
-	for (k = 0; k < MSG_LEN / 8; k++)
-		w[k] = x + k;
-}
-
-static bool check(const uint64_t *w, uint32_t round, enum dir d, uint32_t seq)
-{
-	uint64_t x = pattern(round, d, seq);
-	size_t k;
-
-	for (k = 0; k < MSG_LEN / 8; k++)
-		if (w[k] != x + k)
-			return false;
-	return true;
-}
-
-static uint8_t *send_slot(struct traffic *t, uint32_t i)
-{
-	return (uint8_t *)t->s->buf + (size_t)(i % DEPTH) * MSG_LEN;
-}
-
-static uint8_t *recv_slot(struct traffic *t, uint32_t i)
-{
-	return (uint8_t *)t->s->buf + (size_t)(DEPTH + i % DEPTH) * MSG_LEN;
-}
-
 static int post_recv(struct traffic *t)
 {
-	struct ibv_recv_wr wr = { 0 }, *bad;
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)recv_slot(t, t->recv_posted),
-		.length = MSG_LEN,
-		.lkey = t->s->mr->lkey,
-	};
-
-	wr.wr_id = t->recv_posted;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	if (ibv_post_recv(t->s->qp, &wr, &bad))
-		return -1;
-	t->recv_posted++;
-	return 0;
+	return msg_post_recv(t->s, &t->recv_posted);
 }
 
 static int post_send(struct traffic *t)
 {
-	struct ibv_send_wr wr = { 0 }, *bad;
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)send_slot(t, t->sent),
-		.length = MSG_LEN,
-		.lkey = t->s->mr->lkey,
-	};
-
-	fill((uint64_t *)send_slot(t, t->sent), t->round, t->out, t->sent);
-	wr.wr_id = SEND_WR_ID | t->sent;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	if (ibv_post_send(t->s->qp, &wr, &bad))
-		return -1;
-	t->sent++;
-	return 0;
+	return msg_post_send(t->s, t->round, t->out, &t->sent, SEND_WR_ID);
 }
 
 static int traffic_start(struct traffic *t, struct rc_side *s, uint32_t round,
@@ -205,7 +129,7 @@ static int traffic_start(struct traffic *t, struct rc_side *s, uint32_t round,
 	t->in = out == TO_PEER ? TO_SURVIVOR : TO_PEER;
 	t->limit = limit;
 	t->first_err = -1;
-	for (i = 0; i < DEPTH; i++)
+	for (i = 0; i < MSG_DEPTH; i++)
 		if (post_recv(t))
 			return -1;
 	return 0;
@@ -219,7 +143,7 @@ static int traffic_step(struct traffic *t)
 	int n, i;
 
 	while (t->first_err < 0 && t->sent < t->limit &&
-	       t->sent - t->send_done < DEPTH)
+	       t->sent - t->send_done < MSG_DEPTH)
 		if (post_send(t))
 			return -1;
 	n = ibv_poll_cq(t->s->cq, 8, wc);
@@ -232,8 +156,8 @@ static int traffic_step(struct traffic *t)
 			t->recv_done++;
 			if (wc[i].byte_len != MSG_LEN ||
 			    wc[i].wr_id != t->recvd ||
-			    !check((uint64_t *)recv_slot(t, t->recvd),
-				   t->round, t->in, t->recvd)) {
+			    !msg_check(msg_recv_slot(t->s, t->recvd),
+				       t->round, t->in, t->recvd)) {
 				if (!t->bad)
 					say("round %u: message %u is not "
 					    "intact", t->round, t->recvd);
@@ -311,34 +235,15 @@ static int read_while(struct traffic *t, int fd, void *buf, size_t len,
 	return -1;
 }
 
-static const struct rc_pair_attr qp_attr = {
-	.buf_len = BUF_LEN,
-	.mr_access = IBV_ACCESS_LOCAL_WRITE,
-	.cq_depth = 4 * DEPTH,
-	.max_send_wr = DEPTH,
-	.max_recv_wr = DEPTH,
-	.path_mtu = IBV_MTU_4096,
-	.timeout = TIMEOUT,
-	.retry_cnt = RETRY,
-	.rnr_retry = 7,
-};
-
 /* A new QP on s (the old one closed first), connected to the other
  * side's over fd.  0, 1: no device, -1. */
 static int qp_setup(struct rc_side *s, int fd)
 {
-	struct rc_conn to;
-	int ret;
+	struct rc_pair_attr attr = msg_pair_attr(TIMEOUT, RETRY);
 
 	rc_pair_close(s);
 	memset(s, 0, sizeof(*s));
-	ret = rc_pair_open(s, &qp_attr);
-	if (ret)
-		return ret;
-	if (rc_xfer(fd, &s->me, sizeof(s->me), 1) ||
-	    rc_xfer(fd, &to, sizeof(to), 0) || rc_pair_connect(s, &to))
-		return -1;
-	return 0;
+	return rc_pair_join(s, &attr, fd);
 }
 
 /* nsend checked messages out, nrecv in, then the reports traded: 0, -1. */

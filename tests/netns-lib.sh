@@ -49,7 +49,12 @@
 #       while its output matches NETNS_RETRY_RE and the server lives;
 #       each bounded by timeout SECS.  Outputs in DIR/server.out and
 #       DIR/client.out, exit statuses in NETNS_SERVER_RC and
-#       NETNS_CLIENT_RC (124: timed out); returns 0 when both exited 0.
+#       NETNS_CLIENT_RC, as in SC_SERVER_RC and SC_CLIENT_RC (124: timed
+#       out); returns 0 when both exited 0.
+#   netns_sc_nodes SI CI   make sc_pair and sc_check (serverclient.sh) run
+#                          the server in node SI, the client in node CI
+#                          (sc_check's given node SI's address), retrying
+#                          on NETNS_RETRY_RE
 #   netns_teardown         kill every process still in the nodes, delete
 #                          the namespaces and the temporary directories;
 #                          safe to call more than once
@@ -76,6 +81,10 @@ NETNS_UP=0
 NETNS_GUARD=
 NETNS_SERVER_RC=
 NETNS_CLIENT_RC=
+# netns_pair runs sc_pair.
+# shellcheck source=tests/serverclient.sh
+. "$(dirname "${BASH_SOURCE[0]}")/serverclient.sh"
+
 NETNS_RETRY_RE="couldn't connect|connection refused|unable to (connect|init the socket)|REJECTED|refused|UNREACHABLE"
 
 netns_skip() { echo "SKIP: $*"; exit 77; }
@@ -123,65 +132,51 @@ netns_link()
 
 netns_listening()
 {
-	local hex
-	hex=$(printf '%04X' "$2")
-	netns_exec "$1" cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v p="$hex" '
-		$4 == "0A" { n = split($2, a, ":"); if (toupper(a[n]) == p) f = 1 }
-		END { exit !f }'
+	netns_argv "$1"
+	sc_listening "$2" "${NETNS_ARGV[@]}"
 }
 
 netns_wait_listen()
 {
-	local i
-	for i in $(seq $(($3 * 10))); do
-		netns_listening "$1" "$2" && return 0
-		[ -n "${4:-}" ] && ! kill -0 "$4" 2>/dev/null && return 1
-		sleep 0.1
-	done
-	return 1
+	netns_argv "$1"
+	sc_wait_listen "$2" "${4:-}" "$3" "${NETNS_ARGV[@]}"
 }
 
+netns_sc_nodes()
+{
+	netns_argv "$1"
+	SC_SERVER_IN=("${NETNS_ARGV[@]}")
+	netns_argv "$2"
+	SC_CLIENT_IN=("${NETNS_ARGV[@]}")
+	SC_RETRY_RE=$NETNS_RETRY_RE
+	SC_PEER=$(netns_addr "$1")
+}
+
+# sc_pair with the server entering node SI, the client node CI.
 netns_pair()
 {
-	local dir=$1 secs=$2 port=$3 si=$4 ci a seen=0 try spid
-	local -a srv=() cli=() pre=()
+	local dir=$1 secs=$2 port=$3 si=$4 ci="" a ret
+	local -a args=() sin=("${SC_SERVER_IN[@]}") cin=("${SC_CLIENT_IN[@]}")
+	local re=$SC_RETRY_RE peer=$SC_PEER
 	shift 4
-	command -v stdbuf >/dev/null && pre=(stdbuf -oL -eL)
 	for a in "$@"; do
-		if [ $seen = 0 ] && [ "$a" = ":::" ]; then
-			seen=1
-		elif [ $seen = 0 ]; then
-			srv+=("$a")
-		elif [ $seen = 1 ]; then
+		if [ "$ci" = ":::" ]; then
 			ci=$a
-			seen=2
-		else
-			cli+=("$a")
+			continue
 		fi
+		[ "$a" = ":::" ] && [ -z "$ci" ] && ci=$a
+		args+=("$a")
 	done
-	: >"$dir/client.out"
-	netns_bg "$si" timeout -k 5 "$secs" "${pre[@]}" "${srv[@]}" \
-		>"$dir/server.out" 2>&1 </dev/null
-	spid=$NETNS_PID
-	NETNS_CLIENT_RC=125
-	if [ "$port" = - ] || netns_wait_listen "$si" "$port" 20 "$spid"; then
-		for try in $(seq 20); do
-			netns_exec "$ci" timeout -k 5 "$secs" "${pre[@]}" \
-				"${cli[@]}" >"$dir/client.out" 2>&1 </dev/null
-			NETNS_CLIENT_RC=$?
-			[ "$NETNS_CLIENT_RC" = 0 ] && break
-			kill -0 "$spid" 2>/dev/null || break
-			grep -qiE "$NETNS_RETRY_RE" "$dir/client.out" || break
-			sleep 0.2
-		done
-	else
-		echo "server did not listen on port $port in node $si" \
-			>"$dir/client.out"
-	fi
-	[ "$NETNS_CLIENT_RC" = 0 ] || kill "$spid" 2>/dev/null
-	wait "$spid"
-	NETNS_SERVER_RC=$?
-	[ "$NETNS_SERVER_RC" = 0 ] && [ "$NETNS_CLIENT_RC" = 0 ]
+	netns_sc_nodes "$si" "$ci"
+	sc_pair "$dir" "$secs" "$port" "${args[@]}"
+	ret=$?
+	SC_SERVER_IN=("${sin[@]}")
+	SC_CLIENT_IN=("${cin[@]}")
+	SC_RETRY_RE=$re
+	SC_PEER=$peer
+	NETNS_SERVER_RC=$SC_SERVER_RC
+	NETNS_CLIENT_RC=$SC_CLIENT_RC
+	return $ret
 }
 
 # Is PID still a child of this shell?  A child already reaped may have
@@ -202,7 +197,8 @@ netns_teardown()
 	NETNS_UP=0
 	# (Inside braces with stderr closed, bash does not report the kills.)
 	{
-	for p in "${NETNS_BG_PIDS[@]}" "${NETNS_HOLDER_TOPS[@]}"; do
+	for p in "${NETNS_BG_PIDS[@]}" "${NETNS_HOLDER_TOPS[@]}" \
+		 ${SC_SERVER_PID:+"$SC_SERVER_PID"}; do
 		netns_is_child "$p" && kill -9 "$p"
 	done
 	# Whatever else still runs in a node (children of the commands).
@@ -217,7 +213,8 @@ netns_teardown()
 			sleep 0.1
 		done
 	done
-	for p in "${NETNS_BG_PIDS[@]}" "${NETNS_HOLDER_TOPS[@]}"; do
+	for p in "${NETNS_BG_PIDS[@]}" "${NETNS_HOLDER_TOPS[@]}" \
+		 ${SC_SERVER_PID:+"$SC_SERVER_PID"}; do
 		wait "$p"
 	done
 	} 2>/dev/null

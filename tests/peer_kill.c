@@ -42,11 +42,9 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
+#include "msg_slots.h"
 #include "rc_pair.h"
 
-#define MSG_LEN (64 * 1024)
-#define DEPTH 4 /* SENDs and receives outstanding per side */
-#define BUF_LEN (2 * DEPTH * MSG_LEN) /* send slots, then receive slots */
 #define RUN_MS 12 /* traffic before the signal: 0 to RUN_MS ms */
 #define STOP_MS 30 /* a stopped peer stays stopped 0 to STOP_MS ms */
 #define WAIT_MS 5000 /* bound on anything that must happen */
@@ -76,83 +74,14 @@ struct report {
 	int32_t bad;
 };
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ll + ts.tv_nsec / 1000000;
-}
-
-static void fill(uint64_t *w, uint32_t round, enum dir d, uint32_t seq)
-{
-	uint64_t x = (((uint64_t)round << 40) | ((uint64_t)d << 32) | seq) *
-		     0x9e3779b97f4a7c15ull;
-	size_t k;
-
-	for (k = 0; k < MSG_LEN / 8; k++)
-		w[k] = x + k;
-}
-
-static bool check(const uint64_t *w, uint32_t round, enum dir d, uint32_t seq)
-{
-	uint64_t x = (((uint64_t)round << 40) | ((uint64_t)d << 32) | seq) *
-		     0x9e3779b97f4a7c15ull;
-	size_t k;
-
-	for (k = 0; k < MSG_LEN / 8; k++)
-		if (w[k] != x + k)
-			return false;
-	return true;
-}
-
-static uint8_t *send_slot(struct traffic *t, uint32_t i)
-{
-	return (uint8_t *)t->s->buf + (size_t)(i % DEPTH) * MSG_LEN;
-}
-
-static uint8_t *recv_slot(struct traffic *t, uint32_t i)
-{
-	return (uint8_t *)t->s->buf + (size_t)(DEPTH + i % DEPTH) * MSG_LEN;
-}
-
 static int post_recv(struct traffic *t)
 {
-	struct ibv_recv_wr wr = { 0 }, *bad;
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)recv_slot(t, t->recv_posted),
-		.length = MSG_LEN,
-		.lkey = t->s->mr->lkey,
-	};
-
-	wr.wr_id = t->recv_posted;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	if (ibv_post_recv(t->s->qp, &wr, &bad))
-		return -1;
-	t->recv_posted++;
-	return 0;
+	return msg_post_recv(t->s, &t->recv_posted);
 }
 
 static int post_send(struct traffic *t)
 {
-	struct ibv_send_wr wr = { 0 }, *bad;
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)send_slot(t, t->sent),
-		.length = MSG_LEN,
-		.lkey = t->s->mr->lkey,
-	};
-
-	fill((uint64_t *)send_slot(t, t->sent), t->round, t->out, t->sent);
-	wr.wr_id = t->sent;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	if (ibv_post_send(t->s->qp, &wr, &bad))
-		return -1;
-	t->sent++;
-	return 0;
+	return msg_post_send(t->s, t->round, t->out, &t->sent, 0);
 }
 
 static void traffic_init(struct traffic *t, struct rc_side *s, uint32_t round,
@@ -174,7 +103,7 @@ static int traffic_step(struct traffic *t)
 	int n, i;
 
 	while (t->running && t->first_err < 0 &&
-	       t->sent - t->send_done < DEPTH)
+	       t->sent - t->send_done < MSG_DEPTH)
 		if (post_send(t))
 			return -1;
 	n = ibv_poll_cq(t->s->cq, 8, wc);
@@ -186,8 +115,8 @@ static int traffic_step(struct traffic *t)
 			if (wc[i].status == IBV_WC_SUCCESS) {
 				if (wc[i].byte_len != MSG_LEN ||
 				    wc[i].wr_id != t->recvd ||
-				    !check((uint64_t *)recv_slot(t, t->recvd),
-					   t->round, t->in, t->recvd)) {
+				    !msg_check(msg_recv_slot(t->s, t->recvd),
+					       t->round, t->in, t->recvd)) {
 					say("round %u: message %u from the "
 					    "other side is not intact",
 					    t->round, t->recvd);
@@ -257,17 +186,12 @@ static int read_while(struct traffic *t, int fd, void *buf, size_t len)
 }
 
 /* The RC QP between the survivor and its peer, the same on both sides. */
-static const struct rc_pair_attr peer_attr = {
-	.buf_len = BUF_LEN,
-	.mr_access = IBV_ACCESS_LOCAL_WRITE,
-	.cq_depth = 4 * DEPTH,
-	.max_send_wr = DEPTH,
-	.max_recv_wr = DEPTH,
-	.path_mtu = IBV_MTU_4096,
-	.timeout = PEER_TIMEOUT,
-	.retry_cnt = PEER_RETRY,
-	.rnr_retry = 7,
-};
+static int peer_join(struct rc_side *s, int fd)
+{
+	struct rc_pair_attr attr = msg_pair_attr(PEER_TIMEOUT, PEER_RETRY);
+
+	return rc_pair_join(s, &attr, fd);
+}
 
 /* ---- the peer ---- */
 
@@ -275,7 +199,6 @@ static int peer_main(int fd, uint32_t round)
 {
 	struct report mine, theirs;
 	struct rc_side s = { 0 };
-	struct rc_conn to;
 	struct traffic t;
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	long long end;
@@ -283,12 +206,10 @@ static int peer_main(int fd, uint32_t round)
 	char c;
 
 	alarm(60); /* whatever happens to the survivor */
-	if (rc_pair_open(&s, &peer_attr) ||
-	    rc_xfer(fd, &s.me, sizeof(s.me), 1) ||
-	    rc_xfer(fd, &to, sizeof(to), 0) || rc_pair_connect(&s, &to))
+	if (peer_join(&s, fd))
 		return 1;
 	traffic_init(&t, &s, round, TO_SURVIVOR, TO_PEER);
-	for (i = 0; i < DEPTH; i++)
+	for (i = 0; i < MSG_DEPTH; i++)
 		if (post_recv(&t))
 			return 1;
 	c = 'R';
@@ -376,7 +297,7 @@ static int loopback_check(struct loopback *lo, uint32_t round)
 	rwr.sg_list = &sb;
 	rwr.num_sge = 1;
 	memset(lo->b.buf, 0, MSG_LEN);
-	fill(lo->a.buf, round, LOOP, lo->n);
+	msg_fill(lo->a.buf, round, LOOP, lo->n);
 	swr.sg_list = &sa;
 	swr.num_sge = 1;
 	swr.opcode = IBV_WR_SEND;
@@ -407,7 +328,7 @@ static int loopback_check(struct loopback *lo, uint32_t round)
 		    " our inbox is wedged", round, WAIT_MS);
 		return -1;
 	}
-	if (!check(lo->b.buf, round, LOOP, lo->n++)) {
+	if (!msg_check(lo->b.buf, round, LOOP, lo->n++)) {
 		say("round %u: a SEND to ourselves arrived corrupted", round);
 		return -1;
 	}
@@ -461,7 +382,6 @@ static int round_run(const char *self, struct loopback *lo, uint32_t round,
 {
 	struct report mine, theirs, final;
 	struct rc_side s = { 0 };
-	struct rc_conn to;
 	struct traffic t;
 	int fd = -1, st, ret = -1;
 	bool reaped = false;
@@ -474,14 +394,12 @@ static int round_run(const char *self, struct loopback *lo, uint32_t round,
 		say("round %u: cannot start the peer", round);
 		return -1;
 	}
-	if (rc_pair_open(&s, &peer_attr) ||
-	    rc_xfer(fd, &s.me, sizeof(s.me), 1) ||
-	    rc_xfer(fd, &to, sizeof(to), 0) || rc_pair_connect(&s, &to)) {
+	if (peer_join(&s, fd)) {
 		say("round %u: connection failed", round);
 		goto out;
 	}
 	traffic_init(&t, &s, round, TO_PEER, TO_SURVIVOR);
-	for (i = 0; i < DEPTH; i++)
+	for (i = 0; i < MSG_DEPTH; i++)
 		if (post_recv(&t))
 			goto out;
 	c = 'R';
@@ -494,7 +412,7 @@ static int round_run(const char *self, struct loopback *lo, uint32_t round,
 		kill(pid, SIGKILL);
 		reaped = waitpid(pid, &st, 0) == pid;
 		/* Something to time out on, at once if there is room. */
-		if (t.first_err < 0 && t.sent - t.send_done < DEPTH &&
+		if (t.first_err < 0 && t.sent - t.send_done < MSG_DEPTH &&
 		    post_send(&t))
 			goto out;
 		if (loopback_check(lo, round))

@@ -76,9 +76,7 @@ perf_cm()
 		   grep -q "Data ex. method : rdma_cm" "$dir/client.out"; then
 			pass "$name -R on $addr: $(awk '/#bytes/ { getline; $1 = $1; print; exit }' "$dir/client.out")"
 		else
-			fail "$name -R on $addr: server exited $SC_SERVER_RC, client $SC_CLIENT_RC (124: timed out after ${secs}s)"
-			sed 's/^/    server: /' "$dir/server.out" | tail -n 8
-			sed 's/^/    client: /' "$dir/client.out" | tail -n 8
+			sc_fail_pair "$name -R on $addr"
 		fi
 	done
 }

@@ -159,3 +159,17 @@ int rc_pair_connect(struct rc_side *s, const struct rc_conn *to)
 				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 				     IBV_QP_MAX_QP_RD_ATOMIC);
 }
+
+int rc_pair_join(struct rc_side *s, const struct rc_pair_attr *attr, int fd)
+{
+	struct rc_conn to;
+	int ret;
+
+	ret = rc_pair_open(s, attr);
+	if (ret)
+		return ret;
+	if (rc_xfer(fd, &s->me, sizeof(s->me), 1) ||
+	    rc_xfer(fd, &to, sizeof(to), 0) || rc_pair_connect(s, &to))
+		return -1;
+	return 0;
+}

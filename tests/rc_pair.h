@@ -61,8 +61,6 @@ int rc_xfer(int fd, void *buf, size_t len, int out);
  * made is left for rc_pair_close(). */
 int rc_pair_open(struct rc_side *s, const struct rc_pair_attr *attr);
 
-/* Undo rc_pair_open(), as far as it went; an MR the caller deregistered
- * itself must be NULL. */
 /* The first device, its port 1 attributes, a PD and a CQ: 0, 1 when
  * there is no device, -1 on an error. */
 int verbs_open(struct ibv_device ***list_p, struct ibv_context **ctx_p,
@@ -72,10 +70,16 @@ int verbs_open(struct ibv_device ***list_p, struct ibv_context **ctx_p,
 void verbs_release(struct ibv_qp *qp, struct ibv_mr *mr, struct ibv_cq *cq,
 		   struct ibv_pd *pd, struct ibv_context *ctx,
 		   struct ibv_device **list);
+/* Undo rc_pair_open(), as far as it went; an MR the caller deregistered
+ * itself must be NULL. */
 void rc_pair_close(struct rc_side *s);
 
 /* INIT, RTR, RTS towards the other side, addressed by LID on port 1 (no
  * GRH).  0, or -1. */
 int rc_pair_connect(struct rc_side *s, const struct rc_conn *to);
+
+/* rc_pair_open(), then s->me sent and the other side's rc_conn read on
+ * the socket fd, then rc_pair_connect() to it.  0, 1: no device, -1. */
+int rc_pair_join(struct rc_side *s, const struct rc_pair_attr *attr, int fd);
 
 #endif

@@ -15,7 +15,24 @@
 #       sc_pair with both sides under `$IBEMU run`, meeting through the
 #       RDMA CM (no TCP port): the client is run again while it finds
 #       nobody listening yet (REJECTED, refused, UNREACHABLE).
+#   sc_check SUMMARY NAME PROGRAM [ARGS...]
+#       PROGRAM as server and client under `$IBEMU run` (see below)
+#   sc_fail_pair WHAT          fail WHAT with the exit statuses of the last
+#                              sc_pair and the last lines of its outputs
 #   sc_cleanup                 kill a server still running, by its PID
+#   sc_listening PORT [PREFIX...]
+#       true when a TCP socket listens on PORT, where the command prefix
+#       PREFIX runs a program (none: here)
+#   sc_wait_listen PORT PID SECS [PREFIX...]
+#       wait up to SECS for it, while PID lives (PID "": no PID)
+#
+# SC_SERVER_IN and SC_CLIENT_IN are command prefixes sc_pair puts before
+# the server and the client (and the server's sc_listening): empty, both
+# run here; tests/netns-lib.sh's netns_sc_nodes sets them to enter nodes,
+# and SC_PEER, the address sc_check's client is given, to the server's.
+SC_SERVER_IN=()
+SC_CLIENT_IN=()
+SC_PEER=localhost
 SC_SERVER_PID=
 SC_SERVER_RC=
 SC_CLIENT_RC=
@@ -26,7 +43,8 @@ sc_listening()
 {
 	local hex
 	hex=$(printf '%04X' "$1")
-	cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v p="$hex" '
+	shift
+	"$@" cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v p="$hex" '
 		$4 == "0A" { n = split($2, a, ":"); if (toupper(a[n]) == p) f = 1 }
 		END { exit !f }'
 }
@@ -40,13 +58,15 @@ sc_pick_port()
 	echo "$p"
 }
 
-# Wait up to $3 seconds for port $1 to listen while process $2 lives.
+# Wait up to $3 seconds for port $1 to listen (where the command prefix
+# $4... runs a program) while process $2 lives.
 sc_wait_listen()
 {
-	local i
-	for i in $(seq $(($3 * 20))); do
-		sc_listening "$1" && return 0
-		kill -0 "$2" 2>/dev/null || return 1
+	local port=$1 pid=$2 secs=$3 i
+	shift 3
+	for i in $(seq $((secs * 20))); do
+		sc_listening "$port" "$@" && return 0
+		[ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null && return 1
 		sleep 0.05
 	done
 	return 1
@@ -78,12 +98,15 @@ sc_pair()
 		fi
 	done
 	: >"$dir/client.out"
-	timeout -k 5 "$secs" "${pre[@]}" "${srv[@]}" >"$dir/server.out" 2>&1 </dev/null &
+	"${SC_SERVER_IN[@]}" timeout -k 5 "$secs" "${pre[@]}" "${srv[@]}" \
+		>"$dir/server.out" 2>&1 </dev/null &
 	SC_SERVER_PID=$!
 	SC_CLIENT_RC=125
-	if [ "$port" = - ] || sc_wait_listen "$port" "$SC_SERVER_PID" 20; then
+	if [ "$port" = - ] ||
+	   sc_wait_listen "$port" "$SC_SERVER_PID" 20 "${SC_SERVER_IN[@]}"; then
 		for try in $(seq 20); do
-			timeout -k 5 "$secs" "${pre[@]}" "${cli[@]}" >"$dir/client.out" 2>&1 </dev/null
+			"${SC_CLIENT_IN[@]}" timeout -k 5 "$secs" "${pre[@]}" \
+				"${cli[@]}" >"$dir/client.out" 2>&1 </dev/null
 			SC_CLIENT_RC=$?
 			[ "$SC_CLIENT_RC" = 0 ] && break
 			kill -0 "$SC_SERVER_PID" 2>/dev/null || break
@@ -102,7 +125,7 @@ sc_pair()
 }
 
 # sc_check SUMMARY NAME PROGRAM [ARGS...]: run PROGRAM as server and client
-# ("localhost") under ibemu on the next free port, with $SC_OPTS before ARGS
+# (of $SC_PEER) under ibemu on the next free port, with $SC_OPTS before ARGS
 # and "-p PORT"; pass with the client's line the shell command SUMMARY
 # prints from $dir/client.out, or fail with both sides' last lines.
 # Needs dir, secs and port set by the caller.
@@ -118,13 +141,19 @@ sc_check()
 	# shellcheck disable=SC2086
 	if sc_pair "$dir" "$secs" "$port" \
 		"$IBEMU" run -- "$prog" $SC_OPTS -p "$port" "$@" ::: \
-		"$IBEMU" run -- "$prog" $SC_OPTS -p "$port" "$@" localhost; then
+		"$IBEMU" run -- "$prog" $SC_OPTS -p "$port" "$@" "$SC_PEER"; then
 		pass "$name: $(eval "$summary")"
 	else
-		fail "$name: server exited $SC_SERVER_RC, client $SC_CLIENT_RC (124: timed out after ${secs}s)"
-		sed 's/^/    server: /' "$dir/server.out" | tail -n 8
-		sed 's/^/    client: /' "$dir/client.out" | tail -n 8
+		sc_fail_pair "$name"
 	fi
+}
+
+# Needs dir and secs set by the caller.
+sc_fail_pair()
+{
+	fail "$1: server exited $SC_SERVER_RC, client $SC_CLIENT_RC (124: timed out after ${secs}s)"
+	sed 's/^/    server: /' "$dir/server.out" | tail -n 8
+	sed 's/^/    client: /' "$dir/client.out" | tail -n 8
 }
 
 sc_cm_pair()

@@ -33,9 +33,10 @@ static void ip4(uint8_t out[4], const char *s)
 	CU_ASSERT_FATAL(inet_pton(AF_INET, s, out) == 1);
 }
 
-static struct fabric_ifaddr ifa4(const char *ifname, unsigned int ifindex,
-				 unsigned int flags, const char *addr,
-				 unsigned int prefix)
+/* An address of an interface: IPv4 or IPv6, by its text. */
+static struct fabric_ifaddr ifa(const char *ifname, unsigned int ifindex,
+				unsigned int flags, const char *addr,
+				unsigned int prefix)
 {
 	struct fabric_ifaddr a;
 
@@ -43,24 +44,8 @@ static struct fabric_ifaddr ifa4(const char *ifname, unsigned int ifindex,
 	snprintf(a.ifname, sizeof(a.ifname), "%s", ifname);
 	a.ifindex = ifindex;
 	a.ifflags = flags;
-	a.family = AF_INET;
-	ip4(a.addr, addr);
-	a.prefix = (uint8_t)prefix;
-	return a;
-}
-
-static struct fabric_ifaddr ifa6(const char *ifname, unsigned int ifindex,
-				 unsigned int flags, const char *addr,
-				 unsigned int prefix)
-{
-	struct fabric_ifaddr a;
-
-	memset(&a, 0, sizeof(a));
-	snprintf(a.ifname, sizeof(a.ifname), "%s", ifname);
-	a.ifindex = ifindex;
-	a.ifflags = flags;
-	a.family = AF_INET6;
-	CU_ASSERT_FATAL(inet_pton(AF_INET6, addr, a.addr) == 1);
+	a.family = strchr(addr, ':') ? AF_INET6 : AF_INET;
+	CU_ASSERT_FATAL(inet_pton(a.family, addr, a.addr) == 1);
 	a.prefix = (uint8_t)prefix;
 	return a;
 }
@@ -103,6 +88,16 @@ static void fresh_seg(void)
 	unsetenv("IBEMU_TCP_PORT");
 }
 
+/* A node created on the interfaces a[0 .. n - 1] with the environment
+ * variable var set to val. */
+static void init_with(const char *var, const char *val,
+		      const struct fabric_ifaddr *a, size_t n)
+{
+	fresh_seg();
+	setenv(var, val, 1);
+	fabric_init_from(seg, a, n);
+}
+
 #define UP IFF_UP
 #define LO (IFF_UP | IFF_LOOPBACK)
 
@@ -112,14 +107,14 @@ static const struct fabric_ifaddr *host_ifaddrs(size_t *n)
 {
 	static struct fabric_ifaddr a[8];
 
-	a[0] = ifa4("lo", 1, LO, "127.0.0.1", 8);
-	a[1] = ifa6("lo", 1, LO, "::1", 128);
-	a[2] = ifa4("eth2", 4, UP, "172.16.0.9", 16);
-	a[3] = ifa6("eth2", 4, UP, "fe80::1", 64);
-	a[4] = ifa6("eth2", 4, UP, "fd00::5", 64);
-	a[5] = ifa4("eth0", 2, 0, "192.168.1.2", 24); /* down */
-	a[6] = ifa4("eth1", 3, UP, "10.47.0.5", 24);
-	a[7] = ifa4("eth1", 3, UP, "169.254.3.3", 16); /* link scope */
+	a[0] = ifa("lo", 1, LO, "127.0.0.1", 8);
+	a[1] = ifa("lo", 1, LO, "::1", 128);
+	a[2] = ifa("eth2", 4, UP, "172.16.0.9", 16);
+	a[3] = ifa("eth2", 4, UP, "fe80::1", 64);
+	a[4] = ifa("eth2", 4, UP, "fd00::5", 64);
+	a[5] = ifa("eth0", 2, 0, "192.168.1.2", 24); /* down */
+	a[6] = ifa("eth1", 3, UP, "10.47.0.5", 24);
+	a[7] = ifa("eth1", 3, UP, "169.254.3.3", 16); /* link scope */
 	*n = 8;
 	return a;
 }
@@ -262,23 +257,17 @@ static void test_init_settings(void)
 	fabric_file_use(NULL);
 	a = host_ifaddrs(&n);
 
-	fresh_seg();
-	setenv("IBEMU_IFACE", "eth2", 1);
-	fabric_init_from(seg, a, n);
+	init_with("IBEMU_IFACE", "eth2", a, n);
 	CU_ASSERT_EQUAL(seg->lid, 9);
 	CU_ASSERT_STRING_EQUAL(seg->fabric.ifname, "eth2");
 	CU_ASSERT_TRUE(gid_eq(seg->fabric.gids[1], "172.16.0.9"));
 	CU_ASSERT_TRUE(gid_eq(seg->fabric.gids[2], "10.47.0.5"));
 
-	fresh_seg();
-	setenv("IBEMU_SUBNET", "172.16.0.0/12", 1);
-	fabric_init_from(seg, a, n);
+	init_with("IBEMU_SUBNET", "172.16.0.0/12", a, n);
 	CU_ASSERT_EQUAL(seg->lid, 9);
 
 	/* Nodes of one host may meet on loopback addresses. */
-	fresh_seg();
-	setenv("IBEMU_IFACE", "lo", 1);
-	fabric_init_from(seg, a, n);
+	init_with("IBEMU_IFACE", "lo", a, n);
 	CU_ASSERT_EQUAL(seg->lid, 1);
 	CU_ASSERT_TRUE(gid_eq(seg->fabric.gids[1], "127.0.0.1"));
 	CHECK_THERE(9, NULL, "127.0.0.9");
@@ -287,21 +276,15 @@ static void test_init_settings(void)
 	CHECK_WHERE(1, "169.254.0.1", FABRIC_NOWHERE);
 
 	/* No such interface: alone, the hashed LID, the node's GIDs. */
-	fresh_seg();
-	setenv("IBEMU_IFACE", "eth9", 1);
-	fabric_init_from(seg, a, n);
+	init_with("IBEMU_IFACE", "eth9", a, n);
 	CU_ASSERT_EQUAL(seg->lid, HASHED_LID);
 	CU_ASSERT_EQUAL(seg->fabric.flags, 0);
 
 	/* A bad IBEMU_SUBNET is ignored (reported). */
-	fresh_seg();
-	setenv("IBEMU_SUBNET", "10.47.0.0", 1);
-	fabric_init_from(seg, a, n);
+	init_with("IBEMU_SUBNET", "10.47.0.0", a, n);
 	CU_ASSERT_EQUAL(seg->lid, 5);
 
-	fresh_seg();
-	setenv("IBEMU_TCP_PORT", "5000", 1);
-	fabric_init_from(seg, a, n);
+	init_with("IBEMU_TCP_PORT", "5000", a, n);
 	CU_ASSERT_EQUAL(seg->fabric.door_port, 5000);
 	fresh_seg();
 }
@@ -320,8 +303,8 @@ static void test_init_odd(void)
 	CU_ASSERT_EQUAL(seg->fabric.nr_gids, 1);
 
 	fresh_seg();
-	a[0] = ifa6("eth0", 2, UP, "fe80::7", 64);
-	a[1] = ifa6("eth0", 2, UP, "2001:db8::7", 64);
+	a[0] = ifa("eth0", 2, UP, "fe80::7", 64);
+	a[1] = ifa("eth0", 2, UP, "2001:db8::7", 64);
 	fabric_init_from(seg, a, 2);
 	CU_ASSERT_EQUAL(seg->lid, HASHED_LID);
 	CU_ASSERT_EQUAL(seg->fabric.flags, NODE_FABRIC_MULTI);
@@ -330,24 +313,24 @@ static void test_init_odd(void)
 	CU_ASSERT_STRING_EQUAL(seg->fabric.ifname, "eth0");
 
 	fresh_seg();
-	a[0] = ifa4("eth0", 2, UP, "10.9.9.9", 32);
+	a[0] = ifa("eth0", 2, UP, "10.9.9.9", 32);
 	fabric_init_from(seg, a, 1);
 	CU_ASSERT_EQUAL(seg->lid, HASHED_LID);
 	CU_ASSERT_EQUAL(seg->fabric.flags, NODE_FABRIC_MULTI);
 
 	fresh_seg();
-	a[0] = ifa4("eth0", 2, UP, "10.200.3.4", 8);
+	a[0] = ifa("eth0", 2, UP, "10.200.3.4", 8);
 	fabric_init_from(seg, a, 1);
 	CU_ASSERT_EQUAL(seg->lid, HASHED_LID);
 
 	fresh_seg();
-	a[0] = ifa4("eth0", 2, UP, "10.0.0.1", 31);
+	a[0] = ifa("eth0", 2, UP, "10.0.0.1", 31);
 	fabric_init_from(seg, a, 1);
 	CU_ASSERT_EQUAL(seg->lid, 1);
 
 	fresh_seg();
-	a[0] = ifa4("eth0", 2, UP, "10.0.0.1", 200);
-	a[1] = ifa6("eth0", 2, UP, "2001:db8::7", 250);
+	a[0] = ifa("eth0", 2, UP, "10.0.0.1", 200);
+	a[1] = ifa("eth0", 2, UP, "2001:db8::7", 250);
 	fabric_init_from(seg, a, 2);
 	CU_ASSERT_EQUAL(seg->lid, HASHED_LID);
 	CU_ASSERT_EQUAL(seg->fabric.flags, 0);
