@@ -70,11 +70,14 @@
 #define TCP_TX_CAP (1u << 20) /* bytes queued per connection */
 #define TCP_RX_CAP (256u << 10)
 #define TCP_RESOLVE_MS 2000
-/* How long a failed resolution is believed: a node that did not answer
- * (each try costs the caller up to TCP_RESOLVE_MS) for long, a QP that
- * did not exist yet for a moment. */
+/* How long a failed resolution is believed: one that cost its caller a
+ * wait (a node that does not answer: up to TCP_RESOLVE_MS each try) for
+ * long; one that failed at once (no such QP yet, a connection refused or
+ * reset, as while a door changes hands) for a moment, so an RC QP whose
+ * resolution failed gets its peer on a retry. */
 #define TCP_UNREACH_TTL_NS (10000ull * 1000 * 1000)
 #define TCP_NOQP_TTL_NS (100ull * 1000 * 1000)
+#define TCP_CHEAP_FAIL_NS (100ull * 1000 * 1000)
 #define TCP_ROUTES 512 /* (node, QPN) -> connection, a cache */
 #define TCP_DOOR_CLIENTS 16
 #define TCP_DOOR_RETRY_MS 1000
@@ -834,7 +837,9 @@ int tp_tcp_resolve_qpn(struct engine *e,
 				.qpn = htobe32(qpn) };
 	struct tcp_route *r;
 	struct tcp_conn *c;
+	uint64_t began;
 	int32_t slot;
+	bool cheap;
 	int err;
 
 	if (!t)
@@ -856,9 +861,11 @@ int tp_tcp_resolve_qpn(struct engine *e,
 	}
 	pthread_mutex_unlock(&t->lock);
 
+	began = engine_coarse_ns();
 	err = tcp_resolve(t, node_addr, want_lid, &q, &slot);
 	if (err == EAGAIN)
 		return err; /* not tried: nothing learnt */
+	cheap = engine_coarse_ns() - began < TCP_CHEAP_FAIL_NS;
 
 	pthread_mutex_lock(&t->lock);
 	r = tcp_route_find_locked(t, node_addr, qpn);
@@ -866,8 +873,9 @@ int tp_tcp_resolve_qpn(struct engine *e,
 	r->qpn = qpn;
 	r->slot = err ? -1 : slot;
 	r->err = err;
-	r->expires = engine_coarse_ns() + (err == ENOENT ? TCP_NOQP_TTL_NS
-							  : TCP_UNREACH_TTL_NS);
+	r->expires = engine_coarse_ns() +
+		     (err == ENOENT || cheap ? TCP_NOQP_TTL_NS
+					     : TCP_UNREACH_TTL_NS);
 	pthread_mutex_unlock(&t->lock);
 	if (!err)
 		*slot_p = slot;
