@@ -132,6 +132,11 @@ long cf_bytes_check(const void *buf, size_t len, uint8_t c);
 /* Skips: CUnit 2.1-3 has none, so they are printed and counted here. */
 extern unsigned int cf_skip_count;
 void cf_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* report.c: TAP and JUnit XML files of the run, for CI systems. */
+void cf_report_skip(const char *suite, const char *test, const char *why);
+int cf_report_tap(const char *path);
+int cf_report_junit(const char *path);
 #define SKIP(...)				\
 	do {					\
 		cf_skip(__VA_ARGS__);		\

@@ -89,14 +89,17 @@ void cf_skip(const char *fmt, ...)
 	CU_pTest test = CU_get_current_test();
 	va_list ap;
 
-	printf("\nSKIP: %s/%s: ", suite ? suite->pName : "?",
-	       test ? test->pName : "?");
+	char why[512];
+
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	printf("\n");
+	printf("\nSKIP: %s/%s: %s\n", suite ? suite->pName : "?",
+	       test ? test->pName : "?", why);
 	fflush(stdout);
 	cf_skip_count++;
+	cf_report_skip(suite ? suite->pName : "?", test ? test->pName : "?",
+		       why);
 }
 
 void cf_check(int ok, unsigned int line, const char *file, const char *func,

@@ -25,7 +25,8 @@ static void usage(FILE *out, const char *argv0)
 {
 	fprintf(out,
 		"Usage: %s [-d DEVICE] [-i PORT] [-g GIDIDX] [-s SUITE] "
-		"[-x SUITE/TEST]... [-a ADDR] [-n NETNS] [-l] [-h]\n"
+		"[-x SUITE/TEST]... [-a ADDR] [-n NETNS] [-T FILE] [-J FILE]\n"
+		"       [-l] [-h]\n"
 		"  -d DEVICE  device to test (default: the first one)\n"
 		"  -i PORT    port number (default 1)\n"
 		"  -g GIDIDX  GID index (default 0)\n"
@@ -36,6 +37,8 @@ static void usage(FILE *out, const char *argv0)
 		"  -n NETNS   run the peer process of the two-process suites in\n"
 		"             that network namespace (a file such as\n"
 		"             /var/run/netns/NAME): its peer is then another host\n"
+		"  -T FILE    also write the verdicts as TAP (version 13)\n"
+		"  -J FILE    also write them as JUnit XML\n"
 		"  -l         list the suites and tests, run nothing\n"
 		"  -h         this help\n",
 		argv0);
@@ -86,12 +89,12 @@ static int check_device(void)
 
 int main(int argc, char **argv)
 {
-	const char *filter = NULL;
+	const char *filter = NULL, *tap = NULL, *junit = NULL;
 	unsigned int failed;
 	CU_pRunSummary sum;
 	int opt, list = 0, ret;
 
-	while ((opt = getopt(argc, argv, "d:i:g:s:x:a:n:lh")) != -1) {
+	while ((opt = getopt(argc, argv, "d:i:g:s:x:a:n:T:J:lh")) != -1) {
 		switch (opt) {
 		case 'd':
 			cf_dev_name = optarg;
@@ -117,6 +120,12 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			cf_peer_netns = optarg;
+			break;
+		case 'T':
+			tap = optarg;
+			break;
+		case 'J':
+			junit = optarg;
 			break;
 		case 'l':
 			list = 1;
@@ -166,6 +175,11 @@ int main(int argc, char **argv)
 	failed = CU_get_number_of_tests_failed() + sum->nSuitesFailed;
 	printf("\nSkipped: %u (capabilities the device lacks, see SKIP "
 	       "lines)\n", cf_skip_count);
+	/* A report that cannot be written is a broken run (99). */
+	if ((tap && cf_report_tap(tap)) || (junit && cf_report_junit(junit))) {
+		CU_cleanup_registry();
+		return 99;
+	}
 	CU_cleanup_registry();
 	return failed ? 1 : 0;
 }

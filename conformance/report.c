@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Reports for CI systems beside CUnit's console output: TAP (version 13)
+ * and JUnit XML, one line or element per test, with its verdict: passed,
+ * failed (each failed assertion with its file and line), or skipped (with
+ * the reason cf_skip gave).  Written once the run has ended, from the
+ * CUnit registry and failure list and the skips recorded here.
+ *
+ * Lock rule: none; the suite runs on one thread of one process (a
+ * child's verdicts reach the parent through the peer harness).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/CUnit.h>
+#include <CUnit/TestDB.h>
+#include <CUnit/TestRun.h>
+
+#include "conformance.h"
+
+/* A skipped test: suite/test names and the reason. */
+struct cf_skipped {
+	char *suite, *test, *why;
+	struct cf_skipped *next;
+};
+
+static struct cf_skipped *cf_skips, **cf_skips_tail = &cf_skips;
+
+void cf_report_skip(const char *suite, const char *test, const char *why)
+{
+	struct cf_skipped *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return;
+	s->suite = strdup(suite);
+	s->test = strdup(test);
+	s->why = strdup(why);
+	if (!s->suite || !s->test || !s->why) {
+		free(s->suite);
+		free(s->test);
+		free(s->why);
+		free(s);
+		return;
+	}
+	*cf_skips_tail = s;
+	cf_skips_tail = &s->next;
+}
+
+static const char *cf_skip_reason(const char *suite, const char *test)
+{
+	const struct cf_skipped *s;
+
+	for (s = cf_skips; s; s = s->next)
+		if (!strcmp(s->suite, suite) && !strcmp(s->test, test))
+			return s->why;
+	return NULL;
+}
+
+/* The failures CUnit recorded for a test (test NULL: its suite's set-up
+ * or tear-down). */
+static unsigned int cf_failures_of(CU_pSuite suite, CU_pTest test)
+{
+	CU_pFailureRecord f;
+	unsigned int n = 0;
+
+	for (f = CU_get_failure_list(); f; f = f->pNext)
+		if (f->pSuite == suite && f->pTest == test)
+			n++;
+	return n;
+}
+
+/* Text in an XML attribute or element. */
+static void cf_xml_text(FILE *out, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '&':
+			fputs("&amp;", out);
+			break;
+		case '<':
+			fputs("&lt;", out);
+			break;
+		case '>':
+			fputs("&gt;", out);
+			break;
+		case '"':
+			fputs("&quot;", out);
+			break;
+		default:
+			/* Control characters have no place in XML 1.0. */
+			fputc((unsigned char)*s < 0x20 && *s != '\n' &&
+					      *s != '\t'
+				      ? '?'
+				      : *s,
+			      out);
+		}
+	}
+}
+
+/* One line of TAP diagnostics: no newline may break the YAML block. */
+static void cf_tap_text(FILE *out, const char *s)
+{
+	for (; s && *s; s++)
+		fputc(*s == '\n' || *s == '\r' ? ' ' : *s, out);
+}
+
+/* Walk every test of the registry: fn(suite, test, n) for each, n from 1. */
+typedef void (*cf_each_fn)(FILE *out, CU_pSuite suite, CU_pTest test,
+			   unsigned int n);
+
+static unsigned int cf_each_test(FILE *out, cf_each_fn fn)
+{
+	CU_pTestRegistry reg = CU_get_registry();
+	CU_pSuite suite;
+	CU_pTest test;
+	unsigned int n = 0;
+
+	for (suite = reg ? reg->pSuite : NULL; suite; suite = suite->pNext)
+		for (test = suite->pTest; test; test = test->pNext)
+			if (fn)
+				fn(out, suite, test, ++n);
+			else
+				n++;
+	return n;
+}
+
+static void cf_tap_test(FILE *out, CU_pSuite suite, CU_pTest test,
+			unsigned int n)
+{
+	const char *why = cf_skip_reason(suite->pName, test->pName);
+	CU_pFailureRecord f;
+
+	if (cf_failures_of(suite, test) || cf_failures_of(suite, NULL)) {
+		fprintf(out, "not ok %u - %s/%s\n  ---\n  failures:\n", n,
+			suite->pName, test->pName);
+		for (f = CU_get_failure_list(); f; f = f->pNext) {
+			if (f->pSuite != suite ||
+			    (f->pTest != test && f->pTest))
+				continue;
+			fprintf(out, "    - at: %s:%u\n      message: \"",
+				f->strFileName ? f->strFileName : "?",
+				f->uiLineNumber);
+			cf_tap_text(out, f->strCondition);
+			fputs("\"\n", out);
+		}
+		fputs("  ...\n", out);
+	} else if (why) {
+		fprintf(out, "ok %u - %s/%s # SKIP ", n, suite->pName,
+			test->pName);
+		cf_tap_text(out, why);
+		fputc('\n', out);
+	} else {
+		fprintf(out, "ok %u - %s/%s\n", n, suite->pName, test->pName);
+	}
+}
+
+static void cf_junit_test(FILE *out, CU_pSuite suite, CU_pTest test,
+			  unsigned int n)
+{
+	const char *why = cf_skip_reason(suite->pName, test->pName);
+	CU_pFailureRecord f;
+
+	(void)n;
+	fputs("    <testcase classname=\"", out);
+	cf_xml_text(out, suite->pName);
+	fputs("\" name=\"", out);
+	cf_xml_text(out, test->pName);
+	fputs("\">\n", out);
+	for (f = CU_get_failure_list(); f; f = f->pNext) {
+		if (f->pSuite != suite || (f->pTest != test && f->pTest))
+			continue;
+		fputs("      <failure type=\"assertion\" message=\"", out);
+		cf_xml_text(out, f->strCondition);
+		fputs("\">", out);
+		cf_xml_text(out, f->strFileName);
+		fprintf(out, ":%u</failure>\n", f->uiLineNumber);
+	}
+	if (why && !cf_failures_of(suite, test)) {
+		fputs("      <skipped message=\"", out);
+		cf_xml_text(out, why);
+		fputs("\"/>\n", out);
+	}
+	fputs("    </testcase>\n", out);
+}
+
+static FILE *cf_report_open(const char *path)
+{
+	FILE *out = fopen(path, "w");
+
+	if (!out)
+		fprintf(stderr, "ibemu-conformance: %s: %m\n", path);
+	return out;
+}
+
+int cf_report_tap(const char *path)
+{
+	FILE *out = cf_report_open(path);
+
+	if (!out)
+		return -1;
+	fputs("TAP version 13\n", out);
+	fprintf(out, "1..%u\n", cf_each_test(out, NULL));
+	fprintf(out, "# device %s, port %d, GID index %d\n", cf_dev_name,
+		cf_port, cf_gid_index);
+	cf_each_test(out, cf_tap_test);
+	return fclose(out) ? -1 : 0;
+}
+
+int cf_report_junit(const char *path)
+{
+	CU_pTestRegistry reg = CU_get_registry();
+	unsigned int tests, failed, skipped;
+	FILE *out = cf_report_open(path);
+	CU_pSuite suite;
+	CU_pTest test;
+
+	if (!out)
+		return -1;
+	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
+	fputs("<testsuites name=\"ibemu-conformance ", out);
+	cf_xml_text(out, cf_dev_name);
+	fputs("\">\n", out);
+	for (suite = reg ? reg->pSuite : NULL; suite; suite = suite->pNext) {
+		tests = failed = skipped = 0;
+		for (test = suite->pTest; test; test = test->pNext) {
+			tests++;
+			if (cf_failures_of(suite, test) ||
+			    cf_failures_of(suite, NULL))
+				failed++;
+			else if (cf_skip_reason(suite->pName, test->pName))
+				skipped++;
+		}
+		fputs("  <testsuite name=\"", out);
+		cf_xml_text(out, suite->pName);
+		fprintf(out,
+			"\" tests=\"%u\" failures=\"%u\" errors=\"0\" "
+			"skipped=\"%u\">\n",
+			tests, failed, skipped);
+		for (test = suite->pTest; test; test = test->pNext)
+			cf_junit_test(out, suite, test, 0);
+		fputs("  </testsuite>\n", out);
+	}
+	fputs("</testsuites>\n", out);
+	return fclose(out) ? -1 : 0;
+}

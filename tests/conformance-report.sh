@@ -1,0 +1,74 @@
+#!/bin/bash
+# The conformance runner's reports for CI systems (conformance/report.c):
+# TAP (-T) and JUnit XML (-J) name every test of the run with its verdict
+# as CUnit counted it: passed, failed (with the failed assertions), or
+# skipped (with the reason: a missing capability, -x).  A failure is
+# provoked by losing every packet (IBEMU_FAULTS=drop:1) under a UD test.
+. "$(dirname "$0")/lib.sh"
+need python3
+conf=$IBEMU_BUILDDIR/ibemu-conformance
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"; ibemu_cleanup' EXIT
+
+# The UD suite: one test left to run and fail, the rest out.
+IBEMU_FAULTS=drop:1 timeout 120 "$IBEMU" run -- "$conf" -d ibemu0 -s ud \
+	-x ud/send_lid -x ud/send_grh -x ud/qkey_mismatch \
+	-x ud/no_recv_no_rnr -x ud/longer_than_mtu -x ud/qkey_high_bit \
+	-T "$dir/ud.tap" -J "$dir/ud.xml" >"$dir/ud.out" 2>&1
+rc=$?
+[ "$rc" = 1 ] && pass "a failing run exits 1" || fail "exit $rc, expected 1"
+grep -q "^1\.\.7$" "$dir/ud.tap" && pass "TAP plan: 7 tests" || fail "TAP plan: $(grep '^1\.\.' "$dir/ud.tap")"
+grep -q "^not ok 7 - ud/loopback$" "$dir/ud.tap" && pass "TAP: ud/loopback not ok" || fail "TAP: no 'not ok' for ud/loopback"
+[ "$(grep -c '^ok [0-9]* - ud/.* # SKIP excluded by -x$' "$dir/ud.tap")" = 6 ] &&
+	pass "TAP: the 6 excluded tests as SKIP" || fail "TAP skips: $(grep -c SKIP "$dir/ud.tap")"
+grep -A3 "^not ok 7" "$dir/ud.tap" | grep -q "at: conformance/.*:[0-9]" &&
+	pass "TAP: the failed assertion's place" || fail "TAP: no place of the failure"
+
+# JUnit: well-formed, and its counts are CUnit's.
+python3 - "$dir/ud.xml" "$dir/ud.out" <<'PY' >"$dir/junit.txt" 2>&1
+import re, sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+out = open(sys.argv[2]).read()
+m = re.search(r"tests\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", out)
+total, failed = int(m.group(1)), int(m.group(4))
+suites = root.findall("testsuite")
+cases = root.findall(".//testcase")
+fails = [c for c in cases if c.find("failure") is not None]
+skips = [c for c in cases if c.find("skipped") is not None]
+assert len(suites) == 1 and suites[0].get("name") == "ud", suites
+assert len(cases) == total == 7, (len(cases), total)
+assert len(fails) == failed == 1 and fails[0].get("name") == "loopback", fails
+assert suites[0].get("failures") == "1" and suites[0].get("skipped") == "6"
+assert len(skips) == 6 and all(s.find("skipped").get("message") == "excluded by -x" for s in skips)
+print("junit ok")
+PY
+grep -q "junit ok" "$dir/junit.txt" && pass "JUnit XML: 7 testcases, 1 failure, 6 skipped, as CUnit counted" || fail "JUnit: $(cat "$dir/junit.txt")"
+
+# Tests that pass: plain ok lines, testcases with nothing inside.
+timeout 120 "$IBEMU" run -- "$conf" -d ibemu0 -s pd -T "$dir/pd.tap" \
+	-J "$dir/pd.xml" >"$dir/pd.out" 2>&1
+rc=$?
+n=$(sed -n 's/^1\.\.//p' "$dir/pd.tap")
+[ "$rc" = 0 ] && [ -n "$n" ] && [ "$n" -ge 1 ] &&
+	[ "$(grep -c '^ok [0-9]* - pd/[a-z_]*$' "$dir/pd.tap")" = "$n" ] &&
+	[ "$(grep -c '<testcase ' "$dir/pd.xml")" = "$n" ] &&
+	! grep -q "<failure\|<skipped" "$dir/pd.xml" &&
+	pass "passing tests: $n plain ok lines and testcases" || fail "pd: exit $rc, TAP plan ${n:-none}"
+
+# A capability the device lacks: the RDMA CM suite without an address.
+timeout 120 "$IBEMU" run -- "$conf" -d ibemu0 -s cm -T "$dir/cm.tap" \
+	-J "$dir/cm.xml" >"$dir/cm.out" 2>&1
+rc=$?
+[ "$rc" = 0 ] && pass "a run of skips exits 0" || fail "cm: exit $rc"
+n=$(grep -c "^ok .* # SKIP no address to test the RDMA CM with (-a ADDR)$" "$dir/cm.tap")
+[ "$n" -ge 1 ] && [ "$n" = "$(sed -n 's/^1\.\.//p' "$dir/cm.tap")" ] &&
+	pass "TAP: every cm test skipped with its reason ($n)" || fail "cm TAP: $n skips of $(sed -n 's/^1\.\.//p' "$dir/cm.tap")"
+grep -q 'skipped message="no address to test the RDMA CM with (-a ADDR)"' "$dir/cm.xml" &&
+	pass "JUnit: the skip's reason" || fail "cm JUnit has no skip reason"
+
+# A report that cannot be written is a broken run.
+timeout 60 "$IBEMU" run -- "$conf" -d ibemu0 -s td -T /nonexistent/dir/x.tap >"$dir/bad.out" 2>&1
+rc=$?
+[ "$rc" = 99 ] && grep -q "/nonexistent/dir/x.tap" "$dir/bad.out" &&
+	pass "an unwritable report: exit 99, said" || fail "unwritable report: exit $rc"
+finish
