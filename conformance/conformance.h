@@ -137,6 +137,15 @@ void cf_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cf_report_skip(const char *suite, const char *test, const char *why);
 int cf_report_tap(const char *path);
 int cf_report_junit(const char *path);
+/* The run's verdict against the known deviations: the number of failed
+ * tests not listed; says each known deviation and each listed test that
+ * passed. */
+unsigned int cf_report_judge(void);
+
+/* expect.c: the known deviations of a device kind (-E FILE). */
+int cf_expect_load(const char *path);
+const char *cf_expect_reason(const char *name);
+const char *cf_expect_reason2(const char *suite, const char *test);
 #define SKIP(...)				\
 	do {					\
 		cf_skip(__VA_ARGS__);		\

@@ -1,9 +1,10 @@
 #!/bin/bash
 # The conformance runner's reports for CI systems (conformance/report.c):
 # TAP (-T) and JUnit XML (-J) name every test of the run with its verdict
-# as CUnit counted it: passed, failed (with the failed assertions), or
-# skipped (with the reason: a missing capability, -x).  A failure is
-# provoked by losing every packet (IBEMU_FAULTS=drop:1) under a UD test.
+# as CUnit counted it: passed, failed (with the failed assertions), a
+# known deviation (listed with -E, conformance/expect.c), or skipped (with
+# the reason: a missing capability, -x).  A failure is provoked by losing
+# every packet (IBEMU_FAULTS=drop:1) under a UD test.
 . "$(dirname "$0")/lib.sh"
 need python3
 conf=$IBEMU_BUILDDIR/ibemu-conformance
@@ -43,6 +44,37 @@ assert len(skips) == 6 and all(s.find("skipped").get("message") == "excluded by 
 print("junit ok")
 PY
 grep -q "junit ok" "$dir/junit.txt" && pass "JUnit XML: 7 testcases, 1 failure, 6 skipped, as CUnit counted" || fail "JUnit: $(cat "$dir/junit.txt")"
+
+# The same run with the failure listed as a known deviation of the device
+# kind (-E): expected, the run is green, the reports give the reason.
+cat >"$dir/known" <<'KNOWN'
+# a deviation list: SUITE/TEST, then why
+ud/loopback every packet is dropped on purpose in this test
+KNOWN
+IBEMU_FAULTS=drop:1 timeout 120 "$IBEMU" run -- "$conf" -d ibemu0 -s ud \
+	-x ud/send_lid -x ud/send_grh -x ud/qkey_mismatch \
+	-x ud/no_recv_no_rnr -x ud/longer_than_mtu -x ud/qkey_high_bit \
+	-E "$dir/known" -T "$dir/known.tap" -J "$dir/known.xml" \
+	>"$dir/known.out" 2>&1
+rc=$?
+[ "$rc" = 0 ] && grep -q "^KNOWN DEVIATION: ud/loopback: every packet" "$dir/known.out" &&
+	pass "a listed failure is a known deviation: exit 0" || fail "known deviation: exit $rc"
+grep -q "^not ok 7 - ud/loopback # TODO known deviation: every packet is dropped" "$dir/known.tap" &&
+	pass "TAP: the known deviation as TODO" || fail "TAP: no TODO for the known deviation"
+grep -q 'skipped message="known deviation: every packet' "$dir/known.xml" &&
+	! grep -q "<failure" "$dir/known.xml" &&
+	pass "JUnit: the known deviation is no failure" || fail "JUnit: known deviation"
+# A listed test that passes is said; a malformed list is refused.
+printf 'pd/alloc_dealloc an entry that no longer fails\n' >"$dir/stale"
+timeout 60 "$IBEMU" run -- "$conf" -d ibemu0 -s pd -E "$dir/stale" >"$dir/stale.out" 2>&1
+rc=$?
+[ "$rc" = 0 ] && grep -q "^LISTED BUT PASSED: pd/alloc_dealloc" "$dir/stale.out" &&
+	pass "a listed test that passes is said" || fail "stale entry: exit $rc"
+printf 'ud/loopback\n' >"$dir/bad"
+timeout 60 "$IBEMU" run -- "$conf" -d ibemu0 -s pd -E "$dir/bad" >"$dir/bad.out" 2>&1
+rc=$?
+[ "$rc" = 99 ] && grep -q "bad:1: expected" "$dir/bad.out" &&
+	pass "a list line without a reason: exit 99, file:line" || fail "bad list: exit $rc"
 
 # Tests that pass: plain ok lines, testcases with nothing inside.
 timeout 120 "$IBEMU" run -- "$conf" -d ibemu0 -s pd -T "$dir/pd.tap" \
