@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <CUnit/CUnit.h>
 #include <infiniband/verbs.h>
@@ -141,6 +142,11 @@ int cf_report_junit(const char *path);
  * tests not listed; says each known deviation and each listed test that
  * passed. */
 unsigned int cf_report_judge(void);
+/* Every skip reason of the run with the tests it covers (capability.c). */
+void cf_report_skips_by_reason(FILE *out);
+
+/* capability.c: the device's capability matrix (-C FILE). */
+int cf_capability_write(const char *path);
 
 /* expect.c: the known deviations of a device kind (-E FILE). */
 int cf_expect_load(const char *path);

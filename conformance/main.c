@@ -25,8 +25,9 @@ static void usage(FILE *out, const char *argv0)
 {
 	fprintf(out,
 		"Usage: %s [-d DEVICE] [-i PORT] [-g GIDIDX] [-s SUITE] "
-		"[-x SUITE/TEST]... [-a ADDR] [-n NETNS] [-E FILE] [-T FILE]\n"
-		"       [-J FILE] [-l] [-h]\n"
+		"[-x SUITE/TEST]... [-a ADDR] [-n NETNS] [-E FILE] [-C FILE]\n"
+		"       [-T FILE]"
+		" [-J FILE] [-l] [-h]\n"
 		"  -d DEVICE  device to test (default: the first one)\n"
 		"  -i PORT    port number (default 1)\n"
 		"  -g GIDIDX  GID index (default 0)\n"
@@ -40,6 +41,8 @@ static void usage(FILE *out, const char *argv0)
 		"  -E FILE    known deviations of this device kind: \"SUITE/TEST\n"
 		"             reason\" lines; a listed failure is expected, an\n"
 		"             unlisted one fails the run\n"
+		"  -C FILE    write the device's capability matrix: its\n"
+		"             attributes and what the run found missing\n"
 		"  -T FILE    also write the verdicts as TAP (version 13)\n"
 		"  -J FILE    also write them as JUnit XML\n"
 		"  -l         list the suites and tests, run nothing\n"
@@ -92,11 +95,11 @@ static int check_device(void)
 
 int main(int argc, char **argv)
 {
-	const char *filter = NULL, *tap = NULL, *junit = NULL;
+	const char *filter = NULL, *tap = NULL, *junit = NULL, *caps = NULL;
 	unsigned int failed;
 	int opt, list = 0, ret;
 
-	while ((opt = getopt(argc, argv, "d:i:g:s:x:a:n:E:T:J:lh")) != -1) {
+	while ((opt = getopt(argc, argv, "d:i:g:s:x:a:n:E:C:T:J:lh")) != -1) {
 		switch (opt) {
 		case 'd':
 			cf_dev_name = optarg;
@@ -126,6 +129,9 @@ int main(int argc, char **argv)
 		case 'E':
 			if (cf_expect_load(optarg))
 				return 99;
+			break;
+		case 'C':
+			caps = optarg;
 			break;
 		case 'T':
 			tap = optarg;
@@ -183,7 +189,8 @@ int main(int argc, char **argv)
 	printf("\nSkipped: %u (capabilities the device lacks, see SKIP "
 	       "lines)\n", cf_skip_count);
 	/* A report that cannot be written is a broken run (99). */
-	if ((tap && cf_report_tap(tap)) || (junit && cf_report_junit(junit))) {
+	if ((tap && cf_report_tap(tap)) || (junit && cf_report_junit(junit)) ||
+	    (caps && cf_capability_write(caps))) {
 		CU_cleanup_registry();
 		return 99;
 	}

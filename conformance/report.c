@@ -49,6 +49,32 @@ void cf_report_skip(const char *suite, const char *test, const char *why)
 	cf_skips_tail = &s->next;
 }
 
+void cf_report_skips_by_reason(FILE *out)
+{
+	const struct cf_skipped *s, *t;
+	unsigned int n;
+	bool first;
+
+	for (s = cf_skips; s; s = s->next) {
+		/* Each reason once, at its first skip. */
+		for (t = cf_skips; t != s && strcmp(t->why, s->why);
+		     t = t->next)
+			;
+		if (t != s)
+			continue;
+		for (n = 0, t = s; t; t = t->next)
+			n += !strcmp(t->why, s->why);
+		fprintf(out, "skipped: %u: %s:", n, s->why);
+		for (first = true, t = s; t; t = t->next)
+			if (!strcmp(t->why, s->why)) {
+				fprintf(out, "%s %s/%s", first ? "" : ",",
+					t->suite, t->test);
+				first = false;
+			}
+		fputc('\n', out);
+	}
+}
+
 static const char *cf_skip_reason(const char *suite, const char *test)
 {
 	const struct cf_skipped *s;

@@ -1,5 +1,6 @@
 #!/bin/bash
-# The conformance runner's reports for CI systems (conformance/report.c):
+# The conformance runner's reports for CI systems (conformance/report.c,
+# capability.c):
 # TAP (-T) and JUnit XML (-J) name every test of the run with its verdict
 # as CUnit counted it: passed, failed (with the failed assertions), a
 # known deviation (listed with -E, conformance/expect.c), or skipped (with
@@ -89,7 +90,7 @@ n=$(sed -n 's/^1\.\.//p' "$dir/pd.tap")
 
 # A capability the device lacks: the RDMA CM suite without an address.
 timeout 120 "$IBEMU" run -- "$conf" -d ibemu0 -s cm -T "$dir/cm.tap" \
-	-J "$dir/cm.xml" >"$dir/cm.out" 2>&1
+	-J "$dir/cm.xml" -C "$dir/cm.caps" >"$dir/cm.out" 2>&1
 rc=$?
 [ "$rc" = 0 ] && pass "a run of skips exits 0" || fail "cm: exit $rc"
 n=$(grep -c "^ok .* # SKIP no address to test the RDMA CM with (-a ADDR)$" "$dir/cm.tap")
@@ -97,6 +98,17 @@ n=$(grep -c "^ok .* # SKIP no address to test the RDMA CM with (-a ADDR)$" "$dir
 	pass "TAP: every cm test skipped with its reason ($n)" || fail "cm TAP: $n skips of $(sed -n 's/^1\.\.//p' "$dir/cm.tap")"
 grep -q 'skipped message="no address to test the RDMA CM with (-a ADDR)"' "$dir/cm.xml" &&
 	pass "JUnit: the skip's reason" || fail "cm JUnit has no skip reason"
+
+# The capability matrix: the device's attributes as verbs report them,
+# and what the run found missing, by reason.
+grep -q "^device: ibemu0$" "$dir/cm.caps" &&
+	grep -q "^port.link_layer: InfiniBand$" "$dir/cm.caps" &&
+	grep -q "^cap.xrc: yes$" "$dir/cm.caps" &&
+	grep -q "^cap.atomic: hca$" "$dir/cm.caps" &&
+	grep -q "^port.gid\[0\]: fe80::.* IB$" "$dir/cm.caps" &&
+	pass "capability matrix: the device's attributes" || fail "capability matrix: $(head -5 "$dir/cm.caps")"
+grep -q "^skipped: $n: no address to test the RDMA CM with (-a ADDR): cm/" "$dir/cm.caps" &&
+	pass "capability matrix: the $n tests skipped for want of an address" || fail "capability matrix skips: $(grep '^skipped' "$dir/cm.caps")"
 
 # A report that cannot be written is a broken run.
 timeout 60 "$IBEMU" run -- "$conf" -d ibemu0 -s td -T /nonexistent/dir/x.tap >"$dir/bad.out" 2>&1
