@@ -138,6 +138,8 @@ void cf_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cf_report_skip(const char *suite, const char *test, const char *why);
 int cf_report_tap(const char *path);
 int cf_report_junit(const char *path);
+/* Every failed test: what the list says of it (or new), what it did. */
+int cf_report_deviations(const char *path);
 /* The run's verdict against the known deviations: the number of failed
  * tests not listed; says each known deviation and each listed test that
  * passed. */

@@ -26,7 +26,8 @@ static void usage(FILE *out, const char *argv0)
 	fprintf(out,
 		"Usage: %s [-d DEVICE] [-i PORT] [-g GIDIDX] [-s SUITE] "
 		"[-x SUITE/TEST]... [-a ADDR] [-n NETNS] [-E FILE] [-C FILE]\n"
-		"       [-T FILE]"
+		"       [-D FILE]"
+		" [-T FILE]"
 		" [-J FILE] [-l] [-h]\n"
 		"  -d DEVICE  device to test (default: the first one)\n"
 		"  -i PORT    port number (default 1)\n"
@@ -41,6 +42,8 @@ static void usage(FILE *out, const char *argv0)
 		"  -E FILE    known deviations of this device kind: \"SUITE/TEST\n"
 		"             reason\" lines; a listed failure is expected, an\n"
 		"             unlisted one fails the run\n"
+		"  -D FILE    write the deviation report: each failed test, the\n"
+		"             reason the -E list gives (or NEW), its failures\n"
 		"  -C FILE    write the device's capability matrix: its\n"
 		"             attributes and what the run found missing\n"
 		"  -T FILE    also write the verdicts as TAP (version 13)\n"
@@ -96,10 +99,11 @@ static int check_device(void)
 int main(int argc, char **argv)
 {
 	const char *filter = NULL, *tap = NULL, *junit = NULL, *caps = NULL;
+	const char *devs = NULL;
 	unsigned int failed;
 	int opt, list = 0, ret;
 
-	while ((opt = getopt(argc, argv, "d:i:g:s:x:a:n:E:C:T:J:lh")) != -1) {
+	while ((opt = getopt(argc, argv, "d:i:g:s:x:a:n:E:C:D:T:J:lh")) != -1) {
 		switch (opt) {
 		case 'd':
 			cf_dev_name = optarg;
@@ -132,6 +136,9 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 			caps = optarg;
+			break;
+		case 'D':
+			devs = optarg;
 			break;
 		case 'T':
 			tap = optarg;
@@ -190,7 +197,8 @@ int main(int argc, char **argv)
 	       "lines)\n", cf_skip_count);
 	/* A report that cannot be written is a broken run (99). */
 	if ((tap && cf_report_tap(tap)) || (junit && cf_report_junit(junit)) ||
-	    (caps && cf_capability_write(caps))) {
+	    (caps && cf_capability_write(caps)) ||
+	    (devs && cf_report_deviations(devs))) {
 		CU_cleanup_registry();
 		return 99;
 	}

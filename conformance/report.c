@@ -329,3 +329,44 @@ int cf_report_junit(const char *path)
 	fputs("</testsuites>\n", out);
 	return fclose(out) ? -1 : 0;
 }
+
+int cf_report_deviations(const char *path)
+{
+	CU_pTestRegistry reg = CU_get_registry();
+	FILE *out = cf_report_open(path);
+	CU_pFailureRecord f;
+	CU_pSuite suite;
+	CU_pTest test;
+	const char *known;
+	unsigned int n = 0;
+
+	if (!out)
+		return -1;
+	fprintf(out, "# deviations of %s, port %d: test, what the spec says "
+		"(the known-deviations list), what the device did\n",
+		cf_dev_name, cf_port);
+	for (suite = reg ? reg->pSuite : NULL; suite; suite = suite->pNext)
+		for (test = suite->pTest; test; test = test->pNext) {
+			if (!cf_test_failed(suite, test))
+				continue;
+			known = cf_expect_reason2(suite->pName, test->pName);
+			fprintf(out, "%s/%s: %s", suite->pName, test->pName,
+				known ? "known: " : "NEW (not in the list)");
+			if (known)
+				cf_tap_text(out, known);
+			fputc('\n', out);
+			for (f = CU_get_failure_list(); f; f = f->pNext) {
+				if (f->pSuite != suite ||
+				    (f->pTest != test && f->pTest))
+					continue;
+				fprintf(out, "  - %s:%u: ",
+					f->strFileName ? f->strFileName : "?",
+					f->uiLineNumber);
+				cf_tap_text(out, f->strCondition);
+				fputc('\n', out);
+			}
+			n++;
+		}
+	fprintf(out, "# %u deviation(s)\n", n);
+	return fclose(out) ? -1 : 0;
+}

@@ -1,11 +1,11 @@
 #!/bin/bash
 # The conformance runner's reports for CI systems (conformance/report.c,
-# capability.c):
-# TAP (-T) and JUnit XML (-J) name every test of the run with its verdict
-# as CUnit counted it: passed, failed (with the failed assertions), a
+# capability.c, expect.c).  TAP (-T) and JUnit XML (-J) name every test of
+# the run with its verdict as CUnit counted it: passed, failed (with the failed assertions), a
 # known deviation (listed with -E, conformance/expect.c), or skipped (with
 # the reason: a missing capability, -x).  A failure is provoked by losing
-# every packet (IBEMU_FAULTS=drop:1) under a UD test.
+# every packet (IBEMU_FAULTS=drop:1) under a UD test.  Beside them: the
+# deviation report (-D) and the device's capability matrix (-C).
 . "$(dirname "$0")/lib.sh"
 need python3
 conf=$IBEMU_BUILDDIR/ibemu-conformance
@@ -16,7 +16,7 @@ trap 'rm -rf "$dir"; ibemu_cleanup' EXIT
 IBEMU_FAULTS=drop:1 timeout 120 "$IBEMU" run -- "$conf" -d ibemu0 -s ud \
 	-x ud/send_lid -x ud/send_grh -x ud/qkey_mismatch \
 	-x ud/no_recv_no_rnr -x ud/longer_than_mtu -x ud/qkey_high_bit \
-	-T "$dir/ud.tap" -J "$dir/ud.xml" >"$dir/ud.out" 2>&1
+	-T "$dir/ud.tap" -J "$dir/ud.xml" -D "$dir/ud.dev" >"$dir/ud.out" 2>&1
 rc=$?
 [ "$rc" = 1 ] && pass "a failing run exits 1" || fail "exit $rc, expected 1"
 grep -q "^1\.\.7$" "$dir/ud.tap" && pass "TAP plan: 7 tests" || fail "TAP plan: $(grep '^1\.\.' "$dir/ud.tap")"
@@ -46,6 +46,12 @@ print("junit ok")
 PY
 grep -q "junit ok" "$dir/junit.txt" && pass "JUnit XML: 7 testcases, 1 failure, 6 skipped, as CUnit counted" || fail "JUnit: $(cat "$dir/junit.txt")"
 
+# The deviation report: the failed test, new, and what it did.
+grep -q "^ud/loopback: NEW (not in the list)$" "$dir/ud.dev" &&
+	grep -q "^  - conformance/test_ud.c:[0-9]*: " "$dir/ud.dev" &&
+	grep -q "^# 1 deviation(s)$" "$dir/ud.dev" &&
+	pass "deviation report: ud/loopback, new, with its failures" || fail "deviation report: $(cat "$dir/ud.dev")"
+
 # The same run with the failure listed as a known deviation of the device
 # kind (-E): expected, the run is green, the reports give the reason.
 cat >"$dir/known" <<'KNOWN'
@@ -56,6 +62,7 @@ IBEMU_FAULTS=drop:1 timeout 120 "$IBEMU" run -- "$conf" -d ibemu0 -s ud \
 	-x ud/send_lid -x ud/send_grh -x ud/qkey_mismatch \
 	-x ud/no_recv_no_rnr -x ud/longer_than_mtu -x ud/qkey_high_bit \
 	-E "$dir/known" -T "$dir/known.tap" -J "$dir/known.xml" \
+	-D "$dir/known.dev" \
 	>"$dir/known.out" 2>&1
 rc=$?
 [ "$rc" = 0 ] && grep -q "^KNOWN DEVIATION: ud/loopback: every packet" "$dir/known.out" &&
@@ -65,6 +72,8 @@ grep -q "^not ok 7 - ud/loopback # TODO known deviation: every packet is dropped
 grep -q 'skipped message="known deviation: every packet' "$dir/known.xml" &&
 	! grep -q "<failure" "$dir/known.xml" &&
 	pass "JUnit: the known deviation is no failure" || fail "JUnit: known deviation"
+grep -q "^ud/loopback: known: every packet is dropped on purpose" "$dir/known.dev" &&
+	pass "deviation report: the known deviation with the list's reason" || fail "known deviation report: $(cat "$dir/known.dev")"
 # A listed test that passes is said; a malformed list is refused.
 printf 'pd/alloc_dealloc an entry that no longer fails\n' >"$dir/stale"
 timeout 60 "$IBEMU" run -- "$conf" -d ibemu0 -s pd -E "$dir/stale" >"$dir/stale.out" 2>&1
