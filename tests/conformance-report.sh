@@ -74,6 +74,17 @@ grep -q 'skipped message="known deviation: every packet' "$dir/known.xml" &&
 	pass "JUnit: the known deviation is no failure" || fail "JUnit: known deviation"
 grep -q "^ud/loopback: known: every packet is dropped on purpose" "$dir/known.dev" &&
 	pass "deviation report: the known deviation with the list's reason" || fail "known deviation report: $(cat "$dir/known.dev")"
+# Two runs compared test by test (conformance/compare-verdicts.sh, what
+# conformance/rxe-compare.sh does with ibemu0's and rxe0's).
+cmp=$IBEMU_BUILDDIR/conformance/compare-verdicts.sh
+[ -x "$cmp" ] || cmp=$(dirname "$0")/../conformance/compare-verdicts.sh
+"$cmp" plain "$dir/ud.tap" listed "$dir/known.tap" >"$dir/cmp.out" 2>&1
+rc=$?
+[ "$rc" = 1 ] && grep -q "^ud/loopback  *FAIL  *known *$" "$dir/cmp.out" &&
+	grep -q "^7 tests: 6 the same, 1 differ$" "$dir/cmp.out" &&
+	pass "compare-verdicts: the one test that differs" || fail "compare-verdicts: exit $rc: $(cat "$dir/cmp.out")"
+"$cmp" a "$dir/ud.tap" b "$dir/ud.tap" >/dev/null 2>&1 &&
+	pass "compare-verdicts: a run agrees with itself" || fail "compare-verdicts of a run with itself"
 # A listed test that passes is said; a malformed list is refused.
 printf 'pd/alloc_dealloc an entry that no longer fails\n' >"$dir/stale"
 timeout 60 "$IBEMU" run -- "$conf" -d ibemu0 -s pd -E "$dir/stale" >"$dir/stale.out" 2>&1
