@@ -52,43 +52,42 @@ static void cf_cap_device(FILE *out, struct ibv_context *ctx)
 	fprintf(out, "device.vendor_id: 0x%x\n", a->vendor_id);
 	fprintf(out, "device.vendor_part_id: %u\n", a->vendor_part_id);
 	fprintf(out, "device.phys_port_cnt: %u\n", a->phys_port_cnt);
-	fprintf(out, "limits.max_qp: %d\n", a->max_qp);
-	fprintf(out, "limits.max_qp_wr: %d\n", a->max_qp_wr);
-	fprintf(out, "limits.max_sge: %d\n", a->max_sge);
-	fprintf(out, "limits.max_sge_rd: %d\n", a->max_sge_rd);
-	fprintf(out, "limits.max_cq: %d\n", a->max_cq);
-	fprintf(out, "limits.max_cqe: %d\n", a->max_cqe);
-	fprintf(out, "limits.max_mr: %d\n", a->max_mr);
-	fprintf(out, "limits.max_mr_size: %llu\n",
-		(unsigned long long)a->max_mr_size);
-	fprintf(out, "limits.max_pd: %d\n", a->max_pd);
-	fprintf(out, "limits.max_mw: %d\n", a->max_mw);
-	fprintf(out, "limits.max_srq: %d\n", a->max_srq);
-	fprintf(out, "limits.max_srq_wr: %d\n", a->max_srq_wr);
-	fprintf(out, "limits.max_qp_rd_atom: %d\n", a->max_qp_rd_atom);
-	fprintf(out, "limits.max_qp_init_rd_atom: %d\n",
-		a->max_qp_init_rd_atom);
-	fprintf(out, "limits.max_mcast_grp: %d\n", a->max_mcast_grp);
-	fprintf(out, "limits.max_mcast_qp_attach: %d\n",
-		a->max_mcast_qp_attach);
-	fprintf(out, "limits.max_ah: %d\n", a->max_ah);
-	fprintf(out, "limits.max_pkeys: %u\n", a->max_pkeys);
+	/* One line per limit, named as in struct ibv_device_attr. */
+#define CF_LIMIT(field)                                                        \
+	fprintf(out, "limits." #field ": %llu\n",                             \
+		(unsigned long long)a->field)
+	CF_LIMIT(max_qp);
+	CF_LIMIT(max_qp_wr);
+	CF_LIMIT(max_sge);
+	CF_LIMIT(max_sge_rd);
+	CF_LIMIT(max_cq);
+	CF_LIMIT(max_cqe);
+	CF_LIMIT(max_mr);
+	CF_LIMIT(max_mr_size);
+	CF_LIMIT(max_pd);
+	CF_LIMIT(max_mw);
+	CF_LIMIT(max_srq);
+	CF_LIMIT(max_srq_wr);
+	CF_LIMIT(max_qp_rd_atom);
+	CF_LIMIT(max_qp_init_rd_atom);
+	CF_LIMIT(max_mcast_grp);
+	CF_LIMIT(max_mcast_qp_attach);
+	CF_LIMIT(max_ah);
+	CF_LIMIT(max_pkeys);
+#undef CF_LIMIT
 	fprintf(out, "cap.atomic: %s\n", cf_atomic_name(a->atomic_cap));
-	fprintf(out, "cap.rc_rnr_nak_gen: %s\n",
-		cf_yes(f, IBV_DEVICE_RC_RNR_NAK_GEN));
-	fprintf(out, "cap.auto_path_mig: %s\n",
-		cf_yes(f, IBV_DEVICE_AUTO_PATH_MIG));
-	fprintf(out, "cap.srq_resize: %s\n", cf_yes(f, IBV_DEVICE_SRQ_RESIZE));
-	fprintf(out, "cap.xrc: %s\n", cf_yes(f, IBV_DEVICE_XRC));
-	fprintf(out, "cap.mem_window: %s\n", cf_yes(f, IBV_DEVICE_MEM_WINDOW));
-	fprintf(out, "cap.mem_window_type_2a: %s\n",
-		cf_yes(f, IBV_DEVICE_MEM_WINDOW_TYPE_2A));
-	fprintf(out, "cap.mem_window_type_2b: %s\n",
-		cf_yes(f, IBV_DEVICE_MEM_WINDOW_TYPE_2B));
-	fprintf(out, "cap.mem_mgt_extensions: %s\n",
-		cf_yes(f, IBV_DEVICE_MEM_MGT_EXTENSIONS));
-	fprintf(out, "cap.ud_av_port_enforce: %s\n",
-		cf_yes(f, IBV_DEVICE_UD_AV_PORT_ENFORCE));
+	/* One line per capability flag (IBV_DEVICE_*). */
+#define CF_FLAG(key, bit) fprintf(out, "cap." key ": %s\n", cf_yes(f, bit))
+	CF_FLAG("rc_rnr_nak_gen", IBV_DEVICE_RC_RNR_NAK_GEN);
+	CF_FLAG("auto_path_mig", IBV_DEVICE_AUTO_PATH_MIG);
+	CF_FLAG("srq_resize", IBV_DEVICE_SRQ_RESIZE);
+	CF_FLAG("xrc", IBV_DEVICE_XRC);
+	CF_FLAG("mem_window", IBV_DEVICE_MEM_WINDOW);
+	CF_FLAG("mem_window_type_2a", IBV_DEVICE_MEM_WINDOW_TYPE_2A);
+	CF_FLAG("mem_window_type_2b", IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	CF_FLAG("mem_mgt_extensions", IBV_DEVICE_MEM_MGT_EXTENSIONS);
+	CF_FLAG("ud_av_port_enforce", IBV_DEVICE_UD_AV_PORT_ENFORCE);
+#undef CF_FLAG
 	fprintf(out, "cap.completion_timestamp: %s\n",
 		ax.completion_timestamp_mask ? "yes" : "no");
 	fprintf(out, "cap.odp: %s\n",
