@@ -133,6 +133,25 @@ static void cf_tap_text(FILE *out, const char *s)
 		fputc(*s == '\n' || *s == '\r' ? ' ' : *s, out);
 }
 
+/* Each failed assertion of a test (or of its suite's set-up): before,
+ * file:line, between, the message on one line, after. */
+static void cf_failures_print(FILE *out, CU_pSuite suite, CU_pTest test,
+			      const char *before, const char *between,
+			      const char *after)
+{
+	CU_pFailureRecord f;
+
+	for (f = CU_get_failure_list(); f; f = f->pNext) {
+		if (f->pSuite != suite || (f->pTest != test && f->pTest))
+			continue;
+		fprintf(out, "%s%s:%u%s", before,
+			f->strFileName ? f->strFileName : "?", f->uiLineNumber,
+			between);
+		cf_tap_text(out, f->strCondition);
+		fputs(after, out);
+	}
+}
+
 /* Walk every test of the registry: fn(suite, test, n) for each, n from 1. */
 typedef void (*cf_each_fn)(FILE *out, CU_pSuite suite, CU_pTest test,
 			   unsigned int n);
@@ -194,7 +213,6 @@ static void cf_tap_test(FILE *out, CU_pSuite suite, CU_pTest test,
 {
 	const char *why = cf_skip_reason(suite->pName, test->pName);
 	const char *known = cf_expect_reason2(suite->pName, test->pName);
-	CU_pFailureRecord f;
 
 	if (cf_test_failed(suite, test)) {
 		fprintf(out, "not ok %u - %s/%s", n, suite->pName,
@@ -204,16 +222,8 @@ static void cf_tap_test(FILE *out, CU_pSuite suite, CU_pTest test,
 			cf_tap_text(out, known);
 		}
 		fputs("\n  ---\n  failures:\n", out);
-		for (f = CU_get_failure_list(); f; f = f->pNext) {
-			if (f->pSuite != suite ||
-			    (f->pTest != test && f->pTest))
-				continue;
-			fprintf(out, "    - at: %s:%u\n      message: \"",
-				f->strFileName ? f->strFileName : "?",
-				f->uiLineNumber);
-			cf_tap_text(out, f->strCondition);
-			fputs("\"\n", out);
-		}
+		cf_failures_print(out, suite, test, "    - at: ",
+				  "\n      message: \"", "\"\n");
 		fputs("  ...\n", out);
 	} else if (why) {
 		fprintf(out, "ok %u - %s/%s # SKIP ", n, suite->pName,
@@ -334,7 +344,6 @@ int cf_report_deviations(const char *path)
 {
 	CU_pTestRegistry reg = CU_get_registry();
 	FILE *out = cf_report_open(path);
-	CU_pFailureRecord f;
 	CU_pSuite suite;
 	CU_pTest test;
 	const char *known;
@@ -355,16 +364,8 @@ int cf_report_deviations(const char *path)
 			if (known)
 				cf_tap_text(out, known);
 			fputc('\n', out);
-			for (f = CU_get_failure_list(); f; f = f->pNext) {
-				if (f->pSuite != suite ||
-				    (f->pTest != test && f->pTest))
-					continue;
-				fprintf(out, "  - %s:%u: ",
-					f->strFileName ? f->strFileName : "?",
-					f->uiLineNumber);
-				cf_tap_text(out, f->strCondition);
-				fputc('\n', out);
-			}
+			cf_failures_print(out, suite, test, "  - ", ": ",
+					  "\n");
 			n++;
 		}
 	fprintf(out, "# %u deviation(s)\n", n);
