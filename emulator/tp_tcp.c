@@ -1016,6 +1016,11 @@ static void tcp_flush_locked(struct tcp_conn *c)
 		if (n < 0 && errno != EAGAIN) {
 			tcp_conn_dead(c, errno);
 			c->tx_head = c->tx_tail = 0;
+			/* A dead socket stays writable: out of epoll. */
+			if (c->tx_armed)
+				epoll_ctl(c->t->ep, EPOLL_CTL_DEL, c->wfd,
+					  NULL);
+			c->tx_armed = false;
 		}
 		break;
 	}
@@ -1063,8 +1068,9 @@ static void tcp_flush_deferred(struct engine *e)
 	n = t->nr_conns;
 	for (i = 0; i < n; i++) {
 		c = t->conns[i];
-		if (!c || !c->tx_deferred)
+		if (!c)
 			continue;
+		/* Looked at under the lock it was set under. */
 		pthread_mutex_lock(&c->tx_lock);
 		if (c->tx_deferred)
 			tcp_undefer_locked(c);
