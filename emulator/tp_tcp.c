@@ -997,6 +997,19 @@ static void tcp_arm_out_locked(struct tcp_conn *c)
 	}
 }
 
+/* A connection broke (a send or a read failed): dead, its queue lost,
+ * its socket out of epoll (a dead socket stays readable and writable:
+ * the network thread would spin on it).  Caller holds tx_lock. */
+static void tcp_conn_drop_locked(struct tcp_conn *c, int err)
+{
+	tcp_conn_dead(c, err);
+	epoll_ctl(c->t->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	if (c->tx_armed)
+		epoll_ctl(c->t->ep, EPOLL_CTL_DEL, c->wfd, NULL);
+	c->tx_armed = false;
+	c->tx_head = c->tx_tail = 0;
+}
+
 /* Hand the queue to the socket; caller holds tx_lock. */
 static void tcp_flush_locked(struct tcp_conn *c)
 {
@@ -1013,15 +1026,8 @@ static void tcp_flush_locked(struct tcp_conn *c)
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && errno != EAGAIN) {
-			tcp_conn_dead(c, errno);
-			c->tx_head = c->tx_tail = 0;
-			/* A dead socket stays writable: out of epoll. */
-			if (c->tx_armed)
-				epoll_ctl(c->t->ep, EPOLL_CTL_DEL, c->wfd,
-					  NULL);
-			c->tx_armed = false;
-		}
+		if (n < 0 && errno != EAGAIN)
+			tcp_conn_drop_locked(c, errno);
 		break;
 	}
 	if (c->tx_head == c->tx_tail)
@@ -1436,12 +1442,7 @@ static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 		engine_deliver_end(t->e);
 	if (err) {
 		pthread_mutex_lock(&c->tx_lock);
-		tcp_conn_dead(c, err);
-		epoll_ctl(t->ep, EPOLL_CTL_DEL, c->fd, NULL);
-		if (c->tx_armed)
-			epoll_ctl(t->ep, EPOLL_CTL_DEL, c->wfd, NULL);
-		c->tx_armed = false;
-		c->tx_head = c->tx_tail = 0;
+		tcp_conn_drop_locked(c, err);
 		pthread_mutex_unlock(&c->tx_lock);
 	}
 }
