@@ -2,8 +2,9 @@
 /*
  * The capability matrix of the device under test (-C FILE): what it
  * offers by its attributes (ibv_query_device_ex, ibv_query_port, the GID
- * table; manual 3.3), and what the run observed it lacks (every skip,
- * grouped by its reason), as "key: value" lines a CI system can diff
+ * table; manual 3.3), what the run observed it lacks (every skip,
+ * grouped by its reason) and the choices it made where the spec leaves
+ * them to it (choice.c), as "key: value" lines a CI system can diff
  * between devices and runs.
  *
  * Lock rule: none; written once after the run, on its one thread.
@@ -159,5 +160,7 @@ int cf_capability_write(const char *path)
 	}
 	/* What the run found missing: each skip reason, how many tests. */
 	cf_report_skips_by_reason(out);
+	/* What the tests observed where the spec lets the device choose. */
+	cf_choices_print(out, NULL, NULL, "choice: ", "\n");
 	return fclose(out) ? -1 : 0;
 }

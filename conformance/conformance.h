@@ -64,6 +64,14 @@ const char *cf_errname(int err);
 const char *cf_state_name(int state);
 const char *cf_qpt_name(enum ibv_qp_type type);
 
+/*
+ * Whether the 40 bytes in front of a received UD payload (IBA 11.4.1.2)
+ * name sgid (NULL: not checked) and dgid: the GRH of IBA 8.3, or on
+ * RoCE v2 over IPv4 the IPv4 header in their last 20 bytes.
+ */
+bool cf_grh_names(const uint8_t *grh, const uint8_t *sgid,
+		  const uint8_t *dgid);
+
 /* Address vector of our own port: own LID, plus own GID on RoCE. */
 void cf_fill_ah(const struct cf_ctx *c, struct ibv_ah_attr *ah);
 
@@ -159,6 +167,20 @@ const char *cf_expect_reason2(const char *suite, const char *test);
 		cf_skip(__VA_ARGS__);		\
 		return;				\
 	} while (0)
+
+/*
+ * Device choices (choice.c): what the IBA and the verbs man pages leave
+ * to the device, observed and reported, never failed.  CF_CHECK is for
+ * what they require (cite the clause), SKIP for a missing capability.
+ */
+void cf_choice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cf_choice_add(const char *text);
+#define CF_CHOICE(...) cf_choice(__VA_ARGS__)
+/* The choices of suite/test (suite NULL: all, each prefixed with its
+ * test), each between before and after, on one line. */
+void cf_choices_print(FILE *out, const char *suite, const char *test,
+		      const char *before, const char *after);
+bool cf_choices_of(const char *suite, const char *test);
 
 /* An assertion whose failure message is formatted with the values seen. */
 void cf_check(int ok, unsigned int line, const char *file, const char *func,

@@ -139,6 +139,11 @@ int cf_ep_check(struct cf_ep *ep, int ok, unsigned int line, const char *file,
 		if (!EP_CHECK(ep, cond, __VA_ARGS__))			\
 			return -1;					\
 	} while (0)
+/* A device choice (choice.c) seen on either side: the parent records it,
+ * the child sends it in its report. */
+void cf_ep_choice(struct cf_ep *ep, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define EP_CHOICE(ep, ...) cf_ep_choice((ep), __VA_ARGS__)
 /* A skip decided on both sides; the parent prints and counts it. */
 void cf_ep_skip(struct cf_ep *ep, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -5,7 +5,9 @@
  * In the parent an EP_CHECK is a CUnit assertion at once.  In the child a
  * failure is appended to ep->report as a "line\tfile\tfunc\tmessage\n"
  * record; the report travels in the child's DONE message (peer_msg.c) and
- * the parent asserts each record in CUnit (cf_ep_report_assert).
+ * the parent asserts each record in CUnit (cf_ep_report_assert).  A
+ * device choice of the child travels the same way as a
+ * "choice\tmessage\n" record.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -71,6 +73,23 @@ int cf_ep_check(struct cf_ep *ep, int ok, unsigned int line, const char *file,
 	return 0;
 }
 
+void cf_ep_choice(struct cf_ep *ep, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	for (char *c = msg; *c; c++)
+		if (*c == '\t' || *c == '\n')
+			*c = ' ';
+	if (ep->side == CF_PARENT)
+		cf_choice_add(msg);
+	else
+		cf_report_append(ep, "choice\t[child] %s\n", msg);
+}
+
 void cf_ep_skip(struct cf_ep *ep, const char *fmt, ...)
 {
 	char msg[512];
@@ -85,7 +104,8 @@ void cf_ep_skip(struct cf_ep *ep, const char *fmt, ...)
 	cf_skip("%s", msg);
 }
 
-/* Assert one "line\tfile\tfunc\tmessage" record; 1 if it was one. */
+/* Assert one "line\tfile\tfunc\tmessage" record (1: it was one), or
+ * record a "choice\tmessage" one (0). */
 static unsigned int cf_report_assert_line(char *line)
 {
 	char *f[4] = { NULL };
@@ -95,6 +115,10 @@ static unsigned int cf_report_assert_line(char *line)
 	for (char *t = strtok_r(line, "\t", &save); t && k < 4;
 	     t = strtok_r(NULL, "\t", &save))
 		f[k++] = t;
+	if (k == 2 && !strcmp(f[0], "choice")) {
+		cf_choice_add(f[1]);
+		return 0;
+	}
 	if (k < 4)
 		return 0;
 	cf_check(0, (unsigned int)atoi(f[0]), f[1], f[2], "[child] %s", f[3]);

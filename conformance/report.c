@@ -233,29 +233,18 @@ static void cf_tap_test(FILE *out, CU_pSuite suite, CU_pTest test,
 	} else {
 		fprintf(out, "ok %u - %s/%s\n", n, suite->pName, test->pName);
 	}
+	/* What the spec left to the device, as TAP diagnostics. */
+	cf_choices_print(out, suite->pName, test->pName, "# device choice: ",
+			 "\n");
 }
 
-static void cf_junit_test(FILE *out, CU_pSuite suite, CU_pTest test,
-			  unsigned int n)
+/* A test's failed assertions, as <failure> elements or (a known
+ * deviation) as lines of its <system-out>. */
+static void cf_junit_failures(FILE *out, CU_pSuite suite, CU_pTest test,
+			      bool known)
 {
-	const char *why = cf_skip_reason(suite->pName, test->pName);
-	const char *known = cf_expect_reason2(suite->pName, test->pName);
-	bool failed = cf_test_failed(suite, test);
 	CU_pFailureRecord f;
 
-	(void)n;
-	fputs("    <testcase classname=\"", out);
-	cf_xml_text(out, suite->pName);
-	fputs("\" name=\"", out);
-	cf_xml_text(out, test->pName);
-	fputs("\">\n", out);
-	/* A known deviation is not a failure of the run: a skip with its
-	 * reason, the failures beside it. */
-	if (failed && known) {
-		fputs("      <skipped message=\"known deviation: ", out);
-		cf_xml_text(out, known);
-		fputs("\"/>\n      <system-out>", out);
-	}
 	for (f = CU_get_failure_list(); f; f = f->pNext) {
 		if (f->pSuite != suite || (f->pTest != test && f->pTest))
 			continue;
@@ -268,13 +257,62 @@ static void cf_junit_test(FILE *out, CU_pSuite suite, CU_pTest test,
 		fprintf(out, known ? ":%u\n" : ":%u</failure>\n",
 			f->uiLineNumber);
 	}
-	if (failed && known)
-		fputs("</system-out>\n", out);
-	if (why && !failed) {
+}
+
+/* One <system-out> of the device's choices, then the failures of a
+ * known deviation. */
+static void cf_junit_out(FILE *out, CU_pSuite suite, CU_pTest test,
+			 bool known)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem;
+
+	mem = open_memstream(&text, &len);
+	if (!mem)
+		return;
+	cf_choices_print(mem, suite->pName, test->pName, "device choice: ",
+			 "\n");
+	fclose(mem);
+	if (!known && !len) {
+		free(text);
+		return;
+	}
+	fputs("      <system-out>", out);
+	cf_xml_text(out, text);
+	if (known)
+		cf_junit_failures(out, suite, test, true);
+	fputs("</system-out>\n", out);
+	free(text);
+}
+
+static void cf_junit_test(FILE *out, CU_pSuite suite, CU_pTest test,
+			  unsigned int n)
+{
+	const char *why = cf_skip_reason(suite->pName, test->pName);
+	const char *known = cf_expect_reason2(suite->pName, test->pName);
+	bool failed = cf_test_failed(suite, test);
+
+	(void)n;
+	fputs("    <testcase classname=\"", out);
+	cf_xml_text(out, suite->pName);
+	fputs("\" name=\"", out);
+	cf_xml_text(out, test->pName);
+	fputs("\">\n", out);
+	/* A known deviation is not a failure of the run: a skip with its
+	 * reason, the failures in its output. */
+	if (failed && known) {
+		fputs("      <skipped message=\"known deviation: ", out);
+		cf_xml_text(out, known);
+		fputs("\"/>\n", out);
+	} else if (failed) {
+		cf_junit_failures(out, suite, test, false);
+	} else if (why) {
 		fputs("      <skipped message=\"", out);
 		cf_xml_text(out, why);
 		fputs("\"/>\n", out);
 	}
+	cf_junit_out(out, suite, test, failed && known);
 	fputs("    </testcase>\n", out);
 }
 

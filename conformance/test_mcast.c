@@ -303,14 +303,9 @@ static void expect_recvs(struct cf_ep *ep, unsigned int want, uint32_t src_qpn,
 		 * RoCE v2 over IPv4 (Annex A17) the receive buffer's 40
 		 * bytes end with the IPv4 header, whose destination is
 		 * the group. */
-		if (!ib_link(ep) && (grh[20] >> 4) == 4)
-			EP_CHECK(ep, !memcmp(grh + 36, mgid.raw + 12, 4),
-				 "%s: QP %d: the IPv4 header's destination "
-				 "is not the group", what, q);
-		else
-			EP_CHECK(ep, !memcmp(grh + 24, mgid.raw, 16),
-				 "%s: QP %d: the GRH's DGID is not the "
-				 "group's", what, q);
+		EP_CHECK(ep, cf_grh_names(grh, NULL, mgid.raw),
+			 "%s: QP %d: the GRH's DGID (or the IPv4 header's "
+			 "destination) is not the group's", what, q);
 		EP_CHECK(ep, cf_pattern_check(grh + GRH_LEN, MSG_LEN,
 					      seed + i) < 0,
 			 "%s: QP %d: datagram %d differs", what, q, i);

@@ -103,7 +103,8 @@ static void expect_quiet(struct cf_ep *ep, const char *what)
  * byte_len = len + 40 (IBA 11.4.1.2), the payload after the GRH area,
  * src_qp and slid of the sender (manual 3.6 struct ibv_wc), IBV_WC_GRH
  * exactly when the sender's AH is global, and then the GRH's SGID is the
- * sender's GID (IBA 8.3).
+ * sender's GID (IBA 8.3; on RoCE v2 over IPv4 the IPv4 header's source,
+ * cf_grh_names).
  */
 static void check_ud_recv(struct cf_ep *ep, uint64_t wr_id, uint32_t len,
 			  uint64_t seed, uint32_t imm, bool global,
@@ -134,8 +135,7 @@ static void check_ud_recv(struct cf_ep *ep, uint64_t wr_id, uint32_t len,
 		 wc.wc_flags & IBV_WC_GRH ? "set" : "clear",
 		 global ? "set" : "clear", global ? "" : "not ");
 	if (global && (wc.wc_flags & IBV_WC_GRH))
-		EP_CHECK(ep, !memcmp(grh + 8, ep->peer.gid, 16) &&
-			 !memcmp(grh + 24, ep->gid.raw, 16),
+		EP_CHECK(ep, cf_grh_names(grh, ep->peer.gid, ep->gid.raw),
 			 "%s: the GRH's SGID/DGID are not the sender's and "
 			 "the receiver's GID", what);
 	EP_CHECK(ep, !(wc.wc_flags & IBV_WC_WITH_IMM) == !imm &&
