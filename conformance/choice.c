@@ -41,6 +41,11 @@ void cf_choice_add(const char *text)
 	CU_pTest test = CU_get_current_test();
 	struct cf_choice *c;
 
+	/* A choice is said once a test, however often it was seen. */
+	for (c = cf_choices; c; c = c->next)
+		if (suite && test && !strcmp(c->suite, suite->pName) &&
+		    !strcmp(c->test, test->pName) && !strcmp(c->text, text))
+			return;
 	printf("\nCHOICE: %s/%s: %s\n", suite ? suite->pName : "?",
 	       test ? test->pName : "?", text);
 	fflush(stdout);

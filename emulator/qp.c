@@ -375,14 +375,9 @@ static int qp_check_values(const struct ibv_qp_attr *a, int mask,
 		*why_p = "dest_qp_num";
 		return EINVAL;
 	}
-	if ((mask & IBV_QP_RQ_PSN) && a->rq_psn > 0xffffff) {
-		*why_p = "rq_psn";
-		return EINVAL;
-	}
-	if ((mask & IBV_QP_SQ_PSN) && a->sq_psn > 0xffffff) {
-		*why_p = "sq_psn";
-		return EINVAL;
-	}
+	/* A PSN of 2^24 or more is not refused: it is taken modulo 2^24
+	 * (qp_apply), as every kernel provider does (doc/design.md,
+	 * "Where ibemu follows the Linux stack"). */
 	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
 	    a->max_rd_atomic > IBEMU_MAX_QP_RD_ATOM) {
 		*why_p = "max_rd_atomic";
@@ -437,10 +432,11 @@ static void qp_apply(struct emu_qp *qp, const struct ibv_qp_attr *a,
 		s->path_mtu = a->path_mtu;
 	if (mask & IBV_QP_DEST_QPN)
 		s->dest_qp_num = a->dest_qp_num;
+	/* IBA 9.2: the PSN is the 24-bit field of the BTH. */
 	if (mask & IBV_QP_RQ_PSN)
-		s->rq_psn = a->rq_psn;
+		s->rq_psn = a->rq_psn & BTH_PSN_MASK;
 	if (mask & IBV_QP_SQ_PSN)
-		s->sq_psn = a->sq_psn;
+		s->sq_psn = a->sq_psn & BTH_PSN_MASK;
 	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
 		s->max_dest_rd_atomic = a->max_dest_rd_atomic;
 	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)

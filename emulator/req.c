@@ -110,9 +110,7 @@ static enum ibv_wc_status req_check_wqe(struct emu_qp *qp, struct wqe *w)
 		return IBV_WC_LOC_QP_OP_ERR;
 	if (w->length > IBEMU_MAX_MSG_SZ)
 		return IBV_WC_LOC_LEN_ERR;
-	/* A datagram fits one packet (IBA 9.8.2). */
-	if (qp->type == IBV_QPT_UD && w->length > qp->mtu)
-		return IBV_WC_LOC_LEN_ERR;
+	/* A datagram longer than the MTU is no error either (req_send_ud). */
 	if (w->send_flags & IBV_SEND_INLINE)
 		return IBV_WC_SUCCESS;
 	return sge_check(qp, w->sge, w->num_sge, wr_is(w->opcode, WR_RD_ATOMIC));
@@ -337,6 +335,12 @@ static enum req_step req_send_ud(struct emu_qp *qp, struct wqe *w)
 
 	if (!req_payload_span(qp, w, 0, w->length, iov, &nr))
 		return REQ_LOCAL_ERROR;
+	/* IBA C10-93.1.1: a UD message longer than the port's MTU emits no
+	 * packet, and the CI generates no error for it: it completes
+	 * successfully, as rxe does (doc/design.md, "Where ibemu follows
+	 * the Linux stack"). */
+	if (w->length > qp->mtu)
+		return REQ_COMPLETE;
 	/* A multicast LID with DestQP 0xFFFFFF is a group; either without
 	 * the other reaches nobody (IBA 10.5). */
 	if (lid_is_multicast(av->dlid) || w->remote_qpn == BTH_QPN_MULTICAST) {
