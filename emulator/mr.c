@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "hca.h"
@@ -213,6 +214,16 @@ int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 				     access & IBV_ACCESS_LOCAL_WRITE);
 	if (ret)
 		return ret;
+	/* The IOVA keeps the address's offset within its page: the Linux
+	 * core maps a region page by page and refuses any other IOVA for
+	 * every device (ib_uverbs_reg_mr); ibemu follows it (doc/design.md,
+	 * "Where ibemu follows the Linux stack"). */
+	if (((uintptr_t)addr ^ iova) & ((uint64_t)sysconf(_SC_PAGESIZE) - 1)) {
+		ibemu_log_dbg("reg_mr: iova 0x%llx and address %p differ in "
+			      "their page offset",
+			      (unsigned long long)iova, addr);
+		return EINVAL;
+	}
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return ENOMEM;
