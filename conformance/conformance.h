@@ -199,6 +199,9 @@ void cf_expect_err(int got, int want, const char *what, unsigned int line,
  * name contains suite_filter (NULL: all), leaving out the -x ones.
  */
 void cf_tests_register(const char *suite_filter);
+/* The rule test-list.h gives SUITE/TEST (what it holds the device to,
+ * with its clause), or NULL for no such test. */
+const char *cf_test_rule(const char *suite, const char *test);
 /* Leave SUITE/TEST out of the run (-x); -1 if malformed or too many. */
 int cf_exclude(const char *suite_test);
 

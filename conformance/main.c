@@ -62,7 +62,8 @@ static void list_tests(void)
 	for (suite = reg->pSuite; suite; suite = suite->pNext) {
 		printf("%s\n", suite->pName);
 		for (test = suite->pTest; test; test = test->pNext)
-			printf("  %s\n", test->pName);
+			printf("  %s: %s\n", test->pName,
+			       cf_test_rule(suite->pName, test->pName));
 	}
 }
 

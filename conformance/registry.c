@@ -22,6 +22,7 @@ struct cf_suite_entry {
 struct cf_test_entry {
 	const char *suite;
 	const char *name;
+	const char *rule; /* what it holds the device to, and the clause */
 	CU_TestFunc fn;
 	cf_peer_body body;
 	cf_peer_tune tune;
@@ -32,8 +33,8 @@ struct cf_test_entry {
 static void cf_peer_test_run(void);
 
 #define CF_SUITE(S, INIT, CLEANUP) { #S, INIT, CLEANUP },
-#define CF_TEST(S, T)
-#define CF_PEER(S, T, BODY, TUNE, ...)
+#define CF_TEST(S, T, RULE)
+#define CF_PEER(S, T, RULE, BODY, TUNE, ...)
 static const struct cf_suite_entry cf_suites[] = {
 #include "test-list.h"
 };
@@ -43,11 +44,13 @@ static const struct cf_suite_entry cf_suites[] = {
 
 #define CF_ARGS(...) ((const long[]){ __VA_ARGS__ })
 #define CF_SUITE(S, INIT, CLEANUP)
-#define CF_TEST(S, T) { .suite = #S, .name = #T, .fn = cf_test_##S##_##T },
-#define CF_PEER(S, T, BODY, TUNE, ...)					\
+#define CF_TEST(S, T, RULE)						\
+	{ .suite = #S, .name = #T, .rule = RULE, .fn = cf_test_##S##_##T },
+#define CF_PEER(S, T, RULE, BODY, TUNE, ...)				\
 	{								\
 		.suite = #S,						\
 		.name = #T,						\
+		.rule = RULE,						\
 		.fn = cf_peer_test_run,					\
 		.body = cf_body_##S##_##BODY,				\
 		.tune = cf_tune_##TUNE,					\
@@ -95,6 +98,17 @@ static void cf_peer_test_run(void)
 		t->tune(&p, t->args[i]);
 		cf_peer_run(&p, t->body, t->args[i]);
 	}
+}
+
+const char *cf_test_rule(const char *suite, const char *test)
+{
+	size_t i;
+
+	for (i = 0; i < CF_ARRAY_SIZE(cf_tests); i++)
+		if (!strcmp(cf_tests[i].suite, suite) &&
+		    !strcmp(cf_tests[i].name, test))
+			return cf_tests[i].rule;
+	return NULL;
 }
 
 /* Tests excluded with -x SUITE/TEST, as fabtests' exclude lists do. */

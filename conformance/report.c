@@ -126,11 +126,15 @@ static void cf_xml_text(FILE *out, const char *s)
 	}
 }
 
-/* One line of TAP diagnostics: no newline may break the YAML block. */
+/* One line of TAP diagnostics, fit for a YAML double-quoted string: no
+ * newline may break the block, quotes and backslashes are escaped. */
 static void cf_tap_text(FILE *out, const char *s)
 {
-	for (; s && *s; s++)
+	for (; s && *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', out);
 		fputc(*s == '\n' || *s == '\r' ? ' ' : *s, out);
+	}
 }
 
 /* Each failed assertion of a test (or of its suite's set-up): before,
@@ -221,7 +225,9 @@ static void cf_tap_test(FILE *out, CU_pSuite suite, CU_pTest test,
 			fputs(" # TODO known deviation: ", out);
 			cf_tap_text(out, known);
 		}
-		fputs("\n  ---\n  failures:\n", out);
+		fputs("\n  ---\n  rule: \"", out);
+		cf_tap_text(out, cf_test_rule(suite->pName, test->pName));
+		fputs("\"\n  failures:\n", out);
 		cf_failures_print(out, suite, test, "    - at: ",
 				  "\n      message: \"", "\"\n");
 		fputs("  ...\n", out);
@@ -401,7 +407,10 @@ int cf_report_deviations(const char *path)
 				known ? "known: " : "NEW (not in the list)");
 			if (known)
 				cf_tap_text(out, known);
-			fputc('\n', out);
+			fputs("\n  the spec: ", out);
+			cf_tap_text(out, cf_test_rule(suite->pName,
+						      test->pName));
+			fputs("\n  the device:\n", out);
 			cf_failures_print(out, suite, test, "  - ", ": ",
 					  "\n");
 			n++;

@@ -21,8 +21,8 @@
 CF_TUNE_IMPL(none);
 
 #define CF_SUITE(suite, init, cleanup)
-#define CF_TEST(suite, test) CF_TEST_IMPL(suite, test);
-#define CF_PEER(suite, test, body, tune, ...)				\
+#define CF_TEST(suite, test, rule) CF_TEST_IMPL(suite, test);
+#define CF_PEER(suite, test, rule, body, tune, ...)				\
 	CF_BODY_IMPL(suite, body);					\
 	CF_TUNE_IMPL(tune);
 #include "test-list.h"
