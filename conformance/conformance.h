@@ -26,6 +26,7 @@ extern int cf_port;
 extern int cf_gid_index;
 extern const char *cf_peer_netns; /* -n: the peer's network namespace */
 extern const char *cf_cm_addr;	/* -a: the device's IP address, or NULL */
+extern const char *cf_examples_dir; /* -X: the manual's example programs */
 
 /* Everything a test needs about the device under test. */
 struct cf_ctx {

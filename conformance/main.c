@@ -26,7 +26,7 @@ static void usage(FILE *out, const char *argv0)
 	fprintf(out,
 		"Usage: %s [-d DEVICE] [-i PORT] [-g GIDIDX] [-s SUITE] "
 		"[-x SUITE/TEST]... [-a ADDR] [-n NETNS] [-E FILE] [-C FILE]\n"
-		"       [-D FILE]"
+		"       [-D FILE] [-X DIR]"
 		" [-T FILE]"
 		" [-J FILE] [-l] [-h]\n"
 		"  -d DEVICE  device to test (default: the first one)\n"
@@ -35,7 +35,8 @@ static void usage(FILE *out, const char *argv0)
 		"  -s SUITE   run only the suites whose name contains SUITE\n"
 		"  -x S/T     leave test T of suite S out (printed as a SKIP)\n"
 		"  -a ADDR    the device's IP address, for the RDMA CM suite\n"
-		"             (cm; skipped without it)\n"
+		"             (cm, and the multicast example; skipped without\n"
+		"             it), where the RC example's client connects\n"
 		"  -n NETNS   run the peer process of the two-process suites in\n"
 		"             that network namespace (a file such as\n"
 		"             /var/run/netns/NAME): its peer is then another host\n"
@@ -46,6 +47,9 @@ static void usage(FILE *out, const char *argv0)
 		"             reason the -E list gives (or NEW), its failures\n"
 		"  -C FILE    write the device's capability matrix: its\n"
 		"             attributes and what the run found missing\n"
+		"  -X DIR     where the manual's example programs are\n"
+		"             (rc_example, mc_example; default: examples/\n"
+		"             beside this program)\n"
 		"  -T FILE    also write the verdicts as TAP (version 13)\n"
 		"  -J FILE    also write them as JUnit XML\n"
 		"  -l         list the suites and tests, run nothing\n"
@@ -104,7 +108,7 @@ int main(int argc, char **argv)
 	unsigned int failed;
 	int opt, list = 0, ret;
 
-	while ((opt = getopt(argc, argv, "d:i:g:s:x:a:n:E:C:D:T:J:lh")) != -1) {
+	while ((opt = getopt(argc, argv, "d:i:g:s:x:a:n:E:C:D:T:J:X:lh")) != -1) {
 		switch (opt) {
 		case 'd':
 			cf_dev_name = optarg;
@@ -143,6 +147,9 @@ int main(int argc, char **argv)
 			break;
 		case 'T':
 			tap = optarg;
+			break;
+		case 'X':
+			cf_examples_dir = optarg;
 			break;
 		case 'J':
 			junit = optarg;

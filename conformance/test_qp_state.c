@@ -775,8 +775,10 @@ static void psn_beyond_24_bits(struct held_qp *h, enum ibv_qp_state to,
 	CF_CHECK(ret || psn <= 0xffffff, "%s with %s accepted: the query "
 		 "returns PSN 0x%x, not a 24-bit value (IBA 9.2)", t, what,
 		 psn);
-	CF_CHOICE("a PSN of 2^24 or more is taken modulo 2^24, as the Linux "
-		  "providers do (queried back as 0x%x)", psn);
+	if (!ret && psn <= 0xffffff)
+		CF_CHOICE("a PSN of 2^24 or more is taken modulo 2^24, as "
+			  "the Linux providers do (queried back as 0x%x)",
+			  psn);
 }
 
 /* Invalid attribute values are refused with EINVAL, state unchanged. */
