@@ -23,8 +23,12 @@ grep -q "^1\.\.7$" "$dir/ud.tap" && pass "TAP plan: 7 tests" || fail "TAP plan: 
 grep -q "^not ok 7 - ud/loopback$" "$dir/ud.tap" && pass "TAP: ud/loopback not ok" || fail "TAP: no 'not ok' for ud/loopback"
 [ "$(grep -c '^ok [0-9]* - ud/.* # SKIP excluded by -x$' "$dir/ud.tap")" = 6 ] &&
 	pass "TAP: the 6 excluded tests as SKIP" || fail "TAP skips: $(grep -c SKIP "$dir/ud.tap")"
-grep -A3 "^not ok 7" "$dir/ud.tap" | grep -q "at: conformance/.*:[0-9]" &&
+grep -A4 "^not ok 7" "$dir/ud.tap" | grep -q "at: conformance/.*:[0-9]" &&
 	pass "TAP: the failed assertion's place" || fail "TAP: no place of the failure"
+grep -A2 "^not ok 7" "$dir/ud.tap" | grep -q '^  rule: "a UD QP reaches another QP .*(IBA' &&
+	pass "TAP: the failed test's rule, with its clause" || fail "TAP: no rule of the failed test"
+grep -A1 "^ud/loopback: NEW" "$dir/ud.dev" | grep -q "^  the spec: .*(IBA" &&
+	pass "deviation report: what the spec says" || fail "deviation report: no rule"
 
 # JUnit: well-formed, and its counts are CUnit's.
 python3 - "$dir/ud.xml" "$dir/ud.out" <<'PY' >"$dir/junit.txt" 2>&1
