@@ -22,7 +22,8 @@ mkdir -p "$out"
 
 # ibemu0, on its node's own address for the RDMA CM suites.
 IBEMU_NODE=rxe-compare-$$ "$top/ibemu" run -- "$top/ibemu-conformance" \
-	-d ibemu0 -a 127.0.0.1 -T "$out/ibemu.tap" -J "$out/ibemu.xml" \
+	-d ibemu0 -a 127.0.0.1 -E "$top/conformance/expect/ibemu.txt" \
+	-T "$out/ibemu.tap" -J "$out/ibemu.xml" \
 	-D "$out/ibemu.dev" -C "$out/ibemu.caps" >"$out/ibemu.txt" 2>&1
 echo "ibemu0: exit $?, $(grep -E '^ +tests ' "$out/ibemu.txt")"
 
