@@ -28,18 +28,13 @@
 
 #include "conformance.h"
 
-struct cf_choice {
-	char *suite, *test, *text;
-	struct cf_choice *next;
-};
-
-static struct cf_choice *cf_choices, **cf_choices_tail = &cf_choices;
+static struct cf_note *cf_choices, **cf_choices_tail = &cf_choices;
 
 void cf_choice_add(const char *text)
 {
 	CU_pSuite suite = CU_get_current_suite();
 	CU_pTest test = CU_get_current_test();
-	struct cf_choice *c;
+	struct cf_note *c;
 
 	/* A choice is said once a test, however often it was seen. */
 	for (c = cf_choices; c; c = c->next)
@@ -49,21 +44,8 @@ void cf_choice_add(const char *text)
 	printf("\nCHOICE: %s/%s: %s\n", suite ? suite->pName : "?",
 	       test ? test->pName : "?", text);
 	fflush(stdout);
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return;
-	c->suite = strdup(suite ? suite->pName : "?");
-	c->test = strdup(test ? test->pName : "?");
-	c->text = strdup(text);
-	if (!c->suite || !c->test || !c->text) {
-		free(c->suite);
-		free(c->test);
-		free(c->text);
-		free(c);
-		return;
-	}
-	*cf_choices_tail = c;
-	cf_choices_tail = &c->next;
+	cf_note_append(&cf_choices_tail, suite ? suite->pName : "?",
+		       test ? test->pName : "?", text);
 }
 
 void cf_choice(const char *fmt, ...)
@@ -80,7 +62,7 @@ void cf_choice(const char *fmt, ...)
 void cf_choices_print(FILE *out, const char *suite, const char *test,
 		      const char *before, const char *after)
 {
-	const struct cf_choice *c;
+	const struct cf_note *c;
 
 	for (c = cf_choices; c; c = c->next) {
 		if (suite && (strcmp(c->suite, suite) || strcmp(c->test, test)))
@@ -96,7 +78,7 @@ void cf_choices_print(FILE *out, const char *suite, const char *test,
 
 bool cf_choices_of(const char *suite, const char *test)
 {
-	const struct cf_choice *c;
+	const struct cf_note *c;
 
 	for (c = cf_choices; c; c = c->next)
 		if (!strcmp(c->suite, suite) && !strcmp(c->test, test))

@@ -143,6 +143,16 @@ long cf_bytes_check(const void *buf, size_t len, uint8_t c);
 extern unsigned int cf_skip_count;
 void cf_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A line said of a test (a skip's reason, a device choice), in a list. */
+struct cf_note {
+	char *suite, *test, *text;
+	struct cf_note *next;
+};
+/* Append a copy of suite/test/text at the list's tail *tail_p (report.c);
+ * NULL when out of memory. */
+struct cf_note *cf_note_append(struct cf_note ***tail_p, const char *suite,
+			       const char *test, const char *text);
+
 /* report.c: TAP and JUnit XML files of the run, for CI systems. */
 void cf_report_skip(const char *suite, const char *test, const char *why);
 int cf_report_tap(const char *path);

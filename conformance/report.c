@@ -21,52 +21,54 @@
 
 #include "conformance.h"
 
-/* A skipped test: suite/test names and the reason. */
-struct cf_skipped {
-	char *suite, *test, *why;
-	struct cf_skipped *next;
-};
+struct cf_note *cf_note_append(struct cf_note ***tail_p, const char *suite,
+			       const char *test, const char *text)
+{
+	struct cf_note *n = calloc(1, sizeof(*n));
 
-static struct cf_skipped *cf_skips, **cf_skips_tail = &cf_skips;
+	if (!n)
+		return NULL;
+	n->suite = strdup(suite);
+	n->test = strdup(test);
+	n->text = strdup(text);
+	if (!n->suite || !n->test || !n->text) {
+		free(n->suite);
+		free(n->test);
+		free(n->text);
+		free(n);
+		return NULL;
+	}
+	**tail_p = n;
+	*tail_p = &n->next;
+	return n;
+}
+
+/* The skipped tests, each with its reason. */
+static struct cf_note *cf_skips, **cf_skips_tail = &cf_skips;
 
 void cf_report_skip(const char *suite, const char *test, const char *why)
 {
-	struct cf_skipped *s = calloc(1, sizeof(*s));
-
-	if (!s)
-		return;
-	s->suite = strdup(suite);
-	s->test = strdup(test);
-	s->why = strdup(why);
-	if (!s->suite || !s->test || !s->why) {
-		free(s->suite);
-		free(s->test);
-		free(s->why);
-		free(s);
-		return;
-	}
-	*cf_skips_tail = s;
-	cf_skips_tail = &s->next;
+	cf_note_append(&cf_skips_tail, suite, test, why);
 }
 
 void cf_report_skips_by_reason(FILE *out)
 {
-	const struct cf_skipped *s, *t;
+	const struct cf_note *s, *t;
 	unsigned int n;
 	bool first;
 
 	for (s = cf_skips; s; s = s->next) {
 		/* Each reason once, at its first skip. */
-		for (t = cf_skips; t != s && strcmp(t->why, s->why);
+		for (t = cf_skips; t != s && strcmp(t->text, s->text);
 		     t = t->next)
 			;
 		if (t != s)
 			continue;
 		for (n = 0, t = s; t; t = t->next)
-			n += !strcmp(t->why, s->why);
-		fprintf(out, "skipped: %u: %s:", n, s->why);
+			n += !strcmp(t->text, s->text);
+		fprintf(out, "skipped: %u: %s:", n, s->text);
 		for (first = true, t = s; t; t = t->next)
-			if (!strcmp(t->why, s->why)) {
+			if (!strcmp(t->text, s->text)) {
 				fprintf(out, "%s %s/%s", first ? "" : ",",
 					t->suite, t->test);
 				first = false;
@@ -77,11 +79,11 @@ void cf_report_skips_by_reason(FILE *out)
 
 static const char *cf_skip_reason(const char *suite, const char *test)
 {
-	const struct cf_skipped *s;
+	const struct cf_note *s;
 
 	for (s = cf_skips; s; s = s->next)
 		if (!strcmp(s->suite, suite) && !strcmp(s->test, test))
-			return s->why;
+			return s->text;
 	return NULL;
 }
 
