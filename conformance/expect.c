@@ -55,6 +55,13 @@ static int cf_expect_line(const char *path, unsigned int lineno, char *line)
 			path, lineno, name);
 		return -1;
 	}
+	*slash = '\0';
+	if (!cf_test_rule(name, slash + 1)) {
+		fprintf(stderr, "%s:%u: %s/%s is no test of the suite\n", path,
+			lineno, name, slash + 1);
+		return -1;
+	}
+	*slash = '/';
 	if (cf_expect_reason(name)) {
 		fprintf(stderr, "%s:%u: %s is listed twice\n", path, lineno,
 			name);

@@ -237,10 +237,13 @@ CF_TEST_IMPL(cq, create_cq_ex)
 	a.comp_mask = 1u << 30;
 	errno = 0;
 	cq = ibv_create_cq_ex(cf.ctx, &a);
-	CF_CHECK(!cq && (errno == EINVAL || errno == EOPNOTSUPP),
-		 "ibv_create_cq_ex(unknown comp_mask): expected NULL with "
-		 "EINVAL/EOPNOTSUPP, got %s/%s", cq ? "CQ" : "NULL",
-		 cf_errname(errno));
+	/* ibv_create_cq_ex(3) promises NULL, no errno: the errno is the
+	 * device's (rxe's provider sets none). */
+	CF_CHECK(!cq, "ibv_create_cq_ex(unknown comp_mask): expected NULL, "
+		 "got a CQ");
+	if (!cq && errno != EINVAL && errno != EOPNOTSUPP)
+		CF_CHOICE("an unknown comp_mask is refused with errno %s",
+			  cf_errname(errno));
 	if (cq)
 		ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
 }

@@ -100,6 +100,17 @@ timeout 60 "$IBEMU" run -- "$conf" -d ibemu0 -s pd -E "$dir/bad" >"$dir/bad.out"
 rc=$?
 [ "$rc" = 99 ] && grep -q "bad:1: expected" "$dir/bad.out" &&
 	pass "a list line without a reason: exit 99, file:line" || fail "bad list: exit $rc"
+printf '# a typo must not hide a deviation\nud/loopbak every packet dropped\n' >"$dir/typo"
+timeout 60 "$IBEMU" run -- "$conf" -d ibemu0 -s pd -E "$dir/typo" >"$dir/typo.out" 2>&1
+rc=$?
+[ "$rc" = 99 ] && grep -q "typo:2: ud/loopbak is no test of the suite" "$dir/typo.out" &&
+	pass "a list naming no test: exit 99, file:line" || fail "typo list: exit $rc"
+# The lists kept in the tree name tests that exist.
+for f in "$(dirname "$0")"/../conformance/expect/*.txt; do
+	"$conf" -E "$f" -l >/dev/null 2>"$dir/list.err" &&
+		pass "$(basename "$f"): every line a test and a reason" ||
+		fail "$(basename "$f"): $(cat "$dir/list.err")"
+done
 
 # Tests that pass: plain ok lines, testcases with nothing inside.
 timeout 120 "$IBEMU" run -- "$conf" -d ibemu0 -s pd -T "$dir/pd.tap" \
