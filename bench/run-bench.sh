@@ -14,7 +14,8 @@
 # BENCH_BW_SIZES ("8 4096 65536 1048576"), BENCH_OUT (keep every raw output
 # in this directory), BENCH_PORT (first TCP port, default 30000 + PID % 1000),
 # BENCH_NETNS (0: no section across network namespaces), BENCH_ONLY_NETNS
-# (1: only that section).
+# (1: only that section), BENCH_UCX (0: no section beside UCX,
+# bench/versus-ucx.sh).
 #
 # Limits, per row: send/write latency >= one-way hand-off + one copy of the
 # message; read latency >= a round trip + one copy; atomic latency >= a
@@ -255,6 +256,14 @@ echo "idle process, two connected RC QPs: $(IBEMU_NODE=bench-idle-$$ "$IBEMU" ru
 echo
 echo "ratio = ibemu / machine limit: above 1 for a latency is that many times the"
 echo "limit; below 1 for a bandwidth is that fraction of it.  Medians of $runs runs."
+
+# Beside the best peer on one node, UCX over shared memory (BENCH_UCX=0:
+# not run).
+if [ "${BENCH_UCX:-1}" != 0 ]; then
+	echo
+	IBEMU_BUILDDIR=$IBEMU_BUILDDIR BENCH_PORT=$((port + 100)) \
+		bash "$here/versus-ucx.sh"
+fi
 
 if [ "${BENCH_NETNS:-1}" != 0 ]; then
 	echo
