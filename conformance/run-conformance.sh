@@ -29,9 +29,14 @@ out=$(mktemp)
 # The RDMA CM suite on the node's loopback address (ibemu(7)).
 # ibemu's known deviations: none (doc/conformance.md), so every failure
 # fails the run; the list is given to keep it honest (LISTED BUT PASSED).
-expect=${srcdir:-$(dirname "$0")/..}/conformance/expect/ibemu.txt
+expect=${IBEMU_SRCDIR:-$(dirname "$0")/..}/conformance/expect/ibemu.txt
+# The reports for CI systems, beside this script's log in the build tree:
+# conformance/ibemu0.tap, .xml (JUnit), .caps (capability matrix) and
+# .dev (deviation report).
+rep=$builddir/conformance/ibemu0
 LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}" "$prog" -d ibemu0 -a 127.0.0.1 \
-	-E "$expect" "$@" >"$out" 2>&1
+	-E "$expect" -T "$rep.tap" -J "$rep.xml" -C "$rep.caps" -D "$rep.dev" \
+	"$@" >"$out" 2>&1
 rc=$?
 cat "$out"
 if [ "$rc" = 0 ] && grep -Eq "^SKIP: ($must_run)" "$out"; then
