@@ -108,19 +108,23 @@ ucx()
 	printf '%s\n' "${vals[@]}" | median
 }
 
+# A figure with its unit, or the word that says why there is none.
+value() { case $1 in failed | - | "") echo "${1:--}" ;; *) printf '%.4g %s' "$1" "$2" ;; esac; }
+
 row() # FIGURE IBEMU UCX UNIT GOAL
 {
 	local ratio=-
-	if [ "$2" != failed ] && [ "$3" != failed ] && [ "$2" != - ] && [ "$3" != - ]; then
-		ratio=$(awk -v a="$2" -v b="$3" 'BEGIN { printf "%.3g", a / b }')
-	fi
-	printf '%-42s %12s %12s %8s %8s\n' "$1" "$(printf '%.4g' "$2" 2>/dev/null || echo "$2") $4" \
-		"$(printf '%.4g' "$3" 2>/dev/null || echo "$3") $4" "$ratio" "$5"
+	case "$2$3" in
+	*failed* | *-*) ;;
+	*) ratio=$(awk -v a="$2" -v b="$3" 'BEGIN { printf "%.3g", a / b }') ;;
+	esac
+	printf '%-54s %12s %12s %8s %7s\n' "$1" "$(value "$2" "$4")" \
+		"$(value "$3" "$4")" "$ratio" "$5"
 }
 
-echo "ibemu beside UCX over shared memory ($(ucx_info -v 2>/dev/null | sed -n 's/.*version=\([0-9.]*\).*/\1/p' | head -1)," \
+echo "ibemu beside UCX over shared memory ($(ucx_info -v 2>/dev/null | sed -n 's/^# Version /UCX /p' | head -1)," \
 	"UCX_TLS=sm,self), server on CPU $cpu_s, client on CPU $cpu_c, median of $runs runs"
-printf '%-42s %12s %12s %8s %8s\n' figure ibemu "UCX shm" ratio goal
+printf '%-54s %12s %12s %8s %7s\n' figure ibemu "UCX shm" ratio goal
 row "8 B send latency (ib_send_lat / tag_lat)" \
 	"$(ibemu lat ib_send_lat 8 20000)" "$(ucx lat tag_lat 8 100000)" us "<= 1.0"
 row "8 B RDMA write latency (ib_write_lat / ucp_put_lat)" \
@@ -133,8 +137,8 @@ row "64 B RDMA write rate (ib_write_bw / ucp_put_bw)" \
 	"$(ibemu rate ib_write_bw 64 200000)" "$(ucx rate ucp_put_bw 64 1000000)" Mpps ">= 0.5"
 row "1 MiB RDMA write bandwidth (ib_write_bw / ucp_put_bw)" \
 	"$(ibemu bw ib_write_bw 1048576 2000)" "$(ucx bw ucp_put_bw 1048576 5000)" GB/s ">= 1.0"
-row "1 MiB RDMA read bandwidth (ib_read_bw / ucp_get_bw)" \
-	"$(ibemu bw ib_read_bw 1048576 2000)" "$(ucx bw ucp_get_bw 1048576 5000)" GB/s ">= 1.0"
+row "1 MiB RDMA read bandwidth (ib_read_bw / ucp_get)" \
+	"$(ibemu bw ib_read_bw 1048576 2000)" "$(ucx bw ucp_get 1048576 5000)" GB/s ">= 1.0"
 row "1 MiB send bandwidth (ib_send_bw / tag_bw)" \
 	"$(ibemu bw ib_send_bw 1048576 2000)" "$(ucx bw tag_bw 1048576 5000)" GB/s ">= 1.0"
 echo "ratio = ibemu / UCX: below 1 for a latency is faster than UCX, above 1 for a rate or a bandwidth."
