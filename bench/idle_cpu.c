@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * How much CPU an idle process with connected QPs burns: two RC QPs of
- * this process connected to each other (loopback), one message exchanged
- * so the engine has run, a receive posted, then nothing for SECONDS while
+ * How much CPU an idle process with connected QPs burns, and what a QP
+ * costs in memory: PAIRS pairs of RC QPs of this process connected to
+ * each other (loopback, default 1), one message exchanged on each pair so
+ * the engine has run, a receive posted, then nothing for SECONDS while
  * the progress thread is left alone.  Prints the process's CPU time over
- * that window (user + system, all threads).
+ * that window (user + system, all threads) and the growth of its resident
+ * memory per QP.
+ *
+ *   idle_cpu [SECONDS [PAIRS]]
  */
 #include <endian.h>
 #include <stdio.h>
@@ -58,25 +62,70 @@ static int connect_qp(struct ibv_qp *qp, uint32_t dqpn, uint16_t lid)
 					     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
+/* Resident memory of this process, in KiB (/proc/self/statm). */
+static long rss_kib(void)
+{
+	long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%ld %ld", &size, &resident) != 2)
+			resident = 0;
+		fclose(f);
+	}
+	return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* One message over a connected pair, and a receive left posted. */
+static int pair_exchange(struct ibv_qp *a, struct ibv_qp *b,
+			 struct ibv_cq *cq, struct ibv_mr *mr)
+{
+	struct ibv_recv_wr rwr = { 0 }, *bad_r;
+	struct ibv_send_wr swr = { 0 }, *bad_s;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)mr->addr, .length = 8, .lkey = mr->lkey,
+	};
+	struct ibv_wc wc;
+	int n;
+
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	swr.sg_list = &sge;
+	swr.num_sge = 1;
+	swr.opcode = IBV_WR_SEND;
+	swr.send_flags = IBV_SEND_SIGNALED;
+	if (ibv_post_recv(b, &rwr, &bad_r) || ibv_post_send(a, &swr, &bad_s))
+		return -1;
+	for (n = 0; n < 2;) {
+		int got = ibv_poll_cq(cq, 1, &wc);
+
+		if (got < 0 || (got && wc.status != IBV_WC_SUCCESS))
+			return -1;
+		n += got;
+	}
+	return ibv_post_recv(b, &rwr, &bad_r);
+}
+
 int main(int argc, char **argv)
 {
-	int seconds = argc > 1 ? atoi(argv[1]) : 3, n;
+	int seconds = argc > 1 ? atoi(argv[1]) : 3;
+	int pairs = argc > 2 ? atoi(argv[2]) : 1, i, made = 0;
 	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_qp_init_attr ia = { 0 };
 	struct ibv_port_attr pa;
 	struct ibv_context *ctx;
-	struct ibv_qp *a, *b;
-	struct ibv_sge sge;
-	struct ibv_recv_wr rwr = { 0 }, *bad_r;
-	struct ibv_send_wr swr = { 0 }, *bad_s;
-	struct ibv_wc wc;
+	struct ibv_qp **qps;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
 	static char buf[64];
+	long rss0;
 	double t0;
 
-	if (!list || !list[0] || !(ctx = ibv_open_device(list[0])) ||
+	if (pairs < 1 || seconds < 0)
+		return 1;
+	qps = calloc(2 * (size_t)pairs, sizeof(*qps));
+	if (!qps || !list || !list[0] || !(ctx = ibv_open_device(list[0])) ||
 	    ibv_query_port(ctx, 1, &pa))
 		return 2;
 	pd = ibv_alloc_pd(ctx);
@@ -88,37 +137,40 @@ int main(int argc, char **argv)
 	ia.qp_type = IBV_QPT_RC;
 	ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
 	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-	a = ibv_create_qp(pd, &ia);
-	b = ibv_create_qp(pd, &ia);
-	if (!a || !b || connect_qp(a, b->qp_num, pa.lid) ||
-	    connect_qp(b, a->qp_num, pa.lid))
+	rss0 = rss_kib();
+	for (i = 0; i < pairs; i++, made += 2) {
+		struct ibv_qp *a = ibv_create_qp(pd, &ia);
+		struct ibv_qp *b = a ? ibv_create_qp(pd, &ia) : NULL;
+
+		qps[made] = a;
+		qps[made + 1] = b;
+		if (!a || !b) {
+			fprintf(stderr, "idle_cpu: QP %d: %m\n", made + !!a);
+			break;
+		}
+		if (connect_qp(a, b->qp_num, pa.lid) ||
+		    connect_qp(b, a->qp_num, pa.lid) ||
+		    pair_exchange(a, b, cq, mr))
+			return 4;
+	}
+	if (made == 0)
 		return 4;
-	sge.addr = (uintptr_t)buf;
-	sge.length = 8;
-	sge.lkey = mr->lkey;
-	rwr.sg_list = &sge;
-	rwr.num_sge = 1;
-	swr.sg_list = &sge;
-	swr.num_sge = 1;
-	swr.opcode = IBV_WR_SEND;
-	swr.send_flags = IBV_SEND_SIGNALED;
-	if (ibv_post_recv(b, &rwr, &bad_r) || ibv_post_send(a, &swr, &bad_s))
-		return 5;
-	for (n = 0; n < 2;)
-		n += ibv_poll_cq(cq, 1, &wc) > 0;
-	if (ibv_post_recv(b, &rwr, &bad_r))
-		return 6;
+	printf("%d connected QPs, resident memory +%ld KiB, %.1f KiB per QP; ",
+	       made, rss_kib() - rss0, (double)(rss_kib() - rss0) / made);
+	fflush(stdout);
 	sleep(1); /* let the thread settle after the application's polls */
 	t0 = cpu_s();
 	sleep((unsigned int)seconds);
 	printf("%.1f ms CPU in %d s idle (%.3f%%)\n", (cpu_s() - t0) * 1e3,
 	       seconds, (cpu_s() - t0) * 100.0 / seconds);
-	ibv_destroy_qp(a);
-	ibv_destroy_qp(b);
+	for (i = 0; i < 2 * pairs; i++)
+		if (qps[i])
+			ibv_destroy_qp(qps[i]);
+	free(qps);
 	ibv_dereg_mr(mr);
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 	ibv_free_device_list(list);
-	return 0;
+	return made == 2 * pairs ? 0 : 5;
 }

@@ -251,8 +251,13 @@ for size in $bw_sizes; do
 	done
 done
 echo
-# An idle process with connected QPs: the progress thread must sleep.
-echo "idle process, two connected RC QPs: $(IBEMU_NODE=bench-idle-$$ "$IBEMU" run -- "$IBEMU_BUILDDIR/bench/idle_cpu" 3 2>&1)"
+# An idle process with connected QPs: the progress thread must sleep,
+# however many QPs; and what a QP costs, up to the 64k QPs of a process.
+for pairs in 1 500 32768; do
+	echo "idle process: $(IBEMU_NODE=bench-idle-$$ timeout 600 "$IBEMU" run -- \
+		"$IBEMU_BUILDDIR/bench/idle_cpu" 3 "$pairs" 2>&1 | tail -n 1)"
+	rm -f "$shmdir"/v*-bench-idle-$$*
+done
 echo
 echo "ratio = ibemu / machine limit: above 1 for a latency is that many times the"
 echo "limit; below 1 for a bandwidth is that fraction of it.  Medians of $runs runs."
