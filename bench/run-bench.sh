@@ -51,22 +51,10 @@ done
 command -v ib_send_lat >/dev/null ||
 	{ echo "run-bench: perftest is not installed (apt-get install perftest)" >&2; exit 2; }
 
-# A node of our own, removed at the end.
-IBEMU_NODE=bench-$$
-export IBEMU_NODE
-dir=$(mktemp -d)
-# Every node of this run is named bench-$$ or bench-idle-$$: remove them all.
-shmdir=${IBEMU_SHM_DIR:-/dev/shm}/ibemu-$(id -u)
-trap 'sc_cleanup; rm -rf "$dir"; rm -f "$shmdir"/v*-"$IBEMU_NODE"* "$shmdir"/v*-bench-idle-$$*' EXIT
-trap 'exit 130' INT TERM
-[ -n "${BENCH_OUT:-}" ] && mkdir -p "$BENCH_OUT"
-
-median()
-{
-	sort -g | awk '{ a[NR] = $1 }
-		END { if (!NR) print "-"; else if (NR % 2) print a[(NR + 1) / 2];
-		      else printf "%.4g\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
+# A node of our own, removed at the end (every node of this run is named
+# bench-$$ or bench-idle-$$).
+. "$here/bench-lib.sh"
+bench_setup bench
 
 # Across nodes: two network namespaces joined by veth pairs and a bridge,
 # each with its own /dev/shm (tests/netns-lib.sh; needs root, skipped

@@ -25,42 +25,26 @@ for c in ucx_perftest ib_send_lat taskset; do
 	command -v "$c" >/dev/null ||
 		{ echo "versus-ucx: $c is not installed (ucx-utils, perftest, util-linux)" >&2; exit 2; }
 done
-IBEMU_NODE=bench-ucx-$$
-export IBEMU_NODE
-dir=$(mktemp -d)
-shmdir=${IBEMU_SHM_DIR:-/dev/shm}/ibemu-$(id -u)
-trap 'sc_cleanup; rm -rf "$dir"; rm -f "$shmdir"/v*-"$IBEMU_NODE"*' EXIT
-trap 'exit 130' INT TERM
-[ -n "${BENCH_OUT:-}" ] && mkdir -p "$BENCH_OUT"
-
-median()
-{
-	sort -g | awk '{ a[NR] = $1 }
-		END { if (!NR) print "-"; else if (NR % 2) print a[(NR + 1) / 2];
-		      else printf "%.4g\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
+. "$here/bench-lib.sh"
+bench_setup bench-ucx
+# Each side pinned to its CPU (tests/serverclient.sh's command prefixes).
+SC_SERVER_IN=(taskset -c "$cpu_s")
+SC_CLIENT_IN=(taskset -c "$cpu_c")
 
 # pair NAME SERVER... ::: CLIENT...: one run, pinned, each '$PORT' given
 # the run's TCP port; the client's output in $dir/client.out; false
 # (said) when either side failed.
 pair()
 {
-	local name=$1 a seen=0
-	local -a srv=() cli=()
+	local name=$1 a
+	local -a args=()
 	shift
 	port=$(sc_pick_port $((port + 1)))
 	for a in "$@"; do
 		[ "$a" = '$PORT' ] && a=$port
-		if [ $seen = 0 ] && [ "$a" = ":::" ]; then
-			seen=1
-		elif [ $seen = 0 ]; then
-			srv+=("$a")
-		else
-			cli+=("$a")
-		fi
+		args+=("$a")
 	done
-	if ! sc_pair "$dir" "$secs" "$port" taskset -c "$cpu_s" "${srv[@]}" ::: \
-		taskset -c "$cpu_c" "${cli[@]}"; then
+	if ! sc_pair "$dir" "$secs" "$port" "${args[@]}"; then
 		echo "versus-ucx: $name: server exited $SC_SERVER_RC, client $SC_CLIENT_RC" >&2
 		tail -n 3 "$dir/client.out" | sed 's/^/    client: /' >&2
 		return 1
