@@ -165,15 +165,17 @@ static bool cf_gid_is_v4(const uint8_t *gid)
 bool cf_grh_names(const uint8_t *grh, const uint8_t *sgid,
 		  const uint8_t *dgid)
 {
+	/* IBA 8.3: the GRH itself, SGID at byte 8, DGID at byte 24 (IB,
+	 * RoCE v1, RoCE v2 over IPv6). */
+	if ((!sgid || !memcmp(grh + 8, sgid, 16)) &&
+	    !memcmp(grh + 24, dgid, 16))
+		return true;
 	/* RoCE v2 over IPv4 (IBA Annex A17.4.5.1, and the layout rdma-core's
 	 * ibv_init_ah_from_wc reads): bytes 20..39 of the area hold the
 	 * packet's IPv4 header, source at 32, destination at 36. */
-	if ((grh[20] >> 4) == 4 && cf_gid_is_v4(dgid))
-		return (!sgid || !memcmp(grh + 32, sgid + 12, 4)) &&
-		       !memcmp(grh + 36, dgid + 12, 4);
-	/* IBA 8.3: the GRH itself, SGID at byte 8, DGID at byte 24. */
-	return (!sgid || !memcmp(grh + 8, sgid, 16)) &&
-	       !memcmp(grh + 24, dgid, 16);
+	return (grh[20] >> 4) == 4 && cf_gid_is_v4(dgid) &&
+	       (!sgid || !memcmp(grh + 32, sgid + 12, 4)) &&
+	       !memcmp(grh + 36, dgid + 12, 4);
 }
 
 int cf_open(struct cf_ctx *c)

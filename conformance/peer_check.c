@@ -84,10 +84,14 @@ void cf_ep_choice(struct cf_ep *ep, const char *fmt, ...)
 	for (char *c = msg; *c; c++)
 		if (*c == '\t' || *c == '\n')
 			*c = ' ';
-	if (ep->side == CF_PARENT)
+	if (ep->side == CF_PARENT) {
 		cf_choice_add(msg);
-	else
-		cf_report_append(ep, "choice\t[child] %s\n", msg);
+		return;
+	}
+	/* Said once: a choice seen in a loop leaves room for failures. */
+	if (ep->report && strstr(ep->report, msg))
+		return;
+	cf_report_append(ep, "choice\t[child] %s\n", msg);
 }
 
 void cf_ep_skip(struct cf_ep *ep, const char *fmt, ...)

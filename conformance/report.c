@@ -128,22 +128,30 @@ static void cf_xml_text(FILE *out, const char *s)
 	}
 }
 
-/* One line of TAP diagnostics, fit for a YAML double-quoted string: no
- * newline may break the block, quotes and backslashes are escaped. */
+/* One line of TAP diagnostics: no newline may break the block. */
 static void cf_tap_text(FILE *out, const char *s)
+{
+	for (; s && *s; s++)
+		fputc(*s == '\n' || *s == '\r' ? ' ' : *s, out);
+}
+
+/* The same inside a YAML double-quoted string: quotes and backslashes
+ * escaped, other control characters as spaces. */
+static void cf_yaml_text(FILE *out, const char *s)
 {
 	for (; s && *s; s++) {
 		if (*s == '"' || *s == '\\')
 			fputc('\\', out);
-		fputc(*s == '\n' || *s == '\r' ? ' ' : *s, out);
+		fputc((unsigned char)*s < 0x20 ? ' ' : *s, out);
 	}
 }
 
 /* Each failed assertion of a test (or of its suite's set-up): before,
- * file:line, between, the message on one line, after. */
+ * file:line, between, the message on one line (text writes it), after. */
 static void cf_failures_print(FILE *out, CU_pSuite suite, CU_pTest test,
 			      const char *before, const char *between,
-			      const char *after)
+			      const char *after,
+			      void (*text)(FILE *, const char *))
 {
 	CU_pFailureRecord f;
 
@@ -153,7 +161,7 @@ static void cf_failures_print(FILE *out, CU_pSuite suite, CU_pTest test,
 		fprintf(out, "%s%s:%u%s", before,
 			f->strFileName ? f->strFileName : "?", f->uiLineNumber,
 			between);
-		cf_tap_text(out, f->strCondition);
+		text(out, f->strCondition);
 		fputs(after, out);
 	}
 }
@@ -228,10 +236,10 @@ static void cf_tap_test(FILE *out, CU_pSuite suite, CU_pTest test,
 			cf_tap_text(out, known);
 		}
 		fputs("\n  ---\n  rule: \"", out);
-		cf_tap_text(out, cf_test_rule(suite->pName, test->pName));
+		cf_yaml_text(out, cf_test_rule(suite->pName, test->pName));
 		fputs("\"\n  failures:\n", out);
 		cf_failures_print(out, suite, test, "    - at: ",
-				  "\n      message: \"", "\"\n");
+				  "\n      message: \"", "\"\n", cf_yaml_text);
 		fputs("  ...\n", out);
 	} else if (why) {
 		fprintf(out, "ok %u - %s/%s # SKIP ", n, suite->pName,
@@ -414,7 +422,7 @@ int cf_report_deviations(const char *path)
 						      test->pName));
 			fputs("\n  the device:\n", out);
 			cf_failures_print(out, suite, test, "  - ", ": ",
-					  "\n");
+					  "\n", cf_tap_text);
 			n++;
 		}
 	fprintf(out, "# %u deviation(s)\n", n);

@@ -145,12 +145,13 @@ CF_BODY_IMPL(rc_errors, loc_qp_op)
 				  ibv_wc_status_str(wc.status));
 			cf_ep_check_state(ep, ep->qp, IBV_QPS_ERR,
 					  "after the READ's error");
-		} else {
+		} else if (EP_CHECK(ep, got == 0, "ibv_poll_cq failed")) {
+			int ret = cf_rc(ibv_modify_qp(ep->qp, &attr,
+						      IBV_QP_STATE));
+
 			EP_CHOICE(ep, "an RDMA READ with max_rd_atomic 0 "
 				  "waits, never issued");
-			EP_CHECK(ep, !ibv_modify_qp(ep->qp, &attr,
-						    IBV_QP_STATE),
-				 "RTS->ERR: %s", strerror(errno));
+			EP_CHECK(ep, !ret, "RTS->ERR: %s", cf_errname(ret));
 			got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
 			cf_ep_expect_wc(ep, &wc, got, 1, IBV_WC_WR_FLUSH_ERR,
 					-1, "the waiting READ, QP in ERR");

@@ -216,8 +216,8 @@ int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 		return ret;
 	/* The IOVA keeps the address's offset within its page: the Linux
 	 * core maps a region page by page and refuses any other IOVA for
-	 * every device (ib_uverbs_reg_mr); ibemu follows it (doc/design.md,
-	 * "Where ibemu follows the Linux stack"). */
+	 * every device (ib_uverbs_reg_mr); ibemu follows it (doc/conformance.md,
+	 * "What ibemu does where the Linux stack and the spec differ"). */
 	if (((uintptr_t)addr ^ iova) & ((uint64_t)sysconf(_SC_PAGESIZE) - 1)) {
 		ibemu_log_dbg("reg_mr: iova 0x%llx and address %p differ in "
 			      "their page offset",

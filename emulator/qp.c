@@ -376,8 +376,8 @@ static int qp_check_values(const struct ibv_qp_attr *a, int mask,
 		return EINVAL;
 	}
 	/* A PSN of 2^24 or more is not refused: it is taken modulo 2^24
-	 * (qp_apply), as every kernel provider does (doc/design.md,
-	 * "Where ibemu follows the Linux stack"). */
+	 * (qp_apply), as every kernel provider does (doc/conformance.md,
+	 * "What ibemu does where the Linux stack and the spec differ"). */
 	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
 	    a->max_rd_atomic > IBEMU_MAX_QP_RD_ATOM) {
 		*why_p = "max_rd_atomic";

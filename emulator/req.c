@@ -337,8 +337,8 @@ static enum req_step req_send_ud(struct emu_qp *qp, struct wqe *w)
 		return REQ_LOCAL_ERROR;
 	/* IBA C10-93.1.1: a UD message longer than the port's MTU emits no
 	 * packet, and the CI generates no error for it: it completes
-	 * successfully, as rxe does (doc/design.md, "Where ibemu follows
-	 * the Linux stack"). */
+	 * successfully, as rxe does (doc/conformance.md, "What ibemu does
+	 * where the Linux stack and the spec differ"). */
 	if (w->length > qp->mtu)
 		return REQ_COMPLETE;
 	/* A multicast LID with DestQP 0xFFFFFF is a group; either without
