@@ -313,6 +313,9 @@ struct emu_qp {
 	struct emu_qp *pass_next; /* the pending pass's own walk */
 	struct emu_qp *ack_next; /* engine's ACK list */
 	struct emu_qp *all_next; /* every QP of the engine (engine.lock) */
+	/* the link that points at this QP in that list, so that a QP leaves
+	 * it in constant time (engine.lock; NULL when not on it) */
+	struct emu_qp **all_pprev;
 	bool ack_queued;
 	atomic_bool on_pending; /* read unlocked by comp_arm_timer_locked */
 };

@@ -156,7 +156,10 @@ void engine_qp_add(struct engine *e, struct emu_qp *qp)
 	pthread_mutex_lock(&e->lock);
 	e->qps[qp->qpn - IBEMU_QPN_FIRST] = qp;
 	qp->all_next = e->all_qps;
+	if (qp->all_next)
+		qp->all_next->all_pprev = &qp->all_next;
 	e->all_qps = qp;
+	qp->all_pprev = &e->all_qps;
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -167,11 +170,11 @@ void engine_qp_remove(struct engine *e, struct emu_qp *qp)
 
 	pthread_mutex_lock(&e->lock);
 	e->qps[qp->qpn - IBEMU_QPN_FIRST] = NULL;
-	for (ap = &e->all_qps; *ap; ap = &(*ap)->all_next) {
-		if (*ap == qp) {
-			*ap = qp->all_next;
-			break;
-		}
+	if (qp->all_pprev) {
+		*qp->all_pprev = qp->all_next;
+		if (qp->all_next)
+			qp->all_next->all_pprev = qp->all_pprev;
+		qp->all_pprev = NULL;
 	}
 	for (ap = &e->ack_list; *ap; ap = &(*ap)->ack_next) {
 		if (*ap == qp) {
