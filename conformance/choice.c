@@ -75,13 +75,3 @@ void cf_choices_print(FILE *out, const char *suite, const char *test,
 		fputs(after, out);
 	}
 }
-
-bool cf_choices_of(const char *suite, const char *test)
-{
-	const struct cf_note *c;
-
-	for (c = cf_choices; c; c = c->next)
-		if (!strcmp(c->suite, suite) && !strcmp(c->test, test))
-			return true;
-	return false;
-}

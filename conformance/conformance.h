@@ -191,7 +191,6 @@ void cf_choice_add(const char *text);
  * test), each between before and after, on one line. */
 void cf_choices_print(FILE *out, const char *suite, const char *test,
 		      const char *before, const char *after);
-bool cf_choices_of(const char *suite, const char *test);
 
 /* An assertion whose failure message is formatted with the values seen. */
 void cf_check(int ok, unsigned int line, const char *file, const char *func,
