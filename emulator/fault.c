@@ -14,12 +14,16 @@
  *                    printed so that the run can be replayed)
  *   kill:POINT:N     SIGKILL this process at the Nth pass of POINT
  *                    (publish, write, atomic, ack, place)
+ *   stall:POINT:USEC sleep USEC microseconds at every pass of POINT (a
+ *                    thread preempted there: tests of the placement
+ *                    fence stall a placement between its checks and its
+ *                    copy)
  *
  * P is a probability from 0 to 1.  A packet gets at most one fault, tried
  * in the order drop, dup, reorder, delay.
  *
  * Lock rule: struct fault belongs to one engine and is used under its
- * engine.lock only; the kill counters are atomics of their own.
+ * engine.lock only; the point counters are atomics of their own.
  */
 #include "config.h"
 
@@ -76,6 +80,7 @@ struct fault_cfg {
 	uint64_t seed;
 	bool seed_set;
 	uint64_t kill_at[FAULT_NR_POINTS]; /* 0: not armed */
+	uint32_t stall_us[FAULT_NR_POINTS]; /* 0: not armed */
 };
 
 /* A packet copied out of the transport, in private memory. */
@@ -107,8 +112,9 @@ struct fault {
 	struct fault_stats st;
 };
 
-atomic_bool fault_kill_armed;
+atomic_bool fault_points_armed;
 static _Atomic uint64_t fault_kill_at[FAULT_NR_POINTS];
+static _Atomic uint32_t fault_stall_us[FAULT_NR_POINTS];
 static _Atomic uint64_t fault_kill_passes[FAULT_NR_POINTS];
 
 /* ---- decisions ---- */
@@ -341,12 +347,18 @@ void fault_get_stats(const struct engine *e, struct fault_stats *st)
 		memset(st, 0, sizeof(*st));
 }
 
-/* ---- kill points ---- */
+/* ---- kill and stall points ---- */
 
-void fault_kill_pass(enum fault_point point)
+void fault_point_pass(enum fault_point point)
 {
 	uint64_t at = atomic_load_explicit(&fault_kill_at[point],
 					   memory_order_relaxed);
+	uint32_t us = atomic_load_explicit(&fault_stall_us[point],
+					   memory_order_relaxed);
+	struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
+
+	if (us)
+		nanosleep(&ts, NULL);
 
 	if (at && atomic_fetch_add(&fault_kill_passes[point], 1) + 1 == at) {
 		ibemu_log_warn("IBEMU_FAULTS: kill:%s:%llu: killing process %d",
@@ -361,8 +373,9 @@ void fault_kill_pass(enum fault_point point)
 static int fault_bad(const char *item, const char *why)
 {
 	ibemu_log_err("IBEMU_FAULTS: bad item '%s': %s (expected drop:P, "
-		      "dup:P, reorder:P, delay:P[:USEC], seed=N or "
-		      "kill:POINT:N, comma-separated; P from 0 to 1)",
+		      "dup:P, reorder:P, delay:P[:USEC], seed=N, "
+		      "kill:POINT:N or stall:POINT:USEC, comma-separated; "
+		      "P from 0 to 1)",
 		      item, why);
 	return EINVAL;
 }
@@ -390,21 +403,26 @@ static bool fault_parse_prob(const char *s, double *p)
 	return !errno && !*end && *p >= 0 && *p <= 1;
 }
 
-static int fault_parse_kill(struct fault_cfg *cfg, const char *item,
-			    char *arg)
+/* kill:POINT:N (stall false) or stall:POINT:USEC. */
+static int fault_parse_point(struct fault_cfg *cfg, const char *item,
+			     char *arg, bool stall)
 {
 	char *count = strchr(arg, ':');
 	uint64_t n;
 	int i;
 
 	if (!count)
-		return fault_bad(item, "kill needs a point and a count");
+		return fault_bad(item, "a point and a number are needed");
 	*count++ = 0;
-	if (!fault_parse_u64(count, &n) || !n)
-		return fault_bad(item, "the count must be 1 or more");
+	if (!fault_parse_u64(count, &n) || !n || (stall && n > 1000000))
+		return fault_bad(item, stall ? "the stall is 1 to 1000000 us"
+					     : "the count must be 1 or more");
 	for (i = 0; i < FAULT_NR_POINTS; i++) {
 		if (!strcmp(arg, fault_point_name[i])) {
-			cfg->kill_at[i] = n;
+			if (stall)
+				cfg->stall_us[i] = (uint32_t)n;
+			else
+				cfg->kill_at[i] = n;
 			return 0;
 		}
 	}
@@ -430,8 +448,8 @@ static int fault_parse_item(struct fault_cfg *cfg, char *item)
 		cfg->seed_set = true;
 		return 0;
 	}
-	if (!strcmp(item, "kill"))
-		return fault_parse_kill(cfg, copy, arg);
+	if (!strcmp(item, "kill") || !strcmp(item, "stall"))
+		return fault_parse_point(cfg, copy, arg, *item == 's');
 	for (k = 0; k < FAULT_NR_KINDS; k++)
 		if (!strcmp(item, fault_kind_name[k]))
 			break;
@@ -468,7 +486,7 @@ static int fault_parse(const char *spec, struct fault_cfg *cfg)
 	return ret;
 }
 
-static void fault_arm_kills(const struct fault_cfg *cfg)
+static void fault_arm_points(const struct fault_cfg *cfg)
 {
 	bool any = false;
 	int i;
@@ -476,9 +494,10 @@ static void fault_arm_kills(const struct fault_cfg *cfg)
 	for (i = 0; i < FAULT_NR_POINTS; i++) {
 		atomic_store(&fault_kill_at[i], cfg->kill_at[i]);
 		atomic_store(&fault_kill_passes[i], 0);
-		any |= cfg->kill_at[i] != 0;
+		atomic_store(&fault_stall_us[i], cfg->stall_us[i]);
+		any |= cfg->kill_at[i] != 0 || cfg->stall_us[i] != 0;
 	}
-	atomic_store(&fault_kill_armed, any);
+	atomic_store(&fault_points_armed, any);
 }
 
 int fault_open(struct engine *e)
@@ -509,7 +528,7 @@ int fault_open(struct engine *e)
 		ret = ENOMEM;
 		goto err_free;
 	}
-	fault_arm_kills(&f->cfg);
+	fault_arm_points(&f->cfg);
 	ibemu_log_warn("IBEMU_FAULTS: injecting faults in process %d: drop %g "
 		       "dup %g reorder %g delay %g (%u us), seed=%llu",
 		       (int)getpid(), f->cfg.prob[FAULT_DROP],

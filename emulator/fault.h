@@ -52,7 +52,8 @@ void fault_flush(struct engine *e);
 uint64_t fault_next_due(const struct engine *e, uint64_t next);
 void fault_get_stats(const struct engine *e, struct fault_stats *st);
 
-/* Named points where kill:POINT:N raises SIGKILL at the Nth pass. */
+/* Named points where kill:POINT:N raises SIGKILL at the Nth pass and
+ * stall:POINT:USEC sleeps USEC microseconds at every pass. */
 enum fault_point {
 	FAULT_AT_PUBLISH, /* a packet claimed in a peer's inbox, not yet
 			     published (progress.c pkt_send) */
@@ -60,19 +61,19 @@ enum fault_point {
 			   responder goes on (resp.c) */
 	FAULT_AT_ATOMIC, /* an atomic executed, its ACK not yet sent */
 	FAULT_AT_ACK, /* an ACK about to be sent (resp.c) */
-	FAULT_AT_PLACE, /* a requester-placed RDMA announced, data not yet
-			   copied (cma.c) */
+	FAULT_AT_PLACE, /* a requester-placed RDMA announced and checked,
+			   data not yet copied (cma.c) */
 	FAULT_NR_POINTS
 };
 
-extern atomic_bool fault_kill_armed;
-void fault_kill_pass(enum fault_point point);
+extern atomic_bool fault_points_armed;
+void fault_point_pass(enum fault_point point);
 
 static inline void fault_point(enum fault_point point)
 {
-	if (__builtin_expect(atomic_load_explicit(&fault_kill_armed,
+	if (__builtin_expect(atomic_load_explicit(&fault_points_armed,
 						  memory_order_relaxed), 0))
-		fault_kill_pass(point);
+		fault_point_pass(point);
 }
 
 #endif /* IBEMU_FAULT_H */
