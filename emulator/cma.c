@@ -12,7 +12,9 @@
 #include "cma.h"
 #include "engine.h"
 #include "log.h"
+#include "mr_memfd.h"
 #include "pcap.h"
+#include "peer_map.h"
 #include "seqlock.h"
 
 /* Below this size a WRITE or READ in a stream goes as packets: one
@@ -133,6 +135,10 @@ static void cma_write_mr(struct engine *e, const struct emu_mr *mr,
 	SEQ_SET(p->addr, (uint64_t)(uintptr_t)mr->addr);
 	SEQ_SET(p->iova, mr->iova);
 	SEQ_SET(p->length, mr->length);
+	SEQ_SET(p->map_fd, mr->win.len ? mr_memfd_fd() : -1);
+	SEQ_SET(p->map_off, mr->win.off);
+	SEQ_SET(p->map_lo, mr->win.lo);
+	SEQ_SET(p->map_len, mr->win.len);
 	seq_write_end(&p->seq);
 	pthread_mutex_unlock(&e->hca->lock);
 }
@@ -167,28 +173,47 @@ bool cma_rkey_ok(const struct pub_mr_copy *m, uint32_t rkey, uint64_t va,
 	return true;
 }
 
+bool cma_window_ok(const struct pub_mr_copy *m, uint64_t addr, uint64_t len,
+		   uint64_t *at_p)
+{
+	uint64_t end;
+
+	if (!m->map_len || m->map_fd < 0 ||
+	    __builtin_add_overflow(m->map_lo, m->map_len, &end) ||
+	    __builtin_add_overflow(m->map_off, m->map_len, &end))
+		return false;
+	if (addr < m->map_lo || addr - m->map_lo > m->map_len ||
+	    len > m->map_len - (addr - m->map_lo))
+		return false;
+	*at_p = addr - m->map_lo;
+	return true;
+}
+
 /* The target address of [va, va+len) if the published region allows it:
- * the record is copied once under its seqlock, then checked. */
+ * the record is copied once under its seqlock into *snap, then checked. */
 static bool cma_check_rkey(struct inbox *ib, uint32_t rkey, uint64_t va,
 			   uint64_t len, uint32_t access, uint64_t pd_id,
-			   uint64_t *addr_p)
+			   struct pub_mr_copy *snap, uint64_t *addr_p)
 {
 	struct pub_mr *p = pub_slot(ib, rkey);
-	struct pub_mr_copy snap;
 	uint32_t seq;
 
 	if (!p)
 		return false;
 	seq = seq_read_begin(&p->seq);
-	snap.key = SEQ_GET(p->key);
-	snap.access = SEQ_GET(p->access);
-	snap.pd_id = SEQ_GET(p->pd_id);
-	snap.addr = SEQ_GET(p->addr);
-	snap.iova = SEQ_GET(p->iova);
-	snap.length = SEQ_GET(p->length);
+	snap->key = SEQ_GET(p->key);
+	snap->access = SEQ_GET(p->access);
+	snap->pd_id = SEQ_GET(p->pd_id);
+	snap->addr = SEQ_GET(p->addr);
+	snap->iova = SEQ_GET(p->iova);
+	snap->length = SEQ_GET(p->length);
+	snap->map_fd = SEQ_GET(p->map_fd);
+	snap->map_off = SEQ_GET(p->map_off);
+	snap->map_lo = SEQ_GET(p->map_lo);
+	snap->map_len = SEQ_GET(p->map_len);
 	if (!seq_read_ok(&p->seq, seq))
 		return false;
-	return cma_rkey_ok(&snap, rkey, va, len, access, pd_id, addr_p);
+	return cma_rkey_ok(snap, rkey, va, len, access, pd_id, addr_p);
 }
 
 /* Local iovecs of w's data (inline or SGEs, already checked). */
@@ -243,40 +268,152 @@ static bool cma_target_ok(struct emu_qp *qp, uint32_t need,
 	return true;
 }
 
+/* The operations that act on one aligned 8-byte word. */
+static bool cma_is_atomic(const struct wqe *w)
+{
+	return w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	       w->opcode == IBV_WR_ATOMIC_WRITE;
+}
+
+/*
+ * Execute the atomic w on the target's word at p, mapped here: the same
+ * CPU instructions the responder uses (resp.c resp_atomic,
+ * resp_atomic_write), so it is atomic with respect to every other atomic
+ * of the node and to the CPUs.  The original value goes to the local
+ * SGE; an ATOMIC WRITE's value comes from it or from the inline data.
+ */
+static ssize_t cma_window_atomic(struct emu_qp *qp, struct wqe *w,
+				 uint64_t *p, const struct iovec *local,
+				 int nl)
+{
+	uint64_t v = w->compare_add;
+
+	if (w->opcode == IBV_WR_ATOMIC_WRITE) {
+		if (!(w->send_flags & IBV_SEND_INLINE)) {
+			if (nl != 1 || local[0].iov_len != 8)
+				return -1;
+			memcpy(&v, local[0].iov_base, 8);
+		}
+		__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+		return 8;
+	}
+	if (nl != 1 || local[0].iov_len != 8)
+		return -1;
+	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP)
+		__atomic_compare_exchange_n(p, &v, w->swap, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	else
+		v = __atomic_fetch_add(p, w->compare_add, __ATOMIC_SEQ_CST);
+	memcpy(local[0].iov_base, &v, 8);
+	(void)qp;
+	return 8;
+}
+
 /* Whether w may be placed from here at all (before any check). */
 static bool cma_candidate(struct emu_qp *qp, const struct wqe *w)
 {
-	if (!qp->place_pid || qp->place_refused || !cma_enabled() ||
+	if ((!qp->place_pid && !qp->window.pid) || !cma_enabled() ||
 	    qp->type != IBV_QPT_RC || !w->length)
 		return false;
-	/* Not an ATOMIC WRITE: process_vm_writev promises no single 8-byte
-	 * store, so it goes by packet and the responder stores it. */
-	if (w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_READ)
+	/* Atomics and ATOMIC WRITE need one 8-byte CPU instruction on
+	 * the target's word: only through a window (cma_place). */
+	if (w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_READ &&
+	    (!cma_is_atomic(w) || !qp->window.pid))
 		return false;
 	/* Nothing in flight: this WQE cannot overtake another. */
-	if (qp->sq.head != qp->req.next)
-		return false;
-	/* A small transfer queued behind others is cheaper as a packet than
-	 * as a system call; alone it lands sooner placed from here (a
-	 * latency test, a target that spins on memory, not on its CQ). */
-	return w->length >= CMA_SMALL || qp->sq.tail - qp->req.next <= 1;
+	return qp->sq.head == qp->req.next;
+}
+
+/* Whether a system call is worth it for w: a small transfer queued behind
+ * others is cheaper as a packet; alone it lands sooner placed from here
+ * (a latency test, a target that spins on memory, not on its CQ). */
+static bool cma_syscall_ok(struct emu_qp *qp, const struct wqe *w)
+{
+	return qp->place_pid && !qp->place_refused &&
+	       (w->length >= CMA_SMALL || qp->sq.tail - qp->req.next <= 1);
+}
+
+/* Our mapping of the window the target published in m (NULL: none). */
+static uint8_t *cma_window_base(struct emu_qp *qp,
+				const struct pub_mr_copy *m)
+{
+	struct peer_map *pm = qp->window.map;
+
+	if (pm && pm->off == m->map_off && pm->len == m->map_len)
+		return pm->base;
+	if (qp->window.refused)
+		return NULL;
+	pm = peer_map_get(qp->window.pid, qp->window.token, m->map_fd,
+			  m->map_off, m->map_len);
+	if (!pm) {
+		ibemu_log_dbg("the memory of pid %d cannot be mapped: RDMA "
+			      "to it uses cross-memory attach",
+			      (int)qp->window.pid);
+		qp->window.refused = true;
+		return NULL;
+	}
+	peer_map_put(qp->window.map);
+	qp->window.map = pm;
+	return pm->base;
+}
+
+/* Copy between the local iovecs and the window at p: loads and stores. */
+static ssize_t cma_window_copy(uint8_t *p, const struct iovec *local, int nl,
+			       bool write)
+{
+	size_t done = 0;
+	int i;
+
+	for (i = 0; i < nl; i++) {
+		if (write)
+			memcpy(p + done, local[i].iov_base, local[i].iov_len);
+		else
+			memcpy(local[i].iov_base, p + done, local[i].iov_len);
+		done += local[i].iov_len;
+	}
+	return (ssize_t)done;
 }
 
 /* Check and copy, announced in the target's placing[] (see cma_fence). */
 static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write)
 {
-	uint32_t need = write ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
+	bool atomic = cma_is_atomic(w);
+	uint32_t need = atomic && w->opcode != IBV_WR_ATOMIC_WRITE
+				? IBV_ACCESS_REMOTE_ATOMIC
+			: write || atomic ? IBV_ACCESS_REMOTE_WRITE
+					  : IBV_ACCESS_REMOTE_READ;
+	uint64_t addr, pd_id, at, len = atomic ? 8 : w->length;
 	struct iovec local[IBEMU_MAX_SGE], remote;
-	uint64_t addr, pd_id;
+	struct pub_mr_copy snap;
+	uint8_t *base;
 	ssize_t n;
-	int nl;
+	int nl = 0;
 
-	if (!cma_target_ok(qp, need, &pd_id) ||
-	    !cma_check_rkey(tp_shm_inbox(qp->peer), w->rkey, w->remote_addr, w->length, need,
-			    pd_id, &addr))
+	errno = 0;
+	/* A misaligned atomic is the responder's to refuse (IBA 9.4.5). */
+	if (atomic && (w->remote_addr & 7))
 		return -1;
-	nl = cma_local_iov(qp, w, local);
-	if (nl <= 0)
+	if (!cma_target_ok(qp, need, &pd_id) ||
+	    !cma_check_rkey(tp_shm_inbox(qp->peer), w->rkey, w->remote_addr,
+			    len, need, pd_id, &snap, &addr))
+		return -1;
+	if (!(w->send_flags & IBV_SEND_INLINE) || !atomic) {
+		nl = cma_local_iov(qp, w, local);
+		if (nl <= 0)
+			return -1;
+	}
+	/* Checked, not yet copied: what the fence must wait for. */
+	fault_point(FAULT_AT_PLACE);
+	if (qp->window.pid && cma_window_ok(&snap, addr, len, &at) &&
+	    (base = cma_window_base(qp, &snap))) {
+		if (atomic)
+			return cma_window_atomic(qp, w,
+						 (uint64_t *)(void *)(base + at),
+						 local, nl);
+		return cma_window_copy(base + at, local, nl, write);
+	}
+	if (atomic || !cma_syscall_ok(qp, w))
 		return -1;
 	remote.iov_base = (void *)(uintptr_t)addr;
 	remote.iov_len = w->length;
@@ -300,10 +437,9 @@ bool cma_try(struct emu_qp *qp, struct wqe *w)
 	placing = &tp_shm_inbox(qp->peer)->placing[qp->hca->node.proc_slot];
 	atomic_store(placing, (uint64_t)qp->attr.dest_qp_num << 32 | w->rkey);
 	atomic_thread_fence(memory_order_seq_cst);
-	fault_point(FAULT_AT_PLACE);
 	n = cma_place(qp, w, write);
 	atomic_store_explicit(placing, 0, memory_order_release);
-	if (n == (ssize_t)w->length)
+	if (n == (ssize_t)(cma_is_atomic(w) ? 8 : w->length))
 		return true;
 	if (n < 0 && errno == ENOSYS) {
 		ibemu_log_dbg("no cross-memory attach: RDMA data goes "
@@ -357,14 +493,22 @@ void cma_peer_bind(struct emu_qp *qp)
 {
 	struct engine *e = qp->hca->engine;
 	struct node_proc_id id;
+	bool near = false;
 	pid_t pid = 0;
 
 	if (qp->peer && qp->type == IBV_QPT_RC && cma_enabled() &&
 	    tp_peer_is_shm(qp->peer) && qp->peer != tp_shm_self(e) &&
 	    !node_proc_id(&qp->hca->node, qp->peer_proc, &id) &&
-	    id.same_pidns && id.token == tp_shm_peer_token(qp->peer) &&
-	    cma_token_at(id.pid, id.token_addr, id.token))
+	    id.same_pidns && id.token == tp_shm_peer_token(qp->peer))
+		near = true;
+	if (near && cma_token_at(id.pid, id.token_addr, id.token))
 		pid = id.pid;
+	/* Its memfd windows: the name of the memfd proves whose it is. */
+	peer_map_put(qp->window.map);
+	qp->window.map = NULL;
+	qp->window.refused = false;
+	qp->window.pid = near ? id.pid : 0;
+	qp->window.token = near ? id.token : 0;
 	qp->place_refused = false;
 	/* Nothing was published, nothing is: no write to shared memory
 	 * (a QP whose peer cannot be reached comes back here often). */

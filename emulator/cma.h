@@ -52,12 +52,18 @@ void cma_fence_qp(struct engine *e, uint32_t qpn);
 struct pub_mr_copy {
 	uint32_t key, access;
 	uint64_t pd_id, addr, iova, length;
+	int32_t map_fd;
+	uint64_t map_off, map_lo, map_len;
 };
 /* Whether m lets [va, va+len) be accessed with access by a QP of pd_id
  * under rkey; *addr_p gets the target's address of va. */
 bool cma_rkey_ok(const struct pub_mr_copy *m, uint32_t rkey, uint64_t va,
 		 uint64_t len, uint32_t access, uint64_t pd_id,
 		 uint64_t *addr_p);
+/* Whether [addr, addr+len) of the target (addr from cma_rkey_ok) lies in
+ * the memfd window m names; *at_p gets its offset in the window. */
+bool cma_window_ok(const struct pub_mr_copy *m, uint64_t addr, uint64_t len,
+		   uint64_t *at_p);
 /* A published QP (struct node_qp). */
 struct node_qp_copy {
 	int32_t owner; /* node slot + 1 */

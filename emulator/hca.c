@@ -18,6 +18,7 @@
 #include "hca.h"
 #include "log.h"
 #include "pcap.h"
+#include "peer_map.h"
 
 static struct emu_hca emu_hca_instance = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -98,6 +99,9 @@ void emu_hca_fork_child(void)
 {
 	struct emu_hca *hca = &emu_hca_instance;
 
+	/* First: the parent's registered pages stop being shared with it. */
+	mr_memfd_fork_child(hca->node.token);
+	peer_map_fork_child();
 	pthread_mutex_init(&hca->lock, NULL);
 	hca->pid = getpid();
 	hca->refs = 0;

@@ -23,6 +23,7 @@
 #include <infiniband/verbs.h>
 
 #include "emu.h"
+#include "mr_memfd.h"
 #include "node.h"
 #include "opcode.h"
 #include "params.h"
@@ -95,6 +96,7 @@ struct emu_mr {
 	int access;
 	uint32_t key; /* lkey == rkey */
 	uint32_t index; /* in hca.mr_table */
+	struct mr_window win; /* its whole pages on the memfd (mr_memfd.h) */
 };
 
 /* A memory window (IBA 10.6.7; mw.c).  Lock rule: hca.mw_lock protects
@@ -303,6 +305,16 @@ struct emu_qp {
 	 * 0: none (another pid namespace, or the kernel refuses). */
 	pid_t place_pid;
 	bool place_refused; /* a placement from here was refused */
+	/* Placement by loads and stores into the peer's memfd windows
+	 * (cma.c, peer_map.h): its pid and token when it is in our pid
+	 * namespace (pid 0: not possible), whether opening its memfd was
+	 * refused, and the window used last (a reference), under qp.lock. */
+	struct {
+		pid_t pid;
+		uint64_t token;
+		bool refused;
+		struct peer_map *map;
+	} window;
 
 	struct qp_req req;
 	struct qp_comp comp;

@@ -122,6 +122,11 @@ struct pub_mr {
 	_Atomic uint32_t access;
 	_Atomic uint64_t pd_id;
 	_Atomic uint64_t addr, iova, length;
+	/* The window of the owner's memfd holding the region's whole pages
+	 * (mr_memfd.h): descriptor, file offset, the owner's address of
+	 * its start, length (0: none, cross-memory attach only). */
+	_Atomic int32_t map_fd;
+	_Atomic uint64_t map_off, map_lo, map_len;
 };
 
 struct inbox {

@@ -233,8 +233,14 @@ int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 	mr->length = length;
 	mr->iova = iova;
 	mr->access = access;
+	/* Peers may map what they may reach (mr_memfd.h); before the
+	 * region is in the table, so that nothing writes it meanwhile. */
+	if (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		      IBV_ACCESS_REMOTE_ATOMIC))
+		mr_memfd_share(hca, addr, length, &mr->win);
 	ret = mr_key_alloc(hca, mr);
 	if (ret) {
+		mr_memfd_release(&mr->win);
 		free(mr);
 		return ret;
 	}
@@ -248,6 +254,7 @@ int emu_mr_dereg(struct emu_mr *mr)
 {
 	engine_mr_withdraw(mr->hca->engine, mr);
 	mr_key_free(mr->hca, mr);
+	mr_memfd_release(&mr->win);
 	free(mr);
 	return 0;
 }
@@ -312,11 +319,15 @@ int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 		next->iova = (uintptr_t)addr;
 		next->addr = addr;
 		next->length = length;
+		/* The new range is reached by cross-memory attach. */
+		memset(&next->win, 0, sizeof(next->win));
 	}
 	if (flags & IBV_REREG_MR_CHANGE_PD)
 		next->pd_id = pd_id;
 	engine_mr_withdraw(hca->engine, mr);
 	mr_table_swap(hca, mr->index, next);
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+		mr_memfd_release(&mr->win);
 	/* Nothing looks at mr now: it takes the new attributes. */
 	pthread_mutex_lock(&hca->lock);
 	*mr = *next;

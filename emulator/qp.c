@@ -329,6 +329,13 @@ int emu_qp_destroy(struct emu_qp *qp)
 	 * requests they name are gone with it (libfabric's verbs provider
 	 * counts on this, as mlx5 gives it). */
 	qp_forget_completions(qp);
+	/* What its placement holds of the peer goes (cma.c). */
+	pthread_mutex_lock(&qp->lock);
+	qp->peer = NULL;
+	qp->peer_proc = -1;
+	if (engine_place(qp->hca->engine))
+		engine_place(qp->hca->engine)->peer_bind(qp);
+	pthread_mutex_unlock(&qp->lock);
 	/* Before its number can name another QP (mw.c). */
 	mw_qp_destroyed(qp->hca, qp->qpn);
 	node_qpn_free(&qp->hca->node, qp->qpn);
@@ -503,8 +510,14 @@ static void qp_reset_locked(struct emu_qp *qp)
  */
 void qp_publish_locked(struct emu_qp *qp)
 {
-	node_qp_publish(&qp->hca->node, qp->qpn, qp->state,
-			qp->attr.qp_access_flags, qp->pd_id);
+	unsigned int access = qp->attr.qp_access_flags;
+
+	/* What it executes: with no responder resources a READ or an
+	 * atomic is refused (IBA 9.7.4.1.5), by the responder itself. */
+	if (!qp->attr.max_dest_rd_atomic)
+		access &= ~(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	node_qp_publish(&qp->hca->node, qp->qpn, qp->state, access,
+			qp->pd_id);
 	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS &&
 	    qp->state != IBV_QPS_SQD)
 		engine_qp_fence(qp->hca->engine, qp->qpn);

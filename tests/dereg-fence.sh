@@ -1,7 +1,12 @@
 #!/bin/bash
 # No RDMA WRITE lands after ibv_dereg_mr() or a move to ERR returns, with
 # the requester placing the data itself and through packets
-# (tests/dereg_fence.c).
+# (tests/dereg_fence.c).  Then again with every placement stalled 2 ms
+# between its checks and its copy (IBEMU_FAULTS stall:place): without the
+# placement fence (emulator/cma.c) such a copy lands after the call
+# returned, and the test sees it.
 . "$(dirname "$0")/lib.sh"
 both_placements dereg-fence "$IBEMU_BUILDDIR/tests/dereg_fence"
+IBEMU_FAULTS=stall:place:2000 both_placements dereg-fence-stalled \
+	"$IBEMU_BUILDDIR/tests/dereg_fence" 3
 finish

@@ -16,18 +16,21 @@ pass() { echo "ok: $*"; }
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 need() { command -v "$1" >/dev/null 2>&1 || { echo "SKIP: $1 is not installed"; exit 77; }; }
 finish() { [ "$fails" = 0 ] && exit 0; echo "$fails check(s) failed"; exit 1; }
-# both_placements NAME COMMAND...: run COMMAND under the preload with
-# requester-placed RDMA on (IBEMU_CMA=1), then through packets only
-# (IBEMU_CMA=0); one verdict each, exit 77 if COMMAND says so.
+# both_placements NAME COMMAND...: run COMMAND under the preload three
+# ways: one-sided operations placed by loads and stores into the target's
+# memory (the default), by cross-memory attach only (IBEMU_MAP=0), and
+# through packets only (IBEMU_CMA=0); one verdict each, exit 77 if COMMAND
+# says so.
 both_placements() {
-	local name=$1 cma
+	local name=$1 how
 	shift
-	for cma in 1 0; do
-		IBEMU_CMA=$cma LD_PRELOAD=$IBEMU_LIB_PATH "$@"
+	for how in "IBEMU_MAP=1 IBEMU_CMA=1" "IBEMU_MAP=0 IBEMU_CMA=1" \
+		"IBEMU_MAP=1 IBEMU_CMA=0"; do
+		env $how LD_PRELOAD=$IBEMU_LIB_PATH "$@"
 		case $? in
-		0) pass "$name IBEMU_CMA=$cma" ;;
+		0) pass "$name $how" ;;
 		77) exit 77 ;;
-		*) fail "$name IBEMU_CMA=$cma" ;;
+		*) fail "$name $how" ;;
 		esac
 	done
 }

@@ -1,0 +1,444 @@
+// SPDX-License-Identifier: MIT
+/* Registered memory the node's other processes can map (see mr_memfd.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "hca.h"
+#include "log.h"
+#include "mr_memfd.h"
+
+/* At most this many windows (each one mapping of the application's). */
+#define MEMFD_MAX_WINDOWS 1024
+/* Mappings of our memfd read back from /proc/self/maps at one time. */
+#define MEMFD_MAX_VMAS 256
+
+struct memfd_window {
+	struct memfd_window *next;
+	uint64_t off, lo, len;
+	unsigned int users; /* live regions published with it */
+};
+
+static struct {
+	pthread_mutex_t lock;
+	int fd; /* -1: not created */
+	uint64_t token; /* the node token in its name */
+	uint64_t end; /* next free file offset; windows are never reused */
+	struct memfd_window *windows;
+	unsigned int nr_windows;
+	int state; /* 0: untried, 1: on, -1: off (IBEMU_MAP=0, refused) */
+} memfd = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+
+void mr_memfd_name(uint64_t token, char *buf, size_t len)
+{
+	snprintf(buf, len, "/memfd:ibemu-%016" PRIx64 " (deleted)", token);
+}
+
+int mr_memfd_fd(void)
+{
+	int fd;
+
+	pthread_mutex_lock(&memfd.lock);
+	fd = memfd.fd;
+	pthread_mutex_unlock(&memfd.lock);
+	return fd;
+}
+
+static bool memfd_enabled(void)
+{
+	const char *env;
+
+	if (!memfd.state) {
+		env = getenv("IBEMU_MAP");
+		memfd.state = env && !strcmp(env, "0") ? -1 : 1;
+	}
+	return memfd.state > 0;
+}
+
+/* A mapping of the process (one line of /proc/self/maps). */
+struct memfd_vma {
+	uintptr_t lo, hi;
+	uint64_t off;
+	char perms[5];
+	bool anon_private; /* private, anonymous, not the main stack */
+	bool ours; /* a mapping of our memfd */
+};
+
+static bool memfd_parse_vma(const char *line, const char *our_name,
+			    struct memfd_vma *v)
+{
+	unsigned long lo, hi, ino;
+	unsigned long long off;
+	int path = 0;
+	const char *name;
+	size_t n;
+
+	if (sscanf(line, "%lx-%lx %4s %llx %*x:%*x %lu %n", &lo, &hi, v->perms,
+		   &off, &ino, &path) < 5 ||
+	    !path)
+		return false;
+	v->lo = lo;
+	v->hi = hi;
+	v->off = off;
+	name = line + path;
+	n = strcspn(name, "\n");
+	/* Heap and anonymous mappings; the main stack grows down and is
+	 * left alone.  Huge pages are file-backed (anon_hugepage). */
+	v->anon_private = !strcmp(v->perms, "rw-p") && ino == 0 &&
+			  (n == 0 || !strncmp(name, "[heap]", n));
+	v->ours = our_name && n == strlen(our_name) &&
+		  !strncmp(name, our_name, n);
+	return true;
+}
+
+/*
+ * Read the process's mappings: whether [lo, hi) is private anonymous
+ * memory (*movable), and our memfd's mappings into vmas[] (their count).
+ */
+static unsigned int memfd_read_maps(uintptr_t lo, uintptr_t hi,
+				    bool *movable, struct memfd_vma *vmas)
+{
+	char name[64], line[512];
+	struct memfd_vma v;
+	unsigned int n = 0;
+	uintptr_t next = lo;
+	bool more = false, cont, ok = true;
+	FILE *maps;
+
+	*movable = false;
+	mr_memfd_name(memfd.token, name, sizeof(name));
+	maps = fopen("/proc/self/maps", "re");
+	if (!maps)
+		return 0;
+	while (fgets(line, sizeof(line), maps)) {
+		cont = more;
+		more = !strchr(line, '\n');
+		if (cont || !memfd_parse_vma(line, memfd.fd >= 0 ? name : NULL,
+					     &v))
+			continue;
+		if (v.ours && n < MEMFD_MAX_VMAS)
+			vmas[n++] = v;
+		if (v.hi <= next || next >= hi || !ok)
+			continue;
+		if (v.lo > next || !v.anon_private)
+			ok = false;
+		else
+			next = v.hi;
+	}
+	fclose(maps);
+	*movable = ok && next >= hi;
+	return n;
+}
+
+/* Whether file range [off, off+len) is mapped by one of vmas[]. */
+static bool memfd_mapped(const struct memfd_vma *vmas, unsigned int n,
+			 uint64_t off, uint64_t len)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (vmas[i].off < off + len &&
+		    off < vmas[i].off + (vmas[i].hi - vmas[i].lo))
+			return true;
+	return false;
+}
+
+/* Whether [lo, hi) is mapped from our memfd at the offsets of w. */
+static bool memfd_at(const struct memfd_vma *vmas, unsigned int n,
+		     const struct memfd_window *w, uintptr_t lo, uintptr_t hi)
+{
+	uintptr_t next = lo;
+	unsigned int i;
+	bool found = true;
+
+	while (next < hi && found) {
+		found = false;
+		for (i = 0; i < n; i++) {
+			if (vmas[i].lo <= next && next < vmas[i].hi &&
+			    vmas[i].off + (next - vmas[i].lo) ==
+				    w->off + (next - w->lo)) {
+				next = vmas[i].hi;
+				found = true;
+				break;
+			}
+		}
+	}
+	return next >= hi;
+}
+
+/* Windows no region uses and the application unmapped: their memory goes
+ * back (a hole punched in the file). */
+static void memfd_collect(const struct memfd_vma *vmas, unsigned int n)
+{
+	struct memfd_window **pw = &memfd.windows, *w;
+
+	while ((w = *pw)) {
+		if (w->users || memfd_mapped(vmas, n, w->off, w->len)) {
+			pw = &w->next;
+			continue;
+		}
+		(void)fallocate(memfd.fd,
+				FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				(off_t)w->off, (off_t)w->len);
+		*pw = w->next;
+		memfd.nr_windows--;
+		free(w);
+	}
+}
+
+/* Whether a region registered before has a byte in a page of [lo, hi):
+ * moving the pages could lose a store made through it meanwhile. */
+static bool memfd_pages_in_use(struct emu_hca *hca, uintptr_t lo,
+			       uintptr_t hi, uintptr_t page)
+{
+	uint32_t i, seen = 0;
+	struct emu_mr *mr;
+	uintptr_t a, b;
+	bool used = false;
+
+	pthread_mutex_lock(&hca->lock);
+	for (i = 0; i < IBEMU_MAX_MR && seen < hca->nr_mrs && !used; i++) {
+		mr = atomic_load_explicit(&hca->mr_table[i],
+					  memory_order_relaxed);
+		if (!mr)
+			continue;
+		seen++;
+		a = (uintptr_t)mr->addr & ~(page - 1);
+		b = (uintptr_t)mr->addr + mr->length;
+		used = mr->length && a < hi && lo < b;
+	}
+	pthread_mutex_unlock(&hca->lock);
+	return used;
+}
+
+static int memfd_open(uint64_t token)
+{
+	char name[32];
+	int fd;
+
+	snprintf(name, sizeof(name), "ibemu-%016" PRIx64, token);
+	fd = memfd_create(name, MFD_CLOEXEC);
+	if (fd < 0) {
+		ibemu_log_dbg("memfd_create: %s: one-sided operations use "
+			      "cross-memory attach", strerror(errno));
+		return -1;
+	}
+	memfd.fd = fd;
+	memfd.token = token;
+	memfd.end = 0;
+	return 0;
+}
+
+/* Move [lo, hi) onto a new window at the end of the file. */
+static struct memfd_window *memfd_move(uintptr_t lo, uintptr_t hi)
+{
+	uint64_t len = hi - lo, off = memfd.end;
+	struct memfd_window *w;
+	void *p;
+
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	if (ftruncate(memfd.fd, (off_t)(off + len)))
+		goto err;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd.fd,
+		 (off_t)off);
+	if (p == MAP_FAILED)
+		goto err;
+	memcpy(p, (void *)lo, len);
+	/* One step replaces the private pages with the window. */
+	if (mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo) ==
+	    MAP_FAILED) {
+		munmap(p, len);
+		goto err;
+	}
+	memfd.end = off + len;
+	w->off = off;
+	w->lo = lo;
+	w->len = len;
+	return w;
+err:
+	ibemu_log_dbg("reg_mr: [%#lx, %#lx) stays private: %s",
+		      (unsigned long)lo, (unsigned long)hi, strerror(errno));
+	(void)fallocate(memfd.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			(off_t)off, (off_t)len);
+	free(w);
+	return NULL;
+}
+
+void mr_memfd_share(struct emu_hca *hca, void *addr, size_t length,
+		    struct mr_window *out)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)addr + page - 1) & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)addr + length) & ~(page - 1);
+	struct memfd_vma vmas[MEMFD_MAX_VMAS];
+	struct memfd_window *w;
+	unsigned int n;
+	bool movable;
+
+	memset(out, 0, sizeof(*out));
+	if (hi <= lo || (uintptr_t)addr + length < (uintptr_t)addr)
+		return;
+	pthread_mutex_lock(&memfd.lock);
+	if (!memfd_enabled())
+		goto out;
+	/* A new attachment has a new token: the old name no longer
+	 * proves who we are; start a new file once nothing uses the old. */
+	if (memfd.fd >= 0 && memfd.token != hca->node.token) {
+		for (w = memfd.windows; w && !w->users; w = w->next)
+			;
+		if (w)
+			goto out;
+		while ((w = memfd.windows)) {
+			memfd.windows = w->next;
+			free(w);
+		}
+		memfd.nr_windows = 0;
+		close(memfd.fd);
+		memfd.fd = -1;
+	}
+	n = memfd_read_maps(lo, hi, &movable, vmas);
+	if (memfd.windows)
+		memfd_collect(vmas, n);
+	/* The pages of a window: use it if they are still where it put
+	 * them; part of a window: leave it. */
+	for (w = memfd.windows; w; w = w->next) {
+		if (hi <= w->lo || w->lo + w->len <= lo)
+			continue;
+		if (w->lo <= lo && hi <= w->lo + w->len &&
+		    memfd_at(vmas, n, w, lo, hi))
+			goto use;
+		goto out;
+	}
+	if (!movable || memfd.nr_windows >= MEMFD_MAX_WINDOWS ||
+	    memfd_pages_in_use(hca, lo, hi, page))
+		goto out;
+	if (memfd.fd < 0 && memfd_open(hca->node.token))
+		goto out;
+	w = memfd_move(lo, hi);
+	if (!w)
+		goto out;
+	w->next = memfd.windows;
+	memfd.windows = w;
+	memfd.nr_windows++;
+use:
+	w->users++;
+	out->off = w->off;
+	out->lo = w->lo;
+	out->len = w->len;
+out:
+	pthread_mutex_unlock(&memfd.lock);
+}
+
+void mr_memfd_release(const struct mr_window *win)
+{
+	struct memfd_window *w;
+
+	if (!win->len)
+		return;
+	pthread_mutex_lock(&memfd.lock);
+	for (w = memfd.windows; w; w = w->next)
+		if (w->off == win->off && w->users) {
+			w->users--;
+			break;
+		}
+	pthread_mutex_unlock(&memfd.lock);
+}
+
+/* Replace [lo, hi) with a private copy of itself, protection prot. */
+static void memfd_privatise(uintptr_t lo, uintptr_t hi, int prot)
+{
+	size_t len = hi - lo;
+	void *p;
+
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		/* Never share the parent's pages: drop them instead. */
+		munmap((void *)lo, len);
+		return;
+	}
+	if (prot & PROT_READ)
+		memcpy(p, (void *)lo, len);
+	if (mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo) ==
+	    MAP_FAILED) {
+		munmap(p, len);
+		munmap((void *)lo, len);
+		return;
+	}
+	if (prot != (PROT_READ | PROT_WRITE))
+		mprotect((void *)lo, len, prot);
+}
+
+/*
+ * A forked child holds its parent's windows, shared with the parent: they
+ * become private copies, as a kernel with copy-on-fork for pinned pages
+ * gives a child of a process with registered memory.  (The windows of
+ * other processes its parent mapped are peer_map.c's.)
+ */
+void mr_memfd_fork_child(uint64_t parent_token)
+{
+	struct { uintptr_t lo, hi; int prot; } *vmas = NULL, *tmp;
+	char own[64], line[512];
+	unsigned long lo, hi;
+	unsigned int n = 0, cap = 0, i;
+	bool more = false, cont;
+	char perms[5];
+	int path = 0;
+	FILE *maps;
+	const char *name;
+
+	mr_memfd_name(parent_token, own, sizeof(own));
+	maps = fopen("/proc/self/maps", "re");
+	while (maps && fgets(line, sizeof(line), maps)) {
+		cont = more;
+		more = !strchr(line, '\n');
+		path = 0;
+		if (cont ||
+		    sscanf(line, "%lx-%lx %4s %*x %*x:%*x %*u %n", &lo, &hi,
+			   perms, &path) < 3 || !path)
+			continue;
+		name = line + path;
+		if (strncmp(name, own, strlen(own)))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			tmp = realloc(vmas, cap * sizeof(*vmas));
+			if (!tmp)
+				break;
+			vmas = tmp;
+		}
+		vmas[n].lo = lo;
+		vmas[n].hi = hi;
+		vmas[n].prot = (perms[0] == 'r' ? PROT_READ : 0) |
+			       (perms[1] == 'w' ? PROT_WRITE : 0) |
+			       (perms[2] == 'x' ? PROT_EXEC : 0);
+		n++;
+	}
+	if (maps)
+		fclose(maps);
+	for (i = 0; i < n; i++)
+		memfd_privatise(vmas[i].lo, vmas[i].hi, vmas[i].prot);
+	free(vmas);
+	pthread_mutex_init(&memfd.lock, NULL);
+	if (memfd.fd >= 0)
+		close(memfd.fd);
+	memfd.fd = -1;
+	while (memfd.windows) {
+		struct memfd_window *w = memfd.windows;
+
+		memfd.windows = w->next;
+		free(w);
+	}
+	memfd.nr_windows = 0;
+	memfd.end = 0;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Registered memory that the node's other processes can map (doc/design.md
+ * §13, "Placement by loads and stores").  At registration the whole pages
+ * of a region with remote access are moved onto the process's memfd: they
+ * are copied into a window of it and the window is mapped back over them
+ * at the same address (mremap), so the application's pointers and data
+ * stay as they were and the pages are now shared memory.  A requester of
+ * another process maps that window (peer_map.h) and places RDMA WRITE and
+ * READ data with memcpy, under the placement fence of cma.c.
+ *
+ * Only private anonymous memory is moved (the heap, anonymous mmaps, .bss
+ * past the file): a file-backed range, huge pages, the main stack, a
+ * range sharing pages with a region registered before, or a region with
+ * no whole page keep cross-memory attach (cma.c).  A window stays with its
+ * pages after the last region using it is deregistered (copying them back
+ * would race with stores into the rest of the page by the application's
+ * other threads); it is reused when the same pages are registered again
+ * and its memory is released (hole punched) once the application has
+ * unmapped it.  A forked child gets private copies of every window it
+ * inherited (mr_memfd_fork_child), as a kernel with copy-on-fork for
+ * pinned pages gives it, so it never writes into its parent's memory.
+ *
+ * Lock rule: a mutex of this file (memfd_lock) guards the window list and
+ * the memfd; it is taken before hca.lock, never under it.
+ */
+#ifndef IBEMU_MR_MEMFD_H
+#define IBEMU_MR_MEMFD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct emu_hca;
+
+/* A window of the owner's memfd: file offset off, mapped at lo (the
+ * owner's address) for len bytes; len 0: none. */
+struct mr_window {
+	uint64_t off, lo, len;
+};
+
+/* Back the whole pages of [addr, addr+length) with the memfd, or find the
+ * window that already does; *w is the window (len 0: the region keeps
+ * cross-memory attach).  Call before the region is in the key table. */
+void mr_memfd_share(struct emu_hca *hca, void *addr, size_t length,
+		    struct mr_window *w);
+/* A region using w was deregistered. */
+void mr_memfd_release(const struct mr_window *w);
+/* The descriptor of the memfd (-1: none). */
+int mr_memfd_fd(void);
+/* In a forked child, before anything else: private copies of every
+ * window, no memfd. */
+void mr_memfd_fork_child(uint64_t parent_token);
+
+/* The name a peer reads back to know the memfd is the one of the process
+ * with token (NUL-terminated into buf). */
+void mr_memfd_name(uint64_t token, char *buf, size_t len);
+
+#endif /* IBEMU_MR_MEMFD_H */
