@@ -4,8 +4,9 @@
  * memory, as their readers take them:
  *
  *   0  a published region (struct pub_mr) copied and checked by a
- *      requester that places RDMA data (cma_rkey_ok); what it accepts
- *      must lie inside the region
+ *      requester that places RDMA data (cma_rkey_ok, cma_window_ok); what
+ *      it accepts must lie inside the region, and inside the memfd window
+ *      the record names
  *   1  a published QP (struct node_qp) (cma_target_state_ok) and the
  *      placing[] words of the fence (cma_fence_match)
  *   2  an inbox's ring words (tail, head, slot sequence numbers) as
@@ -44,7 +45,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static void fuzz_pub_mr(struct input *in)
 {
 	struct pub_mr_copy m;
-	uint64_t va, len, pd_id, addr = 0;
+	uint64_t va, len, pd_id, addr = 0, at = 0;
 	uint32_t rkey, access;
 
 	m.key = take32(in);
@@ -58,6 +59,10 @@ static void fuzz_pub_mr(struct input *in)
 	va = take64(in);
 	len = take64(in);
 	pd_id = take64(in);
+	m.map_fd = (int32_t)take32(in);
+	m.map_off = take64(in);
+	m.map_lo = take64(in);
+	m.map_len = take64(in);
 	if (!cma_rkey_ok(&m, rkey, va, len, access, pd_id, &addr))
 		return;
 	/* Accepted: the key, PD and right match and [va, va+len) lies in
@@ -65,6 +70,13 @@ static void fuzz_pub_mr(struct input *in)
 	if (!m.key || m.key != rkey || m.pd_id != pd_id ||
 	    !(m.access & access) || va < m.iova || len > m.length ||
 	    va - m.iova > m.length - len || addr != m.addr + (va - m.iova))
+		abort();
+	/* In the window: [at, at+len) lies in [0, map_len), and the window
+	 * in the file does not wrap. */
+	if (cma_window_ok(&m, addr, len, &at) &&
+	    (!m.map_len || m.map_fd < 0 || at > m.map_len ||
+	     len > m.map_len - at || addr != m.map_lo + at ||
+	     m.map_off + m.map_len < m.map_off))
 		abort();
 }
 
