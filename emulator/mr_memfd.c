@@ -260,6 +260,11 @@ static struct memfd_window *memfd_move(uintptr_t lo, uintptr_t hi)
 		munmap(p, len);
 		goto err;
 	}
+	/* RDMAV_FORK_SAFE (ibv_fork_init(3)): libibverbs marked the pages
+	 * MADV_DONTFORK before this call; the window takes their place and
+	 * the mark. */
+	if (getenv("RDMAV_FORK_SAFE") || getenv("IBV_FORK_SAFE"))
+		(void)madvise((void *)lo, len, MADV_DONTFORK);
 	memfd.end = off + len;
 	w->off = off;
 	w->lo = lo;

@@ -19,7 +19,11 @@
  * and its memory is released (hole punched) once the application has
  * unmapped it.  A forked child gets private copies of every window it
  * inherited (mr_memfd_fork_child), as a kernel with copy-on-fork for
- * pinned pages gives it, so it never writes into its parent's memory.
+ * pinned pages gives it, so it never writes into its parent's memory;
+ * with RDMAV_FORK_SAFE (or IBV_FORK_SAFE) set, a window is marked
+ * MADV_DONTFORK as libibverbs marked the pages it replaces, and the child
+ * has none of it (ibv_fork_init(3)).  An explicit ibv_fork_init() without
+ * the variable is not seen here: the child then gets copies.
  *
  * Lock rule: a mutex of this file (memfd_lock) guards the window list and
  * the memfd; it is taken before hca.lock, never under it.

@@ -16,8 +16,8 @@
  *  fork     a child forked after registration never writes into its
  *           parent's registered memory, and an RDMA WRITE into the parent
  *           never reaches the child's copy; the parent's region keeps
- *           working.  With RDMAV_FORK_SAFE set (ibv_fork_init) the child
- *           leaves the registered memory alone, as ibv_fork_init(3) asks.
+ *           working.  With RDMAV_FORK_SAFE set (ibv_fork_init(3)) the
+ *           child does not have the registered pages at all.
  *
  * The target is this process, the requester a forked child; both open the
  * device after the fork.  Usage: mr_window regions|fork
@@ -374,6 +374,15 @@ static int target_fork(struct rc_side *s, int fd)
 	if (pid < 0)
 		return 1;
 	if (pid == 0) {
+		close(to_child[1]);
+		close(from_child[0]);
+		/* ibv_fork_init(3): the child does not have the pages. */
+		if (fork_safe && (msync(buf, len, MS_ASYNC) == 0 ||
+				  errno != ENOMEM)) {
+			say("FAIL: with RDMAV_FORK_SAFE the child has the "
+			    "registered pages");
+			_exit(1);
+		}
 		if (!fork_safe)
 			memset(buf, 0xcc, len);
 		if (write(from_child[1], "w", 1) != 1 ||
@@ -394,6 +403,8 @@ static int target_fork(struct rc_side *s, int fd)
 		}
 		_exit(0);
 	}
+	close(to_child[0]);
+	close(from_child[1]);
 	if (read(from_child[0], &c, 1) != 1)
 		failed = 1;
 	if (owner_sees(&reg[0], 0, 0, "after the child wrote its copy"))
