@@ -29,7 +29,9 @@ struct memfd_window {
 
 static struct {
 	pthread_mutex_t lock;
-	int fd; /* -1: not created */
+	/* -1: not created; written under the lock, read without it by
+	 * mr_memfd_fd (under hca.lock: the lock order forbids this lock) */
+	_Atomic int fd;
 	uint64_t token; /* the node token in its name */
 	uint64_t end; /* next free file offset; windows are never reused */
 	struct memfd_window *windows;
@@ -44,12 +46,7 @@ void mr_memfd_name(uint64_t token, char *buf, size_t len)
 
 int mr_memfd_fd(void)
 {
-	int fd;
-
-	pthread_mutex_lock(&memfd.lock);
-	fd = memfd.fd;
-	pthread_mutex_unlock(&memfd.lock);
-	return fd;
+	return atomic_load_explicit(&memfd.fd, memory_order_relaxed);
 }
 
 static bool memfd_enabled(void)
