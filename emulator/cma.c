@@ -435,7 +435,11 @@ bool cma_try(struct emu_qp *qp, struct wqe *w)
 	if (!cma_candidate(qp, w))
 		return false;
 	placing = &tp_shm_inbox(qp->peer)->placing[qp->hca->node.proc_slot];
-	atomic_store(placing, (uint64_t)qp->attr.dest_qp_num << 32 | w->rkey);
+	/* One full fence orders the announcement before the checks'
+	 * loads; cma_fence's orders the withdrawal before its scan. */
+	atomic_store_explicit(placing,
+			      (uint64_t)qp->attr.dest_qp_num << 32 | w->rkey,
+			      memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
 	n = cma_place(qp, w, write);
 	atomic_store_explicit(placing, 0, memory_order_release);
