@@ -334,18 +334,18 @@ static bool cma_syscall_ok(struct emu_qp *qp, const struct wqe *w)
 	       (w->length >= CMA_SMALL || qp->sq.tail - qp->req.next <= 1);
 }
 
-/* Our mapping of the window the target published in m (NULL: none). */
-static uint8_t *cma_window_base(struct emu_qp *qp,
-				const struct pub_mr_copy *m)
+/* Our mapping of the peer's window [off, off+len) of its memfd fd (NULL:
+ * none); the QP keeps it for the next operation. */
+static uint8_t *cma_window_base(struct emu_qp *qp, int32_t fd, uint64_t off,
+				uint64_t len)
 {
 	struct peer_map *pm = qp->window.map;
 
-	if (pm && pm->off == m->map_off && pm->len == m->map_len)
+	if (pm && pm->off == off && pm->len == len)
 		return pm->base;
-	if (qp->window.refused)
+	if (qp->window.refused || !qp->window.pid)
 		return NULL;
-	pm = peer_map_get(qp->window.pid, qp->window.token, m->map_fd,
-			  m->map_off, m->map_len);
+	pm = peer_map_get(qp->window.pid, qp->window.token, fd, off, len);
 	if (!pm) {
 		ibemu_log_dbg("the memory of pid %d cannot be mapped: RDMA "
 			      "to it uses cross-memory attach",
@@ -406,7 +406,8 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write)
 	/* Checked, not yet copied: what the fence must wait for. */
 	fault_point(FAULT_AT_PLACE);
 	if (qp->window.pid && cma_window_ok(&snap, addr, len, &at) &&
-	    (base = cma_window_base(qp, &snap))) {
+	    (base = cma_window_base(qp, snap.map_fd, snap.map_off,
+				    snap.map_len))) {
 		if (atomic)
 			return cma_window_atomic(qp, w,
 						 (uint64_t *)(void *)(base + at),
@@ -564,27 +565,98 @@ bool cma_pull_ok(struct emu_qp *qp, const struct wqe *w)
 	       cma_pull_granted(qp);
 }
 
-/* Describe w's data for the responder; the descriptor's size. */
+/* Describe w's data for the responder; the descriptor's size.  Each
+ * segment names the window of our memfd it lies in, if any, so that the
+ * responder copies it with loads rather than a system call. */
 uint32_t cma_pull_desc(struct emu_qp *qp, struct wqe *w, void *buf)
 {
-	struct pull_desc d;
+	struct pull_desc d = {0};
 	struct pull_seg seg;
 	struct iovec iov[IBEMU_MAX_SGE];
 	int i, n = cma_local_iov(qp, w, iov);
+	uint32_t s = 0;
+	const struct emu_mr *mr;
 	uint8_t *out = buf;
 
 	/* buf is a payload at any 4-byte offset: written by bytes. */
 	d.pid = (int32_t)getpid();
 	d.length = w->length;
 	d.nr = n > 0 ? (uint32_t)n : 0;
+	d.map_fd = mr_memfd_fd();
 	memcpy(out, &d, sizeof(d));
 	for (i = 0; i < n; i++) {
+		memset(&seg, 0, sizeof(seg));
 		seg.addr = (uintptr_t)iov[i].iov_base;
 		seg.len = iov[i].iov_len;
+		/* The SGE of iov[i] (sge_iov skips empty ones). */
+		while (s < w->num_sge && !w->sge[s].length)
+			s++;
+		mr = s < w->num_sge ? mr_lookup(qp->hca, w->sge[s++].lkey)
+				    : NULL;
+		if (mr && mr->win.len && seg.addr >= mr->win.lo &&
+		    seg.addr - mr->win.lo <= mr->win.len &&
+		    seg.len <= mr->win.len - (seg.addr - mr->win.lo)) {
+			seg.win_off = mr->win.off;
+			seg.win_lo = mr->win.lo;
+			seg.win_len = mr->win.len;
+		}
 		memcpy(out + sizeof(d) + (size_t)i * sizeof(seg), &seg,
 		       sizeof(seg));
 	}
 	return (uint32_t)(sizeof(d) + d.nr * sizeof(seg));
+}
+
+/*
+ * Responder: copy a pulled SEND's data out of the sender's windows mapped
+ * here, into the receive iovecs; false (nothing to undo: the receive is
+ * written again whole by the fallback) if a segment has no window we can
+ * map.  Every bound comes from the packet: checked against the mapping.
+ */
+static bool cma_pull_windows(struct emu_qp *qp, const struct iovec *local,
+			     int nl, const struct pull_desc_copy *d)
+{
+	uint64_t total = 0, at;
+	size_t li = 0, lo = 0, n;
+	const struct pull_seg *sg;
+	const uint8_t *src;
+	uint8_t *base;
+	uint32_t i;
+
+	for (i = 0; i < d->nr; i++) {
+		sg = &d->seg[i];
+		if (!sg->win_len || sg->addr < sg->win_lo ||
+		    sg->addr - sg->win_lo > sg->win_len ||
+		    sg->len > sg->win_len - (sg->addr - sg->win_lo) ||
+		    __builtin_add_overflow(total, sg->len, &total))
+			return false;
+	}
+	if (total != d->length || d->map_fd < 0)
+		return false;
+	for (i = 0; i < d->nr; i++) {
+		sg = &d->seg[i];
+		base = cma_window_base(qp, d->map_fd, sg->win_off, sg->win_len);
+		if (!base)
+			return false;
+		at = sg->addr - sg->win_lo;
+		src = base + at;
+		for (n = 0; n < sg->len;) {
+			size_t room, chunk;
+
+			if (li >= (size_t)nl)
+				return false;
+			room = local[li].iov_len - lo;
+			chunk = sg->len - n < room ? sg->len - n : room;
+			memcpy((uint8_t *)local[li].iov_base + lo, src + n,
+			       chunk);
+			n += chunk;
+			lo += chunk;
+			if (lo == local[li].iov_len) {
+				li++;
+				lo = 0;
+			}
+		}
+	}
+	return true;
 }
 
 /*
@@ -605,6 +677,8 @@ int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
 	nl = sge_iov(qp, rwqe->sge, rwqe->num_sge, local);
 	if (nl < 0)
 		return EFAULT;
+	if (cma_pull_windows(qp, local, nl, d))
+		return 0;
 	for (i = 0; i < d->nr; i++) {
 		remote[i].iov_base = (void *)(uintptr_t)d->seg[i].addr;
 		remote[i].iov_len = d->seg[i].len;

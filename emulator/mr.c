@@ -233,10 +233,12 @@ int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 	mr->length = length;
 	mr->iova = iova;
 	mr->access = access;
-	/* Peers may map what they may reach (mr_memfd.h); before the
-	 * region is in the table, so that nothing writes it meanwhile. */
-	if (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-		      IBV_ACCESS_REMOTE_ATOMIC))
+	/* Peers may map what they may reach, and what large SENDs are
+	 * pulled from (mr_memfd.h); before the region is in the table, so
+	 * that nothing writes it meanwhile. */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		       IBV_ACCESS_REMOTE_ATOMIC)) ||
+	    length >= MR_MEMFD_LOCAL_MIN)
 		mr_memfd_share(hca, addr, length, &mr->win);
 	ret = mr_key_alloc(hca, mr);
 	if (ret) {

@@ -2,12 +2,14 @@
 /*
  * Registered memory that the node's other processes can map (doc/design.md
  * §13, "Placement by loads and stores").  At registration the whole pages
- * of a region with remote access are moved onto the process's memfd: they
- * are copied into a window of it and the window is mapped back over them
- * at the same address (mremap), so the application's pointers and data
- * stay as they were and the pages are now shared memory.  A requester of
- * another process maps that window (peer_map.h) and places RDMA WRITE and
- * READ data with memcpy, under the placement fence of cma.c.
+ * of a region with remote access (or of MR_MEMFD_LOCAL_MIN bytes or more)
+ * are moved onto the process's memfd: they are copied into a window of it
+ * and the window is mapped back over them at the same address (mremap),
+ * so the application's pointers and data stay as they were and the pages
+ * are now shared memory.  A requester of another process maps that
+ * window (peer_map.h) and places RDMA WRITE and READ data with memcpy,
+ * atomics with CPU atomics, under the placement fence of cma.c; a
+ * responder pulls a large SEND's data out of the sender's window.
  *
  * Only private anonymous memory is moved (the heap, anonymous mmaps, .bss
  * past the file): a file-backed range, huge pages, the main stack, a
@@ -36,6 +38,10 @@
 #include <stdint.h>
 
 struct emu_hca;
+
+/* A region without remote access is moved from this size on: a SEND of
+ * its data may be pulled by the responder (cma.c, CMA_PULL_MIN). */
+#define MR_MEMFD_LOCAL_MIN (64 * 1024)
 
 /* A window of the owner's memfd: file offset off, mapped at lo (the
  * owner's address) for len bytes; len 0: none. */

@@ -141,12 +141,17 @@ struct pkt_grh {
 /* Where a pulled SEND's data is: the sender's process and segments. */
 struct pull_seg {
 	uint64_t addr, len;
+	/* The sender's memfd window holding the segment (mr_memfd.h): file
+	 * offset, the sender's address of its start, length; 0: none */
+	uint64_t win_off, win_lo, win_len;
 };
 
 struct pull_desc {
 	int32_t pid; /* informative: the responder pulls from the QP's peer */
 	uint32_t nr;
 	uint64_t length;
+	int32_t map_fd; /* the sender's memfd, -1: none */
+	uint32_t reserved;
 	struct pull_seg seg[];
 };
 
@@ -157,6 +162,7 @@ struct pull_desc {
 struct pull_desc_copy {
 	uint32_t nr; /* <= PULL_MAX_SEGS */
 	uint64_t length;
+	int32_t map_fd;
 	struct pull_seg seg[PULL_MAX_SEGS];
 };
 
