@@ -51,6 +51,7 @@ struct engine {
 	 * returns at once while it is set (transport.h) */
 	atomic_bool pending_new;
 	atomic_bool busy; /* the last pass left work blocked */
+	atomic_uint polls; /* application polls, counted loosely */
 	_Atomic uint64_t next_deadline; /* earliest timer of the last pass */
 	pthread_t thread;
 	atomic_bool stop;

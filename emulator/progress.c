@@ -439,7 +439,18 @@ void engine_app_blocks(struct engine *e)
 }
 
 /* engine_poll calls of this thread: when to look at the clock. */
-static __thread unsigned int engine_polls;
+
+/* Every 64th poll of the engine: when a poller reads the clock.  Polls
+ * of several threads may lose counts (a load and a store, no locked
+ * instruction on the polling path): the clock is then read a little
+ * later. */
+static bool engine_poll_count(struct engine *e)
+{
+	unsigned int n = atomic_load_explicit(&e->polls, memory_order_relaxed);
+
+	atomic_store_explicit(&e->polls, n + 1, memory_order_relaxed);
+	return ((n + 1) & 63) == 0;
+}
 
 void engine_poll(struct engine *e, bool active)
 {
@@ -456,7 +467,7 @@ void engine_poll(struct engine *e, bool active)
 	/* Timers are milliseconds: read the clock on every 64th poll only. */
 	run = atomic_load_explicit(&e->pending_new, memory_order_relaxed) ||
 	      atomic_load_explicit(&e->busy, memory_order_relaxed) ||
-	      (due && (++engine_polls & 63) == 0 && engine_now_ns() >= due);
+	      (due && engine_poll_count(e) && engine_now_ns() >= due);
 	/* A busy poller reads the network itself: no thread wake-up on
 	 * its critical path (doc/design.md §22). */
 	if (active && e->net)

@@ -220,6 +220,10 @@ struct tp_tcp {
 	 * (tcp_poll); the thread leaves connections to it meanwhile. */
 	atomic_bool app_polls;
 	atomic_bool deferred; /* some connection holds an ACK back */
+	/* Some connection was ever made (conns[] entries are kept while
+	 * the transport is open): until then the application's polls have
+	 * nothing to read here and pay one load. */
+	atomic_bool has_conns;
 	unsigned int poll_next; /* the application's next poll starts here */
 	unsigned int nr_parked;
 	uint64_t park_check; /* ms */
@@ -596,6 +600,7 @@ static struct tcp_conn *tcp_conn_new_locked(struct tp_tcp *t)
 	t->conns[i] = c;
 	if (i >= t->nr_conns)
 		t->nr_conns = i + 1;
+	atomic_store_explicit(&t->has_conns, true, memory_order_relaxed);
 	return c;
 }
 
@@ -1087,8 +1092,10 @@ static void tcp_flush_deferred(struct engine *e)
 
 static void tcp_poll_done(struct engine *e)
 {
-	(void)e;
-	tcp_app_draining = false;
+	/* Set only by a tcp_poll that found connections (it never goes
+	 * back): no thread-local access on a node without any. */
+	if (atomic_load_explicit(&tp_tcp(e)->has_conns, memory_order_relaxed))
+		tcp_app_draining = false;
 }
 
 /*
@@ -1463,6 +1470,8 @@ static void tcp_poll(struct engine *e)
 	struct tcp_conn *c, *up[TCP_POLL_CONNS];
 	unsigned int i, n;
 
+	if (!atomic_load_explicit(&t->has_conns, memory_order_relaxed))
+		return;
 	if (!atomic_load_explicit(&t->app_polls, memory_order_relaxed))
 		atomic_store_explicit(&t->app_polls, true,
 				      memory_order_relaxed);
