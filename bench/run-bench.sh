@@ -246,6 +246,10 @@ for pairs in 1 500 32768; do
 		"$IBEMU_BUILDDIR/bench/idle_cpu" 3 "$pairs" 2>&1 | tail -n 1)"
 	rm -f "$shmdir"/v*-bench-idle-$$*
 done
+# A node of 256 processes, each with a connected RC QP, then idle.
+echo "node: $(IBEMU_NODE=bench-procs-$$ timeout 600 "$IBEMU" run -- \
+	"$IBEMU_BUILDDIR/bench/node_procs" 256 3 2>&1 | tail -n 1)"
+rm -f "$shmdir"/v*-bench-procs-$$*
 echo
 echo "ratio = ibemu / machine limit: above 1 for a latency is that many times the"
 echo "limit; below 1 for a bandwidth is that fraction of it.  Medians of $runs runs."
