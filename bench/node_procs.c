@@ -200,15 +200,17 @@ static unsigned long pss_kib(pid_t pid)
 	return kib;
 }
 
-/* Bytes of /dev/shm files whose name has the node's name. */
+/* Bytes of the node's shared-memory files (IBEMU_SHM_DIR, /dev/shm). */
 static unsigned long long node_shm_bytes(const char *node)
 {
 	char cmd[256], out[64] = "";
 	FILE *p;
 
+	const char *dir = getenv("IBEMU_SHM_DIR");
+
 	snprintf(cmd, sizeof(cmd),
-		 "du -cb /dev/shm/ibemu-%u/*%s* 2>/dev/null | tail -n 1",
-		 (unsigned)getuid(), node);
+		 "du -cb '%s'/ibemu-%u/*'%s'* 2>/dev/null | tail -n 1",
+		 dir ? dir : "/dev/shm", (unsigned)getuid(), node);
 	p = popen(cmd, "r");
 	if (!p)
 		return 0;
