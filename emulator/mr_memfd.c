@@ -387,7 +387,7 @@ static void memfd_privatise(uintptr_t lo, uintptr_t hi, int prot)
  * gives a child of a process with registered memory.  (The windows of
  * other processes its parent mapped are peer_map.c's.)
  */
-void mr_memfd_fork_child(uint64_t parent_token)
+void mr_memfd_fork_child(void)
 {
 	struct { uintptr_t lo, hi; int prot; } *vmas = NULL, *tmp;
 	char own[64], line[512];
@@ -399,7 +399,10 @@ void mr_memfd_fork_child(uint64_t parent_token)
 	FILE *maps;
 	const char *name;
 
-	mr_memfd_name(parent_token, own, sizeof(own));
+	/* The parent's memfd, named after the token it was made with. */
+	if (memfd.fd < 0)
+		goto reset;
+	mr_memfd_name(memfd.token, own, sizeof(own));
 	maps = fopen("/proc/self/maps", "re");
 	while (maps && fgets(line, sizeof(line), maps)) {
 		cont = more;
@@ -431,6 +434,7 @@ void mr_memfd_fork_child(uint64_t parent_token)
 	for (i = 0; i < n; i++)
 		memfd_privatise(vmas[i].lo, vmas[i].hi, vmas[i].prot);
 	free(vmas);
+reset:
 	pthread_mutex_init(&memfd.lock, NULL);
 	if (memfd.fd >= 0)
 		close(memfd.fd);

@@ -60,7 +60,7 @@ void mr_memfd_release(const struct mr_window *w);
 int mr_memfd_fd(void);
 /* In a forked child, before anything else: private copies of every
  * window, no memfd. */
-void mr_memfd_fork_child(uint64_t parent_token);
+void mr_memfd_fork_child(void);
 
 /* The name a peer reads back to know the memfd is the one of the process
  * with token (NUL-terminated into buf). */
