@@ -19,149 +19,77 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
+#include "../tests/rc_pair.h"
+
 #define MAGIC 0x6e6f646570726f63ull /* "nodeproc" */
 
-struct info {
-	uint32_t qpn;
-	uint16_t lid;
-	uint64_t addr;
-	uint32_t rkey;
+/* Both ends of every pair: a page, written by the parent. */
+static const struct rc_pair_attr pair_attr = {
+	.buf_len = 4096,
+	.mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+	.cq_depth = 4,
+	.max_send_wr = 2,
+	.max_recv_wr = 1,
+	.qp_access = IBV_ACCESS_REMOTE_WRITE,
+	.path_mtu = IBV_MTU_1024,
+	.timeout = 14,
+	.retry_cnt = 7,
+	.rnr_retry = 7,
 };
 
 struct child {
 	pid_t pid;
-	int to, from; /* pipes: parent writes to, reads from */
-	struct info info;
-	struct ibv_qp *qp;
+	int fd; /* a socket to it */
+	struct rc_conn conn; /* its QP and page */
+	struct ibv_qp *qp; /* ours, connected to it */
 };
 
-struct verbs {
-	struct ibv_device **list;
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	uint16_t lid;
-};
-
-static int verbs_open(struct verbs *v, int cqe)
+/* A child: its own device context, QP and page, connected to the parent's
+ * QP; then it waits for the parent's word to check its page, and for the
+ * end. */
+static int child_main(int fd)
 {
-	struct ibv_port_attr pa;
+	struct rc_side s = {0};
+	char c = 'r';
 
-	v->list = ibv_get_device_list(NULL);
-	if (!v->list || !v->list[0])
-		return -1;
-	v->ctx = ibv_open_device(v->list[0]);
-	if (!v->ctx || ibv_query_port(v->ctx, 1, &pa))
-		return -1;
-	v->lid = pa.lid;
-	v->pd = ibv_alloc_pd(v->ctx);
-	v->cq = v->pd ? ibv_create_cq(v->ctx, cqe, NULL, NULL, 0) : NULL;
-	return v->cq ? 0 : -1;
+	if (rc_pair_join(&s, &pair_attr, fd))
+		return 1;
+	if (rc_xfer(fd, &c, 1, 1) || rc_xfer(fd, &c, 1, 0)) /* 'c': check */
+		return 1;
+	c = *(volatile uint64_t *)s.buf == MAGIC ? 'y' : 'n';
+	if (rc_xfer(fd, &c, 1, 1) || rc_xfer(fd, &c, 1, 0)) /* 'e': end */
+		return 1;
+	rc_pair_close(&s);
+	return 0;
 }
 
-static struct ibv_qp *rc_qp(struct verbs *v)
+/* Our QP for child c, connected to its QP. */
+static int parent_connect(struct rc_side *shared, struct child *c)
 {
+	struct rc_side s = *shared;
 	struct ibv_qp_init_attr ia = {
-		.send_cq = v->cq,
-		.recv_cq = v->cq,
+		.send_cq = shared->cq,
+		.recv_cq = shared->cq,
 		.cap = {.max_send_wr = 2, .max_recv_wr = 1, .max_send_sge = 1,
 			.max_recv_sge = 1},
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 1,
 	};
 
-	return ibv_create_qp(v->pd, &ia);
-}
-
-static int connect_qp(struct ibv_qp *qp, uint32_t dqpn, uint16_t lid)
-{
-	struct ibv_qp_attr a = {0};
-
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+	c->qp = ibv_create_qp(shared->pd, &ia);
+	if (!c->qp || rc_xfer(c->fd, &c->conn, sizeof(c->conn), 0))
 		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.dlid = lid;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					  IBV_QP_MAX_DEST_RD_ATOMIC |
-					  IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-					     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
-static int xfer(int fd, void *buf, size_t len, int out)
-{
-	size_t done = 0;
-	ssize_t n;
-
-	while (done < len) {
-		n = out ? write(fd, (char *)buf + done, len - done)
-			: read(fd, (char *)buf + done, len - done);
-		if (n <= 0) {
-			if (n < 0 && errno == EINTR)
-				continue;
-			return -1;
-		}
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-/* A child: its own device context, QP and buffer; then it waits for the
- * parent's word to check its buffer, and for the end. */
-static int child_main(int in, int out)
-{
-	static uint64_t buf[512] __attribute__((aligned(4096)));
-	struct verbs v = {0};
-	struct info me, peer;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	char c;
-
-	if (verbs_open(&v, 4))
-		return 1;
-	mr = ibv_reg_mr(v.pd, buf, sizeof(buf),
-			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	qp = mr ? rc_qp(&v) : NULL;
-	if (!qp)
-		return 1;
-	me.qpn = qp->qp_num;
-	me.lid = v.lid;
-	me.addr = (uintptr_t)buf;
-	me.rkey = mr->rkey;
-	if (xfer(out, &me, sizeof(me), 1) || xfer(in, &peer, sizeof(peer), 0) ||
-	    connect_qp(qp, peer.qpn, peer.lid))
-		return 1;
-	c = 'r';
-	if (xfer(out, &c, 1, 1) || xfer(in, &c, 1, 0)) /* 'c': check */
-		return 1;
-	c = buf[0] == MAGIC ? 'y' : 'n';
-	if (xfer(out, &c, 1, 1) || xfer(in, &c, 1, 0)) /* 'e': end */
-		return 1;
-	return 0;
+	s.qp = c->qp;
+	s.me.qpn = c->qp->qp_num;
+	s.me.psn = (c->qp->qp_num * 7919u) & 0xffffff;
+	return rc_xfer(c->fd, &s.me, sizeof(s.me), 1) ||
+	       rc_pair_connect(&s, &c->conn);
 }
 
 /* utime + stime of pid, in clock ticks. */
@@ -227,8 +155,9 @@ int main(int argc, char **argv)
 	const char *node = getenv("IBEMU_NODE");
 	unsigned long long t0 = 0, t1 = 0, shm;
 	unsigned long pss = 0;
+	struct rc_side shared = {.attr = pair_attr};
+	struct ibv_port_attr pa;
 	struct child *ch;
-	struct verbs v = {0};
 	struct ibv_wc wc;
 	uint64_t value = MAGIC;
 	struct ibv_mr *mr;
@@ -238,41 +167,31 @@ int main(int argc, char **argv)
 	if (nprocs < 1 || secs < 0 || !(ch = calloc(nprocs, sizeof(*ch))))
 		return 2;
 	for (i = 0; i < nprocs; i++) {
-		int to[2], from[2];
+		int sv[2];
 
-		if (pipe(to) || pipe(from))
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
 			return 1;
 		ch[i].pid = fork();
 		if (ch[i].pid < 0)
 			return 1;
 		if (ch[i].pid == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			close(to[1]);
-			close(from[0]);
-			_exit(child_main(to[0], from[1]));
+			close(sv[0]);
+			_exit(child_main(sv[1]));
 		}
-		close(to[0]);
-		close(from[1]);
-		ch[i].to = to[1];
-		ch[i].from = from[0];
+		close(sv[1]);
+		ch[i].fd = sv[0];
 	}
-	if (verbs_open(&v, 2 * nprocs + 2))
+	if (verbs_open(&shared.list, &shared.ctx, &shared.pd, &shared.cq,
+		       2 * nprocs + 2, &pa))
 		return 1;
-	mr = ibv_reg_mr(v.pd, &value, sizeof(value), IBV_ACCESS_LOCAL_WRITE);
+	shared.me.lid = pa.lid;
+	mr = ibv_reg_mr(shared.pd, &value, sizeof(value), IBV_ACCESS_LOCAL_WRITE);
 	if (!mr)
 		return 1;
-	for (i = 0; i < nprocs; i++) {
-		struct info me = {.lid = v.lid};
-
-		ch[i].qp = rc_qp(&v);
-		if (!ch[i].qp || xfer(ch[i].from, &ch[i].info, sizeof(ch[i].info), 0))
+	for (i = 0; i < nprocs; i++)
+		if (parent_connect(&shared, &ch[i]) || rc_xfer(ch[i].fd, &c, 1, 0))
 			goto fail;
-		me.qpn = ch[i].qp->qp_num;
-		if (xfer(ch[i].to, &me, sizeof(me), 1) ||
-		    connect_qp(ch[i].qp, ch[i].info.qpn, ch[i].info.lid) ||
-		    xfer(ch[i].from, &c, 1, 0))
-			goto fail;
-	}
 	for (i = 0; i < nprocs; i++) {
 		struct ibv_sge sge = {(uintptr_t)&value, 8, mr->lkey};
 		struct ibv_send_wr wr = {
@@ -280,20 +199,20 @@ int main(int argc, char **argv)
 			.sg_list = &sge,
 			.num_sge = 1,
 			.opcode = IBV_WR_RDMA_WRITE,
-			.wr.rdma = {ch[i].info.addr, ch[i].info.rkey},
+			.wr.rdma = {ch[i].conn.addr, ch[i].conn.rkey},
 		}, *bad;
 
 		if (ibv_post_send(ch[i].qp, &wr, &bad))
 			goto fail;
 		for (polled = 0; !polled;) {
-			polled = ibv_poll_cq(v.cq, 1, &wc);
+			polled = ibv_poll_cq(shared.cq, 1, &wc);
 			if (polled < 0 || (polled && wc.status))
 				goto fail;
 		}
 	}
 	for (i = 0; i < nprocs; i++) {
 		c = 'c';
-		if (xfer(ch[i].to, &c, 1, 1) || xfer(ch[i].from, &c, 1, 0))
+		if (rc_xfer(ch[i].fd, &c, 1, 1) || rc_xfer(ch[i].fd, &c, 1, 0))
 			goto fail;
 		landed += c == 'y';
 	}
@@ -325,8 +244,8 @@ fail:
 out:
 	for (i = 0; i < nprocs; i++) {
 		c = 'e';
-		if (ch[i].to > 0)
-			(void)!write(ch[i].to, &c, 1);
+		if (ch[i].fd > 0)
+			(void)!write(ch[i].fd, &c, 1);
 	}
 	for (i = 0; i < nprocs; i++) {
 		int st;

@@ -117,19 +117,6 @@ static const struct rc_pair_attr pair_attr = {
 	.rnr_retry = 3,
 };
 
-static int setup(struct rc_side *s, int fd)
-{
-	struct rc_conn to;
-	int ret = rc_pair_open(s, &pair_attr);
-
-	if (ret)
-		return ret;
-	if (rc_xfer(fd, &s->me, sizeof(s->me), 1) ||
-	    wait_in(fd, &to, sizeof(to)) || rc_pair_connect(s, &to))
-		return -1;
-	return 0;
-}
-
 /* One signaled RDMA operation between the start of the requester's
  * buffer and the whole region: its completion status, -1 if none. */
 static int rdma(struct rc_side *s, enum ibv_wr_opcode op,
@@ -169,7 +156,7 @@ static int requester(int fd)
 	long long bad;
 	int st, ret;
 
-	ret = setup(&s, fd);
+	ret = rc_pair_join(&s, &pair_attr, fd);
 	if (ret)
 		return ret > 0 ? 77 : 1;
 	if (wait_in(fd, reg, sizeof(reg)))
@@ -444,7 +431,7 @@ int main(int argc, char **argv)
 		_exit(requester(sv[1]));
 	}
 	close(sv[1]);
-	ret = setup(&s, sv[0]);
+	ret = rc_pair_join(&s, &pair_attr, sv[0]);
 	if (ret) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
