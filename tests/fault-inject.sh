@@ -25,10 +25,13 @@ else
 	fail "replay differs: '$(cat "$tmp/replay1")' vs '$(cat "$tmp/replay2")'"
 fi
 
-run "kill:atomic:3 kills the responder, the requester gets RETRY_EXC_ERR" "$prog" kill
+# The responder executes the atomics only when the requester does not
+# place them itself (IBEMU_CMA=0; doc/design.md §13).
+IBEMU_CMA=0 run "kill:atomic:3 kills the responder, the requester gets RETRY_EXC_ERR" "$prog" kill
 
 # A malformed IBEMU_FAULTS refuses the device, with the reason.
-for bad in "drop:1.5" "dup" "kill:nowhere:1" "seed=x" "drop:0.1,bogus:1"; do
+for bad in "drop:1.5" "dup" "kill:nowhere:1" "seed=x" "drop:0.1,bogus:1" \
+	"stall:place:0" "stall:place"; do
 	out=$(IBEMU_FAULTS=$bad LD_PRELOAD=$IBEMU_LIB_PATH ibv_devinfo 2>&1)
 	if [ $? != 0 ] && echo "$out" | grep -q "IBEMU_FAULTS: bad item"; then
 		pass "IBEMU_FAULTS=$bad refused"
