@@ -136,6 +136,7 @@ static void cma_write_mr(struct engine *e, const struct emu_mr *mr,
 	SEQ_SET(p->iova, mr->iova);
 	SEQ_SET(p->length, mr->length);
 	SEQ_SET(p->map_fd, mr->win.len ? mr_memfd_fd() : -1);
+	SEQ_SET(p->map_id, mr_memfd_id());
 	SEQ_SET(p->map_off, mr->win.off);
 	SEQ_SET(p->map_lo, mr->win.lo);
 	SEQ_SET(p->map_len, mr->win.len);
@@ -178,7 +179,7 @@ bool cma_window_ok(const struct pub_mr_copy *m, uint64_t addr, uint64_t len,
 {
 	uint64_t end;
 
-	if (!m->map_len || m->map_fd < 0 ||
+	if (!m->map_len || m->map_fd < 0 || !m->map_id ||
 	    __builtin_add_overflow(m->map_lo, m->map_len, &end) ||
 	    __builtin_add_overflow(m->map_off, m->map_len, &end))
 		return false;
@@ -208,6 +209,7 @@ static bool cma_check_rkey(struct inbox *ib, uint32_t rkey, uint64_t va,
 	snap->iova = SEQ_GET(p->iova);
 	snap->length = SEQ_GET(p->length);
 	snap->map_fd = SEQ_GET(p->map_fd);
+	snap->map_id = SEQ_GET(p->map_id);
 	snap->map_off = SEQ_GET(p->map_off);
 	snap->map_lo = SEQ_GET(p->map_lo);
 	snap->map_len = SEQ_GET(p->map_len);
@@ -334,18 +336,18 @@ static bool cma_syscall_ok(struct emu_qp *qp, const struct wqe *w)
 	       (w->length >= CMA_SMALL || qp->sq.tail - qp->req.next <= 1);
 }
 
-/* Our mapping of the peer's window [off, off+len) of its memfd fd (NULL:
- * none); the QP keeps it for the next operation. */
-static uint8_t *cma_window_base(struct emu_qp *qp, int32_t fd, uint64_t off,
-				uint64_t len)
+/* Our mapping of the peer's window [off, off+len) of its memfd fd, named
+ * after id (NULL: none); the QP keeps it for the next operation. */
+static uint8_t *cma_window_base(struct emu_qp *qp, int32_t fd, uint64_t id,
+				uint64_t off, uint64_t len)
 {
 	struct peer_map *pm = qp->window.map;
 
-	if (pm && pm->off == off && pm->len == len)
+	if (pm && pm->id == id && pm->off == off && pm->len == len)
 		return pm->base;
 	if (qp->window.refused || !qp->window.pid)
 		return NULL;
-	pm = peer_map_get(qp->window.pid, qp->window.token, fd, off, len);
+	pm = peer_map_get(qp->window.pid, id, fd, off, len);
 	if (!pm) {
 		ibemu_log_dbg("the memory of pid %d cannot be mapped: RDMA "
 			      "to it uses cross-memory attach",
@@ -406,8 +408,8 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write)
 	/* Checked, not yet copied: what the fence must wait for. */
 	fault_point(FAULT_AT_PLACE);
 	if (qp->window.pid && cma_window_ok(&snap, addr, len, &at) &&
-	    (base = cma_window_base(qp, snap.map_fd, snap.map_off,
-				    snap.map_len))) {
+	    (base = cma_window_base(qp, snap.map_fd, snap.map_id,
+				    snap.map_off, snap.map_len))) {
 		if (atomic)
 			return cma_window_atomic(qp, w,
 						 (uint64_t *)(void *)(base + at),
@@ -508,12 +510,12 @@ void cma_peer_bind(struct emu_qp *qp)
 		near = true;
 	if (near && cma_token_at(id.pid, id.token_addr, id.token))
 		pid = id.pid;
-	/* Its memfd windows: the name of the memfd proves whose it is. */
+	/* Its memfd windows: the id in the memfd's name, published in its
+	 * inbox, proves whose it is. */
 	peer_map_put(qp->window.map);
 	qp->window.map = NULL;
 	qp->window.refused = false;
 	qp->window.pid = near ? id.pid : 0;
-	qp->window.token = near ? id.token : 0;
 	qp->place_refused = false;
 	/* Nothing was published, nothing is: no write to shared memory
 	 * (a QP whose peer cannot be reached comes back here often). */
@@ -583,6 +585,7 @@ uint32_t cma_pull_desc(struct emu_qp *qp, struct wqe *w, void *buf)
 	d.length = w->length;
 	d.nr = n > 0 ? (uint32_t)n : 0;
 	d.map_fd = mr_memfd_fd();
+	d.map_id = mr_memfd_id();
 	memcpy(out, &d, sizeof(d));
 	for (i = 0; i < n; i++) {
 		memset(&seg, 0, sizeof(seg));
@@ -630,11 +633,12 @@ static bool cma_pull_windows(struct emu_qp *qp, const struct iovec *local,
 		    __builtin_add_overflow(total, sg->len, &total))
 			return false;
 	}
-	if (total != d->length || d->map_fd < 0)
+	if (total != d->length || d->map_fd < 0 || !d->map_id)
 		return false;
 	for (i = 0; i < d->nr; i++) {
 		sg = &d->seg[i];
-		base = cma_window_base(qp, d->map_fd, sg->win_off, sg->win_len);
+		base = cma_window_base(qp, d->map_fd, d->map_id, sg->win_off,
+				       sg->win_len);
 		if (!base)
 			return false;
 		at = sg->addr - sg->win_lo;

@@ -53,7 +53,7 @@ struct pub_mr_copy {
 	uint32_t key, access;
 	uint64_t pd_id, addr, iova, length;
 	int32_t map_fd;
-	uint64_t map_off, map_lo, map_len;
+	uint64_t map_id, map_off, map_lo, map_len;
 };
 /* Whether m lets [va, va+len) be accessed with access by a QP of pd_id
  * under rkey; *addr_p gets the target's address of va. */

@@ -99,9 +99,10 @@ void emu_hca_fork_child(void)
 {
 	struct emu_hca *hca = &emu_hca_instance;
 
-	/* First: the parent's registered pages stop being shared with it. */
-	mr_memfd_fork_child();
+	/* First: the peers' windows go, then the parent's registered pages
+	 * stop being shared with it. */
 	peer_map_fork_child();
+	mr_memfd_fork_child();
 	pthread_mutex_init(&hca->lock, NULL);
 	hca->pid = getpid();
 	hca->refs = 0;

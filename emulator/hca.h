@@ -306,12 +306,11 @@ struct emu_qp {
 	pid_t place_pid;
 	bool place_refused; /* a placement from here was refused */
 	/* Placement by loads and stores into the peer's memfd windows
-	 * (cma.c, peer_map.h): its pid and token when it is in our pid
-	 * namespace (pid 0: not possible), whether opening its memfd was
-	 * refused, and the window used last (a reference), under qp.lock. */
+	 * (cma.c, peer_map.h): its pid when it is in our pid namespace (0:
+	 * not possible), whether opening its memfd was refused, and the
+	 * window used last (a reference), under qp.lock. */
 	struct {
 		pid_t pid;
-		uint64_t token;
 		bool refused;
 		struct peer_map *map;
 	} window;

@@ -123,10 +123,11 @@ struct pub_mr {
 	_Atomic uint64_t pd_id;
 	_Atomic uint64_t addr, iova, length;
 	/* The window of the owner's memfd holding the region's whole pages
-	 * (mr_memfd.h): descriptor, file offset, the owner's address of
-	 * its start, length (0: none, cross-memory attach only). */
+	 * (mr_memfd.h): descriptor, the id in the memfd's name, file
+	 * offset, the owner's address of its start, length (0: none,
+	 * cross-memory attach only). */
 	_Atomic int32_t map_fd;
-	_Atomic uint64_t map_off, map_lo, map_len;
+	_Atomic uint64_t map_id, map_off, map_lo, map_len;
 };
 
 struct inbox {

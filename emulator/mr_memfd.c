@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hca.h"
@@ -32,16 +34,23 @@ static struct {
 	/* -1: not created; written under the lock, read without it by
 	 * mr_memfd_fd (under hca.lock: the lock order forbids this lock) */
 	_Atomic int fd;
-	uint64_t token; /* the node token in its name */
+	uint64_t id; /* random, in its name: peers check it (peer_map.c) */
 	uint64_t end; /* next free file offset; windows are never reused */
 	struct memfd_window *windows;
 	unsigned int nr_windows;
 	int state; /* 0: untried, 1: on, -1: off (IBEMU_MAP=0, refused) */
 } memfd = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
-void mr_memfd_name(uint64_t token, char *buf, size_t len)
+void mr_memfd_name(uint64_t id, char *buf, size_t len)
 {
-	snprintf(buf, len, "/memfd:ibemu-%016" PRIx64 " (deleted)", token);
+	snprintf(buf, len, "/memfd:ibemu-%016" PRIx64 " (deleted)", id);
+}
+
+uint64_t mr_memfd_id(void)
+{
+	return atomic_load_explicit(&memfd.fd, memory_order_relaxed) >= 0
+		       ? memfd.id
+		       : 0;
 }
 
 int mr_memfd_fd(void)
@@ -111,7 +120,7 @@ static unsigned int memfd_read_maps(uintptr_t lo, uintptr_t hi,
 	FILE *maps;
 
 	*movable = false;
-	mr_memfd_name(memfd.token, name, sizeof(name));
+	mr_memfd_name(memfd.id, name, sizeof(name));
 	maps = fopen("/proc/self/maps", "re");
 	if (!maps)
 		return 0;
@@ -216,21 +225,28 @@ static bool memfd_pages_in_use(struct emu_hca *hca, uintptr_t lo,
 	return used;
 }
 
-static int memfd_open(uint64_t token)
+/* The process's memfd, named after a random id (once per process: a
+ * window outlives the attachment that made it). */
+static int memfd_open(void)
 {
 	char name[32];
+	uint64_t id = 0;
 	int fd;
 
-	snprintf(name, sizeof(name), "ibemu-%016" PRIx64, token);
+	if (getrandom(&id, sizeof(id), 0) != sizeof(id) || !id)
+		id = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL) ^
+		     (uintptr_t)&id;
+	snprintf(name, sizeof(name), "ibemu-%016" PRIx64, id);
 	fd = memfd_create(name, MFD_CLOEXEC);
 	if (fd < 0) {
 		ibemu_log_dbg("memfd_create: %s: one-sided operations use "
 			      "cross-memory attach", strerror(errno));
+		memfd.state = -1;
 		return -1;
 	}
-	memfd.fd = fd;
-	memfd.token = token;
+	memfd.id = id;
 	memfd.end = 0;
+	memfd.fd = fd;
 	return 0;
 }
 
@@ -293,21 +309,6 @@ void mr_memfd_share(struct emu_hca *hca, void *addr, size_t length,
 	pthread_mutex_lock(&memfd.lock);
 	if (!memfd_enabled())
 		goto out;
-	/* A new attachment has a new token: the old name no longer
-	 * proves who we are; start a new file once nothing uses the old. */
-	if (memfd.fd >= 0 && memfd.token != hca->node.token) {
-		for (w = memfd.windows; w && !w->users; w = w->next)
-			;
-		if (w)
-			goto out;
-		while ((w = memfd.windows)) {
-			memfd.windows = w->next;
-			free(w);
-		}
-		memfd.nr_windows = 0;
-		close(memfd.fd);
-		memfd.fd = -1;
-	}
 	n = memfd_read_maps(lo, hi, &movable, vmas);
 	if (memfd.windows)
 		memfd_collect(vmas, n);
@@ -324,7 +325,7 @@ void mr_memfd_share(struct emu_hca *hca, void *addr, size_t length,
 	if (!movable || memfd.nr_windows >= MEMFD_MAX_WINDOWS ||
 	    memfd_pages_in_use(hca, lo, hi, page))
 		goto out;
-	if (memfd.fd < 0 && memfd_open(hca->node.token))
+	if (memfd.fd < 0 && memfd_open())
 		goto out;
 	w = memfd_move(lo, hi);
 	if (!w)
@@ -389,8 +390,9 @@ static void memfd_privatise(uintptr_t lo, uintptr_t hi, int prot)
  */
 void mr_memfd_fork_child(void)
 {
+	static const char prefix[] = "/memfd:ibemu-";
 	struct { uintptr_t lo, hi; int prot; } *vmas = NULL, *tmp;
-	char own[64], line[512];
+	char line[512];
 	unsigned long lo, hi;
 	unsigned int n = 0, cap = 0, i;
 	bool more = false, cont;
@@ -399,10 +401,10 @@ void mr_memfd_fork_child(void)
 	FILE *maps;
 	const char *name;
 
-	/* The parent's memfd, named after the token it was made with. */
+	/* Every mapping of an ibemu memfd still here is the parent's own
+	 * (peer_map_fork_child unmapped the peers' first). */
 	if (memfd.fd < 0)
 		goto reset;
-	mr_memfd_name(memfd.token, own, sizeof(own));
 	maps = fopen("/proc/self/maps", "re");
 	while (maps && fgets(line, sizeof(line), maps)) {
 		cont = more;
@@ -413,7 +415,7 @@ void mr_memfd_fork_child(void)
 			   perms, &path) < 3 || !path)
 			continue;
 		name = line + path;
-		if (strncmp(name, own, strlen(own)))
+		if (strncmp(name, prefix, sizeof(prefix) - 1))
 			continue;
 		if (n == cap) {
 			cap = cap ? 2 * cap : 16;
@@ -429,10 +431,20 @@ void mr_memfd_fork_child(void)
 			       (perms[2] == 'x' ? PROT_EXEC : 0);
 		n++;
 	}
-	if (maps)
+	if (maps) {
 		fclose(maps);
-	for (i = 0; i < n; i++)
-		memfd_privatise(vmas[i].lo, vmas[i].hi, vmas[i].prot);
+		for (i = 0; i < n; i++)
+			memfd_privatise(vmas[i].lo, vmas[i].hi, vmas[i].prot);
+	} else {
+		/* No maps to read: the windows where they were put, as
+		 * far as they are still mapped. */
+		struct memfd_window *w;
+
+		for (w = memfd.windows; w; w = w->next)
+			if (!msync((void *)w->lo, w->len, MS_ASYNC))
+				memfd_privatise(w->lo, w->lo + w->len,
+						PROT_READ | PROT_WRITE);
+	}
 	free(vmas);
 reset:
 	pthread_mutex_init(&memfd.lock, NULL);

@@ -28,7 +28,8 @@
  * the variable is not seen here: the child then gets copies.
  *
  * Lock rule: a mutex of this file (memfd_lock) guards the window list and
- * the memfd; it is taken before hca.lock, never under it.
+ * the memfd; it is taken before hca.lock, never under it.  The memfd's
+ * descriptor and id are set once (under it) and read without it.
  */
 #ifndef IBEMU_MR_MEMFD_H
 #define IBEMU_MR_MEMFD_H
@@ -56,14 +57,15 @@ void mr_memfd_share(struct emu_hca *hca, void *addr, size_t length,
 		    struct mr_window *w);
 /* A region using w was deregistered. */
 void mr_memfd_release(const struct mr_window *w);
-/* The descriptor of the memfd (-1: none). */
+/* The descriptor of the memfd (-1: none) and the id in its name. */
 int mr_memfd_fd(void);
-/* In a forked child, before anything else: private copies of every
- * window, no memfd. */
+uint64_t mr_memfd_id(void);
+/* In a forked child, after peer_map_fork_child, before anything else:
+ * private copies of every window, no memfd. */
 void mr_memfd_fork_child(void);
 
-/* The name a peer reads back to know the memfd is the one of the process
- * with token (NUL-terminated into buf). */
-void mr_memfd_name(uint64_t token, char *buf, size_t len);
+/* The name a peer reads back to know the memfd is the one the target
+ * published (id: random, once per process), NUL-terminated into buf. */
+void mr_memfd_name(uint64_t id, char *buf, size_t len);
 
 #endif /* IBEMU_MR_MEMFD_H */

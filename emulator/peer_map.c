@@ -23,14 +23,14 @@ static pthread_mutex_t peer_map_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct peer_map *peer_maps; /* most recently used first */
 static unsigned int peer_maps_idle;
 
-/* Open the memfd fd of pid if it is the one of the process with token. */
-static int peer_map_open(pid_t pid, uint64_t token, int32_t fd)
+/* Open the memfd fd of pid if it is the one named after id. */
+static int peer_map_open(pid_t pid, uint64_t id, int32_t fd)
 {
 	char path[64], want[64], got[80];
 	ssize_t n;
 	int mfd;
 
-	if (pid <= 0 || fd < 0)
+	if (pid <= 0 || fd < 0 || !id)
 		return -1;
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, (int)fd);
 	mfd = open(path, O_RDWR | O_CLOEXEC);
@@ -39,7 +39,7 @@ static int peer_map_open(pid_t pid, uint64_t token, int32_t fd)
 	/* What we opened, not what the path named a moment before. */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", mfd);
 	n = readlink(path, got, sizeof(got) - 1);
-	mr_memfd_name(token, want, sizeof(want));
+	mr_memfd_name(id, want, sizeof(want));
 	if (n <= 0 || (size_t)n != strlen(want) || memcmp(got, want, (size_t)n)) {
 		close(mfd);
 		return -1;
@@ -64,7 +64,7 @@ static void peer_map_trim_locked(void)
 	}
 }
 
-struct peer_map *peer_map_get(pid_t pid, uint64_t token, int32_t fd,
+struct peer_map *peer_map_get(pid_t pid, uint64_t id, int32_t fd,
 			      uint64_t off, uint64_t len)
 {
 	struct peer_map **pm, *m;
@@ -74,7 +74,7 @@ struct peer_map *peer_map_get(pid_t pid, uint64_t token, int32_t fd,
 
 	pthread_mutex_lock(&peer_map_lock);
 	for (pm = &peer_maps; (m = *pm); pm = &m->next) {
-		if (m->token != token || m->off != off || m->len != len)
+		if (m->id != id || m->off != off || m->len != len)
 			continue;
 		if (!m->refs++)
 			peer_maps_idle--;
@@ -86,7 +86,7 @@ struct peer_map *peer_map_get(pid_t pid, uint64_t token, int32_t fd,
 	}
 	pthread_mutex_unlock(&peer_map_lock);
 
-	mfd = peer_map_open(pid, token, fd);
+	mfd = peer_map_open(pid, id, fd);
 	if (mfd < 0)
 		return NULL;
 	/* A window past the end of the file would fault when touched. */
@@ -105,7 +105,7 @@ struct peer_map *peer_map_get(pid_t pid, uint64_t token, int32_t fd,
 		munmap(base, (size_t)len);
 		return NULL;
 	}
-	m->token = token;
+	m->id = id;
 	m->off = off;
 	m->len = len;
 	m->base = base;

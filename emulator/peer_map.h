@@ -5,9 +5,9 @@
  * stores (cma.c) maps the window a target published, once: the memfd is
  * opened through /proc/PID/fd/FD (the kernel lets a process of the same
  * user in the same pid namespace do that, as for cross-memory attach),
- * its name is read back to prove it is the memfd of the process with the
- * expected token (another process reusing the pid has another), and the
- * window is mapped shared.  Mappings are cached by (token, offset,
+ * its name is read back to prove it is the memfd the target published (a
+ * random id in its name: another process reusing the pid has none such),
+ * and the window is mapped shared.  Mappings are cached by (id, offset,
  * length) and counted: a QP holds the one it used last.  Unused ones are
  * unmapped when more than PEER_MAP_IDLE of them are kept.
  *
@@ -16,7 +16,7 @@
  * the placement fence (cma.c), never by the mapping's existence.
  *
  * Lock rule: a mutex of this file guards the cache and every reference
- * count; base, len, token and off never change while a reference is held.
+ * count; base, len, id and off never change while a reference is held.
  */
 #ifndef IBEMU_PEER_MAP_H
 #define IBEMU_PEER_MAP_H
@@ -26,14 +26,14 @@
 
 struct peer_map {
 	struct peer_map *next;
-	uint64_t token, off, len;
+	uint64_t id, off, len;
 	uint8_t *base;
 	unsigned int refs;
 };
 
 /* A reference to the window [off, off+len) of the memfd fd of the process
- * pid, which must be the one with token; NULL if it cannot be mapped. */
-struct peer_map *peer_map_get(pid_t pid, uint64_t token, int32_t fd,
+ * pid, which must be named after id; NULL if it cannot be mapped. */
+struct peer_map *peer_map_get(pid_t pid, uint64_t id, int32_t fd,
 			      uint64_t off, uint64_t len);
 void peer_map_put(struct peer_map *m);
 /* In a forked child: the parent's mappings are unmapped. */

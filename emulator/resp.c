@@ -288,6 +288,7 @@ bool resp_pull_desc_copy(const uint8_t *payload, uint32_t paylen,
 	d->nr = in.nr;
 	d->length = in.length;
 	d->map_fd = in.map_fd;
+	d->map_id = in.map_id;
 	segs = (size_t)d->nr * sizeof(d->seg[0]);
 	if (d->nr > PULL_MAX_SEGS || segs > paylen - sizeof(in))
 		return false;

@@ -152,6 +152,7 @@ struct pull_desc {
 	uint64_t length;
 	int32_t map_fd; /* the sender's memfd, -1: none */
 	uint32_t reserved;
+	uint64_t map_id; /* the id in its name (mr_memfd.h) */
 	struct pull_seg seg[];
 };
 
@@ -163,6 +164,7 @@ struct pull_desc_copy {
 	uint32_t nr; /* <= PULL_MAX_SEGS */
 	uint64_t length;
 	int32_t map_fd;
+	uint64_t map_id;
 	struct pull_seg seg[PULL_MAX_SEGS];
 };
 

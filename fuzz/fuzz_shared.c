@@ -60,6 +60,7 @@ static void fuzz_pub_mr(struct input *in)
 	len = take64(in);
 	pd_id = take64(in);
 	m.map_fd = (int32_t)take32(in);
+	m.map_id = take64(in);
 	m.map_off = take64(in);
 	m.map_lo = take64(in);
 	m.map_len = take64(in);
@@ -74,7 +75,7 @@ static void fuzz_pub_mr(struct input *in)
 	/* In the window: [at, at+len) lies in [0, map_len), and the window
 	 * in the file does not wrap. */
 	if (cma_window_ok(&m, addr, len, &at) &&
-	    (!m.map_len || m.map_fd < 0 || at > m.map_len ||
+	    (!m.map_len || m.map_fd < 0 || !m.map_id || at > m.map_len ||
 	     len > m.map_len - at || addr != m.map_lo + at ||
 	     m.map_off + m.map_len < m.map_off))
 		abort();
