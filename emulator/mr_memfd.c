@@ -250,6 +250,29 @@ static int memfd_open(void)
 	return 0;
 }
 
+/* Copy between memory and the memfd through the kernel (pwrite, pread):
+ * the pages may hold what the application freed, which a sanitizer
+ * would take a plain memcpy for reading.  0 or -1. */
+static int memfd_io(int fd, void *buf, uint64_t len, uint64_t off, bool out)
+{
+	uint64_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = out ? pwrite(fd, (char *)buf + done, len - done,
+				 (off_t)(off + done))
+			: pread(fd, (char *)buf + done, len - done,
+				(off_t)(off + done));
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		done += (uint64_t)n;
+	}
+	return 0;
+}
+
 /* Move [lo, hi) onto a new window at the end of the file. */
 static struct memfd_window *memfd_move(uintptr_t lo, uintptr_t hi)
 {
@@ -262,11 +285,12 @@ static struct memfd_window *memfd_move(uintptr_t lo, uintptr_t hi)
 		return NULL;
 	if (ftruncate(memfd.fd, (off_t)(off + len)))
 		goto err;
+	if (memfd_io(memfd.fd, (void *)lo, len, off, true))
+		goto err;
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd.fd,
 		 (off_t)off);
 	if (p == MAP_FAILED)
 		goto err;
-	memcpy(p, (void *)lo, len);
 	/* One step replaces the private pages with the window. */
 	if (mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo) ==
 	    MAP_FAILED) {
@@ -357,21 +381,30 @@ void mr_memfd_release(const struct mr_window *win)
 	pthread_mutex_unlock(&memfd.lock);
 }
 
-/* Replace [lo, hi) with a private copy of itself, protection prot. */
-static void memfd_privatise(uintptr_t lo, uintptr_t hi, int prot)
+/* Replace [lo, hi), our memfd's pages from file offset off (own) or
+ * another's, with a private copy of them, protection prot. */
+static void memfd_privatise(uintptr_t lo, uintptr_t hi, uint64_t off,
+			    bool own, int prot)
 {
 	size_t len = hi - lo;
 	void *p;
 
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p != MAP_FAILED && own && memfd_io(memfd.fd, p, len, off, false)) {
+		munmap(p, len);
+		p = MAP_FAILED;
+	}
+	if (p != MAP_FAILED && !own) {
+		if (!(prot & PROT_READ))
+			mprotect((void *)lo, len, PROT_READ);
+		memcpy(p, (void *)lo, len);
+	}
 	if (p == MAP_FAILED) {
 		/* Never share the parent's pages: drop them instead. */
 		munmap((void *)lo, len);
 		return;
 	}
-	if (prot & PROT_READ)
-		memcpy(p, (void *)lo, len);
 	if (mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo) ==
 	    MAP_FAILED) {
 		munmap(p, len);
@@ -391,8 +424,10 @@ static void memfd_privatise(uintptr_t lo, uintptr_t hi, int prot)
 void mr_memfd_fork_child(void)
 {
 	static const char prefix[] = "/memfd:ibemu-";
-	struct { uintptr_t lo, hi; int prot; } *vmas = NULL, *tmp;
-	char line[512];
+	struct { uintptr_t lo, hi; uint64_t off; int prot; bool own; }
+		*vmas = NULL, *tmp;
+	char line[512], own[64];
+	unsigned long long off;
 	unsigned long lo, hi;
 	unsigned int n = 0, cap = 0, i;
 	bool more = false, cont;
@@ -405,14 +440,15 @@ void mr_memfd_fork_child(void)
 	 * (peer_map_fork_child unmapped the peers' first). */
 	if (memfd.fd < 0)
 		goto reset;
+	mr_memfd_name(memfd.id, own, sizeof(own));
 	maps = fopen("/proc/self/maps", "re");
 	while (maps && fgets(line, sizeof(line), maps)) {
 		cont = more;
 		more = !strchr(line, '\n');
 		path = 0;
 		if (cont ||
-		    sscanf(line, "%lx-%lx %4s %*x %*x:%*x %*u %n", &lo, &hi,
-			   perms, &path) < 3 || !path)
+		    sscanf(line, "%lx-%lx %4s %llx %*x:%*x %*u %n", &lo, &hi,
+			   perms, &off, &path) < 4 || !path)
 			continue;
 		name = line + path;
 		if (strncmp(name, prefix, sizeof(prefix) - 1))
@@ -426,6 +462,8 @@ void mr_memfd_fork_child(void)
 		}
 		vmas[n].lo = lo;
 		vmas[n].hi = hi;
+		vmas[n].off = off;
+		vmas[n].own = !strncmp(name, own, strlen(own));
 		vmas[n].prot = (perms[0] == 'r' ? PROT_READ : 0) |
 			       (perms[1] == 'w' ? PROT_WRITE : 0) |
 			       (perms[2] == 'x' ? PROT_EXEC : 0);
@@ -433,8 +471,11 @@ void mr_memfd_fork_child(void)
 	}
 	if (maps) {
 		fclose(maps);
+		/* Ours are copied through the file; another ibemu
+		 * memfd's (none should be left) by loads. */
 		for (i = 0; i < n; i++)
-			memfd_privatise(vmas[i].lo, vmas[i].hi, vmas[i].prot);
+			memfd_privatise(vmas[i].lo, vmas[i].hi, vmas[i].off,
+					vmas[i].own, vmas[i].prot);
 	} else {
 		/* No maps to read: the windows where they were put, as
 		 * far as they are still mapped. */
@@ -442,8 +483,8 @@ void mr_memfd_fork_child(void)
 
 		for (w = memfd.windows; w; w = w->next)
 			if (!msync((void *)w->lo, w->len, MS_ASYNC))
-				memfd_privatise(w->lo, w->lo + w->len,
-						PROT_READ | PROT_WRITE);
+				memfd_privatise(w->lo, w->lo + w->len, w->off,
+						true, PROT_READ | PROT_WRITE);
 	}
 	free(vmas);
 reset:
