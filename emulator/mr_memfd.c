@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -273,6 +274,22 @@ static int memfd_io(int fd, void *buf, uint64_t len, uint64_t off, bool out)
 	return 0;
 }
 
+/*
+ * Put the mapping at p in [to, to+len), replacing what is there, in one
+ * step: 0 or -1.  The system call itself, not the libc function: memory
+ * hook frameworks in the application (UCX's ucm among them) replace
+ * mremap and may drop its fifth argument, which moves the pages to
+ * address 0; and a move that leaves the memory as it was is none of the
+ * application's business.
+ */
+static int memfd_move_to(void *p, size_t len, uintptr_t to)
+{
+	long r = syscall(SYS_mremap, p, len, len,
+			 MREMAP_MAYMOVE | MREMAP_FIXED, (void *)to);
+
+	return r == (long)to ? 0 : -1;
+}
+
 /* Move [lo, hi) onto a new window at the end of the file. */
 static struct memfd_window *memfd_move(uintptr_t lo, uintptr_t hi)
 {
@@ -292,8 +309,7 @@ static struct memfd_window *memfd_move(uintptr_t lo, uintptr_t hi)
 	if (p == MAP_FAILED)
 		goto err;
 	/* One step replaces the private pages with the window. */
-	if (mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo) ==
-	    MAP_FAILED) {
+	if (memfd_move_to(p, len, lo)) {
 		munmap(p, len);
 		goto err;
 	}
@@ -302,6 +318,9 @@ static struct memfd_window *memfd_move(uintptr_t lo, uintptr_t hi)
 	 * the mark. */
 	if (getenv("RDMAV_FORK_SAFE") || getenv("IBV_FORK_SAFE"))
 		(void)madvise((void *)lo, len, MADV_DONTFORK);
+	ibemu_log_dbg("reg_mr: [%#lx, %#lx) moved onto the memfd at %#llx",
+		      (unsigned long)lo, (unsigned long)hi,
+		      (unsigned long long)off);
 	memfd.end = off + len;
 	w->off = off;
 	w->lo = lo;
@@ -405,8 +424,7 @@ static void memfd_privatise(uintptr_t lo, uintptr_t hi, uint64_t off,
 		munmap((void *)lo, len);
 		return;
 	}
-	if (mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo) ==
-	    MAP_FAILED) {
+	if (memfd_move_to(p, len, lo)) {
 		munmap(p, len);
 		munmap((void *)lo, len);
 		return;
