@@ -385,6 +385,87 @@ out:
 	pthread_mutex_unlock(&memfd.lock);
 }
 
+/* Replace [lo, hi), our memfd's pages from file offset off (own) or
+ * another's, with a private copy of them, protection prot; 0, or -1 with
+ * the mapping left as it was. */
+static int memfd_copy_back(uintptr_t lo, uintptr_t hi, uint64_t off,
+			   bool own, int prot)
+{
+	size_t len = hi - lo;
+	void *p;
+
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	if (own && memfd_io(memfd.fd, p, len, off, false))
+		goto err;
+	if (!own) {
+		if (!(prot & PROT_READ))
+			mprotect((void *)lo, len, PROT_READ);
+		memcpy(p, (void *)lo, len);
+	}
+	if (memfd_move_to(p, len, lo))
+		goto err;
+	if (prot != (PROT_READ | PROT_WRITE))
+		mprotect((void *)lo, len, prot);
+	return 0;
+err:
+	munmap(p, len);
+	return -1;
+}
+
+/* In a forked child: never share the parent's pages, drop them rather. */
+static void memfd_privatise(uintptr_t lo, uintptr_t hi, uint64_t off,
+			    bool own, int prot)
+{
+	if (memfd_copy_back(lo, hi, off, own, prot))
+		munmap((void *)lo, hi - lo);
+}
+
+static int memfd_prot(const char *perms)
+{
+	return (perms[0] == 'r' ? PROT_READ : 0) |
+	       (perms[1] == 'w' ? PROT_WRITE : 0) |
+	       (perms[2] == 'x' ? PROT_EXEC : 0);
+}
+
+/*
+ * The last region using w is gone: its pages go back to private memory
+ * (a copy out of the file, then the hole punched), so that the memory
+ * behaves as anonymous memory again (MADV_DONTNEED zeroes it, as
+ * allocators expect; a child gets it copied by the kernel).  A store
+ * another thread makes into those pages meanwhile may be lost, as while
+ * ibv_reg_mr moved them.  If the application moved or unmapped them, the
+ * window waits for memfd_collect.
+ */
+static void memfd_unshare_locked(struct memfd_window *w)
+{
+	struct memfd_vma vmas[MEMFD_MAX_VMAS];
+	struct memfd_window **pw;
+	unsigned int n, i;
+	bool movable;
+	int prot = PROT_READ | PROT_WRITE;
+
+	n = memfd_read_maps(w->lo, w->lo + w->len, &movable, vmas);
+	if (!memfd_at(vmas, n, w, w->lo, w->lo + w->len))
+		return;
+	for (i = 0; i < n; i++)
+		if (vmas[i].lo <= w->lo && w->lo < vmas[i].hi)
+			prot = memfd_prot(vmas[i].perms);
+	if (memfd_copy_back(w->lo, w->lo + w->len, w->off, true, prot))
+		return;
+	(void)fallocate(memfd.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			(off_t)w->off, (off_t)w->len);
+	for (pw = &memfd.windows; *pw; pw = &(*pw)->next)
+		if (*pw == w) {
+			*pw = w->next;
+			memfd.nr_windows--;
+			free(w);
+			return;
+		}
+}
+
 void mr_memfd_release(const struct mr_window *win)
 {
 	struct memfd_window *w;
@@ -394,43 +475,11 @@ void mr_memfd_release(const struct mr_window *win)
 	pthread_mutex_lock(&memfd.lock);
 	for (w = memfd.windows; w; w = w->next)
 		if (w->off == win->off && w->users) {
-			w->users--;
+			if (!--w->users)
+				memfd_unshare_locked(w);
 			break;
 		}
 	pthread_mutex_unlock(&memfd.lock);
-}
-
-/* Replace [lo, hi), our memfd's pages from file offset off (own) or
- * another's, with a private copy of them, protection prot. */
-static void memfd_privatise(uintptr_t lo, uintptr_t hi, uint64_t off,
-			    bool own, int prot)
-{
-	size_t len = hi - lo;
-	void *p;
-
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p != MAP_FAILED && own && memfd_io(memfd.fd, p, len, off, false)) {
-		munmap(p, len);
-		p = MAP_FAILED;
-	}
-	if (p != MAP_FAILED && !own) {
-		if (!(prot & PROT_READ))
-			mprotect((void *)lo, len, PROT_READ);
-		memcpy(p, (void *)lo, len);
-	}
-	if (p == MAP_FAILED) {
-		/* Never share the parent's pages: drop them instead. */
-		munmap((void *)lo, len);
-		return;
-	}
-	if (memfd_move_to(p, len, lo)) {
-		munmap(p, len);
-		munmap((void *)lo, len);
-		return;
-	}
-	if (prot != (PROT_READ | PROT_WRITE))
-		mprotect((void *)lo, len, prot);
 }
 
 /*
@@ -482,9 +531,7 @@ void mr_memfd_fork_child(void)
 		vmas[n].hi = hi;
 		vmas[n].off = off;
 		vmas[n].own = !strncmp(name, own, strlen(own));
-		vmas[n].prot = (perms[0] == 'r' ? PROT_READ : 0) |
-			       (perms[1] == 'w' ? PROT_WRITE : 0) |
-			       (perms[2] == 'x' ? PROT_EXEC : 0);
+		vmas[n].prot = memfd_prot(perms);
 		n++;
 	}
 	if (maps) {

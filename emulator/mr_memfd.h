@@ -14,12 +14,14 @@
  * Only private anonymous memory is moved (the heap, anonymous mmaps, .bss
  * past the file): a file-backed range, huge pages, the main stack, a
  * range sharing pages with a region registered before, or a region with
- * no whole page keep cross-memory attach (cma.c).  A window stays with its
- * pages after the last region using it is deregistered (copying them back
- * would race with stores into the rest of the page by the application's
- * other threads); it is reused when the same pages are registered again
- * and its memory is released (hole punched) once the application has
- * unmapped it.  A forked child gets private copies of every window it
+ * no whole page keep cross-memory attach (cma.c).  A region inside a
+ * window uses it.  When the last region using a window is deregistered,
+ * its pages are copied back into private memory and the hole punched (a
+ * window the application moved or unmapped meanwhile is released at a
+ * later registration).  Only whole pages of a region move, so the only
+ * stores a move can lose are other threads' stores into the region's own
+ * bytes while ibv_reg_mr or ibv_dereg_mr runs.  A forked child gets
+ * private copies of every window it
  * inherited (mr_memfd_fork_child), as a kernel with copy-on-fork for
  * pinned pages gives it, so it never writes into its parent's memory;
  * with RDMAV_FORK_SAFE (or IBV_FORK_SAFE) set, a window is marked

@@ -12,7 +12,8 @@
  *           stores, and nothing around them changes.  With the same pages
  *           registered twice, deregistering one leaves the other working;
  *           once both are gone a WRITE fails with a remote access error
- *           and the memory is left alone (IBA 10.6.3.5).
+ *           and the memory is left alone (IBA 10.6.3.5); deregistered
+ *           memory is anonymous memory again (MADV_DONTNEED zeroes it).
  *  fork     a child forked after registration never writes into its
  *           parent's registered memory, and an RDMA WRITE into the parent
  *           never reaches the child's copy; the parent's region keeps
@@ -325,6 +326,19 @@ static int target_regions(struct rc_side *s, int fd)
 	failed |= check_guard(heap, 100, "before the heap region");
 	for (i = 2; i < NREG; i++)
 		ibv_dereg_mr(mr[i]);
+	/* Deregistered memory is anonymous memory again: MADV_DONTNEED
+	 * gives back zeros, as allocators count on. */
+	if (madvise(ovl, 6 * PAGE, MADV_DONTNEED)) {
+		say("FAIL: madvise(MADV_DONTNEED): %s", strerror(errno));
+		failed = 1;
+	}
+	for (i = 0; i < 6 * PAGE; i++)
+		if (ovl[i]) {
+			say("FAIL: byte %u of deregistered memory is %#x "
+			    "after MADV_DONTNEED", i, ovl[i]);
+			failed = 1;
+			break;
+		}
 	return failed;
 }
 
