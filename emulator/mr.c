@@ -242,7 +242,7 @@ int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 		mr_memfd_share(hca, addr, length, &mr->win);
 	ret = mr_key_alloc(hca, mr);
 	if (ret) {
-		mr_memfd_release(&mr->win);
+		mr_memfd_release(hca, &mr->win);
 		free(mr);
 		return ret;
 	}
@@ -256,7 +256,7 @@ int emu_mr_dereg(struct emu_mr *mr)
 {
 	engine_mr_withdraw(mr->hca->engine, mr);
 	mr_key_free(mr->hca, mr);
-	mr_memfd_release(&mr->win);
+	mr_memfd_release(mr->hca, &mr->win);
 	free(mr);
 	return 0;
 }
@@ -329,7 +329,7 @@ int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 	engine_mr_withdraw(hca->engine, mr);
 	mr_table_swap(hca, mr->index, next);
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
-		mr_memfd_release(&mr->win);
+		mr_memfd_release(hca, &mr->win);
 	/* Nothing looks at mr now: it takes the new attributes. */
 	pthread_mutex_lock(&hca->lock);
 	*mr = *next;

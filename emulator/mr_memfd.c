@@ -466,19 +466,26 @@ static void memfd_unshare_locked(struct memfd_window *w)
 		}
 }
 
-void mr_memfd_release(const struct mr_window *win)
+void mr_memfd_release(struct emu_hca *hca, const struct mr_window *win)
 {
-	struct memfd_window *w;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	struct memfd_window *w, *next;
 
-	if (!win->len)
-		return;
 	pthread_mutex_lock(&memfd.lock);
-	for (w = memfd.windows; w; w = w->next)
+	for (w = memfd.windows; w && win->len; w = w->next)
 		if (w->off == win->off && w->users) {
-			if (!--w->users)
-				memfd_unshare_locked(w);
+			w->users--;
 			break;
 		}
+	/* Unused windows whose pages no live region touches: a region
+	 * over part of them (which did not use the window) may be written
+	 * into while the pages move, so they wait for its deregistration. */
+	for (w = memfd.windows; w; w = next) {
+		next = w->next;
+		if (!w->users &&
+		    !memfd_pages_in_use(hca, w->lo, w->lo + w->len, page))
+			memfd_unshare_locked(w);
+	}
 	pthread_mutex_unlock(&memfd.lock);
 }
 

@@ -57,8 +57,10 @@ struct mr_window {
  * cross-memory attach).  Call before the region is in the key table. */
 void mr_memfd_share(struct emu_hca *hca, void *addr, size_t length,
 		    struct mr_window *w);
-/* A region using w was deregistered. */
-void mr_memfd_release(const struct mr_window *w);
+/* A region (using the window w, or none: len 0) was deregistered and
+ * is out of the key table: unused windows whose pages no live region
+ * touches go back to private memory. */
+void mr_memfd_release(struct emu_hca *hca, const struct mr_window *w);
 /* The descriptor of the memfd (-1: none) and the id in its name. */
 int mr_memfd_fd(void);
 uint64_t mr_memfd_id(void);
