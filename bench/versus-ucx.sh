@@ -2,8 +2,9 @@
 # ibemu beside the best peer on one node, UCX over shared memory
 # (ucx_perftest, UCX_TLS=sm,self), measured in the same run, processes
 # pinned to two CPUs (server on the first, client on the second): the
-# seven figures of doc/design.md §18's table, each the MEDIAN of
-# BENCH_RUNS runs, with the ratio ibemu / UCX and the goal.  Nothing here
+# figures of doc/design.md §18's table, each the MEDIAN of BENCH_RUNS
+# runs, ibemu's and UCX's taken in turn, with the ratio ibemu / UCX and
+# the goal.  Nothing here
 # asserts a time: it prints a table.
 #
 #   bash bench/versus-ucx.sh        (make bench runs it)
@@ -53,43 +54,53 @@ pair()
 	return 0
 }
 
-# ibemu KIND PROGRAM SIZE ITERS: perftest over ibemu; KIND lat (t_typical,
-# us), rate (MsgRate, Mpps) or bw (GB/s).
+# ibemu KIND PROGRAM SIZE ITERS: one run of perftest over ibemu; KIND lat
+# (t_typical, us), rate (MsgRate, Mpps) or bw (GB/s).
 ibemu()
 {
-	local kind=$1 prog=$2 size=$3 iters=$4 r col
-	local -a vals=() extra=()
+	local kind=$1 prog=$2 size=$3 iters=$4 col
+	local -a extra=()
 	case $kind in
 	lat) col=5 ;;
 	rate) col=5 ;;
 	bw) col=4; extra=(--report_gbits) ;;
 	esac
-	for r in $(seq "$runs"); do
-		pair "ibemu-$prog-$size" \
-			"$IBEMU" run -- "$prog" -d ibemu0 -i 1 -F -s "$size" -n "$iters" "${extra[@]}" -p "\$PORT" ::: \
-			"$IBEMU" run -- "$prog" -d ibemu0 -i 1 -F -s "$size" -n "$iters" "${extra[@]}" -p "\$PORT" localhost ||
-			{ echo failed; return; }
-		vals+=("$(awk -v c="$col" -v k="$kind" '/#bytes/ { getline;
-			print (k == "bw" ? $c / 8 : $c); exit }' "$dir/client.out")")
-	done
-	printf '%s\n' "${vals[@]}" | median
+	pair "ibemu-$prog-$size" \
+		"$IBEMU" run -- "$prog" -d ibemu0 -i 1 -F -s "$size" -n "$iters" "${extra[@]}" -p "\$PORT" ::: \
+		"$IBEMU" run -- "$prog" -d ibemu0 -i 1 -F -s "$size" -n "$iters" "${extra[@]}" -p "\$PORT" localhost ||
+		{ echo failed; return; }
+	awk -v c="$col" -v k="$kind" '/#bytes/ { getline;
+		print (k == "bw" ? $c / 8 : $c); exit }' "$dir/client.out"
 }
 
-# ucx KIND TEST SIZE ITERS: ucx_perftest over shared memory; KIND lat
-# (50th percentile, us), rate (overall, Mpps) or bw (overall, GB/s).
+# ucx KIND TEST SIZE ITERS: one run of ucx_perftest over shared memory;
+# KIND lat (50th percentile, us), rate (overall, Mpps) or bw (overall,
+# GB/s).
 ucx()
 {
-	local kind=$1 test=$2 size=$3 iters=$4 r
-	local -a vals=()
+	local kind=$1 test=$2 size=$3 iters=$4
+	pair "ucx-$test-$size" \
+		env UCX_TLS=sm,self ucx_perftest -t "$test" -s "$size" -n "$iters" -p "\$PORT" ::: \
+		env UCX_TLS=sm,self ucx_perftest 127.0.0.1 -t "$test" -s "$size" -n "$iters" -p "\$PORT" ||
+		{ echo failed; return; }
+	awk -v k="$kind" '/^Final:/ {
+		print (k == "lat" ? $3 : k == "rate" ? $9 / 1e6 : $7 / 1000); exit }' "$dir/client.out"
+}
+
+# both KIND PROGRAM ITERS TEST UCX_ITERS SIZE: the two in turn, BENCH_RUNS
+# times, so that both see the machine as it is (the vCPUs' placement on
+# the host changes the figures of both by up to 3x from one minute to
+# the next): "ibemu-median ucx-median".
+both()
+{
+	local kind=$1 prog=$2 iters=$3 test=$4 uiters=$5 size=$6 r
+	local -a a=() b=()
 	for r in $(seq "$runs"); do
-		pair "ucx-$test-$size" \
-			env UCX_TLS=sm,self ucx_perftest -t "$test" -s "$size" -n "$iters" -p "\$PORT" ::: \
-			env UCX_TLS=sm,self ucx_perftest 127.0.0.1 -t "$test" -s "$size" -n "$iters" -p "\$PORT" ||
-			{ echo failed; return; }
-		vals+=("$(awk -v k="$kind" '/^Final:/ {
-			print (k == "lat" ? $3 : k == "rate" ? $9 / 1e6 : $7 / 1000); exit }' "$dir/client.out")")
+		a+=("$(ibemu "$kind" "$prog" "$size" "$iters")")
+		b+=("$(ucx "$kind" "$test" "$size" "$uiters")")
 	done
-	printf '%s\n' "${vals[@]}" | median
+	echo "$(printf '%s\n' "${a[@]}" | grep -v failed | median)" \
+		"$(printf '%s\n' "${b[@]}" | grep -v failed | median)"
 }
 
 # A figure with its unit, or the word that says why there is none.
@@ -109,20 +120,27 @@ row() # FIGURE IBEMU UCX UNIT GOAL
 echo "ibemu beside UCX over shared memory ($(ucx_info -v 2>/dev/null | sed -n 's/^# Version /UCX /p' | head -1)," \
 	"UCX_TLS=sm,self), server on CPU $cpu_s, client on CPU $cpu_c, median of $runs runs"
 printf '%-54s %12s %12s %8s %7s\n' figure ibemu "UCX shm" ratio goal
-row "8 B send latency (ib_send_lat / tag_lat)" \
-	"$(ibemu lat ib_send_lat 8 20000)" "$(ucx lat tag_lat 8 100000)" us "<= 1.0"
-row "8 B RDMA write latency (ib_write_lat / ucp_put_lat)" \
-	"$(ibemu lat ib_write_lat 8 20000)" "$(ucx lat ucp_put_lat 8 100000)" us "<= 1.0"
-row "4 KiB send latency (ib_send_lat / tag_lat)" \
-	"$(ibemu lat ib_send_lat 4096 20000)" "$(ucx lat tag_lat 4096 100000)" us "-"
-row "64 B send rate (ib_send_bw / tag_bw)" \
-	"$(ibemu rate ib_send_bw 64 200000)" "$(ucx rate tag_bw 64 1000000)" Mpps ">= 1.3"
-row "64 B RDMA write rate (ib_write_bw / ucp_put_bw)" \
-	"$(ibemu rate ib_write_bw 64 200000)" "$(ucx rate ucp_put_bw 64 1000000)" Mpps ">= 0.5"
-row "1 MiB RDMA write bandwidth (ib_write_bw / ucp_put_bw)" \
-	"$(ibemu bw ib_write_bw 1048576 2000)" "$(ucx bw ucp_put_bw 1048576 5000)" GB/s ">= 1.0"
-row "1 MiB RDMA read bandwidth (ib_read_bw / ucp_get)" \
-	"$(ibemu bw ib_read_bw 1048576 2000)" "$(ucx bw ucp_get 1048576 5000)" GB/s ">= 1.0"
-row "1 MiB send bandwidth (ib_send_bw / tag_bw)" \
-	"$(ibemu bw ib_send_bw 1048576 2000)" "$(ucx bw tag_bw 1048576 5000)" GB/s ">= 1.0"
+figure() # FIGURE UNIT GOAL KIND PROGRAM ITERS TEST UCX_ITERS SIZE
+{
+	local name=$1 unit=$2 goal=$3 a b
+	shift 3
+	read -r a b <<<"$(both "$@")"
+	row "$name" "$a" "$b" "$unit" "$goal"
+}
+figure "8 B send latency (ib_send_lat / tag_lat)" us "<= 1.0" \
+	lat ib_send_lat 20000 tag_lat 100000 8
+figure "8 B RDMA write latency (ib_write_lat / ucp_put_lat)" us "<= 1.0" \
+	lat ib_write_lat 20000 ucp_put_lat 100000 8
+figure "4 KiB send latency (ib_send_lat / tag_lat)" us "-" \
+	lat ib_send_lat 20000 tag_lat 100000 4096
+figure "64 B send rate (ib_send_bw / tag_bw)" Mpps ">= 1.3" \
+	rate ib_send_bw 200000 tag_bw 1000000 64
+figure "64 B RDMA write rate (ib_write_bw / ucp_put_bw)" Mpps ">= 0.5" \
+	rate ib_write_bw 200000 ucp_put_bw 1000000 64
+figure "1 MiB RDMA write bandwidth (ib_write_bw / ucp_put_bw)" GB/s ">= 1.0" \
+	bw ib_write_bw 2000 ucp_put_bw 5000 1048576
+figure "1 MiB RDMA read bandwidth (ib_read_bw / ucp_get)" GB/s ">= 1.0" \
+	bw ib_read_bw 2000 ucp_get 5000 1048576
+figure "1 MiB send bandwidth (ib_send_bw / tag_bw)" GB/s ">= 1.0" \
+	bw ib_send_bw 2000 tag_bw 5000 1048576
 echo "ratio = ibemu / UCX: below 1 for a latency is faster than UCX, above 1 for a rate or a bandwidth."
