@@ -174,17 +174,24 @@ bool cma_rkey_ok(const struct pub_mr_copy *m, uint32_t rkey, uint64_t va,
 	return true;
 }
 
+/* Whether [addr, addr+len) lies in the window [lo, lo+wlen), without
+ * wrapping: every bound may come from another process. */
+static bool cma_in_window(uint64_t lo, uint64_t wlen, uint64_t addr,
+			  uint64_t len)
+{
+	return wlen && addr >= lo && addr - lo <= wlen &&
+	       len <= wlen - (addr - lo);
+}
+
 bool cma_window_ok(const struct pub_mr_copy *m, uint64_t addr, uint64_t len,
 		   uint64_t *at_p)
 {
 	uint64_t end;
 
-	if (!m->map_len || m->map_fd < 0 || !m->map_id ||
+	if (m->map_fd < 0 || !m->map_id ||
 	    __builtin_add_overflow(m->map_lo, m->map_len, &end) ||
-	    __builtin_add_overflow(m->map_off, m->map_len, &end))
-		return false;
-	if (addr < m->map_lo || addr - m->map_lo > m->map_len ||
-	    len > m->map_len - (addr - m->map_lo))
+	    __builtin_add_overflow(m->map_off, m->map_len, &end) ||
+	    !cma_in_window(m->map_lo, m->map_len, addr, len))
 		return false;
 	*at_p = addr - m->map_lo;
 	return true;
@@ -285,9 +292,8 @@ static bool cma_is_atomic(const struct wqe *w)
  * of the node and to the CPUs.  The original value goes to the local
  * SGE; an ATOMIC WRITE's value comes from it or from the inline data.
  */
-static ssize_t cma_window_atomic(struct emu_qp *qp, struct wqe *w,
-				 uint64_t *p, const struct iovec *local,
-				 int nl)
+static ssize_t cma_window_atomic(const struct wqe *w, uint64_t *p,
+				 const struct iovec *local, int nl)
 {
 	uint64_t v = w->compare_add;
 
@@ -308,7 +314,6 @@ static ssize_t cma_window_atomic(struct emu_qp *qp, struct wqe *w,
 	else
 		v = __atomic_fetch_add(p, w->compare_add, __ATOMIC_SEQ_CST);
 	memcpy(local[0].iov_base, &v, 8);
-	(void)qp;
 	return 8;
 }
 
@@ -411,9 +416,8 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write)
 	    (base = cma_window_base(qp, snap.map_fd, snap.map_id,
 				    snap.map_off, snap.map_len))) {
 		if (atomic)
-			return cma_window_atomic(qp, w,
-						 (uint64_t *)(void *)(base + at),
-						 local, nl);
+			return cma_window_atomic(
+				w, (uint64_t *)(void *)(base + at), local, nl);
 		return cma_window_copy(base + at, local, nl, write);
 	}
 	if (atomic || !cma_syscall_ok(qp, w))
@@ -596,9 +600,8 @@ uint32_t cma_pull_desc(struct emu_qp *qp, struct wqe *w, void *buf)
 			s++;
 		mr = s < w->num_sge ? mr_lookup(qp->hca, w->sge[s++].lkey)
 				    : NULL;
-		if (mr && mr->win.len && seg.addr >= mr->win.lo &&
-		    seg.addr - mr->win.lo <= mr->win.len &&
-		    seg.len <= mr->win.len - (seg.addr - mr->win.lo)) {
+		if (mr && cma_in_window(mr->win.lo, mr->win.len, seg.addr,
+					seg.len)) {
 			seg.win_off = mr->win.off;
 			seg.win_lo = mr->win.lo;
 			seg.win_len = mr->win.len;
@@ -627,9 +630,8 @@ static bool cma_pull_windows(struct emu_qp *qp, const struct iovec *local,
 
 	for (i = 0; i < d->nr; i++) {
 		sg = &d->seg[i];
-		if (!sg->win_len || sg->addr < sg->win_lo ||
-		    sg->addr - sg->win_lo > sg->win_len ||
-		    sg->len > sg->win_len - (sg->addr - sg->win_lo) ||
+		if (!cma_in_window(sg->win_lo, sg->win_len, sg->addr,
+				   sg->len) ||
 		    __builtin_add_overflow(total, sg->len, &total))
 			return false;
 	}
