@@ -438,8 +438,6 @@ void engine_app_blocks(struct engine *e)
 	e->tp->wake(e);
 }
 
-/* engine_poll calls of this thread: when to look at the clock. */
-
 /* Every 64th poll of the engine: when a poller reads the clock.  Polls
  * of several threads may lose counts (a load and a store, no locked
  * instruction on the polling path): the clock is then read a little

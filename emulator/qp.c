@@ -152,6 +152,16 @@ static void qp_forget_completions(struct emu_qp *qp)
 		cq_forget_qp(qp->rcq, qp->qpn);
 }
 
+/* The QP is connected to nothing (reset, destroy): the placement lets
+ * go of what it held of the peer (cma.c). */
+static void qp_drop_peer_locked(struct emu_qp *qp)
+{
+	qp->peer = NULL;
+	qp->peer_proc = -1;
+	if (engine_place(qp->hca->engine))
+		engine_place(qp->hca->engine)->peer_bind(qp);
+}
+
 static void qp_free_queues(struct emu_qp *qp)
 {
 	if (qp_has_own_rq(qp))
@@ -329,12 +339,8 @@ int emu_qp_destroy(struct emu_qp *qp)
 	 * requests they name are gone with it (libfabric's verbs provider
 	 * counts on this, as mlx5 gives it). */
 	qp_forget_completions(qp);
-	/* What its placement holds of the peer goes (cma.c). */
 	pthread_mutex_lock(&qp->lock);
-	qp->peer = NULL;
-	qp->peer_proc = -1;
-	if (engine_place(qp->hca->engine))
-		engine_place(qp->hca->engine)->peer_bind(qp);
+	qp_drop_peer_locked(qp);
 	pthread_mutex_unlock(&qp->lock);
 	/* Before its number can name another QP (mw.c). */
 	mw_qp_destroyed(qp->hca, qp->qpn);
@@ -495,10 +501,7 @@ static void qp_reset_locked(struct emu_qp *qp)
 		memset(qp->resp.atomics, 0,
 		       IBEMU_MAX_QP_INIT_RD_ATOM * sizeof(*qp->resp.atomics));
 	qp->resp.atomics_next = 0;
-	qp->peer = NULL;
-	qp->peer_proc = -1;
-	if (engine_place(qp->hca->engine))
-		engine_place(qp->hca->engine)->peer_bind(qp);
+	qp_drop_peer_locked(qp);
 	qp_attr_defaults(qp);
 }
 
