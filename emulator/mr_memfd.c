@@ -77,7 +77,11 @@ struct memfd_vma {
 	char perms[5];
 	bool anon_private; /* private, anonymous, not the main stack */
 	bool ours; /* a mapping of our memfd */
+	bool ibemu; /* a mapping of any process's ibemu memfd */
 };
+
+/* How the kernel names an ibemu memfd's mappings (mr_memfd_name). */
+static const char ibemu_prefix[] = "/memfd:ibemu-";
 
 static bool memfd_parse_vma(const char *line, const char *our_name,
 			    struct memfd_vma *v)
@@ -103,6 +107,8 @@ static bool memfd_parse_vma(const char *line, const char *our_name,
 			  (n == 0 || !strncmp(name, "[heap]", n));
 	v->ours = our_name && n == strlen(our_name) &&
 		  !strncmp(name, our_name, n);
+	v->ibemu = n >= sizeof(ibemu_prefix) - 1 &&
+		   !strncmp(name, ibemu_prefix, sizeof(ibemu_prefix) - 1);
 	return true;
 }
 
@@ -497,18 +503,11 @@ void mr_memfd_release(struct emu_hca *hca, const struct mr_window *win)
  */
 void mr_memfd_fork_child(void)
 {
-	static const char prefix[] = "/memfd:ibemu-";
-	struct { uintptr_t lo, hi; uint64_t off; int prot; bool own; }
-		*vmas = NULL, *tmp;
+	struct memfd_vma v, *vmas = NULL, *tmp;
 	char line[512], own[64];
-	unsigned long long off;
-	unsigned long lo, hi;
 	unsigned int n = 0, cap = 0, i;
 	bool more = false, cont;
-	char perms[5];
-	int path = 0;
 	FILE *maps;
-	const char *name;
 
 	/* Every mapping of an ibemu memfd still here is the parent's own
 	 * (peer_map_fork_child unmapped the peers' first). */
@@ -519,13 +518,7 @@ void mr_memfd_fork_child(void)
 	while (maps && fgets(line, sizeof(line), maps)) {
 		cont = more;
 		more = !strchr(line, '\n');
-		path = 0;
-		if (cont ||
-		    sscanf(line, "%lx-%lx %4s %llx %*x:%*x %*u %n", &lo, &hi,
-			   perms, &off, &path) < 4 || !path)
-			continue;
-		name = line + path;
-		if (strncmp(name, prefix, sizeof(prefix) - 1))
+		if (cont || !memfd_parse_vma(line, own, &v) || !v.ibemu)
 			continue;
 		if (n == cap) {
 			cap = cap ? 2 * cap : 16;
@@ -534,12 +527,7 @@ void mr_memfd_fork_child(void)
 				break;
 			vmas = tmp;
 		}
-		vmas[n].lo = lo;
-		vmas[n].hi = hi;
-		vmas[n].off = off;
-		vmas[n].own = !strncmp(name, own, strlen(own));
-		vmas[n].prot = memfd_prot(perms);
-		n++;
+		vmas[n++] = v;
 	}
 	if (maps) {
 		fclose(maps);
@@ -547,7 +535,8 @@ void mr_memfd_fork_child(void)
 		 * memfd's (none should be left) by loads. */
 		for (i = 0; i < n; i++)
 			memfd_privatise(vmas[i].lo, vmas[i].hi, vmas[i].off,
-					vmas[i].own, vmas[i].prot);
+					vmas[i].ours,
+					memfd_prot(vmas[i].perms));
 	} else {
 		/* No maps to read: the windows where they were put, as
 		 * far as they are still mapped. */
