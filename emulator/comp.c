@@ -44,11 +44,11 @@ static uint64_t comp_peer_taken(const struct emu_qp *qp)
 
 /*
  * A request that cannot leave because the peer's inbox is full met
- * congestion, not loss, when the peer took packets since the timer was
- * armed or is known to run (its consumer is then at most a grace period
- * from taking more, inbox.h): the timer starts again without spending a
- * retry.  A peer gone or stopped spends them as for a loss (IBA
- * 9.7.6.1.3).
+ * congestion, not loss, when the peer took packets since the requester
+ * found it full or is known to run (its consumer is then at most a grace
+ * period from taking more, inbox.h): the timer starts again without
+ * spending a retry.  A peer gone or stopped spends them as for a loss
+ * (IBA 9.7.6.1.3).
  */
 static bool comp_congested(struct emu_qp *qp)
 {
@@ -64,6 +64,19 @@ static bool comp_congested(struct emu_qp *qp)
 	return engine_peer_runs(qp->hca->engine, qp->peer_proc);
 }
 
+void comp_blocked_locked(struct emu_qp *qp)
+{
+	qp->comp.peer_taken = comp_peer_taken(qp);
+}
+
+/*
+ * Start the transport timer (IBA 9.7.6.1).  It restarts at every
+ * request sent after an idle moment, so it is armed lazily: the engine is
+ * asked to look at the QP (the pending list, a lock and a wake-up check)
+ * only when no look is due by the new deadline already.  A look that
+ * finds the deadline moved later, or gone, moves or drops its own
+ * (comp_timers_locked).
+ */
 void comp_arm_timer_locked(struct emu_qp *qp)
 {
 	uint64_t t = comp_timeout_ns(qp);
@@ -72,7 +85,9 @@ void comp_arm_timer_locked(struct emu_qp *qp)
 		return;
 	/* Milliseconds matter here: the coarse clock is enough and cheap. */
 	qp->comp.deadline = engine_coarse_ns() + t;
-	qp->comp.peer_taken = comp_peer_taken(qp);
+	if (qp->comp.timer_at && qp->comp.timer_at <= qp->comp.deadline)
+		return;
+	qp->comp.timer_at = qp->comp.deadline;
 	/* Already queued: its pass comes no later than the deadline it knew,
 	 * which is older than this one; nothing to wake. */
 	if (atomic_load_explicit(&qp->on_pending, memory_order_relaxed))
@@ -584,6 +599,7 @@ uint64_t comp_timers_locked(struct emu_qp *qp, uint64_t now)
 	if (qp->state != IBV_QPS_RTS &&
 	    qp->state != IBV_QPS_SQD) {
 		qp->comp.deadline = 0;
+		qp->comp.timer_at = 0;
 		qp->comp.rnr_resume = 0;
 		return 0;
 	}
@@ -621,6 +637,10 @@ uint64_t comp_timers_locked(struct emu_qp *qp, uint64_t now)
 			comp_arm_timer_locked(qp);
 		}
 	}
+	/* The next look at this QP for its timer: at its deadline, or none
+	 * when it has none (then the pass drops it, unless other work
+	 * keeps it queued). */
+	qp->comp.timer_at = qp->comp.deadline;
 	if (qp->comp.deadline && (!next || qp->comp.deadline < next))
 		next = qp->comp.deadline;
 	return next;

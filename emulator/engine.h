@@ -173,6 +173,9 @@ void comp_recv_locked(struct emu_qp *qp, const struct pkt *pkt);
 uint64_t comp_timers_locked(struct emu_qp *qp, uint64_t now);
 void comp_retire_locked(struct emu_qp *qp);
 void comp_arm_timer_locked(struct emu_qp *qp);
+/* The requester found the peer full: note how far the peer has taken
+ * packets in, to tell congestion from loss when the timer expires. */
+void comp_blocked_locked(struct emu_qp *qp);
 
 /* Copy between a message and a list of local SGEs (MR-checked). */
 int sge_span(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,

@@ -196,10 +196,15 @@ struct comp_resend {
 /* The completer's state (comp.c): timers and retry budgets. */
 struct qp_comp {
 	uint64_t deadline; /* retransmit timer, ns; 0 = idle */
+	/* When the engine's pending pass looks at the QP for its timer at
+	 * the latest (0: it does not); at or before deadline, so arming
+	 * again while the pass is due anyway costs no list operation. */
+	uint64_t timer_at;
 	uint64_t rnr_resume; /* RNR wait ends, ns; 0 = none */
 	uint8_t retry_left, rnr_left;
 	bool sqd_notify; /* raise SQ_DRAINED when the SQ drains */
-	uint64_t peer_taken; /* the peer's count when the timer was armed */
+	/* the peer's count when the requester found it full */
+	uint64_t peer_taken;
 	/* the last PSN the responder is known to have executed */
 	uint32_t acked_psn;
 	/* told: a resend from the PSN a NAK named; nothing at or past it

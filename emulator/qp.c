@@ -476,6 +476,7 @@ static void qp_engine_idle_locked(struct emu_qp *qp)
 	qp->req.ud_full_since = 0;
 	qp->req.mcast.on = false;
 	qp->comp.deadline = 0;
+	qp->comp.timer_at = 0;
 	qp->comp.rnr_resume = 0;
 	resp_reset_locked(qp);
 }

@@ -656,6 +656,7 @@ void req_run_locked(struct emu_qp *qp)
 			break;
 		case REQ_BLOCKED:
 			qp->req.blocked = true;
+			comp_blocked_locked(qp);
 			/* The transport timer runs for a request that cannot
 			 * leave as for one lost (IBA 9.7.6.1.3): a responder
 			 * that takes nothing ends in RETRY_EXC_ERR. */
