@@ -42,7 +42,10 @@ struct engine {
 	pthread_mutex_t lock;
 	struct emu_qp **qps; /* by QPN - IBEMU_QPN_FIRST */
 	struct emu_qp *all_qps; /* the same, as a list (all_next) */
-	struct emu_qp *ack_list; /* ACKs owed by the current drain */
+	/* ACKs owed by the current drain, or by the application's last
+	 * poll (engine_poll) until its next */
+	struct emu_qp *ack_list;
+	atomic_bool acks_owed; /* ack_list left non-empty; read unlocked */
 	/* QPs with blocked or timed work; lock rule: pending_lock, taken
 	 * after a QP lock, never before one */
 	pthread_mutex_t pending_lock;
@@ -139,6 +142,9 @@ void pkt_send(struct pkt_out *out);
  * are coalesced until engine_flush_acks_locked(). */
 void engine_recv_locked(struct engine *e, const struct tp_pkt *in);
 void engine_flush_acks_locked(struct engine *e);
+/* Send the ACKs the application's last poll left owed, now (at exit:
+ * the requesters must not retry what was executed). */
+void engine_flush_owed_acks(struct engine *e);
 
 /* mcast.c: whether qp is attached to the group a multicast datagram
  * went to (dgid NULL: no GRH, the MLID alone names it; dlid 0: the MGID

@@ -176,9 +176,15 @@ void engine_qp_remove(struct engine *e, struct emu_qp *qp)
 			qp->all_next->all_pprev = qp->all_pprev;
 		qp->all_pprev = NULL;
 	}
+	/* Its ACK still owed goes now: the application may have seen the
+	 * completions of what it acknowledges (resp_ack_owed_locked). */
 	for (ap = &e->ack_list; *ap; ap = &(*ap)->ack_next) {
 		if (*ap == qp) {
 			*ap = qp->ack_next;
+			pthread_mutex_lock(&qp->lock);
+			resp_ack_owed_locked(qp);
+			qp->ack_queued = false;
+			pthread_mutex_unlock(&qp->lock);
 			break;
 		}
 	}
@@ -307,6 +313,20 @@ void engine_flush_acks_locked(struct engine *e)
 		resp_ack_flush_locked(qp);
 		pthread_mutex_unlock(&qp->lock);
 	}
+	if (atomic_load_explicit(&e->acks_owed, memory_order_relaxed))
+		atomic_store_explicit(&e->acks_owed, false,
+				      memory_order_relaxed);
+}
+
+void engine_flush_owed_acks(struct engine *e)
+{
+	if (!e || !atomic_load_explicit(&e->acks_owed, memory_order_relaxed))
+		return;
+	/* Whoever holds the lock is draining, and flushes. */
+	if (pthread_mutex_trylock(&e->lock))
+		return;
+	engine_flush_acks_locked(e);
+	pthread_mutex_unlock(&e->lock);
 }
 
 void engine_recv_locked(struct engine *e, const struct tp_pkt *in)
@@ -317,10 +337,15 @@ void engine_recv_locked(struct engine *e, const struct tp_pkt *in)
 		engine_dispatch(e, &p);
 }
 
-/* Drain up to max packets; caller holds engine.lock.  Returns count.
+/*
+ * Drain up to max packets; caller holds engine.lock.  Returns count.
  * With IBEMU_FAULTS every packet passes the injector (fault.c), which
- * may also hand over packets it held back. */
-static unsigned int engine_drain(struct engine *e, unsigned int max)
+ * may also hand over packets it held back.  later: the ACKs the drain
+ * earns wait for the caller's next drain (engine_poll), instead of going
+ * at its end.
+ */
+static unsigned int engine_drain(struct engine *e, unsigned int max,
+				 bool later)
 {
 	struct tp_pkt in;
 	unsigned int n = 0;
@@ -335,9 +360,14 @@ static unsigned int engine_drain(struct engine *e, unsigned int max)
 		e->tp->pkt_release(e, &in);
 		n++;
 	}
-	/* The ACKs the burst earned, one per QP, before anything else can
-	 * happen to their QPs (destroy, exit): an HCA has sent them. */
-	engine_flush_acks_locked(e);
+	/* The ACKs the burst earned, one per QP.  What can happen to their
+	 * QPs before they go sends them first (destroy, modify to Error or
+	 * Reset, exit; resp_ack_owed_locked). */
+	if (!later)
+		engine_flush_acks_locked(e);
+	else if (e->ack_list)
+		atomic_store_explicit(&e->acks_owed, true,
+				      memory_order_relaxed);
 	if (n && atomic_load_explicit(&e->net_room, memory_order_relaxed) &&
 	    atomic_exchange(&e->net_room, false))
 		e->net->room(e);
@@ -452,7 +482,7 @@ static bool engine_poll_count(struct engine *e)
 
 void engine_poll(struct engine *e, bool active)
 {
-	bool busy, run;
+	bool busy, run, owed;
 	uint64_t due;
 
 	if (!e)
@@ -470,11 +500,23 @@ void engine_poll(struct engine *e, bool active)
 	 * its critical path (doc/design.md §22). */
 	if (active && e->net)
 		e->net->poll(e);
-	if (!run && !engine_has_packet(e))
+	owed = atomic_load_explicit(&e->acks_owed, memory_order_relaxed);
+	if (!run && !owed && !engine_has_packet(e))
 		goto done;
 	if (pthread_mutex_trylock(&e->lock))
 		goto done; /* the thread is at it */
-	engine_drain(e, ENGINE_DRAIN_BATCH);
+	/*
+	 * The ACKs of the last poll's drain go now, those of this one at
+	 * the next poll (IBA 9.7.5.1.1 leaves their timing to the
+	 * responder): the completions they acknowledge reach the
+	 * application first, and its answer, if it sends one, leaves ahead
+	 * of them.  Not waited for, the ACK leaves a ping-pong's path.  The
+	 * progress thread sends what a poll left owed once the application
+	 * stops polling (engine_thread).
+	 */
+	if (owed)
+		engine_flush_acks_locked(e);
+	engine_drain(e, ENGINE_DRAIN_BATCH, active);
 	if (run)
 		engine_run_pending(e, &busy);
 	pthread_mutex_unlock(&e->lock);
@@ -530,7 +572,7 @@ static void *engine_thread(void *arg)
 		pthread_mutex_lock(&e->lock);
 		/* Bounded, so owed ACKs and responses (the pending pass) are
 		 * never starved by a peer that keeps sending. */
-		served = engine_drain(e, INBOX_SLOTS);
+		served = engine_drain(e, INBOX_SLOTS, false);
 		busy = false;
 		next = 0;
 		/* The flag is taken before the list is looked at, in one
