@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A responder that goes away right after it saw its last receive
+ * completion still acknowledged what it executed: the requester's SENDs
+ * all complete successfully.  An HCA acknowledges a request when it
+ * executes it (IBA 9.7.5.1); the ACK's timing is the responder's to
+ * choose (9.7.5.1.1, coalescing), but a message whose receive completed
+ * was executed, and its requester must not retry it until it fails with
+ * IBV_WC_RETRY_EXC_ERR (9.7.6.1.3) because the responder stopped.
+ *
+ * Two processes, one RC QP each, connected; the requester sends NMSG
+ * SENDs, one at a time, each completed before the next.  The responder
+ * polls the receive completions, checks every payload, and after the
+ * last one, as the mode says:
+ *
+ *   exit     calls exit(0) at once: no verb, no clean-up;
+ *   destroy  destroys its QP at once;
+ *   error    moves its QP to the error state at once (what
+ *            rdma_disconnect does).
+ *
+ * The requester's QP has a short transport timeout and one retry, so an
+ * ACK never sent fails its SEND within a fraction of a second.
+ *
+ * Usage: ack_exit exit|destroy|error.  Exit: 0 pass, 1 fail, 77 skip.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+#include "rc_pair.h"
+
+#define NMSG 64
+#define MSG_LEN 32
+#define WAIT_MS 5000
+
+/* 4.096 us * 2^10 (the emulator waits at least 32 ms), one retry: an
+ * unanswered SEND fails within about 100 ms. */
+static const struct rc_pair_attr pair_attr = {
+	.buf_len = MSG_LEN * NMSG,
+	.mr_access = IBV_ACCESS_LOCAL_WRITE,
+	.cq_depth = 2 * NMSG,
+	.max_send_wr = 4,
+	.max_recv_wr = NMSG,
+	.qp_access = 0,
+	.path_mtu = IBV_MTU_1024,
+	.timeout = 10,
+	.retry_cnt = 1,
+	.rnr_retry = 7,
+};
+
+enum mode { MODE_EXIT, MODE_DESTROY, MODE_ERROR };
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One completion within WAIT_MS: 1, or 0 after the wait, -1 on error. */
+static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	long long deadline = now_ms() + WAIT_MS;
+	int n;
+
+	do {
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n < 0 ? -1 : 1;
+	} while (now_ms() < deadline);
+	return 0;
+}
+
+static uint8_t pattern(unsigned int msg, unsigned int i)
+{
+	return (uint8_t)(msg * 31 + i * 7 + 1);
+}
+
+/* Every receive posted, then the messages checked as they come. */
+static int responder(int fd, enum mode mode)
+{
+	struct ibv_recv_wr wr, *bad;
+	struct ibv_qp_attr a;
+	struct rc_side s;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	unsigned int m, i;
+	uint8_t *p;
+	char ready = 'r';
+	int ret;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	memset(&s, 0, sizeof(s));
+	ret = rc_pair_join(&s, &pair_attr, fd);
+	if (ret)
+		return ret > 0 ? 77 : 2;
+	for (m = 0; m < NMSG; m++) {
+		sge.addr = (uintptr_t)s.buf + m * MSG_LEN;
+		sge.length = MSG_LEN;
+		sge.lkey = s.mr->lkey;
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = m;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		if (ibv_post_recv(s.qp, &wr, &bad))
+			return 3;
+	}
+	if (rc_xfer(fd, &ready, 1, 1))
+		return 3;
+	for (m = 0; m < NMSG; m++) {
+		if (poll_one(s.cq, &wc) != 1 || wc.status != IBV_WC_SUCCESS ||
+		    wc.wr_id != m || wc.byte_len != MSG_LEN) {
+			say("FAIL: ack-exit: receive %u", m);
+			return 4;
+		}
+		p = (uint8_t *)s.buf + m * MSG_LEN;
+		for (i = 0; i < MSG_LEN; i++)
+			if (p[i] != pattern(m, i)) {
+				say("FAIL: ack-exit: message %u byte %u", m, i);
+				return 4;
+			}
+	}
+	/* At once, as the mode says. */
+	switch (mode) {
+	case MODE_EXIT:
+		exit(0);
+	case MODE_DESTROY:
+		if (ibv_destroy_qp(s.qp))
+			return 5;
+		break;
+	case MODE_ERROR:
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_ERR;
+		if (ibv_modify_qp(s.qp, &a, IBV_QP_STATE))
+			return 5;
+		break;
+	}
+	/* Stay until the requester has its answer. */
+	(void)rc_xfer(fd, &ready, 1, 0);
+	exit(0);
+}
+
+static int requester(int fd, pid_t pid, const char *name)
+{
+	struct ibv_send_wr wr, *bad;
+	struct rc_side s;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	unsigned int m, i;
+	int ret, status, got;
+	char ready;
+
+	memset(&s, 0, sizeof(s));
+	ret = rc_pair_join(&s, &pair_attr, fd);
+	if (ret)
+		return ret > 0 ? 77 : 1;
+	if (rc_xfer(fd, &ready, 1, 0)) {
+		say("FAIL: ack-exit %s: the responder did not get ready", name);
+		return 1;
+	}
+	for (m = 0; m < NMSG; m++) {
+		for (i = 0; i < MSG_LEN; i++)
+			((uint8_t *)s.buf)[i] = pattern(m, i);
+		sge.addr = (uintptr_t)s.buf;
+		sge.length = MSG_LEN;
+		sge.lkey = s.mr->lkey;
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = m;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_SEND;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		if (ibv_post_send(s.qp, &wr, &bad)) {
+			say("FAIL: ack-exit %s: post_send %u", name, m);
+			return 1;
+		}
+		got = poll_one(s.cq, &wc);
+		if (got != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != m) {
+			say("FAIL: ack-exit %s: SEND %u of %u: %s, expected %s",
+			    name, m, NMSG,
+			    got == 1 ? ibv_wc_status_str(wc.status)
+				     : "no completion",
+			    ibv_wc_status_str(IBV_WC_SUCCESS));
+			return 1;
+		}
+	}
+	(void)rc_xfer(fd, &ready, 1, 1);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+		say("FAIL: ack-exit %s: the responder did not exit", name);
+		return 1;
+	}
+	if (WEXITSTATUS(status) == 77)
+		return 77;
+	if (WEXITSTATUS(status)) {
+		say("FAIL: ack-exit %s: the responder exited %d", name,
+		    WEXITSTATUS(status));
+		return 1;
+	}
+	rc_pair_close(&s);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const names[] = {
+		[MODE_EXIT] = "exit",
+		[MODE_DESTROY] = "destroy",
+		[MODE_ERROR] = "error",
+	};
+	enum mode mode;
+	int sv[2];
+	pid_t pid;
+
+	if (argc != 2) {
+		say("usage: ack_exit exit|destroy|error");
+		return 2;
+	}
+	for (mode = MODE_EXIT; mode <= MODE_ERROR; mode++)
+		if (!strcmp(argv[1], names[mode]))
+			break;
+	if (mode > MODE_ERROR) {
+		say("ack_exit: unknown mode %s", argv[1]);
+		return 2;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return 1;
+	/* Before any verb: the child opens its own device. */
+	pid = fork();
+	if (pid < 0)
+		return 1;
+	if (!pid) {
+		close(sv[0]);
+		return responder(sv[1], mode);
+	}
+	close(sv[1]);
+	return requester(sv[0], pid, names[mode]);
+}
