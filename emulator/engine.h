@@ -46,6 +46,7 @@ struct engine {
 	 * poll (engine_poll) until its next */
 	struct emu_qp *ack_list;
 	atomic_bool acks_owed; /* ack_list left non-empty; read unlocked */
+	unsigned int acks_earned; /* requests the current drain acknowledges */
 	/* QPs with blocked or timed work; lock rule: pending_lock, taken
 	 * after a QP lock, never before one */
 	pthread_mutex_t pending_lock;

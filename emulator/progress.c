@@ -313,6 +313,7 @@ void engine_flush_acks_locked(struct engine *e)
 		resp_ack_flush_locked(qp);
 		pthread_mutex_unlock(&qp->lock);
 	}
+	e->acks_earned = 0;
 	if (atomic_load_explicit(&e->acks_owed, memory_order_relaxed))
 		atomic_store_explicit(&e->acks_owed, false,
 				      memory_order_relaxed);
@@ -340,9 +341,10 @@ void engine_recv_locked(struct engine *e, const struct tp_pkt *in)
 /*
  * Drain up to max packets; caller holds engine.lock.  Returns count.
  * With IBEMU_FAULTS every packet passes the injector (fault.c), which
- * may also hand over packets it held back.  later: the ACKs the drain
- * earns wait for the caller's next drain (engine_poll), instead of going
- * at its end.
+ * may also hand over packets it held back.  later: the ACK of a drain
+ * that acknowledges one request waits for the caller's next drain
+ * (engine_poll), instead of going at its end; a burst's goes at once, so
+ * that a streaming requester's window opens without delay.
  */
 static unsigned int engine_drain(struct engine *e, unsigned int max,
 				 bool later)
@@ -363,7 +365,7 @@ static unsigned int engine_drain(struct engine *e, unsigned int max,
 	/* The ACKs the burst earned, one per QP.  What can happen to their
 	 * QPs before they go sends them first (destroy, modify to Error or
 	 * Reset, exit; resp_ack_owed_locked). */
-	if (!later)
+	if (!later || e->acks_earned > 1)
 		engine_flush_acks_locked(e);
 	else if (e->ack_list)
 		atomic_store_explicit(&e->acks_owed, true,
