@@ -16,4 +16,26 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/*
+ * Ask for the cache line at p in a state that may be written (x86
+ * PREFETCHW): a producer about to write a line that another CPU holds
+ * starts the transfer early, instead of stalling at its next fence or
+ * locked instruction.  A hint; nothing where the CPU lacks the
+ * instruction (cpu_prefetch_write_ok, set once by a constructor).
+ */
+#if defined(__x86_64__) || defined(__i386__)
+extern _Bool cpu_prefetch_write_ok;
+
+static inline void cpu_prefetch_write(const void *p)
+{
+	if (cpu_prefetch_write_ok)
+		__asm__ __volatile__("prefetchw %0" : : "m"(*(const char *)p));
+}
+#else
+static inline void cpu_prefetch_write(const void *p)
+{
+	__builtin_prefetch(p, 1, 3);
+}
+#endif
+
 #endif /* IBEMU_CPU_H */

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu.h"
 #include "inbox.h"
 #include "log.h"
 #include "node.h"
@@ -91,6 +92,10 @@ void inbox_unlink(const char *node_name, uint64_t token)
 	shmfile_unlink(name);
 }
 
+/* How many positions ahead of the one it publishes a producer asks for
+ * a slot's lines (inbox_publish). */
+#define INBOX_PREFETCH_AHEAD 4
+
 /* Times a claim finds a slot ahead of a tail that does not move before it
  * gives up (see inbox_claim). */
 #define INBOX_CLAIM_STALLS 1024
@@ -155,6 +160,15 @@ void inbox_wake(struct inbox *ib)
 
 void inbox_publish(struct inbox *ib, struct inbox_slot *s, uint64_t pos)
 {
+	const struct inbox_slot *ahead =
+		&ib->slots[(pos + INBOX_PREFETCH_AHEAD) & (INBOX_SLOTS - 1)];
+
+	/* The slot a later claim will likely fill: its first lines, which
+	 * the consumer read a lap ago, start on their way back here now,
+	 * while this store waits for its own line (cpu.h).  Not the next
+	 * slot: an idle consumer polls that one. */
+	cpu_prefetch_write(ahead);
+	cpu_prefetch_write((const char *)ahead + 64);
 	/* Into a quarantined slot, this makes it the consumer's again. */
 	atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
 	/* Store-load order against the sleeper's flag-then-check. */
