@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cma.h"
+#include "cpu.h"
 #include "engine.h"
 #include "log.h"
 #include "mr_memfd.h"
@@ -444,10 +445,8 @@ bool cma_try(struct emu_qp *qp, struct wqe *w)
 	placing = &tp_shm_inbox(qp->peer)->placing[qp->hca->node.proc_slot];
 	/* One full fence orders the announcement before the checks'
 	 * loads; cma_fence's orders the withdrawal before its scan. */
-	atomic_store_explicit(placing,
-			      (uint64_t)qp->attr.dest_qp_num << 32 | w->rkey,
-			      memory_order_relaxed);
-	atomic_thread_fence(memory_order_seq_cst);
+	cpu_store_fence_u64(placing,
+			    (uint64_t)qp->attr.dest_qp_num << 32 | w->rkey);
 	n = cma_place(qp, w, write);
 	atomic_store_explicit(placing, 0, memory_order_release);
 	if (n == (ssize_t)(cma_is_atomic(w) ? 8 : w->length))

@@ -3,6 +3,9 @@
 #ifndef IBEMU_CPU_H
 #define IBEMU_CPU_H
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -13,6 +16,22 @@ static inline void cpu_relax(void)
 	__asm__ __volatile__("or 27,27,27" ::: "memory");
 #else
 	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/*
+ * Store v at p, then order the store before every later load (a full
+ * fence): the announcing half of a Dekker-style handshake (inbox.h's
+ * sleeper flag, cma.c's placement fence).  On x86 one locked exchange
+ * does both, which is cheaper than a store and MFENCE.
+ */
+static inline void cpu_store_fence_u64(_Atomic uint64_t *p, uint64_t v)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	(void)atomic_exchange_explicit(p, v, memory_order_seq_cst);
+#else
+	atomic_store_explicit(p, v, memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
 #endif
 }
 

@@ -169,10 +169,9 @@ void inbox_publish(struct inbox *ib, struct inbox_slot *s, uint64_t pos)
 	 * slot: an idle consumer polls that one. */
 	cpu_prefetch_write(ahead);
 	cpu_prefetch_write((const char *)ahead + 64);
-	/* Into a quarantined slot, this makes it the consumer's again. */
-	atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
-	/* Store-load order against the sleeper's flag-then-check. */
-	atomic_thread_fence(memory_order_seq_cst);
+	/* Into a quarantined slot, this makes it the consumer's again.
+	 * Store-load order against the sleeper's flag-then-check. */
+	cpu_store_fence_u64(&s->seq, pos + 1);
 	if (atomic_load_explicit(&ib->sleeping, memory_order_relaxed))
 		inbox_wake(ib);
 }
