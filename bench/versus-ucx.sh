@@ -87,45 +87,57 @@ ucx()
 		print (k == "lat" ? $3 : k == "rate" ? $9 / 1e6 : $7 / 1000); exit }' "$dir/client.out"
 }
 
+# The machine's one-way cache-line hand-off between the two CPUs, in ns
+# (bench/shm_pingpong, pinned as the pairs are): the floor of a message's
+# latency, and the figure that shows where the host put the vCPUs.
+handoff()
+{
+	taskset -c "$cpu_s,$cpu_c" "$IBEMU_BUILDDIR/bench/shm_pingpong" -q -r 1 -n 20000 \
+		2>/dev/null || echo failed
+}
+
 # both KIND PROGRAM ITERS TEST UCX_ITERS SIZE: the two in turn, BENCH_RUNS
 # times, so that both see the machine as it is (the vCPUs' placement on
 # the host changes the figures of both by up to 3x from one minute to
-# the next): "ibemu-median ucx-median".
+# the next), each pair with the hand-off measured beside it:
+# "ibemu-median ucx-median hand-off-median".
 both()
 {
 	local kind=$1 prog=$2 iters=$3 test=$4 uiters=$5 size=$6 r
-	local -a a=() b=()
+	local -a a=() b=() h=()
 	for r in $(seq "$runs"); do
 		a+=("$(ibemu "$kind" "$prog" "$size" "$iters")")
 		b+=("$(ucx "$kind" "$test" "$size" "$uiters")")
+		h+=("$(handoff)")
 	done
 	echo "$(printf '%s\n' "${a[@]}" | grep -v failed | median)" \
-		"$(printf '%s\n' "${b[@]}" | grep -v failed | median)"
+		"$(printf '%s\n' "${b[@]}" | grep -v failed | median)" \
+		"$(printf '%s\n' "${h[@]}" | grep -v failed | median)"
 }
 
 # A figure with its unit, or the word that says why there is none.
 value() { case $1 in failed | - | "") echo "${1:--}" ;; *) printf '%.4g %s' "$1" "$2" ;; esac; }
 
-row() # FIGURE IBEMU UCX UNIT GOAL
+row() # FIGURE IBEMU UCX UNIT GOAL HAND-OFF
 {
 	local ratio=-
 	case "$2$3" in
 	*failed* | *-*) ;;
 	*) ratio=$(awk -v a="$2" -v b="$3" 'BEGIN { printf "%.3g", a / b }') ;;
 	esac
-	printf '%-54s %12s %12s %8s %7s\n' "$1" "$(value "$2" "$4")" \
-		"$(value "$3" "$4")" "$ratio" "$5"
+	printf '%-54s %12s %12s %8s %7s %9s\n' "$1" "$(value "$2" "$4")" \
+		"$(value "$3" "$4")" "$ratio" "$5" "$(value "$6" ns)"
 }
 
 echo "ibemu beside UCX over shared memory ($(ucx_info -v 2>/dev/null | sed -n 's/^# Version /UCX /p' | head -1)," \
 	"UCX_TLS=sm,self), server on CPU $cpu_s, client on CPU $cpu_c, median of $runs runs"
-printf '%-54s %12s %12s %8s %7s\n' figure ibemu "UCX shm" ratio goal
+printf '%-54s %12s %12s %8s %7s %9s\n' figure ibemu "UCX shm" ratio goal hand-off
 figure() # FIGURE UNIT GOAL KIND PROGRAM ITERS TEST UCX_ITERS SIZE
 {
-	local name=$1 unit=$2 goal=$3 a b
+	local name=$1 unit=$2 goal=$3 a b h
 	shift 3
-	read -r a b <<<"$(both "$@")"
-	row "$name" "$a" "$b" "$unit" "$goal"
+	read -r a b h <<<"$(both "$@")"
+	row "$name" "$a" "$b" "$unit" "$goal" "$h"
 }
 figure "8 B send latency (ib_send_lat / tag_lat)" us "<= 1.0" \
 	lat ib_send_lat 20000 tag_lat 100000 8
@@ -144,3 +156,5 @@ figure "1 MiB RDMA read bandwidth (ib_read_bw / ucp_get)" GB/s ">= 1.0" \
 figure "1 MiB send bandwidth (ib_send_bw / tag_bw)" GB/s ">= 1.0" \
 	bw ib_send_bw 2000 tag_bw 5000 1048576
 echo "ratio = ibemu / UCX: below 1 for a latency is faster than UCX, above 1 for a rate or a bandwidth."
+echo "hand-off = the machine's one-way cache-line hand-off between the two CPUs during the row's runs (bench/shm_pingpong):"
+echo "  where the host puts the two vCPUs (tens of ns: one core's two threads; hundreds: two cores) moves every figure."
