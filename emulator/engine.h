@@ -45,7 +45,9 @@ struct engine {
 	/* ACKs owed by the current drain, or by the application's last
 	 * poll (engine_poll) until its next */
 	struct emu_qp *ack_list;
-	atomic_bool acks_owed; /* ack_list left non-empty; read unlocked */
+	/* The application's last poll left ACKs to send or inbox room to
+	 * give back (engine_poll); read unlocked */
+	atomic_bool owed;
 	unsigned int acks_earned; /* requests the current drain acknowledges */
 	/* QPs with blocked or timed work; lock rule: pending_lock, taken
 	 * after a QP lock, never before one */
@@ -143,9 +145,10 @@ void pkt_send(struct pkt_out *out);
  * are coalesced until engine_flush_acks_locked(). */
 void engine_recv_locked(struct engine *e, const struct tp_pkt *in);
 void engine_flush_acks_locked(struct engine *e);
-/* Send the ACKs the application's last poll left owed, now (at exit:
- * the requesters must not retry what was executed). */
-void engine_flush_owed_acks(struct engine *e);
+/* Send the ACKs the application's last poll left owed, and give back
+ * the inbox room it held, now (at exit: the requesters must not retry
+ * what was executed). */
+void engine_flush_owed(struct engine *e);
 
 /* mcast.c: whether qp is attached to the group a multicast datagram
  * went to (dgid NULL: no GRH, the MLID alone names it; dlid 0: the MGID

@@ -129,7 +129,7 @@ __attribute__((destructor)) static void emu_hca_exit(void)
 	if (pthread_mutex_trylock(&hca->lock))
 		return;
 	if (hca->refs && hca->pid == getpid())
-		engine_flush_owed_acks(hca->engine);
+		engine_flush_owed(hca->engine);
 	pthread_mutex_unlock(&hca->lock);
 }
 

@@ -186,6 +186,10 @@ struct inbox_consumer {
 	 * costs nothing): every INBOX_CHECK_PEEKS-th looks for a claim
 	 * stuck at head. */
 	_Atomic unsigned int empty_peeks;
+	/* Positions read and not yet given back: [head, head + held)
+	 * (inbox_release_later).  Written under the owner's engine lock;
+	 * a peek without it may read a stale count (it only looks). */
+	_Atomic unsigned int held;
 };
 
 void inbox_consumer_init(struct inbox_consumer *c,
@@ -216,13 +220,19 @@ struct inbox_slot *inbox_skip(struct inbox *ib, struct inbox_consumer *c);
 static inline struct inbox_slot *inbox_next(struct inbox *ib,
 					    struct inbox_consumer *c)
 {
-	uint64_t head = atomic_load_explicit(&ib->head, memory_order_relaxed);
+	unsigned int held = atomic_load_explicit(&c->held,
+						 memory_order_relaxed);
+	uint64_t head = atomic_load_explicit(&ib->head, memory_order_relaxed) +
+			held;
 	struct inbox_slot *s = &ib->slots[head & (INBOX_SLOTS - 1)];
 	uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
 	unsigned int n;
 
 	if (seq == head + 1)
 		return s;
+	/* Skips work at head: they wait until what is held goes back. */
+	if (held)
+		return NULL;
 	if (seq == head) { /* empty, or claimed and not yet published */
 		n = atomic_load_explicit(&c->empty_peeks,
 					 memory_order_relaxed) + 1;
@@ -241,6 +251,44 @@ static inline void inbox_release(struct inbox *ib, struct inbox_slot *s)
 	atomic_store_explicit(&s->seq, head + INBOX_SLOTS,
 			      memory_order_release);
 	atomic_store_explicit(&ib->head, head + 1, memory_order_relaxed);
+}
+
+/*
+ * Give back every slot read since the last time (the consumer's
+ * inbox_next reads on past them).  Giving a slot back is a store into a
+ * line the producer wrote: done one at a time, each store would wait for
+ * that line at the consumer's next locked instruction (the next packet's
+ * QP lock); done in a batch, the lines travel together, and the last
+ * batch of a drain can wait until the consumer is idle (progress.c).
+ */
+static inline void inbox_release_flush(struct inbox *ib,
+				       struct inbox_consumer *c)
+{
+	uint64_t head = atomic_load_explicit(&ib->head, memory_order_relaxed);
+	unsigned int i, held = atomic_load_explicit(&c->held,
+						    memory_order_relaxed);
+
+	for (i = 0; i < held; i++)
+		atomic_store_explicit(
+			&ib->slots[(head + i) & (INBOX_SLOTS - 1)].seq,
+			head + i + INBOX_SLOTS, memory_order_release);
+	atomic_store_explicit(&ib->head, head + held, memory_order_relaxed);
+	atomic_store_explicit(&c->held, 0, memory_order_relaxed);
+}
+
+/* Slots a consumer holds read before it gives them back at once. */
+#define INBOX_RELEASE_BATCH 16
+
+/* The slot inbox_next returned is read: given back with the next batch. */
+static inline void inbox_release_later(struct inbox *ib,
+				       struct inbox_consumer *c)
+{
+	unsigned int held = atomic_load_explicit(&c->held,
+						 memory_order_relaxed) + 1;
+
+	atomic_store_explicit(&c->held, held, memory_order_relaxed);
+	if (held >= INBOX_RELEASE_BATCH)
+		inbox_release_flush(ib, c);
 }
 
 /* The owner's progress thread: sleep until a producer wakes us or

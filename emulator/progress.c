@@ -314,19 +314,27 @@ void engine_flush_acks_locked(struct engine *e)
 		pthread_mutex_unlock(&qp->lock);
 	}
 	e->acks_earned = 0;
-	if (atomic_load_explicit(&e->acks_owed, memory_order_relaxed))
-		atomic_store_explicit(&e->acks_owed, false,
-				      memory_order_relaxed);
 }
 
-void engine_flush_owed_acks(struct engine *e)
+/* What a poll's drain left (engine_drain, later): its ACKs, its room in
+ * the inbox.  Caller holds engine.lock. */
+static void engine_flush_owed_locked(struct engine *e)
 {
-	if (!e || !atomic_load_explicit(&e->acks_owed, memory_order_relaxed))
+	engine_flush_acks_locked(e);
+	if (e->tp->pkt_flush)
+		e->tp->pkt_flush(e);
+	if (atomic_load_explicit(&e->owed, memory_order_relaxed))
+		atomic_store_explicit(&e->owed, false, memory_order_relaxed);
+}
+
+void engine_flush_owed(struct engine *e)
+{
+	if (!e || !atomic_load_explicit(&e->owed, memory_order_relaxed))
 		return;
 	/* Whoever holds the lock is draining, and flushes. */
 	if (pthread_mutex_trylock(&e->lock))
 		return;
-	engine_flush_acks_locked(e);
+	engine_flush_owed_locked(e);
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -342,15 +350,18 @@ void engine_recv_locked(struct engine *e, const struct tp_pkt *in)
  * Drain up to max packets; caller holds engine.lock.  Returns count.
  * With IBEMU_FAULTS every packet passes the injector (fault.c), which
  * may also hand over packets it held back.  later: the ACK of a drain
- * that acknowledges one request waits for the caller's next drain
- * (engine_poll), instead of going at its end; a burst's goes at once, so
- * that a streaming requester's window opens without delay.
+ * that acknowledges one request, and the inbox room of the last packets
+ * read (the transport gives it back in batches), wait for the caller's
+ * next drain (engine_poll), instead of going at its end; a burst's ACK
+ * goes at once, so that a streaming requester's window opens without
+ * delay.
  */
 static unsigned int engine_drain(struct engine *e, unsigned int max,
 				 bool later)
 {
 	struct tp_pkt in;
 	unsigned int n = 0;
+	bool held;
 
 	if (__builtin_expect(e->faults != NULL, 0))
 		fault_flush(e);
@@ -365,11 +376,21 @@ static unsigned int engine_drain(struct engine *e, unsigned int max,
 	/* The ACKs the burst earned, one per QP.  What can happen to their
 	 * QPs before they go sends them first (destroy, modify to Error or
 	 * Reset, exit; resp_ack_owed_locked). */
-	if (!later || e->acks_earned > 1)
-		engine_flush_acks_locked(e);
-	else if (e->ack_list)
-		atomic_store_explicit(&e->acks_owed, true,
-				      memory_order_relaxed);
+	if (!later) {
+		engine_flush_owed_locked(e);
+	} else {
+		/* An ACK is put off only while a packet read stays held: the
+		 * progress thread's sleep then finds the inbox not empty and
+		 * does not sleep over it (transport.h), whatever it looked at
+		 * before. */
+		held = e->tp->pkt_held && e->tp->pkt_held(e);
+		if (e->acks_earned > 1 || !held)
+			engine_flush_acks_locked(e);
+		if (held &&
+		    !atomic_load_explicit(&e->owed, memory_order_relaxed))
+			atomic_store_explicit(&e->owed, true,
+					      memory_order_relaxed);
+	}
 	if (n && atomic_load_explicit(&e->net_room, memory_order_relaxed) &&
 	    atomic_exchange(&e->net_room, false))
 		e->net->room(e);
@@ -502,7 +523,7 @@ void engine_poll(struct engine *e, bool active)
 	 * its critical path (doc/design.md §22). */
 	if (active && e->net)
 		e->net->poll(e);
-	owed = atomic_load_explicit(&e->acks_owed, memory_order_relaxed);
+	owed = atomic_load_explicit(&e->owed, memory_order_relaxed);
 	if (!run && !owed && !engine_has_packet(e))
 		goto done;
 	if (pthread_mutex_trylock(&e->lock))
@@ -512,12 +533,12 @@ void engine_poll(struct engine *e, bool active)
 	 * the next poll (IBA 9.7.5.1.1 leaves their timing to the
 	 * responder): the completions they acknowledge reach the
 	 * application first, and its answer, if it sends one, leaves ahead
-	 * of them.  Not waited for, the ACK leaves a ping-pong's path.  The
-	 * progress thread sends what a poll left owed once the application
-	 * stops polling (engine_thread).
+	 * of them.  Not waited for, the ACK leaves a ping-pong's path; so
+	 * does giving the inbox room back.  The progress thread does what
+	 * a poll left once the application stops polling (engine_thread).
 	 */
 	if (owed)
-		engine_flush_acks_locked(e);
+		engine_flush_owed_locked(e);
 	engine_drain(e, ENGINE_DRAIN_BATCH, active);
 	if (run)
 		engine_run_pending(e, &busy);

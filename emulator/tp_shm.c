@@ -290,7 +290,23 @@ static bool tp_shm_pkt_peek(struct engine *e, struct tp_pkt *pkt)
 
 static void tp_shm_pkt_release(struct engine *e, struct tp_pkt *pkt)
 {
-	inbox_release(tp_shm(e)->inbox, pkt->slot);
+	struct tp_shm *t = tp_shm(e);
+
+	inbox_release_later(t->inbox, &t->consumer);
+}
+
+static void tp_shm_pkt_flush(struct engine *e)
+{
+	struct tp_shm *t = tp_shm(e);
+
+	if (atomic_load_explicit(&t->consumer.held, memory_order_relaxed))
+		inbox_release_flush(t->inbox, &t->consumer);
+}
+
+static bool tp_shm_pkt_held(struct engine *e)
+{
+	return atomic_load_explicit(&tp_shm(e)->consumer.held,
+				    memory_order_relaxed) != 0;
 }
 
 static void tp_shm_sleep(struct engine *e, uint64_t timeout_ns,
@@ -345,6 +361,8 @@ const struct transport_ops tp_shm_ops = {
 	.pkt_send = tp_shm_pkt_send,
 	.pkt_peek = tp_shm_pkt_peek,
 	.pkt_release = tp_shm_pkt_release,
+	.pkt_flush = tp_shm_pkt_flush,
+	.pkt_held = tp_shm_pkt_held,
 	.sleep = tp_shm_sleep,
 	.nap = tp_shm_nap,
 	.wake = tp_shm_wake,

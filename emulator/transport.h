@@ -100,9 +100,15 @@ struct transport_ops {
 	bool (*pkt_claim)(struct tp_peer *peer, struct tp_pkt *pkt);
 	void (*pkt_send)(struct tp_peer *peer, struct tp_pkt *pkt);
 
-	/* In: the next packet for this process, released once consumed. */
+	/* In: the next packet for this process, released once consumed.
+	 * A transport may give the room of released packets back to the
+	 * producers in batches: pkt_flush (optional) gives back what it
+	 * still holds, pkt_held says whether it holds any.  While it holds
+	 * one, sleep returns at once (the inbox is not empty to it). */
 	bool (*pkt_peek)(struct engine *e, struct tp_pkt *pkt);
 	void (*pkt_release)(struct engine *e, struct tp_pkt *pkt);
+	void (*pkt_flush)(struct engine *e);
+	bool (*pkt_held)(struct engine *e);
 
 	/* The progress thread waits for packets: sleep until one comes, a
 	 * wake, *more, or the timeout (0: none); nap without asking
