@@ -16,12 +16,15 @@
  *   exit     calls exit(0) at once: no verb, no clean-up;
  *   destroy  destroys its QP at once;
  *   error    moves its QP to the error state at once (what
- *            rdma_disconnect does).
+ *            rdma_disconnect does);
+ *   idle     calls no verb for a second (busy with something else), then
+ *            exits.
  *
- * The requester's QP has a short transport timeout and one retry, so an
- * ACK never sent fails its SEND within a fraction of a second.
+ * The requester's QP has a short transport timeout and no retry, so an
+ * ACK not sent in time fails its SEND within a fraction of a second.
  *
- * Usage: ack_exit exit|destroy|error.  Exit: 0 pass, 1 fail, 77 skip.
+ * Usage: ack_exit exit|destroy|error|idle.  Exit: 0 pass, 1 fail, 77
+ * skip.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -41,8 +44,9 @@
 #define MSG_LEN 32
 #define WAIT_MS 5000
 
-/* 4.096 us * 2^10 (the emulator waits at least 32 ms), one retry: an
- * unanswered SEND fails within about 100 ms. */
+/* 4.096 us * 2^16 (268 ms: room for a loaded machine), no retry: a SEND
+ * whose ACK does not come within the timeout fails, where a resend would
+ * earn a duplicate's ACK and hide the missing one. */
 static const struct rc_pair_attr pair_attr = {
 	.buf_len = MSG_LEN * NMSG,
 	.mr_access = IBV_ACCESS_LOCAL_WRITE,
@@ -51,12 +55,12 @@ static const struct rc_pair_attr pair_attr = {
 	.max_recv_wr = NMSG,
 	.qp_access = 0,
 	.path_mtu = IBV_MTU_1024,
-	.timeout = 10,
-	.retry_cnt = 1,
+	.timeout = 16,
+	.retry_cnt = 0,
 	.rnr_retry = 7,
 };
 
-enum mode { MODE_EXIT, MODE_DESTROY, MODE_ERROR };
+enum mode { MODE_EXIT, MODE_DESTROY, MODE_ERROR, MODE_IDLE };
 
 static long long now_ms(void)
 {
@@ -143,6 +147,9 @@ static int responder(int fd, enum mode mode)
 		if (ibv_modify_qp(s.qp, &a, IBV_QP_STATE))
 			return 5;
 		break;
+	case MODE_IDLE:
+		sleep(1);
+		break;
 	}
 	/* Stay until the requester has its answer. */
 	(void)rc_xfer(fd, &ready, 1, 0);
@@ -215,19 +222,20 @@ int main(int argc, char **argv)
 		[MODE_EXIT] = "exit",
 		[MODE_DESTROY] = "destroy",
 		[MODE_ERROR] = "error",
+		[MODE_IDLE] = "idle",
 	};
 	enum mode mode;
 	int sv[2];
 	pid_t pid;
 
 	if (argc != 2) {
-		say("usage: ack_exit exit|destroy|error");
+		say("usage: ack_exit exit|destroy|error|idle");
 		return 2;
 	}
-	for (mode = MODE_EXIT; mode <= MODE_ERROR; mode++)
+	for (mode = MODE_EXIT; mode <= MODE_IDLE; mode++)
 		if (!strcmp(argv[1], names[mode]))
 			break;
-	if (mode > MODE_ERROR) {
+	if (mode > MODE_IDLE) {
 		say("ack_exit: unknown mode %s", argv[1]);
 		return 2;
 	}
