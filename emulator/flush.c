@@ -46,10 +46,9 @@ void flush_all_locked(struct emu_qp *qp)
 	flush_sq_locked(qp);
 	if (!qp_has_own_rq(qp))
 		return;
-	pthread_mutex_lock(&qp->rq.lock);
+	/* The QP's own ring: under qp.lock, held (rq.c). */
 	while ((wqe = wqe_ring_head(&qp->rq.ring))) {
 		flush_wqe(qp->rcq, qp, wqe, IBV_WC_RECV);
 		qp->rq.ring.head++;
 	}
-	pthread_mutex_unlock(&qp->rq.lock);
 }

@@ -5,8 +5,9 @@
  *
  * Lock order (outermost first):
  *   engine.lock      the inbox consumer and the QP table (engine.h)
- *   qp.lock          a QP: state, attributes, send queue, engine state
- *   rq.lock          a receive queue (the QP's own or an SRQ's)
+ *   qp.lock          a QP: state, attributes, send queue, its own receive
+ *                    queue, engine state
+ *   rq.lock          an SRQ's receive queue
  *   cq.lock          a completion queue
  *   engine.pending_lock, hca.lock, hca.mw_lock, peer_lock   leaves
  * Async events and completion events are written to non-blocking
@@ -137,8 +138,9 @@ enum {
 	CQ_ARM_SOLICITED = 2,
 };
 
-/* Receive queue: a QP's own or an SRQ's.  Lock rule: rq.lock protects
- * the ring (and, for an SRQ, its limit). */
+/* Receive queue: a QP's own or an SRQ's.  Lock rule: a QP's own ring is
+ * under the QP's lock (its rq.lock is unused); an SRQ's ring and limit
+ * are under its rq.lock (rq.c). */
 struct emu_rq {
 	pthread_mutex_t lock;
 	struct wqe_ring ring;
@@ -273,8 +275,8 @@ struct qp_resp {
 
 /*
  * Queue pair.  Lock rule: qp.lock protects state, attr, the send queue,
- * the multicast list and the req/comp/resp state; the receive queue has
- * its own lock (rq.lock).  The engine links (pending_next, pass_next,
+ * its own receive queue, the multicast list and the req/comp/resp state
+ * (an SRQ's ring is under the SRQ's rq.lock).  The engine links (pending_next, pass_next,
  * on_pending) are under engine.pending_lock, ack_next under engine.lock;
  * ack_queued is written under engine.lock and qp.lock, read under either.
  */
@@ -419,7 +421,7 @@ void cq_forget_qp(struct emu_cq *cq, uint32_t qpn);
 int rq_init(struct emu_rq *rq, uint32_t max_wr, uint32_t max_sge,
 	    const struct emu_buf_alloc *alloc);
 void rq_fini(struct emu_rq *rq);
-int rq_post(struct emu_rq *rq, struct ibv_recv_wr *wr,
+int rq_post_locked(struct emu_rq *rq, struct ibv_recv_wr *wr,
 	    struct ibv_recv_wr **bad_wr);
 
 /* mr.c: lookups for the engines (lock-free; see struct emu_hca) */

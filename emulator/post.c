@@ -5,7 +5,8 @@
  * get wrong fails later, in order, as a completion (req.c).
  *
  * Lock rule: post_send holds qp.lock and runs the requester under it;
- * post_recv holds qp.lock (for the state), then rq.lock.
+ * post_recv holds qp.lock, which guards the state and the QP's own
+ * receive queue (rq.c).
  */
 #include "config.h"
 
@@ -238,7 +239,7 @@ int emu_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr,
 			*bad_wr = wr;
 		return EINVAL;
 	}
-	ret = rq_post(&qp->rq, wr, bad_wr);
+	ret = rq_post_locked(&qp->rq, wr, bad_wr);
 	if (qp->state == IBV_QPS_ERR)
 		flush_all_locked(qp);
 	pthread_mutex_unlock(&qp->lock);

@@ -7,7 +7,8 @@
  * used by the verbs and by the engines alike.
  *
  * Lock rule: see struct emu_qp.  Every function here that ends in _locked
- * runs under qp.lock; flushing takes rq.lock and the CQ locks inside it.
+ * runs under qp.lock, which also guards the QP's own receive queue (rq.c);
+ * flushing takes the CQ locks inside it.
  */
 #include "config.h"
 
@@ -491,11 +492,9 @@ static void qp_reset_locked(struct emu_qp *qp)
 {
 	qp_forget_completions(qp);
 	qp->sq.head = qp->sq.tail;
-	if (qp_has_own_rq(qp)) {
-		pthread_mutex_lock(&qp->rq.lock);
+	/* The QP's own ring: under qp.lock, held (rq.c). */
+	if (qp_has_own_rq(qp))
 		qp->rq.ring.head = qp->rq.ring.tail;
-		pthread_mutex_unlock(&qp->rq.lock);
-	}
 	qp_engine_idle_locked(qp);
 	qp->resp.comm_est = false;
 	if (qp->resp.atomics)

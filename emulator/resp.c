@@ -222,7 +222,10 @@ static bool resp_take_wqe(struct emu_qp *qp)
 	struct wqe *w;
 	bool limit = false;
 
-	pthread_mutex_lock(&rq->lock);
+	/* The QP's own ring is under qp.lock, held; an SRQ's under its
+	 * own lock (rq.c). */
+	if (qp->srq)
+		pthread_mutex_lock(&rq->lock);
 	w = wqe_ring_head(&rq->ring);
 	if (w) {
 		memcpy(qp->resp.wqe, w,
@@ -236,7 +239,8 @@ static bool resp_take_wqe(struct emu_qp *qp)
 			limit = true;
 		}
 	}
-	pthread_mutex_unlock(&rq->lock);
+	if (qp->srq)
+		pthread_mutex_unlock(&rq->lock);
 	if (limit)
 		emu_event(&qp->srq->owner, IBV_EVENT_SRQ_LIMIT_REACHED);
 	if (!w)

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Receive queues: a QP's own or an SRQ's (manual 3.6.2, 3.6.4; IBA
- * 10.2.9).  Lock rule: rq.lock protects the ring.
+ * 10.2.9).  Lock rule: a QP's own ring is under its qp.lock (every user
+ * holds it: post_recv, the responder, flush, reset); an SRQ's ring is
+ * under its rq.lock, as QPs share it.
  */
 #include "config.h"
 
@@ -29,7 +31,7 @@ void rq_fini(struct emu_rq *rq)
 	pthread_mutex_destroy(&rq->lock);
 }
 
-/* Caller holds rq.lock.  Returns 0, EINVAL or ENOMEM. */
+/* Caller holds the ring's lock.  Returns 0, EINVAL or ENOMEM. */
 static int rq_put_locked(struct emu_rq *rq, const struct ibv_recv_wr *wr)
 {
 	struct wqe *wqe;
@@ -52,18 +54,16 @@ static int rq_put_locked(struct emu_rq *rq, const struct ibv_recv_wr *wr)
 	return 0;
 }
 
-int rq_post(struct emu_rq *rq, struct ibv_recv_wr *wr,
-	    struct ibv_recv_wr **bad_wr)
+int rq_post_locked(struct emu_rq *rq, struct ibv_recv_wr *wr,
+		   struct ibv_recv_wr **bad_wr)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&rq->lock);
 	for (; wr; wr = wr->next) {
 		ret = rq_put_locked(rq, wr);
 		if (ret)
 			break;
 	}
-	pthread_mutex_unlock(&rq->lock);
 	if (ret && bad_wr)
 		*bad_wr = wr;
 	return ret;

@@ -123,5 +123,10 @@ int emu_srq_destroy(struct emu_srq *srq)
 int emu_srq_post_recv(struct emu_srq *srq, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad_wr)
 {
-	return rq_post(&srq->rq, wr, bad_wr);
+	int ret;
+
+	pthread_mutex_lock(&srq->rq.lock);
+	ret = rq_post_locked(&srq->rq, wr, bad_wr);
+	pthread_mutex_unlock(&srq->rq.lock);
+	return ret;
 }
