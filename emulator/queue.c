@@ -10,6 +10,16 @@
 /* Queue buffers are aligned to a cache line for the allocator. */
 #define RING_ALIGN 64
 
+/* The slots of a ring of size entries: the power of two at or above. */
+static uint32_t ring_slots(uint32_t size)
+{
+	uint32_t n = 1;
+
+	while (n < size)
+		n <<= 1;
+	return n;
+}
+
 /* A zeroed buffer of n bytes from alloc (emu.h) or the HCA's own;
  * *custom_p says which.  NULL if there is none. */
 static void *ring_buf_get(const struct emu_buf_alloc *alloc, size_t n,
@@ -46,16 +56,20 @@ int wqe_ring_init(struct wqe_ring *r, uint32_t size, uint32_t max_sge,
 	size_t stride = sizeof(struct wqe) + max_sge * sizeof(struct ibv_sge) +
 			max_inline;
 
+	uint32_t slots;
+
 	stride = (stride + 15) & ~(size_t)15;
 	memset(r, 0, sizeof(*r));
 	if (!size)
 		size = 1;
+	slots = ring_slots(size);
 	r->alloc = alloc;
-	r->buf = ring_buf_get(alloc, (size_t)size * stride, &r->custom);
+	r->buf = ring_buf_get(alloc, (size_t)slots * stride, &r->custom);
 	if (!r->buf)
 		return -ENOMEM;
 	r->stride = (uint32_t)stride;
 	r->size = size;
+	r->mask = slots - 1;
 	return 0;
 }
 
@@ -69,15 +83,19 @@ void wqe_ring_fini(struct wqe_ring *r)
 int wc_ring_init(struct wc_ring *r, uint32_t size, bool stamped,
 		 const struct emu_buf_alloc *alloc)
 {
+	uint32_t slots;
+
 	memset(r, 0, sizeof(*r));
 	if (!size)
 		size = 1;
+	slots = ring_slots(size);
 	r->alloc = alloc;
-	r->buf = ring_buf_get(alloc, size * sizeof(*r->buf), &r->custom);
+	r->buf = ring_buf_get(alloc, (size_t)slots * sizeof(*r->buf),
+			      &r->custom);
 	if (!r->buf)
 		return -ENOMEM;
 	if (stamped) {
-		r->stamp = calloc(size, sizeof(*r->stamp));
+		r->stamp = calloc(slots, sizeof(*r->stamp));
 		if (!r->stamp) {
 			ring_buf_put(alloc, r->buf, r->custom);
 			r->buf = NULL;
@@ -85,6 +103,7 @@ int wc_ring_init(struct wc_ring *r, uint32_t size, bool stamped,
 		}
 	}
 	r->size = size;
+	r->mask = slots - 1;
 	return 0;
 }
 
@@ -99,7 +118,7 @@ void wc_ring_fini(struct wc_ring *r)
 
 int wc_ring_resize(struct wc_ring *r, uint32_t size)
 {
-	uint32_t n = wc_ring_count(r), i;
+	uint32_t n = wc_ring_count(r), i, slots;
 	struct emu_wc_stamp *stamp = NULL;
 	struct ibv_wc *buf;
 	bool custom;
@@ -108,26 +127,28 @@ int wc_ring_resize(struct wc_ring *r, uint32_t size)
 		return -EINVAL;
 	if (!size)
 		size = 1;
-	buf = ring_buf_get(r->alloc, size * sizeof(*buf), &custom);
+	slots = ring_slots(size);
+	buf = ring_buf_get(r->alloc, (size_t)slots * sizeof(*buf), &custom);
 	if (!buf)
 		return -ENOMEM;
 	if (r->stamp) {
-		stamp = calloc(size, sizeof(*stamp));
+		stamp = calloc(slots, sizeof(*stamp));
 		if (!stamp) {
 			ring_buf_put(r->alloc, buf, custom);
 			return -ENOMEM;
 		}
 		for (i = 0; i < n; i++)
-			stamp[i] = r->stamp[(r->head + i) % r->size];
+			stamp[i] = r->stamp[(r->head + i) & r->mask];
 		free(r->stamp);
 		r->stamp = stamp;
 	}
 	for (i = 0; i < n; i++)
-		buf[i] = r->buf[(r->head + i) % r->size];
+		buf[i] = r->buf[(r->head + i) & r->mask];
 	ring_buf_put(r->alloc, r->buf, r->custom);
 	r->buf = buf;
 	r->custom = custom;
 	r->size = size;
+	r->mask = slots - 1;
 	r->head = 0;
 	r->tail = n;
 	return 0;
@@ -138,9 +159,9 @@ bool wc_ring_put(struct wc_ring *r, const struct ibv_wc *wc,
 {
 	if (wc_ring_count(r) >= r->size)
 		return false;
-	r->buf[r->tail % r->size] = *wc;
+	r->buf[r->tail & r->mask] = *wc;
 	if (r->stamp)
-		r->stamp[r->tail % r->size] = *stamp;
+		r->stamp[r->tail & r->mask] = *stamp;
 	atomic_store_explicit(&r->tail, r->tail + 1, memory_order_release);
 	return true;
 }
@@ -161,13 +182,13 @@ uint32_t wc_ring_remove_qp(struct wc_ring *r, uint32_t qpn)
 	uint32_t from, to = r->head, tail = r->tail;
 
 	for (from = r->head; from != tail; from++) {
-		if (r->buf[from % r->size].qp_num == qpn)
+		if (r->buf[from & r->mask].qp_num == qpn)
 			continue;
 		if (to != from) {
-			r->buf[to % r->size] = r->buf[from % r->size];
+			r->buf[to & r->mask] = r->buf[from & r->mask];
 			if (r->stamp)
-				r->stamp[to % r->size] =
-					r->stamp[from % r->size];
+				r->stamp[to & r->mask] =
+					r->stamp[from & r->mask];
 		}
 		to++;
 	}

@@ -5,6 +5,9 @@
  * Lock rule: a ring has no lock of its own; the object that owns it (QP,
  * SRQ, CQ) holds its lock around every call.  head counts entries taken,
  * tail entries put; both only grow (mod 2^32), so tail - head is the fill.
+ * A ring holds size entries in a power of two of slots (mask + 1): a
+ * counter indexes it with a mask, no division, and stays in step across
+ * its wrap at 2^32, which a modulo by another size would not.
  */
 #ifndef IBEMU_QUEUE_H
 #define IBEMU_QUEUE_H
@@ -71,7 +74,8 @@ struct wqe {
 struct wqe_ring {
 	unsigned char *buf;
 	uint32_t stride; /* bytes per element */
-	uint32_t size; /* elements */
+	uint32_t size; /* elements it holds */
+	uint32_t mask; /* slots - 1 */
 	uint32_t head, tail;
 	const struct emu_buf_alloc *alloc; /* where buf comes from */
 	bool custom; /* buf is from alloc, not the HCA's own */
@@ -91,7 +95,7 @@ static inline bool wqe_ring_full(const struct wqe_ring *r)
 }
 static inline struct wqe *wqe_ring_at(const struct wqe_ring *r, uint32_t n)
 {
-	return (struct wqe *)(r->buf + (size_t)(n % r->size) * r->stride);
+	return (struct wqe *)(r->buf + (size_t)(n & r->mask) * r->stride);
 }
 /* The element the next put fills; valid while the ring is not full. */
 static inline struct wqe *wqe_ring_tail(const struct wqe_ring *r)
@@ -106,7 +110,8 @@ static inline struct wqe *wqe_ring_head(const struct wqe_ring *r)
 /* head and tail are atomic for the unlocked emptiness test only. */
 struct wc_ring {
 	struct ibv_wc *buf;
-	uint32_t size;
+	uint32_t size; /* entries it holds */
+	uint32_t mask; /* slots - 1 */
 	_Atomic uint32_t head, tail;
 	bool custom; /* buf is from alloc, not the HCA's own */
 	struct emu_wc_stamp *stamp; /* one per entry, or NULL: not stamped */
@@ -131,7 +136,7 @@ static inline bool wc_ring_peek_empty(const struct wc_ring *r)
 /* The oldest entry, left in place, or NULL if empty. */
 static inline const struct ibv_wc *wc_ring_oldest(const struct wc_ring *r)
 {
-	return wc_ring_count(r) ? &r->buf[r->head % r->size] : NULL;
+	return wc_ring_count(r) ? &r->buf[r->head & r->mask] : NULL;
 }
 /* Consume the oldest entry (there is one). */
 static inline void wc_ring_drop(struct wc_ring *r)
@@ -147,7 +152,7 @@ bool wc_ring_put(struct wc_ring *r, const struct ibv_wc *wc,
 static inline const struct emu_wc_stamp *wc_ring_oldest_stamp(
 	const struct wc_ring *r)
 {
-	return &r->stamp[r->head % r->size];
+	return &r->stamp[r->head & r->mask];
 }
 bool wc_ring_get(struct wc_ring *r, struct ibv_wc *wc);
 /* Remove every entry of QP qpn; the others keep their order (and
