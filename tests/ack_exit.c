@@ -30,9 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,6 +86,19 @@ static uint8_t pattern(unsigned int msg, unsigned int i)
 	return (uint8_t)(msg * 31 + i * 7 + 1);
 }
 
+/* The one segment of a message: MSG_LEN bytes at byte off of the
+ * registered buffer. */
+static struct ibv_sge msg_sge(const struct rc_side *s, size_t off)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)s->buf + off,
+		.length = MSG_LEN,
+		.lkey = s->mr->lkey,
+	};
+
+	return sge;
+}
+
 /* Every receive posted, then the messages checked as they come. */
 static int responder(int fd, enum mode mode)
 {
@@ -102,15 +112,12 @@ static int responder(int fd, enum mode mode)
 	char ready = 'r';
 	int ret;
 
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	memset(&s, 0, sizeof(s));
 	ret = rc_pair_join(&s, &pair_attr, fd);
 	if (ret)
 		return ret > 0 ? 77 : 2;
 	for (m = 0; m < NMSG; m++) {
-		sge.addr = (uintptr_t)s.buf + m * MSG_LEN;
-		sge.length = MSG_LEN;
-		sge.lkey = s.mr->lkey;
+		sge = msg_sge(&s, (size_t)m * MSG_LEN);
 		memset(&wr, 0, sizeof(wr));
 		wr.wr_id = m;
 		wr.sg_list = &sge;
@@ -177,9 +184,7 @@ static int requester(int fd, pid_t pid, const char *name)
 	for (m = 0; m < NMSG; m++) {
 		for (i = 0; i < MSG_LEN; i++)
 			((uint8_t *)s.buf)[i] = pattern(m, i);
-		sge.addr = (uintptr_t)s.buf;
-		sge.length = MSG_LEN;
-		sge.lkey = s.mr->lkey;
+		sge = msg_sge(&s, 0);
 		memset(&wr, 0, sizeof(wr));
 		wr.wr_id = m;
 		wr.sg_list = &sge;
@@ -225,8 +230,8 @@ int main(int argc, char **argv)
 		[MODE_IDLE] = "idle",
 	};
 	enum mode mode;
-	int sv[2];
 	pid_t pid;
+	int fd;
 
 	if (argc != 2) {
 		say("usage: ack_exit exit|destroy|error|idle");
@@ -239,16 +244,10 @@ int main(int argc, char **argv)
 		say("ack_exit: unknown mode %s", argv[1]);
 		return 2;
 	}
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
-		return 1;
-	/* Before any verb: the child opens its own device. */
-	pid = fork();
+	pid = rc_pair_fork(&fd);
 	if (pid < 0)
 		return 1;
-	if (!pid) {
-		close(sv[0]);
-		return responder(sv[1], mode);
-	}
-	close(sv[1]);
-	return requester(sv[0], pid, names[mode]);
+	if (!pid)
+		return responder(fd, mode);
+	return requester(fd, pid, names[mode]);
 }

@@ -34,8 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
@@ -427,33 +425,27 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "regions";
 	unsigned char end[3] = {DO_END, 0, 0};
 	struct rc_side s = {0};
-	int sv[2], status, ret;
+	int fd, status, ret;
 	pid_t pid;
 
 	if (strcmp(mode, "regions") && strcmp(mode, "fork")) {
 		fprintf(stderr, "usage: mr_window regions|fork\n");
 		return 2;
 	}
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
-		return 1;
-	pid = fork();
+	pid = rc_pair_fork(&fd);
 	if (pid < 0)
 		return 1;
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		close(sv[0]);
-		_exit(requester(sv[1]));
-	}
-	close(sv[1]);
-	ret = rc_pair_join(&s, &pair_attr, sv[0]);
+	if (pid == 0)
+		_exit(requester(fd));
+	ret = rc_pair_join(&s, &pair_attr, fd);
 	if (ret) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
 		return ret > 0 ? 77 : 1;
 	}
-	ret = strcmp(mode, "fork") ? target_regions(&s, sv[0])
-				   : target_fork(&s, sv[0]);
-	(void)rc_xfer(sv[0], end, 3, 1);
+	ret = strcmp(mode, "fork") ? target_regions(&s, fd)
+				   : target_fork(&s, fd);
+	(void)rc_xfer(fd, end, 3, 1);
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 	    WEXITSTATUS(status))
 		ret = 1;

@@ -3,10 +3,13 @@
  * Connection setup for the two-process RC tests (see rc_pair.h).
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "rc_pair.h"
@@ -38,6 +41,30 @@ int rc_xfer(int fd, void *buf, size_t len, int out)
 		done += (size_t)n;
 	}
 	return 0;
+}
+
+pid_t rc_pair_fork(int *fd_p)
+{
+	int sv[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(sv[0]);
+		*fd_p = sv[1];
+		return 0;
+	}
+	close(sv[1]);
+	*fd_p = sv[0];
+	return pid;
 }
 
 int verbs_open(struct ibv_device ***list_p, struct ibv_context **ctx_p,

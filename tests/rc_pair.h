@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <infiniband/verbs.h>
 
 /* What one side tells the other, as is, over the socket. */
@@ -55,6 +56,12 @@ void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Write (out) or read all len bytes of buf on fd.  0, or -1 on error or
  * end of file. */
 int rc_xfer(int fd, void *buf, size_t len, int out);
+
+/* Fork the other side of a two-process test, joined to this one by a
+ * socket pair, before any verb (each side opens its own device).  In the
+ * parent: the child's pid, *fd_p its end of the pair; in the child (which
+ * dies with the parent): 0, *fd_p the child's end.  -1 on an error. */
+pid_t rc_pair_fork(int *fd_p);
 
 /* Device, PD, CQ, MR over a fresh mapping, one RC QP (every WR
  * signaled); fills s->me.  0, 1: no device, -1: error.  Whatever was
