@@ -42,13 +42,10 @@ struct engine {
 	pthread_mutex_t lock;
 	struct emu_qp **qps; /* by QPN - IBEMU_QPN_FIRST */
 	struct emu_qp *all_qps; /* the same, as a list (all_next) */
-	/* ACKs owed by the current drain, or by the application's last
-	 * poll (engine_poll) until its next */
-	struct emu_qp *ack_list;
-	/* The application's last poll left ACKs to send or inbox room to
-	 * give back (engine_poll); read unlocked */
+	struct emu_qp *ack_list; /* ACKs owed by the current drain */
+	/* The application's last poll left inbox room to give back
+	 * (engine_poll); read unlocked */
 	atomic_bool owed;
-	unsigned int acks_earned; /* requests the current drain acknowledges */
 	/* QPs with blocked or timed work; lock rule: pending_lock, taken
 	 * after a QP lock, never before one */
 	pthread_mutex_t pending_lock;
@@ -145,10 +142,6 @@ void pkt_send(struct pkt_out *out);
  * are coalesced until engine_flush_acks_locked(). */
 void engine_recv_locked(struct engine *e, const struct tp_pkt *in);
 void engine_flush_acks_locked(struct engine *e);
-/* Send the ACKs the application's last poll left owed, and give back
- * the inbox room it held, now (at exit: the requesters must not retry
- * what was executed). */
-void engine_flush_owed(struct engine *e);
 
 /* mcast.c: whether qp is attached to the group a multicast datagram
  * went to (dgid NULL: no GRH, the MLID alone names it; dlid 0: the MGID

@@ -116,23 +116,6 @@ void emu_hca_fork_child(void)
 	node_forget(&hca->node);
 }
 
-/*
- * At exit, the ACKs the application's last poll left owed go
- * (engine_poll): a requester must not retry, until it fails, what was
- * executed and completed here.  Nothing waits: a lock held means its
- * holder is at work (and sends them).
- */
-__attribute__((destructor)) static void emu_hca_exit(void)
-{
-	struct emu_hca *hca = &emu_hca_instance;
-
-	if (pthread_mutex_trylock(&hca->lock))
-		return;
-	if (hca->refs && hca->pid == getpid())
-		engine_flush_owed(hca->engine);
-	pthread_mutex_unlock(&hca->lock);
-}
-
 uint64_t emu_hca_token(const struct emu_hca *hca)
 {
 	return hca->node.token;

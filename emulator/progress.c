@@ -176,15 +176,9 @@ void engine_qp_remove(struct engine *e, struct emu_qp *qp)
 			qp->all_next->all_pprev = qp->all_pprev;
 		qp->all_pprev = NULL;
 	}
-	/* Its ACK still owed goes now: the application may have seen the
-	 * completions of what it acknowledges (resp_ack_owed_locked). */
 	for (ap = &e->ack_list; *ap; ap = &(*ap)->ack_next) {
 		if (*ap == qp) {
 			*ap = qp->ack_next;
-			pthread_mutex_lock(&qp->lock);
-			resp_ack_owed_locked(qp);
-			qp->ack_queued = false;
-			pthread_mutex_unlock(&qp->lock);
 			break;
 		}
 	}
@@ -313,29 +307,16 @@ void engine_flush_acks_locked(struct engine *e)
 		resp_ack_flush_locked(qp);
 		pthread_mutex_unlock(&qp->lock);
 	}
-	e->acks_earned = 0;
 }
 
-/* What a poll's drain left (engine_drain, later): its ACKs, its room in
- * the inbox.  Caller holds engine.lock. */
+/* What a poll's drain left (engine_drain, later): its room in the
+ * inbox.  Caller holds engine.lock. */
 static void engine_flush_owed_locked(struct engine *e)
 {
-	engine_flush_acks_locked(e);
 	if (e->tp->pkt_flush)
 		e->tp->pkt_flush(e);
 	if (atomic_load_explicit(&e->owed, memory_order_relaxed))
 		atomic_store_explicit(&e->owed, false, memory_order_relaxed);
-}
-
-void engine_flush_owed(struct engine *e)
-{
-	if (!e || !atomic_load_explicit(&e->owed, memory_order_relaxed))
-		return;
-	/* Whoever holds the lock is draining, and flushes. */
-	if (pthread_mutex_trylock(&e->lock))
-		return;
-	engine_flush_owed_locked(e);
-	pthread_mutex_unlock(&e->lock);
 }
 
 void engine_recv_locked(struct engine *e, const struct tp_pkt *in)
@@ -349,19 +330,15 @@ void engine_recv_locked(struct engine *e, const struct tp_pkt *in)
 /*
  * Drain up to max packets; caller holds engine.lock.  Returns count.
  * With IBEMU_FAULTS every packet passes the injector (fault.c), which
- * may also hand over packets it held back.  later: the ACK of a drain
- * that acknowledges one request, and the inbox room of the last packets
- * read (the transport gives it back in batches), wait for the caller's
- * next drain (engine_poll), instead of going at its end; a burst's ACK
- * goes at once, so that a streaming requester's window opens without
- * delay.
+ * may also hand over packets it held back.  later: the inbox room of
+ * the last packets read (the transport gives it back in batches) waits
+ * for the caller's next drain (engine_poll), instead of going at its end.
  */
 static unsigned int engine_drain(struct engine *e, unsigned int max,
 				 bool later)
 {
 	struct tp_pkt in;
 	unsigned int n = 0;
-	bool held;
 
 	if (__builtin_expect(e->faults != NULL, 0))
 		fault_flush(e);
@@ -373,24 +350,19 @@ static unsigned int engine_drain(struct engine *e, unsigned int max,
 		e->tp->pkt_release(e, &in);
 		n++;
 	}
-	/* The ACKs the burst earned, one per QP.  What can happen to their
-	 * QPs before they go sends them first (destroy, modify to Error or
-	 * Reset, exit; resp_ack_owed_locked). */
-	if (!later) {
+	/* The ACKs the burst earned, one per QP, before anything else can
+	 * happen to their QPs (destroy, exit): an HCA has sent them.  Held
+	 * back, an ACK would race what the application does next: a peer
+	 * that processes its disconnect before its last completions (as
+	 * libfabric's RxM does) loses the completion the ACK gives. */
+	engine_flush_acks_locked(e);
+	/* A slot held stays visible to the progress thread's sleep as a
+	 * packet waiting (transport.h): it never sleeps over it. */
+	if (!later)
 		engine_flush_owed_locked(e);
-	} else {
-		/* An ACK is put off only while a packet read stays held: the
-		 * progress thread's sleep then finds the inbox not empty and
-		 * does not sleep over it (transport.h), whatever it looked at
-		 * before. */
-		held = e->tp->pkt_held && e->tp->pkt_held(e);
-		if (e->acks_earned > 1 || !held)
-			engine_flush_acks_locked(e);
-		if (held &&
-		    !atomic_load_explicit(&e->owed, memory_order_relaxed))
-			atomic_store_explicit(&e->owed, true,
-					      memory_order_relaxed);
-	}
+	else if (e->tp->pkt_held && e->tp->pkt_held(e) &&
+		 !atomic_load_explicit(&e->owed, memory_order_relaxed))
+		atomic_store_explicit(&e->owed, true, memory_order_relaxed);
 	if (n && atomic_load_explicit(&e->net_room, memory_order_relaxed) &&
 	    atomic_exchange(&e->net_room, false))
 		e->net->room(e);
@@ -529,13 +501,10 @@ void engine_poll(struct engine *e, bool active)
 	if (pthread_mutex_trylock(&e->lock))
 		goto done; /* the thread is at it */
 	/*
-	 * The ACKs of the last poll's drain go now, those of this one at
-	 * the next poll (IBA 9.7.5.1.1 leaves their timing to the
-	 * responder): the completions they acknowledge reach the
-	 * application first, and its answer, if it sends one, leaves ahead
-	 * of them.  Not waited for, the ACK leaves a ping-pong's path; so
-	 * does giving the inbox room back.  The progress thread does what
-	 * a poll left once the application stops polling (engine_thread).
+	 * The inbox room the last poll's drain held goes back now, while
+	 * the application waits for what comes next, rather than on its
+	 * way to its completion.  The progress thread gives it back once
+	 * the application stops polling (engine_thread).
 	 */
 	if (owed)
 		engine_flush_owed_locked(e);

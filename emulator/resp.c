@@ -113,10 +113,7 @@ static void resp_ack_later(struct emu_qp *qp)
 {
 	struct engine *e = qp->hca->engine;
 
-	if (!qp_is_rc(qp))
-		return;
-	e->acks_earned++;
-	if (qp->ack_queued)
+	if (!qp_is_rc(qp) || qp->ack_queued)
 		return;
 	qp->ack_queued = true;
 	qp->ack_next = e->ack_list;
