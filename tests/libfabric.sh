@@ -47,14 +47,31 @@ fi
 # fi_pingpong EP: server and client, the client to $addr4; the control
 # port (TCP) is the one sc_pair waits for.  Every size of the default
 # list is exchanged 20 times each way and checked (-c).
+#
+# RxM (FI_EP_RDM) has a race at the end of a run: its connection thread,
+# told that the peer disconnected, closes the connection and discards
+# what is left in the MSG CQ, which can be the last completion the main
+# thread is still waiting for (the peer's "fin", or the send completion
+# of its own), and that thread then waits for ever.  On a loaded machine
+# whose threads lose their CPU for milliseconds, about 1 run in 15 ends
+# so.  A run whose side timed out is made once more; the check fails if
+# that one does too.
 pingpong() {
-	local ep=$1 sizes
-	port=$(sc_pick_port $((port + 1)))
-	sc_pair "$dir" "$secs" "$port" \
-		"$IBEMU" run -- fi_pingpong -p verbs -e "$ep" -I 20 -c \
-		-B "$port" ::: \
-		"$IBEMU" run -- fi_pingpong -p verbs -e "$ep" -I 20 -c \
-		-P "$port" "$addr4"
+	local ep=$1 sizes attempt
+	for attempt in 1 2; do
+		port=$(sc_pick_port $((port + 1)))
+		sc_pair "$dir" "$secs" "$port" \
+			"$IBEMU" run -- fi_pingpong -p verbs -e "$ep" -I 20 -c \
+			-B "$port" ::: \
+			"$IBEMU" run -- fi_pingpong -p verbs -e "$ep" -I 20 -c \
+			-P "$port" "$addr4"
+		[ "$ep" = rdm ] && [ $attempt = 1 ] &&
+			{ [ "$SC_SERVER_RC" = 124 ] || [ "$SC_CLIENT_RC" = 124 ]; } ||
+			break
+		echo "note: fi_pingpong -e rdm: server $SC_SERVER_RC, client" \
+			"$SC_CLIENT_RC (124: timed out after ${secs}s): RxM's" \
+			"end-of-run race; once more"
+	done
 	sizes=$(awk '$2 == "20" && $3 == "=20" { printf "%s ", $1 }' \
 		"$dir/client.out")
 	if [ "$SC_SERVER_RC" = 0 ] && [ "$SC_CLIENT_RC" = 0 ] &&
