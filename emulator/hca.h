@@ -276,9 +276,10 @@ struct qp_resp {
 /*
  * Queue pair.  Lock rule: qp.lock protects state, attr, the send queue,
  * its own receive queue, the multicast list and the req/comp/resp state
- * (an SRQ's ring is under the SRQ's rq.lock).  The engine links (pending_next, pass_next,
- * on_pending) are under engine.pending_lock, ack_next under engine.lock;
- * ack_queued is written under engine.lock and qp.lock, read under either.
+ * (an SRQ's ring is under the SRQ's rq.lock).  The engine links
+ * (pending_next, pass_next, on_pending) are under engine.pending_lock,
+ * ack_next under engine.lock; ack_queued is written under engine.lock and
+ * qp.lock, read under either.
  */
 struct emu_qp {
 	pthread_mutex_t lock;
@@ -422,7 +423,7 @@ int rq_init(struct emu_rq *rq, uint32_t max_wr, uint32_t max_sge,
 	    const struct emu_buf_alloc *alloc);
 void rq_fini(struct emu_rq *rq);
 int rq_post_locked(struct emu_rq *rq, struct ibv_recv_wr *wr,
-	    struct ibv_recv_wr **bad_wr);
+		   struct ibv_recv_wr **bad_wr);
 
 /* mr.c: lookups for the engines (lock-free; see struct emu_hca) */
 int mr_table_init(struct emu_hca *hca);

@@ -244,13 +244,24 @@ static inline struct inbox_slot *inbox_next(struct inbox *ib,
 	return inbox_skip(ib, c);
 }
 
-static inline void inbox_release(struct inbox *ib, struct inbox_slot *s)
+/* Give the n slots from head back to the producers (consumer side). */
+static inline void inbox_give_back(struct inbox *ib, unsigned int n)
 {
 	uint64_t head = atomic_load_explicit(&ib->head, memory_order_relaxed);
+	unsigned int i;
 
-	atomic_store_explicit(&s->seq, head + INBOX_SLOTS,
-			      memory_order_release);
-	atomic_store_explicit(&ib->head, head + 1, memory_order_relaxed);
+	for (i = 0; i < n; i++)
+		atomic_store_explicit(
+			&ib->slots[(head + i) & (INBOX_SLOTS - 1)].seq,
+			head + i + INBOX_SLOTS, memory_order_release);
+	atomic_store_explicit(&ib->head, head + n, memory_order_relaxed);
+}
+
+/* The slot at head (inbox_peek's) is read: give it back now. */
+static inline void inbox_release(struct inbox *ib, struct inbox_slot *s)
+{
+	(void)s;
+	inbox_give_back(ib, 1);
 }
 
 /*
@@ -264,15 +275,8 @@ static inline void inbox_release(struct inbox *ib, struct inbox_slot *s)
 static inline void inbox_release_flush(struct inbox *ib,
 				       struct inbox_consumer *c)
 {
-	uint64_t head = atomic_load_explicit(&ib->head, memory_order_relaxed);
-	unsigned int i, held = atomic_load_explicit(&c->held,
-						    memory_order_relaxed);
-
-	for (i = 0; i < held; i++)
-		atomic_store_explicit(
-			&ib->slots[(head + i) & (INBOX_SLOTS - 1)].seq,
-			head + i + INBOX_SLOTS, memory_order_release);
-	atomic_store_explicit(&ib->head, head + held, memory_order_relaxed);
+	inbox_give_back(ib, atomic_load_explicit(&c->held,
+						 memory_order_relaxed));
 	atomic_store_explicit(&c->held, 0, memory_order_relaxed);
 }
 

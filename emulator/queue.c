@@ -55,7 +55,6 @@ int wqe_ring_init(struct wqe_ring *r, uint32_t size, uint32_t max_sge,
 {
 	size_t stride = sizeof(struct wqe) + max_sge * sizeof(struct ibv_sge) +
 			max_inline;
-
 	uint32_t slots;
 
 	stride = (stride + 15) & ~(size_t)15;
