@@ -584,7 +584,7 @@ uint32_t cma_pull_desc(struct emu_qp *qp, struct wqe *w, void *buf)
 	uint8_t *out = buf;
 
 	/* buf is a payload at any 4-byte offset: written by bytes. */
-	d.pid = (int32_t)getpid();
+	d.pid = (int32_t)qp->hca->pid;
 	d.length = w->length;
 	d.nr = n > 0 ? (uint32_t)n : 0;
 	d.map_fd = mr_memfd_fd();
