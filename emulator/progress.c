@@ -512,6 +512,10 @@ void engine_poll(struct engine *e, bool active)
 	if (run)
 		engine_run_pending(e, &busy);
 	pthread_mutex_unlock(&e->lock);
+	/* A long drain (pulled SENDs) is polling too: the thread, which
+	 * took the flag meanwhile, sees it again and stays out. */
+	if (active)
+		atomic_store_explicit(&e->app_polled, 1, memory_order_relaxed);
 done:
 	if (active && e->net)
 		e->net->poll_done(e);
@@ -561,7 +565,14 @@ static void *engine_thread(void *arg)
 			e->tp->nap(e, ENGINE_NAP_NS);
 			continue;
 		}
-		pthread_mutex_lock(&e->lock);
+		/* Held: a verb or the application's poll is at it (a drain
+		 * that pulls large SENDs holds the lock for milliseconds).
+		 * Waiting on the lock would take the next drain from a
+		 * poller that shares our CPU, and leave it spinning. */
+		if (pthread_mutex_trylock(&e->lock)) {
+			e->tp->nap(e, ENGINE_NAP_NS);
+			continue;
+		}
 		/* Bounded, so owed ACKs and responses (the pending pass) are
 		 * never starved by a peer that keeps sending. */
 		served = engine_drain(e, INBOX_SLOTS, false);
