@@ -259,6 +259,7 @@ struct qp_resp {
 	uint32_t remaining; /* RDMA WRITE: bytes still expected */
 	uint32_t wlen; /* RDMA WRITE: total length */
 	bool ack_pending; /* an ACK could not be sent yet */
+	uint64_t pulled_unacked; /* bytes of pulled SENDs not yet ACKed */
 	/* responses still to send, in PSN order: at most
 	 * max_dest_rd_atomic owed to new requests (IBA 9.7.4.1.5
 	 * responder resources), as many more to duplicates (resp.c);

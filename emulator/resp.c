@@ -31,6 +31,10 @@
 #include "engine.h"
 #include "log.h"
 
+/* Pulled SENDs (doc/design.md §14) are acknowledged as soon as this many
+ * of their bytes have been copied, without waiting for the drain's end. */
+#define RESP_PULL_ACK_BYTES (256u * 1024)
+
 /* RC, or an XRC target: acknowledged, its errors NAKed (IBA A14). */
 static bool qp_is_rc(const struct emu_qp *qp)
 {
@@ -90,6 +94,7 @@ static void resp_ack(struct emu_qp *qp)
 		engine_pending_add_locked(qp);
 	} else {
 		qp->resp.ack_pending = false;
+		qp->resp.pulled_unacked = 0;
 	}
 }
 
@@ -335,8 +340,15 @@ static void resp_send_pull(struct emu_qp *qp, const struct pkt *p)
 	qp->resp.op = 0;
 	resp_complete_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)d->length,
 			   p);
-	/* A pull is long: answer now rather than after the whole drain. */
-	resp_ack(qp);
+	/* A pull is long: once RESP_PULL_ACK_BYTES have been copied, the
+	 * ACK goes now rather than after the whole drain, so that the
+	 * requester's send queue moves on while we copy the rest; below
+	 * that, with the drain's other requests (IBA 9.7.5.1.1). */
+	qp->resp.pulled_unacked += d->length;
+	if (qp->resp.pulled_unacked >= RESP_PULL_ACK_BYTES)
+		resp_ack(qp);
+	else
+		resp_ack_later(qp);
 }
 
 static void resp_send(struct emu_qp *qp, const struct pkt *p)

@@ -23,8 +23,8 @@
  * The requester's QP has a short transport timeout and no retry, so an
  * ACK not sent in time fails its SEND within a fraction of a second.
  *
- * Usage: ack_exit exit|destroy|error|idle.  Exit: 0 pass, 1 fail, 77
- * skip.
+ * Usage: ack_exit exit|destroy|error|idle [LENGTH].  Exit: 0 pass, 1
+ * fail, 77 skip.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -38,14 +38,17 @@
 #include "rc_pair.h"
 
 #define NMSG 64
-#define MSG_LEN 32
 #define WAIT_MS 5000
+
+/* The length of each message: 32 bytes by default; 65536, a SEND large
+ * enough for a device to move it apart from its small ones (ibemu has the
+ * responder copy it straight from the sender's memory). */
+static size_t msg_len = 32;
 
 /* 4.096 us * 2^16 (268 ms: room for a loaded machine), no retry: a SEND
  * whose ACK does not come within the timeout fails, where a resend would
  * earn a duplicate's ACK and hide the missing one. */
-static const struct rc_pair_attr pair_attr = {
-	.buf_len = MSG_LEN * NMSG,
+static struct rc_pair_attr pair_attr = {
 	.mr_access = IBV_ACCESS_LOCAL_WRITE,
 	.cq_depth = 2 * NMSG,
 	.max_send_wr = 4,
@@ -86,13 +89,13 @@ static uint8_t pattern(unsigned int msg, unsigned int i)
 	return (uint8_t)(msg * 31 + i * 7 + 1);
 }
 
-/* The one segment of a message: MSG_LEN bytes at byte off of the
+/* The one segment of a message: msg_len bytes at byte off of the
  * registered buffer. */
 static struct ibv_sge msg_sge(const struct rc_side *s, size_t off)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)s->buf + off,
-		.length = MSG_LEN,
+		.length = (uint32_t)msg_len,
 		.lkey = s->mr->lkey,
 	};
 
@@ -117,7 +120,7 @@ static int responder(int fd, enum mode mode)
 	if (ret)
 		return ret > 0 ? 77 : 2;
 	for (m = 0; m < NMSG; m++) {
-		sge = msg_sge(&s, (size_t)m * MSG_LEN);
+		sge = msg_sge(&s, (size_t)m * msg_len);
 		memset(&wr, 0, sizeof(wr));
 		wr.wr_id = m;
 		wr.sg_list = &sge;
@@ -129,12 +132,12 @@ static int responder(int fd, enum mode mode)
 		return 3;
 	for (m = 0; m < NMSG; m++) {
 		if (poll_one(s.cq, &wc) != 1 || wc.status != IBV_WC_SUCCESS ||
-		    wc.wr_id != m || wc.byte_len != MSG_LEN) {
+		    wc.wr_id != m || wc.byte_len != msg_len) {
 			say("FAIL: ack-exit: receive %u", m);
 			return 4;
 		}
-		p = (uint8_t *)s.buf + m * MSG_LEN;
-		for (i = 0; i < MSG_LEN; i++)
+		p = (uint8_t *)s.buf + m * msg_len;
+		for (i = 0; i < msg_len; i++)
 			if (p[i] != pattern(m, i)) {
 				say("FAIL: ack-exit: message %u byte %u", m, i);
 				return 4;
@@ -182,7 +185,7 @@ static int requester(int fd, pid_t pid, const char *name)
 		return 1;
 	}
 	for (m = 0; m < NMSG; m++) {
-		for (i = 0; i < MSG_LEN; i++)
+		for (i = 0; i < msg_len; i++)
 			((uint8_t *)s.buf)[i] = pattern(m, i);
 		sge = msg_sge(&s, 0);
 		memset(&wr, 0, sizeof(wr));
@@ -233,10 +236,20 @@ int main(int argc, char **argv)
 	pid_t pid;
 	int fd;
 
-	if (argc != 2) {
-		say("usage: ack_exit exit|destroy|error|idle");
+	if (argc != 2 && argc != 3) {
+		say("usage: ack_exit exit|destroy|error|idle [LENGTH]");
 		return 2;
 	}
+	if (argc == 3) {
+		char *end;
+
+		msg_len = strtoul(argv[2], &end, 0);
+		if (*end || !msg_len || msg_len > (1u << 20)) {
+			say("ack_exit: bad length %s", argv[2]);
+			return 2;
+		}
+	}
+	pair_attr.buf_len = msg_len * NMSG;
 	for (mode = MODE_EXIT; mode <= MODE_IDLE; mode++)
 		if (!strcmp(argv[1], names[mode]))
 			break;
