@@ -52,7 +52,7 @@ int emu_cq_create(struct emu_hca *hca, uint32_t cqe, int comp_fd,
 		free(cq);
 		return ENOMEM;
 	}
-	pthread_mutex_init(&cq->lock, NULL);
+	emu_lock_init(&cq->lock);
 	atomic_init(&cq->usecnt, 0);
 	cq->hca = hca;
 	cq->comp_fd = comp_fd;
@@ -67,16 +67,15 @@ int emu_cq_destroy(struct emu_cq *cq)
 	if (atomic_load(&cq->usecnt))
 		return EBUSY;
 	wc_ring_fini(&cq->ring);
-	pthread_mutex_destroy(&cq->lock);
 	free(cq);
 	return 0;
 }
 
 void cq_forget_qp(struct emu_cq *cq, uint32_t qpn)
 {
-	pthread_mutex_lock(&cq->lock);
+	emu_lock(&cq->lock);
 	wc_ring_remove_qp(&cq->ring, qpn);
-	pthread_mutex_unlock(&cq->lock);
+	emu_unlock(&cq->lock);
 }
 
 int emu_cq_resize(struct emu_cq *cq, uint32_t cqe)
@@ -85,13 +84,13 @@ int emu_cq_resize(struct emu_cq *cq, uint32_t cqe)
 
 	if (cqe < 1 || cqe > IBEMU_MAX_CQE)
 		return EINVAL;
-	pthread_mutex_lock(&cq->lock);
+	emu_lock(&cq->lock);
 	/* The new size must hold what is already queued (manual 3.3.8). */
 	if (cqe < wc_ring_count(&cq->ring))
 		ret = EINVAL;
 	else
 		ret = -wc_ring_resize(&cq->ring, cqe);
-	pthread_mutex_unlock(&cq->lock);
+	emu_unlock(&cq->lock);
 	return ret;
 }
 
@@ -116,16 +115,16 @@ int emu_cq_poll(struct emu_cq *cq, int num_entries, struct ibv_wc *wc)
 		if (wc_ring_peek_empty(&cq->ring))
 			return 0;
 	}
-	pthread_mutex_lock(&cq->lock);
+	emu_lock(&cq->lock);
 	while (n < num_entries && wc_ring_get(&cq->ring, &wc[n]))
 		n++;
-	pthread_mutex_unlock(&cq->lock);
+	emu_unlock(&cq->lock);
 	return n;
 }
 
 void emu_cq_arm(struct emu_cq *cq, bool solicited_only)
 {
-	pthread_mutex_lock(&cq->lock);
+	emu_lock(&cq->lock);
 	/* A pending "next" request is not weakened by a "solicited" one
 	 * (manual 3.6.7). */
 	if (!solicited_only)
@@ -134,7 +133,7 @@ void emu_cq_arm(struct emu_cq *cq, bool solicited_only)
 	else if (cq->armed != CQ_ARM_NEXT)
 		atomic_store_explicit(&cq->armed, CQ_ARM_SOLICITED,
 				      memory_order_relaxed);
-	pthread_mutex_unlock(&cq->lock);
+	emu_unlock(&cq->lock);
 	if (cq->comp_fd >= 0)
 		engine_app_blocks(cq->hca->engine);
 }
@@ -175,7 +174,7 @@ bool cq_push(struct emu_cq *cq, const struct ibv_wc *wc, bool solicited)
 	struct emu_wc_stamp stamp;
 	bool overrun = false, ok;
 
-	pthread_mutex_lock(&cq->lock);
+	emu_lock(&cq->lock);
 	if (cq->ring.stamp)
 		cq_stamp_locked(cq, &stamp);
 	if (cq->overflow ||
@@ -188,7 +187,7 @@ bool cq_push(struct emu_cq *cq, const struct ibv_wc *wc, bool solicited)
 		cq_notify_locked(cq);
 	}
 	ok = !cq->overflow;
-	pthread_mutex_unlock(&cq->lock);
+	emu_unlock(&cq->lock);
 	if (overrun) {
 		ibemu_log_dbg("CQ %#llx overrun",
 			      (unsigned long long)cq->owner.handle);
@@ -212,11 +211,11 @@ const struct ibv_wc *emu_cq_poll_start(struct emu_cq *cq)
 	const struct ibv_wc *wc;
 
 	cq_drive(cq);
-	pthread_mutex_lock(&cq->lock);
+	emu_lock(&cq->lock);
 	wc = cq_current_locked(cq);
 	/* Empty: no end_poll follows (ibv_start_poll(3) returns ENOENT). */
 	if (!wc)
-		pthread_mutex_unlock(&cq->lock);
+		emu_unlock(&cq->lock);
 	return wc;
 }
 
@@ -232,7 +231,7 @@ void emu_cq_poll_end(struct emu_cq *cq)
 	if (cq->polling)
 		wc_ring_drop(&cq->ring);
 	cq->polling = false;
-	pthread_mutex_unlock(&cq->lock);
+	emu_unlock(&cq->lock);
 }
 
 const struct emu_wc_stamp *emu_cq_poll_stamp(struct emu_cq *cq)

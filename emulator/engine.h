@@ -39,7 +39,7 @@ struct engine {
 	/* The network transport waits for room in the inbox: the engine
 	 * calls its room op after a drain (transport.h). */
 	atomic_bool net_room;
-	pthread_mutex_t lock;
+	struct emu_lock lock;
 	struct emu_qp **qps; /* by QPN - IBEMU_QPN_FIRST */
 	struct emu_qp *all_qps; /* the same, as a list (all_next) */
 	struct emu_qp *ack_list; /* ACKs owed by the current drain */
@@ -48,7 +48,7 @@ struct engine {
 	atomic_bool owed;
 	/* QPs with blocked or timed work; lock rule: pending_lock, taken
 	 * after a QP lock, never before one */
-	pthread_mutex_t pending_lock;
+	struct emu_lock pending_lock;
 	struct emu_qp *_Atomic pending; /* read unlocked: engine_has_pending */
 	/* Added since the last pass, or engine_stop: the thread's sleep
 	 * returns at once while it is set (transport.h) */

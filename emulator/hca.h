@@ -24,6 +24,7 @@
 #include <infiniband/verbs.h>
 
 #include "emu.h"
+#include "lock.h"
 #include "mr_memfd.h"
 #include "node.h"
 #include "opcode.h"
@@ -122,7 +123,7 @@ struct emu_mw {
  */
 struct emu_cq {
 	struct emu_hca *hca;
-	pthread_mutex_t lock;
+	struct emu_lock lock;
 	struct wc_ring ring;
 	atomic_int armed; /* 0, CQ_ARM_NEXT or CQ_ARM_SOLICITED */
 	bool overflow;
@@ -142,7 +143,7 @@ enum {
  * under the QP's lock (its rq.lock is unused); an SRQ's ring and limit
  * are under its rq.lock (rq.c). */
 struct emu_rq {
-	pthread_mutex_t lock;
+	struct emu_lock lock;
 	struct wqe_ring ring;
 	uint32_t max_sge;
 };
@@ -283,7 +284,7 @@ struct qp_resp {
  * qp.lock, read under either.
  */
 struct emu_qp {
-	pthread_mutex_t lock;
+	struct emu_lock lock;
 	struct emu_hca *hca;
 	uint32_t qpn;
 	enum ibv_qp_type type;

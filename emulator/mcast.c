@@ -64,7 +64,7 @@ int emu_mcast_attach(struct emu_qp *qp, const union ibv_gid *gid,
 	ret = mcast_check(qp, gid, lid);
 	if (ret)
 		return ret;
-	pthread_mutex_lock(&qp->lock);
+	emu_lock(&qp->lock);
 	if (mcast_find_locked(qp, gid, lid) >= 0)
 		goto out; /* attaching twice is a no-op */
 	if (qp->nr_mcast >= IBEMU_MAX_MCAST_GRP) {
@@ -90,7 +90,7 @@ int emu_mcast_attach(struct emu_qp *qp, const union ibv_gid *gid,
 	 * log; the group still works on this node. */
 	mcast_ip_join(qp->hca->engine, gid->raw);
 out:
-	pthread_mutex_unlock(&qp->lock);
+	emu_unlock(&qp->lock);
 	return ret;
 }
 
@@ -102,7 +102,7 @@ int emu_mcast_detach(struct emu_qp *qp, const union ibv_gid *gid,
 	ret = mcast_check(qp, gid, lid);
 	if (ret)
 		return ret;
-	pthread_mutex_lock(&qp->lock);
+	emu_lock(&qp->lock);
 	i = mcast_find_locked(qp, gid, lid);
 	if (i < 0) {
 		ret = EINVAL;
@@ -112,7 +112,7 @@ int emu_mcast_detach(struct emu_qp *qp, const union ibv_gid *gid,
 		qp->mcast[i] = qp->mcast[qp->nr_mcast - 1];
 		qp->nr_mcast--;
 	}
-	pthread_mutex_unlock(&qp->lock);
+	emu_unlock(&qp->lock);
 	return ret;
 }
 

@@ -412,10 +412,10 @@ static void sock_drain(struct mcast_ip *m, int fd)
 		if ((size_t)n > sizeof(m->buf) ||
 		    !frame_accept(m, (size_t)n, &hdr, &grh, &in))
 			continue;
-		pthread_mutex_lock(&e->lock);
+		emu_lock(&e->lock);
 		engine_recv_locked(e, &in);
 		engine_flush_acks_locked(e);
-		pthread_mutex_unlock(&e->lock);
+		emu_unlock(&e->lock);
 	}
 }
 

@@ -194,7 +194,7 @@ int emu_post_send(struct emu_qp *qp, struct ibv_send_wr *wr,
 	enum ibv_qp_state state;
 	int ret = 0;
 
-	pthread_mutex_lock(&qp->lock);
+	emu_lock(&qp->lock);
 	state = qp->state;
 	/* Send WRs may be posted from RTS on, including SQD, SQE and ERR
 	 * (where they are flushed); not before (IBA 10.3.1 / rxe). */
@@ -212,7 +212,7 @@ int emu_post_send(struct emu_qp *qp, struct ibv_send_wr *wr,
 	else if (state == IBV_QPS_RTS)
 		req_run_locked(qp);
 out:
-	pthread_mutex_unlock(&qp->lock);
+	emu_unlock(&qp->lock);
 	if (ret && bad_wr)
 		*bad_wr = bad;
 	return ret;
@@ -230,10 +230,10 @@ int emu_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr,
 			*bad_wr = wr;
 		return EINVAL;
 	}
-	pthread_mutex_lock(&qp->lock);
+	emu_lock(&qp->lock);
 	/* Receive WRs may be posted from INIT on (IBA 10.3.1). */
 	if (qp->state == IBV_QPS_RESET) {
-		pthread_mutex_unlock(&qp->lock);
+		emu_unlock(&qp->lock);
 		ibemu_log_dbg("post_recv: QP %#x in RESET", qp->qpn);
 		if (bad_wr)
 			*bad_wr = wr;
@@ -242,6 +242,6 @@ int emu_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr,
 	ret = rq_post_locked(&qp->rq, wr, bad_wr);
 	if (qp->state == IBV_QPS_ERR)
 		flush_all_locked(qp);
-	pthread_mutex_unlock(&qp->lock);
+	emu_unlock(&qp->lock);
 	return ret;
 }

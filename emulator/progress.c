@@ -153,14 +153,14 @@ static struct emu_qp *engine_qp_lookup(struct engine *e, uint32_t qpn)
 
 void engine_qp_add(struct engine *e, struct emu_qp *qp)
 {
-	pthread_mutex_lock(&e->lock);
+	emu_lock(&e->lock);
 	e->qps[qp->qpn - IBEMU_QPN_FIRST] = qp;
 	qp->all_next = e->all_qps;
 	if (qp->all_next)
 		qp->all_next->all_pprev = &qp->all_next;
 	e->all_qps = qp;
 	qp->all_pprev = &e->all_qps;
-	pthread_mutex_unlock(&e->lock);
+	emu_unlock(&e->lock);
 }
 
 void engine_qp_remove(struct engine *e, struct emu_qp *qp)
@@ -168,7 +168,7 @@ void engine_qp_remove(struct engine *e, struct emu_qp *qp)
 	struct emu_qp *_Atomic *pp;
 	struct emu_qp **ap;
 
-	pthread_mutex_lock(&e->lock);
+	emu_lock(&e->lock);
 	e->qps[qp->qpn - IBEMU_QPN_FIRST] = NULL;
 	if (qp->all_pprev) {
 		*qp->all_pprev = qp->all_next;
@@ -182,7 +182,7 @@ void engine_qp_remove(struct engine *e, struct emu_qp *qp)
 			break;
 		}
 	}
-	pthread_mutex_lock(&e->pending_lock);
+	emu_lock(&e->pending_lock);
 	for (pp = &e->pending; *pp; pp = &(*pp)->pending_next) {
 		if (*pp == qp) {
 			atomic_store_explicit(pp, qp->pending_next,
@@ -191,8 +191,8 @@ void engine_qp_remove(struct engine *e, struct emu_qp *qp)
 		}
 	}
 	atomic_store_explicit(&qp->on_pending, false, memory_order_relaxed);
-	pthread_mutex_unlock(&e->pending_lock);
-	pthread_mutex_unlock(&e->lock);
+	emu_unlock(&e->pending_lock);
+	emu_unlock(&e->lock);
 }
 
 void engine_qp_quiesce(struct engine *e)
@@ -201,12 +201,12 @@ void engine_qp_quiesce(struct engine *e)
 
 	if (!e)
 		return;
-	pthread_mutex_lock(&e->lock);
+	emu_lock(&e->lock);
 	for (qp = e->all_qps; qp; qp = qp->all_next) {
-		pthread_mutex_lock(&qp->lock);
-		pthread_mutex_unlock(&qp->lock);
+		emu_lock(&qp->lock);
+		emu_unlock(&qp->lock);
 	}
-	pthread_mutex_unlock(&e->lock);
+	emu_unlock(&e->lock);
 }
 
 /*
@@ -216,14 +216,14 @@ void engine_qp_quiesce(struct engine *e)
  */
 static void engine_pending_requeue(struct engine *e, struct emu_qp *qp)
 {
-	pthread_mutex_lock(&e->pending_lock);
+	emu_lock(&e->pending_lock);
 	if (!qp->on_pending) {
 		atomic_store_explicit(&qp->on_pending, true, memory_order_relaxed);
 		qp->pending_next = e->pending;
 		/* Read unlocked by engine_has_pending(). */
 		atomic_store_explicit(&e->pending, qp, memory_order_relaxed);
 	}
-	pthread_mutex_unlock(&e->pending_lock);
+	emu_unlock(&e->pending_lock);
 }
 
 void engine_pending_add_locked(struct emu_qp *qp)
@@ -260,10 +260,10 @@ static void engine_dispatch_mcast(struct engine *e, const struct pkt *p)
 	for (qp = e->all_qps; qp; qp = qp->all_next) {
 		if (qp->type != IBV_QPT_UD)
 			continue;
-		pthread_mutex_lock(&qp->lock);
+		emu_lock(&qp->lock);
 		if (mcast_member_locked(qp, dgid, dlid))
 			resp_recv_locked(qp, p);
-		pthread_mutex_unlock(&qp->lock);
+		emu_unlock(&qp->lock);
 	}
 }
 
@@ -287,12 +287,12 @@ static void engine_dispatch(struct engine *e, const struct pkt *p)
 			cm_recv_locked(e, p);
 		return;
 	}
-	pthread_mutex_lock(&qp->lock);
+	emu_lock(&qp->lock);
 	if (p->op->mask & OPM_REQ)
 		resp_recv_locked(qp, p);
 	else
 		comp_recv_locked(qp, p);
-	pthread_mutex_unlock(&qp->lock);
+	emu_unlock(&qp->lock);
 }
 
 /* Send the coalesced ACKs of a drain, one per QP; caller holds
@@ -303,9 +303,9 @@ void engine_flush_acks_locked(struct engine *e)
 
 	while ((qp = e->ack_list)) {
 		e->ack_list = qp->ack_next;
-		pthread_mutex_lock(&qp->lock);
+		emu_lock(&qp->lock);
 		resp_ack_flush_locked(qp);
-		pthread_mutex_unlock(&qp->lock);
+		emu_unlock(&qp->lock);
 	}
 }
 
@@ -383,7 +383,7 @@ static uint64_t engine_run_pending(struct engine *e, bool *busy)
 	bool blocked;
 
 	*busy = false;
-	pthread_mutex_lock(&e->pending_lock);
+	emu_lock(&e->pending_lock);
 	atomic_store_explicit(&e->pending_new, false, memory_order_relaxed);
 	list = e->pending;
 	atomic_store_explicit(&e->pending, NULL, memory_order_relaxed);
@@ -393,11 +393,11 @@ static uint64_t engine_run_pending(struct engine *e, bool *busy)
 		atomic_store_explicit(&qp->on_pending, false, memory_order_relaxed);
 		qp->pass_next = qp->pending_next;
 	}
-	pthread_mutex_unlock(&e->pending_lock);
+	emu_unlock(&e->pending_lock);
 
 	for (qp = list; qp; qp = next_qp) {
 		next_qp = qp->pass_next;
-		pthread_mutex_lock(&qp->lock);
+		emu_lock(&qp->lock);
 		resp_pending_locked(qp);
 		t = comp_timers_locked(qp, now);
 		req_run_locked(qp);
@@ -409,7 +409,7 @@ static uint64_t engine_run_pending(struct engine *e, bool *busy)
 			next = t;
 		if (t || blocked)
 			engine_pending_requeue(e, qp);
-		pthread_mutex_unlock(&qp->lock);
+		emu_unlock(&qp->lock);
 	}
 	if (e->faults) /* packets held back are due too */
 		next = fault_next_due(e, next);
@@ -420,11 +420,11 @@ static uint64_t engine_run_pending(struct engine *e, bool *busy)
 
 bool engine_deliver_begin(struct engine *e)
 {
-	if (e->faults || pthread_mutex_trylock(&e->lock))
+	if (e->faults || !emu_lock_try(&e->lock))
 		return false;
 	if (engine_has_packet(e)) {
 		/* They came first: the transport queues behind them. */
-		pthread_mutex_unlock(&e->lock);
+		emu_unlock(&e->lock);
 		return false;
 	}
 	return true;
@@ -433,7 +433,7 @@ bool engine_deliver_begin(struct engine *e)
 void engine_deliver_end(struct engine *e)
 {
 	engine_flush_acks_locked(e);
-	pthread_mutex_unlock(&e->lock);
+	emu_unlock(&e->lock);
 }
 
 /* Whether a packet is waiting (a peek: nothing is consumed). */
@@ -498,7 +498,7 @@ void engine_poll(struct engine *e, bool active)
 	owed = atomic_load_explicit(&e->owed, memory_order_relaxed);
 	if (!run && !owed && !engine_has_packet(e))
 		goto done;
-	if (pthread_mutex_trylock(&e->lock))
+	if (!emu_lock_try(&e->lock))
 		goto done; /* the thread is at it */
 	/*
 	 * The inbox room the last poll's drain held goes back now, while
@@ -511,7 +511,7 @@ void engine_poll(struct engine *e, bool active)
 	engine_drain(e, ENGINE_DRAIN_BATCH, active);
 	if (run)
 		engine_run_pending(e, &busy);
-	pthread_mutex_unlock(&e->lock);
+	emu_unlock(&e->lock);
 	/* A long drain (pulled SENDs) is polling too: the thread, which
 	 * took the flag meanwhile, sees it again and stays out. */
 	if (active)
@@ -569,7 +569,7 @@ static void *engine_thread(void *arg)
 		 * that pulls large SENDs holds the lock for milliseconds).
 		 * Waiting on the lock would take the next drain from a
 		 * poller that shares our CPU, and leave it spinning. */
-		if (pthread_mutex_trylock(&e->lock)) {
+		if (!emu_lock_try(&e->lock)) {
 			e->tp->nap(e, ENGINE_NAP_NS);
 			continue;
 		}
@@ -589,7 +589,7 @@ static void *engine_thread(void *arg)
 			next = engine_run_pending(e, &busy);
 		if (e->faults)
 			next = fault_next_due(e, next);
-		pthread_mutex_unlock(&e->lock);
+		emu_unlock(&e->lock);
 		if (atomic_load(&e->stop))
 			break;
 		if (busy) {
@@ -633,8 +633,8 @@ int engine_start(struct emu_hca *hca)
 		ret = ENOMEM;
 		goto err_free;
 	}
-	pthread_mutex_init(&e->lock, NULL);
-	pthread_mutex_init(&e->pending_lock, NULL);
+	emu_lock_init(&e->lock);
+	emu_lock_init(&e->pending_lock);
 	/* A malformed IBEMU_FAULTS refuses the device rather than run
 	 * without the faults asked for. */
 	ret = fault_open(e);

@@ -228,7 +228,7 @@ int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return ENOMEM;
-	pthread_mutex_init(&qp->lock, NULL);
+	emu_lock_init(&qp->lock);
 	qp->hca = hca;
 	qp->type = init->qp_type;
 	qp->pd_id = init->pd_id;
@@ -264,7 +264,6 @@ int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
 err_queues:
 	qp_free_queues(qp);
 err_free:
-	pthread_mutex_destroy(&qp->lock);
 	free(qp);
 	return ret;
 }
@@ -282,18 +281,18 @@ int emu_qp_open(struct emu_hca *hca, struct emu_xrcd *xrcd, uint32_t qpn,
 	struct emu_qp *qp;
 	int32_t slot;
 
-	pthread_mutex_lock(&e->lock);
+	emu_lock(&e->lock);
 	for (qp = e->all_qps; qp; qp = qp->all_next)
 		if (qp->qpn == qpn)
 			break;
 	if (qp && qp->type == IBV_QPT_XRC_RECV && qp->xrcd == xrcd &&
 	    qp->handles) {
 		qp->handles++;
-		pthread_mutex_unlock(&e->lock);
+		emu_unlock(&e->lock);
 		*qp_p = qp;
 		return 0;
 	}
-	pthread_mutex_unlock(&e->lock);
+	emu_unlock(&e->lock);
 	slot = node_qpn_owner_slot(&hca->node, qpn);
 	if (!qp && slot >= 0 && slot != hca->node.proc_slot) {
 		ibemu_log_err("open_qp: QP %#x belongs to another process; "
@@ -312,9 +311,9 @@ static bool qp_last_handle(struct emu_qp *qp)
 	struct engine *e = qp->hca->engine;
 	bool last;
 
-	pthread_mutex_lock(&e->lock);
+	emu_lock(&e->lock);
 	last = --qp->handles == 0;
-	pthread_mutex_unlock(&e->lock);
+	emu_unlock(&e->lock);
 	return last;
 }
 
@@ -324,9 +323,9 @@ int emu_qp_destroy(struct emu_qp *qp)
 
 	/* A QP still attached to multicast groups is not destroyed: the
 	 * application detaches first, as the kernel's uverbs requires. */
-	pthread_mutex_lock(&qp->lock);
+	emu_lock(&qp->lock);
 	groups = qp->nr_mcast;
-	pthread_mutex_unlock(&qp->lock);
+	emu_unlock(&qp->lock);
 	if (groups) {
 		ibemu_log_dbg("destroy_qp %#x: still attached to %u multicast "
 			      "group(s)", qp->qpn, groups);
@@ -340,15 +339,14 @@ int emu_qp_destroy(struct emu_qp *qp)
 	 * requests they name are gone with it (libfabric's verbs provider
 	 * counts on this, as mlx5 gives it). */
 	qp_forget_completions(qp);
-	pthread_mutex_lock(&qp->lock);
+	emu_lock(&qp->lock);
 	qp_drop_peer_locked(qp);
-	pthread_mutex_unlock(&qp->lock);
+	emu_unlock(&qp->lock);
 	/* Before its number can name another QP (mw.c). */
 	mw_qp_destroyed(qp->hca, qp->qpn);
 	node_qpn_free(&qp->hca->node, qp->qpn);
 	qp_use(qp, -1);
 	qp_free_queues(qp);
-	pthread_mutex_destroy(&qp->lock);
 	free(qp);
 	return 0;
 }
@@ -619,7 +617,7 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr,
 	const char *why = NULL;
 	int ret;
 
-	pthread_mutex_lock(&qp->lock);
+	emu_lock(&qp->lock);
 	cur = qp->state;
 	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
 	/* The consumer may assert the current state; it must be right. */
@@ -651,7 +649,7 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr,
 	if (next == IBV_QPS_SQD && cur != IBV_QPS_SQD)
 		qp_sqd_locked(qp, attr, mask);
 out:
-	pthread_mutex_unlock(&qp->lock);
+	emu_unlock(&qp->lock);
 	if (ret)
 		ibemu_log_dbg("modify_qp %#x %s -> %s mask %#x: %s", qp->qpn,
 			      qp_state_name(cur), qp_state_name(next), mask,
@@ -661,11 +659,11 @@ out:
 
 void emu_qp_query(struct emu_qp *qp, struct ibv_qp_attr *attr)
 {
-	pthread_mutex_lock(&qp->lock);
+	emu_lock(&qp->lock);
 	*attr = qp->attr;
 	attr->qp_state = qp->state;
 	attr->cur_qp_state = qp->state;
 	attr->cap = qp->cap;
 	attr->sq_draining = 0;
-	pthread_mutex_unlock(&qp->lock);
+	emu_unlock(&qp->lock);
 }

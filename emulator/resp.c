@@ -227,7 +227,7 @@ static bool resp_take_wqe(struct emu_qp *qp)
 	/* The QP's own ring is under qp.lock, held; an SRQ's under its
 	 * own lock (rq.c). */
 	if (qp->srq)
-		pthread_mutex_lock(&rq->lock);
+		emu_lock(&rq->lock);
 	w = wqe_ring_head(&rq->ring);
 	if (w) {
 		memcpy(qp->resp.wqe, w,
@@ -242,7 +242,7 @@ static bool resp_take_wqe(struct emu_qp *qp)
 		}
 	}
 	if (qp->srq)
-		pthread_mutex_unlock(&rq->lock);
+		emu_unlock(&rq->lock);
 	if (limit)
 		emu_event(&qp->srq->owner, IBV_EVENT_SRQ_LIMIT_REACHED);
 	if (!w)

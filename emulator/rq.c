@@ -21,14 +21,13 @@ int rq_init(struct emu_rq *rq, uint32_t max_wr, uint32_t max_sge,
 	if (ret)
 		return -ret;
 	rq->max_sge = max_sge;
-	pthread_mutex_init(&rq->lock, NULL);
+	emu_lock_init(&rq->lock);
 	return 0;
 }
 
 void rq_fini(struct emu_rq *rq)
 {
 	wqe_ring_fini(&rq->ring);
-	pthread_mutex_destroy(&rq->lock);
 }
 
 /* Caller holds the ring's lock.  Returns 0, EINVAL or ENOMEM. */

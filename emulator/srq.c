@@ -74,7 +74,7 @@ int emu_srq_modify(struct emu_srq *srq, const struct ibv_srq_attr *attr,
 
 	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
 		return EINVAL;
-	pthread_mutex_lock(&rq->lock);
+	emu_lock(&rq->lock);
 	max_wr = rq->ring.size;
 	if (mask & IBV_SRQ_MAX_WR) {
 		/* Resizing may not drop posted WQEs (manual 3.4.6). */
@@ -95,17 +95,17 @@ int emu_srq_modify(struct emu_srq *srq, const struct ibv_srq_attr *attr,
 	if (!ret && (mask & IBV_SRQ_LIMIT))
 		srq->limit = attr->srq_limit;
 out:
-	pthread_mutex_unlock(&rq->lock);
+	emu_unlock(&rq->lock);
 	return ret;
 }
 
 void emu_srq_query(struct emu_srq *srq, struct ibv_srq_attr *attr)
 {
-	pthread_mutex_lock(&srq->rq.lock);
+	emu_lock(&srq->rq.lock);
 	attr->max_wr = srq->rq.ring.size;
 	attr->max_sge = srq->rq.max_sge;
 	attr->srq_limit = srq->limit;
-	pthread_mutex_unlock(&srq->rq.lock);
+	emu_unlock(&srq->rq.lock);
 }
 
 int emu_srq_destroy(struct emu_srq *srq)
@@ -125,8 +125,8 @@ int emu_srq_post_recv(struct emu_srq *srq, struct ibv_recv_wr *wr,
 {
 	int ret;
 
-	pthread_mutex_lock(&srq->rq.lock);
+	emu_lock(&srq->rq.lock);
 	ret = rq_post_locked(&srq->rq, wr, bad_wr);
-	pthread_mutex_unlock(&srq->rq.lock);
+	emu_unlock(&srq->rq.lock);
 	return ret;
 }

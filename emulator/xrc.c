@@ -157,10 +157,10 @@ int emu_srq_create_xrc(struct emu_hca *hca, uint64_t pd_id,
 	srq->cq = cq;
 	atomic_fetch_add(&cq->usecnt, 1);
 	xrcd_use(xrcd, 1);
-	pthread_mutex_lock(&e->lock);
+	emu_lock(&e->lock);
 	srq->xsrq_next = hca->xsrqs;
 	hca->xsrqs = srq;
-	pthread_mutex_unlock(&e->lock);
+	emu_unlock(&e->lock);
 	*srq_p = srq;
 	*srqn_p = srq->srqn;
 	return 0;
@@ -178,7 +178,7 @@ void xrc_srq_withdraw(struct emu_srq *srq)
 	struct emu_srq **pp;
 	struct emu_qp *qp;
 
-	pthread_mutex_lock(&e->lock);
+	emu_lock(&e->lock);
 	for (pp = &hca->xsrqs; *pp; pp = &(*pp)->xsrq_next) {
 		if (*pp == srq) {
 			*pp = srq->xsrq_next;
@@ -188,16 +188,16 @@ void xrc_srq_withdraw(struct emu_srq *srq)
 	for (qp = e->all_qps; qp; qp = qp->all_next) {
 		if (qp->type != IBV_QPT_XRC_RECV)
 			continue;
-		pthread_mutex_lock(&qp->lock);
+		emu_lock(&qp->lock);
 		if (qp->srq == srq) {
 			resp_flush_open_locked(qp);
 			qp->srq = NULL;
 			qp->rcq = NULL;
 			qp->pd_id = 0;
 		}
-		pthread_mutex_unlock(&qp->lock);
+		emu_unlock(&qp->lock);
 	}
-	pthread_mutex_unlock(&e->lock);
+	emu_unlock(&e->lock);
 	node_qpn_free(&hca->node, srq->srqn);
 	atomic_fetch_sub(&srq->cq->usecnt, 1);
 	xrcd_use(srq->xrcd, -1);

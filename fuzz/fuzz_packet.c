@@ -627,10 +627,10 @@ static void deliver(uint8_t sel, const uint8_t *bytes, size_t n)
 	in.slot = NULL;
 	in.pos = 0;
 	__atomic_store_n(&fz.full, (sel & SEL_FULL) != 0, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&hca->engine->lock);
+	emu_lock(&hca->engine->lock);
 	engine_recv_locked(hca->engine, &in);
 	engine_flush_acks_locked(hca->engine);
-	pthread_mutex_unlock(&hca->engine->lock);
+	emu_unlock(&hca->engine->lock);
 	__atomic_store_n(&fz.full, false, __ATOMIC_RELAXED);
 	/* What the packet left to do: answers owed, resends, timers. */
 	engine_poll(hca->engine, true);

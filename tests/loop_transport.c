@@ -370,7 +370,7 @@ bool loop_settle(struct engine *e, unsigned int timeout_ms)
 		return false;
 	/* The drain that released the last packet sends its coalesced
 	 * ACKs before it lets engine.lock go. */
-	pthread_mutex_lock(&e->lock);
-	pthread_mutex_unlock(&e->lock);
+	emu_lock(&e->lock);
+	emu_unlock(&e->lock);
 	return true;
 }

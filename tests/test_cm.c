@@ -452,9 +452,9 @@ static void inject(const uint8_t *mad, int32_t src_slot)
 	in.hdr = &hdr;
 	in.data = buf;
 	CU_ASSERT_FATAL(pkt_parse(&in, &p));
-	pthread_mutex_lock(&hca->engine->lock);
+	emu_lock(&hca->engine->lock);
 	cm_recv_locked(hca->engine, &p);
-	pthread_mutex_unlock(&hca->engine->lock);
+	emu_unlock(&hca->engine->lock);
 }
 
 static void test_garbage_wedges_nothing(void)

@@ -425,10 +425,10 @@ static void test_resp_send_in_sequence(void)
 	fill(msg[1], 40, 2);
 	fx_post_recv(&f, 11, RECV_OFF, 256);
 	fx_post_recv(&f, 12, RECV_OFF + 256, 256);
-	pthread_mutex_lock(&e->lock); /* one drain takes both */
+	emu_lock(&e->lock); /* one drain takes both */
 	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN, msg[0], 64);
 	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN + 1, msg[1], 40);
-	pthread_mutex_unlock(&e->lock);
+	emu_unlock(&e->lock);
 	expect_recv(&f, 11, IBV_WC_SUCCESS, 64);
 	expect_recv(&f, 12, IBV_WC_SUCCESS, 40);
 	CU_ASSERT(memcmp(f.buf + RECV_OFF, msg[0], 64) == 0);
@@ -465,14 +465,14 @@ static void test_resp_ack_owed_at_error(void)
 	in.hdr = &p.hdr;
 	in.data = p.data;
 	in.grh = &p.grh;
-	pthread_mutex_lock(&e->lock); /* the drain, by hand */
+	emu_lock(&e->lock); /* the drain, by hand */
 	engine_recv_locked(e, &in);
 	expect_recv(&f, 31, IBV_WC_SUCCESS, sizeof(msg));
 	CU_ASSERT(memcmp(f.buf + RECV_OFF, msg, sizeof(msg)) == 0);
 	CU_ASSERT_EQUAL(loop_captured(), 0); /* the ACK waits for the flush */
 	CU_ASSERT(emu_qp_modify(f.qp, &attr, IBV_QP_STATE) == 0);
 	engine_flush_acks_locked(e);
-	pthread_mutex_unlock(&e->lock);
+	emu_unlock(&e->lock);
 	expect_ack(&f, RQ_PSN, AETH_ACK | AETH_ACK_UNLIMITED, 1);
 	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_ERR);
 	expect_quiet(); /* one ACK, not a second one from the flush */
@@ -1527,7 +1527,7 @@ static void test_fault_resent_packet_gets_through(void)
 
 	memset(dropped, 0, sizeof(dropped));
 	setenv("IBEMU_FAULTS", "drop:0.5,seed=7", 1);
-	pthread_mutex_lock(&e->lock);
+	emu_lock(&e->lock);
 	CU_ASSERT_FATAL(fault_open(e) == 0);
 	CU_ASSERT_FATAL(e->faults != NULL);
 	for (r = 0; r < FAULT_TEST_ROUNDS; r++) {
@@ -1547,7 +1547,7 @@ static void test_fault_resent_packet_gets_through(void)
 		}
 	}
 	fault_close(e);
-	pthread_mutex_unlock(&e->lock);
+	emu_unlock(&e->lock);
 	unsetenv("IBEMU_FAULTS");
 	for (i = 0; i < FAULT_TEST_PKTS; i++)
 		lost += dropped[i] == FAULT_TEST_ROUNDS;
