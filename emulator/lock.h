@@ -1,23 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The lock of the objects every message touches (a QP, a CQ, an SRQ, the
- * engine): a mutex on a futex word, in three states (U. Drepper,
- * "Futexes Are Tricky", 2011, mutex 3):
- *
- *   0  free
- *   1  held, nobody waits
- *   2  held, someone may sleep on the futex
- *
- * Taking a free lock is one compare-and-swap and giving it back one
- * exchange, inline, where pthread_mutex_lock and _unlock are two calls
- * through the PLT and a dispatch on the mutex's kind (some fifty
- * instructions the pair, several pairs a message).  A contended lock
- * spins briefly (its holder, on another CPU, is usually about to give it
- * back) and then sleeps on the futex, so a holder that was preempted is
- * not spun on for its whole time slice (the engine's thread and the
- * application often share one CPU).  Process-private (FUTEX_PRIVATE):
- * never in shared memory.  Not recursive, no owner check.  Acquire and
- * release order, which ThreadSanitizer follows as it does a mutex.
+ * engine): one word, 0 free and 1 held.  Taking a free lock is one
+ * compare-and-swap and giving it back one release store, inline, where
+ * pthread_mutex_lock and _unlock are two calls through the PLT, a
+ * dispatch on the mutex's kind and two locked instructions (a locked
+ * instruction is some twenty cycles, and a message takes five locks on
+ * its way through the receiving side).  A taker that finds the lock held
+ * watches it for a while (its holder, on another CPU, is about to give it
+ * back), then yields its CPU between looks: the engine's thread and the
+ * application often share one CPU, and a holder preempted there must get
+ * it back to finish.  No futex, so giving the lock back needs no check
+ * for sleepers.  These locks are held for the work of a packet or a
+ * verb, never across a sleep.  Process-private, not recursive, no owner
+ * check.  Acquire and release order, which ThreadSanitizer follows as it
+ * does a mutex's.
  */
 #ifndef IBEMU_LOCK_H
 #define IBEMU_LOCK_H
@@ -33,7 +30,6 @@ struct emu_lock {
 #define EMU_LOCK_INIT { 0 }
 
 void emu_lock_wait(struct emu_lock *l);
-void emu_lock_wake(struct emu_lock *l);
 
 static inline void emu_lock_init(struct emu_lock *l)
 {
@@ -58,8 +54,7 @@ static inline void emu_lock(struct emu_lock *l)
 
 static inline void emu_unlock(struct emu_lock *l)
 {
-	if (atomic_exchange_explicit(&l->word, 0, memory_order_release) == 2)
-		emu_lock_wake(l);
+	atomic_store_explicit(&l->word, 0, memory_order_release);
 }
 
 #endif /* IBEMU_LOCK_H */
