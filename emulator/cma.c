@@ -202,7 +202,8 @@ bool cma_window_ok(const struct pub_mr_copy *m, uint64_t addr, uint64_t len,
  * the record is copied once under its seqlock into *snap, then checked. */
 static bool cma_check_rkey(struct inbox *ib, uint32_t rkey, uint64_t va,
 			   uint64_t len, uint32_t access, uint64_t pd_id,
-			   struct pub_mr_copy *snap, uint64_t *addr_p)
+			   struct pub_mr_copy *snap, uint32_t *seq_p,
+			   uint64_t *addr_p)
 {
 	struct pub_mr *p = pub_slot(ib, rkey);
 	uint32_t seq;
@@ -223,6 +224,7 @@ static bool cma_check_rkey(struct inbox *ib, uint32_t rkey, uint64_t va,
 	snap->map_len = SEQ_GET(p->map_len);
 	if (!seq_read_ok(&p->seq, seq))
 		return false;
+	*seq_p = seq;
 	return cma_rkey_ok(snap, rkey, va, len, access, pd_id, addr_p);
 }
 
@@ -256,7 +258,7 @@ bool cma_target_state_ok(const struct node_qp_copy *q, int32_t peer_proc,
  * operation needing access (IBA 9.7.4.1.4, 10.3.1: RTR, RTS or SQD); the
  * record is copied once under its seqlock, then checked. */
 static bool cma_target_ok(struct emu_qp *qp, uint32_t need,
-			  uint64_t *pd_id_p)
+			  struct node_qp_copy *snap_p, uint32_t *seq_p)
 {
 	uint32_t idx = qp->attr.dest_qp_num - IBEMU_QPN_FIRST;
 	struct node_qp_copy snap;
@@ -274,7 +276,8 @@ static bool cma_target_ok(struct emu_qp *qp, uint32_t need,
 	if (!seq_read_ok(&tq->seq, seq) ||
 	    !cma_target_state_ok(&snap, qp->peer_proc, need))
 		return false;
-	*pd_id_p = snap.pd_id;
+	*snap_p = snap;
+	*seq_p = seq;
 	return true;
 }
 
@@ -383,6 +386,77 @@ static ssize_t cma_window_copy(uint8_t *p, const struct iovec *local, int nl,
 	return (ssize_t)done;
 }
 
+/*
+ * An RDMA WRITE or READ into the region the QP placed into last, as it was
+ * checked then (qp->window.last), if nothing it was checked against has
+ * changed: the target QP's and the region's records still have the
+ * sequence numbers they had (seqlock.h: every change of a record moves
+ * its number, and an odd one never matches), the target QP still belongs
+ * to our peer, the window is still mapped the same, and [va, va+len)
+ * lies in the region.  Called announced, as cma_place's checks are, so
+ * the placement fence covers it (cma_fence).  *n_p: bytes copied.
+ */
+static bool cma_place_again(struct emu_qp *qp, struct wqe *w, uint32_t need,
+			    bool write, ssize_t *n_p)
+{
+	const struct cma_last *c = &qp->window.last;
+	uint32_t idx = qp->attr.dest_qp_num - IBEMU_QPN_FIRST;
+	struct iovec local[IBEMU_MAX_SGE];
+	struct node_qp *tq;
+	struct pub_mr *p;
+	uint64_t off;
+	int nl;
+
+	if (!c->map || c->map != qp->window.map || c->rkey != w->rkey ||
+	    c->dest_qpn != qp->attr.dest_qp_num || !(c->access & need) ||
+	    idx >= IBEMU_MAX_QP)
+		return false;
+	tq = &qp->hca->node.seg->qps[idx];
+	p = pub_slot(tp_shm_inbox(qp->peer), w->rkey);
+	if (!p ||
+	    atomic_load_explicit(&tq->seq, memory_order_acquire) !=
+		    c->qp_seq ||
+	    atomic_load_explicit(&p->seq, memory_order_acquire) !=
+		    c->mr_seq ||
+	    atomic_load_explicit(&tq->owner, memory_order_relaxed) !=
+		    qp->peer_proc + 1)
+		return false;
+	/* IBA 10.6.3.2 (C9-88): the range, within the region. */
+	off = w->remote_addr - c->iova;
+	if (w->remote_addr < c->iova || off > c->length ||
+	    w->length > c->length - off)
+		return false;
+	nl = cma_local_iov(qp, w, local);
+	if (nl <= 0)
+		return false;
+	fault_point(FAULT_AT_PLACE);
+	*n_p = cma_window_copy(c->at_iova + off, local, nl, write);
+	return true;
+}
+
+/* Remember the region of snap for cma_place_again, if its whole range
+ * lies in the window mapped at base. */
+static void cma_remember(struct emu_qp *qp, const struct node_qp_copy *tq,
+			 uint32_t qp_seq, const struct pub_mr_copy *snap,
+			 uint32_t mr_seq, uint8_t *base)
+{
+	struct cma_last *c = &qp->window.last;
+	uint64_t at;
+
+	c->map = NULL;
+	if (!cma_window_ok(snap, snap->addr, snap->length, &at))
+		return; /* part of it only: checked each time */
+	c->dest_qpn = qp->attr.dest_qp_num;
+	c->rkey = snap->key;
+	c->access = tq->access & snap->access;
+	c->qp_seq = qp_seq;
+	c->mr_seq = mr_seq;
+	c->iova = snap->iova;
+	c->length = snap->length;
+	c->at_iova = base + at;
+	c->map = qp->window.map;
+}
+
 /* Check and copy, announced in the target's placing[] (see cma_fence). */
 static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write)
 {
@@ -391,20 +465,24 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write)
 				? IBV_ACCESS_REMOTE_ATOMIC
 			: write || atomic ? IBV_ACCESS_REMOTE_WRITE
 					  : IBV_ACCESS_REMOTE_READ;
-	uint64_t addr, pd_id, at, len = atomic ? 8 : w->length;
+	uint64_t addr, at, len = atomic ? 8 : w->length;
 	struct iovec local[IBEMU_MAX_SGE], remote;
+	struct node_qp_copy tq;
 	struct pub_mr_copy snap;
+	uint32_t qp_seq, mr_seq;
 	uint8_t *base;
 	ssize_t n;
 	int nl = 0;
 
+	if (!atomic && cma_place_again(qp, w, need, write, &n))
+		return n;
 	errno = 0;
 	/* A misaligned atomic is the responder's to refuse (IBA 9.4.5). */
 	if (atomic && (w->remote_addr & 7))
 		return -1;
-	if (!cma_target_ok(qp, need, &pd_id) ||
+	if (!cma_target_ok(qp, need, &tq, &qp_seq) ||
 	    !cma_check_rkey(tp_shm_inbox(qp->peer), w->rkey, w->remote_addr,
-			    len, need, pd_id, &snap, &addr))
+			    len, need, tq.pd_id, &snap, &mr_seq, &addr))
 		return -1;
 	if (!(w->send_flags & IBV_SEND_INLINE) || !atomic) {
 		nl = cma_local_iov(qp, w, local);
@@ -419,6 +497,7 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write)
 		if (atomic)
 			return cma_window_atomic(
 				w, (uint64_t *)(void *)(base + at), local, nl);
+		cma_remember(qp, &tq, qp_seq, &snap, mr_seq, base);
 		return cma_window_copy(base + at, local, nl, write);
 	}
 	if (atomic || !cma_syscall_ok(qp, w))
@@ -517,6 +596,7 @@ void cma_peer_bind(struct emu_qp *qp)
 	 * inbox, proves whose it is. */
 	peer_map_put(qp->window.map);
 	qp->window.map = NULL;
+	qp->window.last.map = NULL;
 	qp->window.refused = false;
 	qp->window.pid = near ? id.pid : 0;
 	qp->place_refused = false;

@@ -323,6 +323,17 @@ struct emu_qp {
 		pid_t pid;
 		bool refused;
 		struct peer_map *map;
+		/* The region last placed into through map, as it was
+		 * checked (cma.c): reused for the same R_Key while the
+		 * target QP's record and the region's keep the sequence
+		 * numbers they had then.  map NULL: none. */
+		struct cma_last {
+			const struct peer_map *map;
+			uint32_t dest_qpn, rkey, access; /* QP's & region's */
+			uint32_t qp_seq, mr_seq;
+			uint64_t iova, length;
+			uint8_t *at_iova; /* where iova lies in map */
+		} last;
 	} window;
 
 	struct qp_req req;
