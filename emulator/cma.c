@@ -397,15 +397,14 @@ static ssize_t cma_window_copy(uint8_t *p, const struct iovec *local, int nl,
  * the placement fence covers it (cma_fence).  *n_p: bytes copied.
  */
 static bool cma_place_again(struct emu_qp *qp, struct wqe *w, uint32_t need,
-			    bool write, ssize_t *n_p)
+			    bool write, const struct iovec *local, int nl,
+			    ssize_t *n_p)
 {
 	const struct cma_last *c = &qp->window.last;
 	uint32_t idx = qp->attr.dest_qp_num - IBEMU_QPN_FIRST;
-	struct iovec local[IBEMU_MAX_SGE];
 	struct node_qp *tq;
 	struct pub_mr *p;
 	uint64_t off;
-	int nl;
 
 	if (!c->map || c->map != qp->window.map || c->rkey != w->rkey ||
 	    c->dest_qpn != qp->attr.dest_qp_num || !(c->access & need) ||
@@ -424,10 +423,7 @@ static bool cma_place_again(struct emu_qp *qp, struct wqe *w, uint32_t need,
 	/* IBA 10.6.3.2 (C9-88): the range, within the region. */
 	off = w->remote_addr - c->iova;
 	if (w->remote_addr < c->iova || off > c->length ||
-	    w->length > c->length - off)
-		return false;
-	nl = cma_local_iov(qp, w, local);
-	if (nl <= 0)
+	    w->length > c->length - off || nl <= 0)
 		return false;
 	fault_point(FAULT_AT_PLACE);
 	*n_p = cma_window_copy(c->at_iova + off, local, nl, write);
@@ -457,8 +453,10 @@ static void cma_remember(struct emu_qp *qp, const struct node_qp_copy *tq,
 	c->map = qp->window.map;
 }
 
-/* Check and copy, announced in the target's placing[] (see cma_fence). */
-static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write)
+/* Check and copy, announced in the target's placing[] (see cma_fence).
+ * checked, nl: the local iovecs of w, if resolved (nl >= 0). */
+static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write,
+			 const struct iovec *checked, int nl)
 {
 	bool atomic = cma_is_atomic(w);
 	uint32_t need = atomic && w->opcode != IBV_WR_ATOMIC_WRITE
@@ -472,9 +470,12 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write)
 	uint32_t qp_seq, mr_seq;
 	uint8_t *base;
 	ssize_t n;
-	int nl = 0;
 
-	if (!atomic && cma_place_again(qp, w, need, write, &n))
+	if (nl < 0 && (!(w->send_flags & IBV_SEND_INLINE) || !atomic)) {
+		nl = cma_local_iov(qp, w, local);
+		checked = local;
+	}
+	if (!atomic && cma_place_again(qp, w, need, write, checked, nl, &n))
 		return n;
 	errno = 0;
 	/* A misaligned atomic is the responder's to refuse (IBA 9.4.5). */
@@ -484,11 +485,8 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write)
 	    !cma_check_rkey(tp_shm_inbox(qp->peer), w->rkey, w->remote_addr,
 			    len, need, tq.pd_id, &snap, &mr_seq, &addr))
 		return -1;
-	if (!(w->send_flags & IBV_SEND_INLINE) || !atomic) {
-		nl = cma_local_iov(qp, w, local);
-		if (nl <= 0)
-			return -1;
-	}
+	if ((!(w->send_flags & IBV_SEND_INLINE) || !atomic) && nl <= 0)
+		return -1;
 	/* Checked, not yet copied: what the fence must wait for. */
 	fault_point(FAULT_AT_PLACE);
 	if (qp->window.pid && cma_window_ok(&snap, addr, len, &at) &&
@@ -496,24 +494,25 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write)
 				    snap.map_off, snap.map_len))) {
 		if (atomic)
 			return cma_window_atomic(
-				w, (uint64_t *)(void *)(base + at), local, nl);
+				w, (uint64_t *)(void *)(base + at), checked, nl);
 		cma_remember(qp, &tq, qp_seq, &snap, mr_seq, base);
-		return cma_window_copy(base + at, local, nl, write);
+		return cma_window_copy(base + at, checked, nl, write);
 	}
 	if (atomic || !cma_syscall_ok(qp, w))
 		return -1;
 	remote.iov_base = (void *)(uintptr_t)addr;
 	remote.iov_len = w->length;
 	if (write)
-		n = process_vm_writev(qp->place_pid, local, (unsigned long)nl,
+		n = process_vm_writev(qp->place_pid, checked, (unsigned long)nl,
 				      &remote, 1, 0);
 	else
-		n = process_vm_readv(qp->place_pid, local, (unsigned long)nl,
+		n = process_vm_readv(qp->place_pid, checked, (unsigned long)nl,
 				     &remote, 1, 0);
 	return n;
 }
 
-bool cma_try(struct emu_qp *qp, struct wqe *w)
+bool cma_try(struct emu_qp *qp, struct wqe *w, const struct iovec *local,
+	     int nl)
 {
 	bool write = w->opcode == IBV_WR_RDMA_WRITE;
 	_Atomic uint64_t *placing;
@@ -526,7 +525,7 @@ bool cma_try(struct emu_qp *qp, struct wqe *w)
 	 * loads; cma_fence's orders the withdrawal before its scan. */
 	cpu_store_fence_u64(placing,
 			    (uint64_t)qp->attr.dest_qp_num << 32 | w->rkey);
-	n = cma_place(qp, w, write);
+	n = cma_place(qp, w, write, local, nl);
 	atomic_store_explicit(placing, 0, memory_order_release);
 	if (n == (ssize_t)(cma_is_atomic(w) ? 8 : w->length))
 		return true;

@@ -27,8 +27,11 @@ struct wqe;
 
 /* qp's peer was resolved or dropped: what placement it allows. */
 void cma_peer_bind(struct emu_qp *qp);
-/* Try to execute w (RDMA WRITE or READ) directly; true if done. */
-bool cma_try(struct emu_qp *qp, struct wqe *w);
+/* Try to execute w (RDMA WRITE or READ) directly; true if done (local,
+ * nl: tp_place_ops.rdma). */
+struct iovec;
+bool cma_try(struct emu_qp *qp, struct wqe *w, const struct iovec *local,
+	     int nl);
 struct pull_desc_copy;
 /* Large SENDs: the requester describes, the responder pulls. */
 bool cma_pull_ok(struct emu_qp *qp, const struct wqe *w);

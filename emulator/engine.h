@@ -194,5 +194,14 @@ int sge_iov(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
 /* Check the SGEs of a WQE against their MRs; an IBV_WC_* status. */
 enum ibv_wc_status sge_check(struct emu_qp *qp, const struct ibv_sge *sge,
 			     uint32_t num_sge, bool write_access);
+/* sge_check, and on success the local iovecs of the SGEs in iov (at most
+ * num_sge, zero-length ones left out) and their count in *nr_p: valid
+ * while the caller holds the QP lock (mr.c). */
+enum ibv_wc_status sge_check_iov(struct emu_qp *qp, const struct ibv_sge *sge,
+				 uint32_t num_sge, bool write_access,
+				 struct iovec *iov, int *nr_p);
+/* Copy len bytes of buf into the iovecs, in order (at most their sum). */
+void iov_scatter(const struct iovec *iov, int nr, const void *buf,
+		 uint32_t len);
 
 #endif /* IBEMU_ENGINE_H */

@@ -95,8 +95,11 @@ static uint8_t req_opcode(const struct emu_qp *qp, const struct wqe *w,
 	}
 }
 
-/* Local checks of a WQE before anything is sent; an IBV_WC_* status. */
-static enum ibv_wc_status req_check_wqe(struct emu_qp *qp, struct wqe *w)
+/* Local checks of a WQE before anything is sent; an IBV_WC_* status.
+ * The local iovecs of its SGEs in local, their count in *nl (left as it
+ * is for inline data). */
+static enum ibv_wc_status req_check_wqe(struct emu_qp *qp, struct wqe *w,
+					struct iovec *local, int *nl)
 {
 	bool atomic = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 		      w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
@@ -113,7 +116,8 @@ static enum ibv_wc_status req_check_wqe(struct emu_qp *qp, struct wqe *w)
 	/* A datagram longer than the MTU is no error either (req_send_ud). */
 	if (w->send_flags & IBV_SEND_INLINE)
 		return IBV_WC_SUCCESS;
-	return sge_check(qp, w->sge, w->num_sge, wr_is(w->opcode, WR_RD_ATOMIC));
+	return sge_check_iov(qp, w->sge, w->num_sge,
+			     wr_is(w->opcode, WR_RD_ATOMIC), local, nl);
 }
 
 /* What the requester did with a WQE (traced with IBEMU_DEBUG). */
@@ -325,16 +329,21 @@ static enum req_step req_send_mcast(struct emu_qp *qp, struct wqe *w,
  * destination that does not exist on this node is a lost datagram; the
  * send still completes.  REQ_BLOCKED if the destination inbox is full.
  */
-static enum req_step req_send_ud(struct emu_qp *qp, struct wqe *w)
+static enum req_step req_send_ud(struct emu_qp *qp, struct wqe *w,
+				 const struct iovec *checked, int nchecked)
 {
 	const struct ibv_ah_attr *av = &w->av;
-	struct iovec iov[IBEMU_MAX_SGE];
+	struct iovec span[IBEMU_MAX_SGE];
+	const struct iovec *iov = checked;
 	struct tp_peer *dst;
 	int32_t slot;
-	int nr;
+	int nr = nchecked;
 
-	if (!req_payload_span(qp, w, 0, w->length, iov, &nr))
-		return REQ_LOCAL_ERROR;
+	if (nchecked < 0) {
+		if (!req_payload_span(qp, w, 0, w->length, span, &nr))
+			return REQ_LOCAL_ERROR;
+		iov = span;
+	}
 	/* IBA C10-93.1.1: a UD message longer than the port's MTU emits no
 	 * packet, and the CI generates no error for it: it completes
 	 * successfully, as rxe does (doc/conformance.md, "What ibemu does
@@ -386,10 +395,12 @@ static uint32_t req_read_done(const struct emu_qp *qp, const struct wqe *w)
 
 /* Send the (remaining) packets of w: REQ_SENT, or REQ_BLOCKED if the
  * peer's inbox is full, or REQ_LOCAL_ERROR. */
-static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w)
+static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w,
+				  const struct iovec *checked, int nchecked)
 {
 	uint32_t dqpn = qp->attr.dest_qp_num, off, paylen, psn;
-	struct iovec iov[IBEMU_MAX_SGE];
+	struct iovec span[IBEMU_MAX_SGE];
+	const struct iovec *iov;
 	struct tp_peer *dst = qp->peer;
 	struct pkt_out out;
 	bool first, last;
@@ -463,8 +474,16 @@ static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w)
 		psn = psn_add(w->first_psn, off / qp->mtu);
 		opcode = req_opcode(qp, w, first, last);
 		if (dst) {
-			if (!req_payload_span(qp, w, off, paylen, iov, &nr))
+			/* A message in one packet, just checked: its
+			 * buffers are known; else they are looked up. */
+			iov = span;
+			if (first && last && nchecked >= 0) {
+				iov = checked;
+				nr = nchecked;
+			} else if (!req_payload_span(qp, w, off, paylen, span,
+						     &nr)) {
 				return REQ_LOCAL_ERROR;
+			}
 			if (!pkt_begin(&out, dst, qp, opcode, dqpn, psn, last,
 				       paylen))
 				return REQ_BLOCKED;
@@ -504,9 +523,11 @@ static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w)
 #define REQ_UD_WAIT_NS (10ull * 1000 * 1000)
 #define REQ_UD_WAIT_LIVE_NS INBOX_CLAIM_GRACE_LIVE_NS
 
-static enum req_step req_send_datagram(struct emu_qp *qp, struct wqe *w)
+static enum req_step req_send_datagram(struct emu_qp *qp, struct wqe *w,
+					const struct iovec *checked,
+					int nchecked)
 {
-	enum req_step step = req_send_ud(qp, w);
+	enum req_step step = req_send_ud(qp, w, checked, nchecked);
 	struct tp_peer *dst;
 	uint64_t now, taken = 0;
 
@@ -552,8 +573,11 @@ static enum req_step req_local_op(struct emu_qp *qp, struct wqe *w)
 	return w->status == IBV_WC_SUCCESS ? REQ_EXECUTED : REQ_LOCAL_ERROR;
 }
 
-/* A new WQE: check it, try to place it, else give it its PSNs. */
-static enum req_step req_start_wqe(struct emu_qp *qp, struct wqe *w)
+/* A new WQE: check it, try to place it, else give it its PSNs.  The
+ * local iovecs of its checked SGEs in local, their count in *nl (left
+ * as it is when they were not resolved: inline data, a local op). */
+static enum req_step req_start_wqe(struct emu_qp *qp, struct wqe *w,
+				   struct iovec *local, int *nl)
 {
 	const struct tp_place_ops *place = engine_place(qp->hca->engine);
 	bool rd_atomic = wr_is(w->opcode, WR_RD_ATOMIC);
@@ -566,10 +590,10 @@ static enum req_step req_start_wqe(struct emu_qp *qp, struct wqe *w)
 	if (rd_atomic && qp->attr.max_rd_atomic &&
 	    qp->req.rd_atomic >= qp->attr.max_rd_atomic)
 		return REQ_WAIT_RD_ATOMIC;
-	w->status = req_check_wqe(qp, w);
+	w->status = req_check_wqe(qp, w, local, nl);
 	if (w->status != IBV_WC_SUCCESS)
 		return REQ_LOCAL_ERROR;
-	if (place && place->rdma(qp, w))
+	if (place && place->rdma(qp, w, local, *nl))
 		return REQ_PLACED;
 	w->pulled = qp->type != IBV_QPT_UD && place && place->pull_ok(qp, w);
 	n = wqe_npkts(qp, w);
@@ -585,14 +609,16 @@ static enum req_step req_start_wqe(struct emu_qp *qp, struct wqe *w)
 	return REQ_NEXT;
 }
 
-/* Send what is left of w. */
-static enum req_step req_send(struct emu_qp *qp, struct wqe *w)
+/* Send what is left of w (checked, nchecked: its local iovecs, if
+ * req_start_wqe has just resolved them; nchecked < 0: not). */
+static enum req_step req_send(struct emu_qp *qp, struct wqe *w,
+			      const struct iovec *checked, int nchecked)
 {
 	enum req_step step;
 
 	if (qp->type == IBV_QPT_UD)
-		return req_send_datagram(qp, w);
-	step = req_send_wqe(qp, w);
+		return req_send_datagram(qp, w, checked, nchecked);
+	step = req_send_wqe(qp, w, checked, nchecked);
 	if (step == REQ_SENT && qp->type == IBV_QPT_UC)
 		return REQ_COMPLETE;
 	return step;
@@ -600,18 +626,20 @@ static enum req_step req_send(struct emu_qp *qp, struct wqe *w)
 
 static enum req_step req_step(struct emu_qp *qp, struct wqe *w)
 {
+	struct iovec local[IBEMU_MAX_SGE];
 	enum req_step step;
+	int nl = -1;
 
 	switch (w->state) {
 	case WQE_ERROR:
 		return REQ_STOPPED;
 	case WQE_PENDING:
-		step = req_start_wqe(qp, w);
+		step = req_start_wqe(qp, w, local, &nl);
 		if (step != REQ_NEXT)
 			return step;
 		/* fall through */
 	case WQE_SENDING:
-		return req_send(qp, w);
+		return req_send(qp, w, local, nl);
 	default: /* WQE_SENT, WQE_DONE */
 		return REQ_NEXT;
 	}

@@ -354,6 +354,8 @@ static void resp_send_pull(struct emu_qp *qp, const struct pkt *p)
 static void resp_send(struct emu_qp *qp, const struct pkt *p)
 {
 	uint32_t mask = p->op->mask;
+	struct iovec iov[IBEMU_MAX_SGE];
+	int nr = -1; /* the receive WQE's iovecs, once checked here */
 
 	if (mask & OPM_FIRST) {
 		/* A receive WQE still held takes this one: UC's, of a
@@ -366,8 +368,9 @@ static void resp_send(struct emu_qp *qp, const struct pkt *p)
 		}
 		qp->resp.op = OPM_SEND;
 		qp->resp.offset = 0;
-		if (sge_check(qp, qp->resp.wqe->sge, qp->resp.wqe->num_sge,
-			      true) != IBV_WC_SUCCESS) {
+		if (qp->resp.wqe->num_sge > IBEMU_MAX_SGE ||
+		    sge_check_iov(qp, qp->resp.wqe->sge, qp->resp.wqe->num_sge,
+				  true, iov, &nr) != IBV_WC_SUCCESS) {
 			resp_fail(qp, p, AETH_NAK_REM_OP_ERR, 0,
 				  IBV_WC_LOC_PROT_ERR);
 			return;
@@ -382,9 +385,15 @@ static void resp_send(struct emu_qp *qp, const struct pkt *p)
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, 0, IBV_WC_LOC_LEN_ERR);
 		return;
 	}
-	if (p->paylen && sge_copy(qp, qp->resp.wqe->sge, qp->resp.wqe->num_sge,
-				  qp->resp.offset, (void *)p->payload,
-				  p->paylen, true)) {
+	/* The first packet goes where the check just found the buffers;
+	 * later ones look them up again (the regions may have changed in
+	 * between). */
+	if (p->paylen && nr >= 0)
+		iov_scatter(iov, nr, p->payload, p->paylen);
+	else if (p->paylen &&
+		 sge_copy(qp, qp->resp.wqe->sge, qp->resp.wqe->num_sge,
+			  qp->resp.offset, (void *)p->payload, p->paylen,
+			  true)) {
 		resp_fail(qp, p, AETH_NAK_REM_OP_ERR, 0, IBV_WC_LOC_PROT_ERR);
 		return;
 	}

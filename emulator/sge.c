@@ -21,25 +21,57 @@ uint8_t *sge_mr_addr(const struct emu_mr *mr, uint64_t addr, uint64_t len)
 	return mr->addr + (addr - start);
 }
 
-enum ibv_wc_status sge_check(struct emu_qp *qp, const struct ibv_sge *sge,
-			     uint32_t num_sge, bool write_access)
+enum ibv_wc_status sge_check_iov(struct emu_qp *qp, const struct ibv_sge *sge,
+				 uint32_t num_sge, bool write_access,
+				 struct iovec *iov, int *nr_p)
 {
 	struct emu_mr *mr;
+	uint8_t *p;
 	uint32_t i;
-	bool ok;
+	int nr = 0;
 
 	for (i = 0; i < num_sge; i++) {
 		/* A zero-length SGE names no memory (IBA 10.7.2.1). */
 		if (!sge[i].length)
 			continue;
 		mr = mr_lookup(qp->hca, sge[i].lkey);
-		ok = mr && mr->pd_id == qp->pd_id &&
-		     sge_mr_addr(mr, sge[i].addr, sge[i].length) &&
-		     (!write_access || (mr->access & IBV_ACCESS_LOCAL_WRITE));
-		if (!ok)
+		p = mr && mr->pd_id == qp->pd_id &&
+				    (!write_access ||
+				     (mr->access & IBV_ACCESS_LOCAL_WRITE))
+			    ? sge_mr_addr(mr, sge[i].addr, sge[i].length)
+			    : NULL;
+		if (!p)
 			return IBV_WC_LOC_PROT_ERR;
+		if (iov) {
+			iov[nr].iov_base = p;
+			iov[nr].iov_len = sge[i].length;
+		}
+		nr++;
 	}
+	if (nr_p)
+		*nr_p = nr;
 	return IBV_WC_SUCCESS;
+}
+
+enum ibv_wc_status sge_check(struct emu_qp *qp, const struct ibv_sge *sge,
+			     uint32_t num_sge, bool write_access)
+{
+	return sge_check_iov(qp, sge, num_sge, write_access, NULL, NULL);
+}
+
+void iov_scatter(const struct iovec *iov, int nr, const void *buf,
+		 uint32_t len)
+{
+	const uint8_t *p = buf;
+	size_t n;
+	int i;
+
+	for (i = 0; i < nr && len; i++) {
+		n = iov[i].iov_len < len ? iov[i].iov_len : len;
+		memcpy(iov[i].iov_base, p, n);
+		p += n;
+		len -= (uint32_t)n;
+	}
 }
 
 /*

@@ -31,6 +31,8 @@
 #include "params.h"
 #include "wire.h"
 
+struct iovec;
+
 struct engine;
 struct emu_qp;
 struct emu_mr;
@@ -61,8 +63,11 @@ struct tp_place_ops {
 	/* The QP's peer (qp->peer, qp->peer_proc) was resolved or dropped,
 	 * under qp.lock: learn what placement it allows. */
 	void (*peer_bind)(struct emu_qp *qp);
-	/* Execute w (RDMA WRITE or READ) directly; true if done. */
-	bool (*rdma)(struct emu_qp *qp, struct wqe *w);
+	/* Execute w (RDMA WRITE or READ) directly; true if done.  local:
+	 * the nl local iovecs of its checked SGEs (nl < 0: not resolved,
+	 * as for inline data). */
+	bool (*rdma)(struct emu_qp *qp, struct wqe *w,
+		     const struct iovec *local, int nl);
 	/* Large SENDs: the requester describes, the responder pulls. */
 	bool (*pull_ok)(struct emu_qp *qp, const struct wqe *w);
 	uint32_t (*pull_desc)(struct emu_qp *qp, struct wqe *w, void *buf);
