@@ -396,9 +396,9 @@ static ssize_t cma_window_copy(uint8_t *p, const struct iovec *local, int nl,
  * lies in the region.  Called announced, as cma_place's checks are, so
  * the placement fence covers it (cma_fence).  *n_p: bytes copied.
  */
-static bool cma_place_again(struct emu_qp *qp, struct wqe *w, uint32_t need,
-			    bool write, const struct iovec *local, int nl,
-			    ssize_t *n_p)
+static bool cma_place_again(struct emu_qp *qp, uint32_t rkey, uint64_t va,
+			    uint32_t len, uint32_t need, bool write,
+			    const struct iovec *local, int nl, ssize_t *n_p)
 {
 	const struct cma_last *c = &qp->window.last;
 	uint32_t idx = qp->attr.dest_qp_num - IBEMU_QPN_FIRST;
@@ -406,12 +406,12 @@ static bool cma_place_again(struct emu_qp *qp, struct wqe *w, uint32_t need,
 	struct pub_mr *p;
 	uint64_t off;
 
-	if (!c->map || c->map != qp->window.map || c->rkey != w->rkey ||
+	if (!c->map || c->map != qp->window.map || c->rkey != rkey ||
 	    c->dest_qpn != qp->attr.dest_qp_num || !(c->access & need) ||
 	    idx >= IBEMU_MAX_QP)
 		return false;
 	tq = &qp->hca->node.seg->qps[idx];
-	p = pub_slot(tp_shm_inbox(qp->peer), w->rkey);
+	p = pub_slot(tp_shm_inbox(qp->peer), rkey);
 	if (!p ||
 	    atomic_load_explicit(&tq->seq, memory_order_acquire) !=
 		    c->qp_seq ||
@@ -421,9 +421,9 @@ static bool cma_place_again(struct emu_qp *qp, struct wqe *w, uint32_t need,
 		    qp->peer_proc + 1)
 		return false;
 	/* IBA 10.6.3.2 (C9-88): the range, within the region. */
-	off = w->remote_addr - c->iova;
-	if (w->remote_addr < c->iova || off > c->length ||
-	    w->length > c->length - off || nl <= 0)
+	off = va - c->iova;
+	if (va < c->iova || off > c->length || len > c->length - off ||
+	    nl <= 0)
 		return false;
 	fault_point(FAULT_AT_PLACE);
 	*n_p = cma_window_copy(c->at_iova + off, local, nl, write);
@@ -475,7 +475,8 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write,
 		nl = cma_local_iov(qp, w, local);
 		checked = local;
 	}
-	if (!atomic && cma_place_again(qp, w, need, write, checked, nl, &n))
+	if (!atomic && cma_place_again(qp, w->rkey, w->remote_addr, w->length,
+				       need, write, checked, nl, &n))
 		return n;
 	errno = 0;
 	/* A misaligned atomic is the responder's to refuse (IBA 9.4.5). */
@@ -542,6 +543,74 @@ bool cma_try(struct emu_qp *qp, struct wqe *w, const struct iovec *local,
 		qp->place_refused = true;
 	}
 	return false;
+}
+
+/*
+ * A lone RDMA WRITE of one segment, posted to an idle send queue (nothing
+ * queued, nothing in flight, no RNR wait), into the region the QP placed
+ * into last (qp->window.last): checked and placed from the work request
+ * itself, and completed as the send queue would complete it
+ * (comp_retire_locked: a completion only if signaled, the retry budgets
+ * whole again), without a WQE.  The checks are the usual ones, in the
+ * usual order: the post's (post.c: the segment count against
+ * max_send_sge), the local key's (IBA 10.6.3.2: key, PD, range), then,
+ * announced, the target's (cma_place_again).  false: nothing was done,
+ * and the request takes the usual way, which checks it again and
+ * reports what is wrong with it.  Caller holds qp.lock; the QP is in
+ * RTS.
+ */
+bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr)
+{
+	const struct cma_last *c = &qp->window.last;
+	const struct ibv_sge *sge = wr->sg_list;
+	_Atomic uint64_t *placing;
+	struct emu_mr *mr;
+	uint32_t rkey = wr->wr.rdma.rkey;
+	struct iovec local;
+	struct ibv_wc wc;
+	ssize_t n = -1;
+
+	if (!c->map || c->rkey != rkey || wr->num_sge != 1 ||
+	    qp->cap.max_send_sge < 1 || !sge->length ||
+	    sge->length > IBEMU_MAX_MSG_SZ ||
+	    (wr->send_flags & (IBV_SEND_INLINE | IBV_SEND_FENCE)) ||
+	    qp->type != IBV_QPT_RC || !qp->sq.size ||
+	    qp->sq.head != qp->sq.tail || qp->req.next != qp->sq.tail ||
+	    qp->comp.rnr_resume || qp->req.rd_atomic || !cma_enabled())
+		return false;
+	mr = mr_lookup(qp->hca, sge->lkey);
+	local.iov_base = mr && mr->pd_id == qp->pd_id
+				 ? sge_mr_addr(mr, sge->addr, sge->length)
+				 : NULL;
+	if (!local.iov_base)
+		return false;
+	local.iov_len = sge->length;
+	placing = &tp_shm_inbox(qp->peer)->placing[qp->hca->node.proc_slot];
+	cpu_store_fence_u64(placing,
+			    (uint64_t)qp->attr.dest_qp_num << 32 | rkey);
+	if (!cma_place_again(qp, rkey, wr->wr.rdma.remote_addr, sge->length,
+			     IBV_ACCESS_REMOTE_WRITE, true, &local, 1, &n))
+		n = -1;
+	atomic_store_explicit(placing, 0, memory_order_release);
+	if (n != (ssize_t)sge->length)
+		return false;
+	ibemu_trace("req qp %#x wqe %u RDMA_WRITE: placed at once", qp->qpn,
+		    qp->sq.tail);
+	/* Forward progress restores the retry budgets (IBA 9.7.6). */
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.rnr_left = qp->attr.rnr_retry;
+	qp->comp.deadline = 0;
+	if (!(wr->send_flags & IBV_SEND_SIGNALED) && !qp->sq_sig_all)
+		return true;
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = wr->wr_id;
+	wc.opcode = IBV_WC_RDMA_WRITE;
+	wc.qp_num = qp->qpn;
+	wc.status = IBV_WC_SUCCESS;
+	wc.byte_len = sge->length;
+	if (!cq_push(qp->scq, &wc, false))
+		qp_fatal_locked(qp);
+	return true;
 }
 
 /*

@@ -30,6 +30,11 @@ void cma_peer_bind(struct emu_qp *qp);
 /* Try to execute w (RDMA WRITE or READ) directly; true if done (local,
  * nl: tp_place_ops.rdma). */
 struct iovec;
+struct ibv_send_wr;
+/* A lone RDMA WRITE placed and completed from the work request, when the
+ * send queue is idle and the target is the region placed into last;
+ * false: nothing done (qp.lock held, RTS). */
+bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr);
 bool cma_try(struct emu_qp *qp, struct wqe *w, const struct iovec *local,
 	     int nl);
 struct pull_desc_copy;

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "cma.h"
 #include "engine.h"
 #include "hca.h"
 #include "log.h"
@@ -205,6 +206,11 @@ int emu_post_send(struct emu_qp *qp, struct ibv_send_wr *wr,
 		ret = EINVAL;
 		goto out;
 	}
+	/* The common case of a stream of RDMA WRITEs, placed at once. */
+	if (state == IBV_QPS_RTS && !wr->next &&
+	    wr->opcode == IBV_WR_RDMA_WRITE && qp->window.last.map &&
+	    cma_post_write_locked(qp, wr))
+		goto out;
 	bad = post_send_chain(qp, wr, whole, &ret);
 	/* In SQE and ERR new send WRs complete flushed (IBA 10.3.1). */
 	if (state == IBV_QPS_ERR || state == IBV_QPS_SQE)
