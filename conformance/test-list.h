@@ -166,6 +166,7 @@ CF_PEER(rc_ops, rdma_read, "an RDMA READ of 1 B to 1 MiB fills local memory, one
 CF_PEER(rc_ops, atomics, "CMP_AND_SWP swaps only when equal, FETCH_AND_ADD adds, both return the original value (IBA 9.4.5, manual 3.6)", atomics, none, 0)
 CF_PEER(rc_ops, atomics_contend, "FETCH_AND_ADDs from 2 QPs on one word are atomic: exact sum, each original value once (IBA 9.4.5)", contend, contend, 0)
 CF_PEER(rc_ops, unsignaled, "with sq_sig_all 0 only the signaled send WRs complete, in order (IBA 10.7.2.2, manual 3.6)", unsignaled, unsignaled, 0)
+CF_PEER(rc_ops, unsignaled_write, "RDMA WRITEs with sq_sig_all 0: only the signaled ones complete, in order, and every one lands (IBA 10.7.2.2, 9.4.3)", unsignaled_write, unsignaled, 0)
 CF_PEER(rc_ops, fence, "a fenced WR starts only after the RDMA READs before it have completed (IBA 10.8.3.3, manual 3.6)", fence, none, 0)
 CF_PEER(rc_ops, solicited, "a CQ armed for solicited events signals a SEND with SOLICITED only (IBA 10.7.2.3, manual 3.6)", solicited, channel, 0)
 CF_PEER(rc_ops, channel, "an armed CQ raises one channel event for the next completion, none more without re-arming (manual 3.6)", channel, channel, 0)

@@ -713,6 +713,65 @@ CF_TUNE_IMPL(unsignaled)
 }
 
 /*
+ * Unsignaled RDMA WRITEs (IBA 10.7.2.2, 9.4.3): a stream of WRITEs posted
+ * one at a time, two of them signaled; only those two complete, in
+ * order, and every WRITE lands where it was aimed.
+ */
+#define UW_COUNT 16
+#define UW_LEN 64
+
+static uint8_t uw_byte(int msg, int i)
+{
+	return (uint8_t)(msg * 37 + i * 3 + 1);
+}
+
+CF_BODY_IMPL(rc_ops, unsignaled_write)
+{
+	struct ibv_wc wc[3];
+	int i, j, got, bad = -1;
+
+	if (ep->side == CF_CHILD) {
+		memset(ep->buf, 0, UW_COUNT * UW_LEN);
+		if (cf_ep_sync(ep, WAIT_MS) || cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		for (i = 0; i < UW_COUNT && bad < 0; i++)
+			for (j = 0; j < UW_LEN; j++)
+				if (ep->buf[i * UW_LEN + j] != uw_byte(i, j)) {
+					bad = i * UW_LEN + j;
+					break;
+				}
+		EP_CHECK(ep, bad < 0, "the WRITEs' data differs at byte %d",
+			 bad);
+		return 0;
+	}
+	for (i = 0; i < UW_COUNT; i++)
+		for (j = 0; j < UW_LEN; j++)
+			ep->buf[i * UW_LEN + j] = uw_byte(i, j);
+	if (cf_ep_sync(ep, WAIT_MS))
+		return -1;
+	for (i = 0; i < UW_COUNT; i++)
+		if (cf_ep_post1(ep, IBV_WR_RDMA_WRITE, (size_t)i * UW_LEN,
+				UW_LEN, (uint64_t)i * UW_LEN, (uint64_t)i,
+				i == 5 || i == UW_COUNT - 1 ? IBV_SEND_SIGNALED
+							    : 0))
+			return -1;
+	got = cf_poll_cq_wait(ep->cq, wc, 2, WAIT_MS);
+	EP_CHECK(ep, got == 2, "%d WRITE completions, expected 2", got);
+	if (got == 2) {
+		cf_ep_wc_ok(ep, &wc[0], 1, 5, IBV_WC_RDMA_WRITE,
+			    "signaled WRITE #5");
+		cf_ep_wc_ok(ep, &wc[1], 1, UW_COUNT - 1, IBV_WC_RDMA_WRITE,
+			    "signaled WRITE #15");
+	}
+	got = cf_poll_cq_wait(ep->cq, wc, 1, 200);
+	EP_CHECK(ep, got == 0, "an unsignaled WRITE completed (wr_id %llu)",
+		 (unsigned long long)wc[0].wr_id);
+	/* Both signaled WRITEs completed: every WRITE before them has
+	 * landed (IBA 10.8.3.1). */
+	return cf_ep_sync(ep, WAIT_MS);
+}
+
+/*
  * IBV_SEND_FENCE (IBA 10.8.3.3 / manual 3.6): a fenced WR starts only
  * after the RDMA READs before it have completed, so a fenced WRITE to the
  * region an earlier READ reads cannot change what the READ returns.
