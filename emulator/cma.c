@@ -29,17 +29,20 @@
 /* 1: usable, 0: untried, -1: refused here (seccomp, ptrace policy). */
 static atomic_int cma_state;
 
-static bool cma_enabled(void)
+static __attribute__((noinline)) bool cma_enabled_first(void)
 {
-	const char *env;
-	int st = atomic_load_explicit(&cma_state, memory_order_relaxed);
+	const char *env = getenv("IBEMU_CMA");
+	int st = env && !strcmp(env, "0") ? -1 : 1;
 
-	if (st)
-		return st > 0;
-	env = getenv("IBEMU_CMA");
-	st = env && !strcmp(env, "0") ? -1 : 1;
 	atomic_store(&cma_state, st);
 	return st > 0;
+}
+
+static inline bool cma_enabled(void)
+{
+	int st = atomic_load_explicit(&cma_state, memory_order_relaxed);
+
+	return st ? st > 0 : cma_enabled_first();
 }
 
 /* The entry a key is published in, if any (inbox.h). */
@@ -370,8 +373,8 @@ static uint8_t *cma_window_base(struct emu_qp *qp, int32_t fd, uint64_t id,
 }
 
 /* Copy between the local iovecs and the window at p: loads and stores. */
-static ssize_t cma_window_copy(uint8_t *p, const struct iovec *local, int nl,
-			       bool write)
+static inline ssize_t cma_window_copy(uint8_t *p, const struct iovec *local,
+				      int nl, bool write)
 {
 	size_t done = 0;
 	int i;
@@ -396,9 +399,10 @@ static ssize_t cma_window_copy(uint8_t *p, const struct iovec *local, int nl,
  * lies in the region.  Called announced, as cma_place's checks are, so
  * the placement fence covers it (cma_fence).  *n_p: bytes copied.
  */
-static bool cma_place_again(struct emu_qp *qp, uint32_t rkey, uint64_t va,
-			    uint32_t len, uint32_t need, bool write,
-			    const struct iovec *local, int nl, ssize_t *n_p)
+static inline bool cma_place_again(struct emu_qp *qp, uint32_t rkey,
+				   uint64_t va, uint32_t len, uint32_t need,
+				   bool write, const struct iovec *local,
+				   int nl, ssize_t *n_p)
 {
 	const struct cma_last *c = &qp->window.last;
 	uint32_t idx = qp->attr.dest_qp_num - IBEMU_QPN_FIRST;

@@ -187,8 +187,16 @@ void iov_gather(void *buf, const struct iovec *iov, int nr);
 int sge_copy(struct emu_qp *qp, const struct ibv_sge *sge,
 	     uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
 	     bool to_sge);
-/* sge.c: where [addr, addr+len) of mr is here, or NULL if outside. */
-uint8_t *sge_mr_addr(const struct emu_mr *mr, uint64_t addr, uint64_t len);
+/* Where [addr, addr+len) of mr is here, or NULL if outside. */
+static inline uint8_t *sge_mr_addr(const struct emu_mr *mr, uint64_t addr,
+				   uint64_t len)
+{
+	uint64_t start = mr->iova, end = mr->iova + mr->length;
+
+	if (addr < start || addr > end || len > end - addr)
+		return NULL;
+	return mr->addr + (addr - start);
+}
 int sge_iov(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
 	    struct iovec *iov);
 /* Check the SGEs of a WQE against their MRs; an IBV_WC_* status. */

@@ -444,7 +444,18 @@ void mr_table_fini(struct emu_hca *hca);
 /* The region key (an L_Key or R_Key: they are equal) names, or NULL.
  * Caller holds a QP lock: the region stays registered until that lock is
  * released, since emu_mr_dereg() waits for every QP lock of the HCA. */
-struct emu_mr *mr_lookup(struct emu_hca *hca, uint32_t key);
+/* The region a key names, NULL if none: an acquire load of its entry,
+ * without hca.lock (struct emu_hca).  Inline: every message looks one up. */
+static inline struct emu_mr *mr_lookup(struct emu_hca *hca, uint32_t key)
+{
+	uint32_t idx = (key >> 8) - 1;
+	struct emu_mr *mr;
+
+	if ((key >> 8) == 0 || idx >= IBEMU_MAX_MR || !hca->mr_table)
+		return NULL;
+	mr = atomic_load_explicit(&hca->mr_table[idx], memory_order_acquire);
+	return mr && mr->key == key ? mr : NULL;
+}
 
 /* mw.c: memory windows (see the lock rule there) */
 int mw_table_init(struct emu_hca *hca);

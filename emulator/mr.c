@@ -101,17 +101,6 @@ static void mr_key_free(struct emu_hca *hca, struct emu_mr *mr)
 	engine_qp_quiesce(hca->engine);
 }
 
-struct emu_mr *mr_lookup(struct emu_hca *hca, uint32_t key)
-{
-	uint32_t idx = (key >> 8) - 1;
-	struct emu_mr *mr;
-
-	if ((key >> 8) == 0 || idx >= IBEMU_MAX_MR || !hca->mr_table)
-		return NULL;
-	mr = atomic_load_explicit(&hca->mr_table[idx], memory_order_acquire);
-	return mr && mr->key == key ? mr : NULL;
-}
-
 /*
  * A real HCA pins the pages (the kernel's ib_umem_get), asking for write
  * access when the region may be written (local write, hence remote write

@@ -11,16 +11,6 @@
 
 #include "engine.h"
 
-/* The local address of [addr, addr+len) in mr, or NULL if outside. */
-uint8_t *sge_mr_addr(const struct emu_mr *mr, uint64_t addr, uint64_t len)
-{
-	uint64_t start = mr->iova, end = mr->iova + mr->length;
-
-	if (addr < start || addr > end || len > end - addr)
-		return NULL;
-	return mr->addr + (addr - start);
-}
-
 enum ibv_wc_status sge_check_iov(struct emu_qp *qp, const struct ibv_sge *sge,
 				 uint32_t num_sge, bool write_access,
 				 struct iovec *iov, int *nr_p)
