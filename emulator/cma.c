@@ -390,19 +390,19 @@ static inline ssize_t cma_window_copy(uint8_t *p, const struct iovec *local,
 }
 
 /*
- * An RDMA WRITE or READ into the region the QP placed into last, as it was
- * checked then (qp->window.last), if nothing it was checked against has
- * changed: the target QP's and the region's records still have the
- * sequence numbers they had (seqlock.h: every change of a record moves
- * its number, and an odd one never matches), the target QP still belongs
- * to our peer, the window is still mapped the same, and [va, va+len)
- * lies in the region.  Called announced, as cma_place's checks are, so
- * the placement fence covers it (cma_fence).  *n_p: bytes copied.
+ * Where [va, va+len) of the region the QP placed into last lies in our
+ * mapping, if nothing it was checked against has changed
+ * (qp->window.last): the target QP's and the region's records still have
+ * the sequence numbers they had (seqlock.h: every change of a record
+ * moves its number, and an odd one never matches), the target QP still
+ * belongs to our peer, the window is still mapped the same, and the range
+ * lies in the region; NULL otherwise.  ib: the peer's inbox.  Called
+ * announced, as cma_place's checks are, so that the placement fence
+ * covers what follows (cma_fence).
  */
-static inline bool cma_place_again(struct emu_qp *qp, uint32_t rkey,
-				   uint64_t va, uint32_t len, uint32_t need,
-				   bool write, const struct iovec *local,
-				   int nl, ssize_t *n_p)
+static inline uint8_t *cma_last_target(struct emu_qp *qp, struct inbox *ib,
+				       uint32_t rkey, uint64_t va,
+				       uint64_t len, uint32_t need)
 {
 	const struct cma_last *c = &qp->window.last;
 	uint32_t idx = qp->attr.dest_qp_num - IBEMU_QPN_FIRST;
@@ -413,9 +413,9 @@ static inline bool cma_place_again(struct emu_qp *qp, uint32_t rkey,
 	if (!c->map || c->map != qp->window.map || c->rkey != rkey ||
 	    c->dest_qpn != qp->attr.dest_qp_num || !(c->access & need) ||
 	    idx >= IBEMU_MAX_QP)
-		return false;
+		return NULL;
 	tq = &qp->hca->node.seg->qps[idx];
-	p = pub_slot(tp_shm_inbox(qp->peer), rkey);
+	p = pub_slot(ib, rkey);
 	if (!p ||
 	    atomic_load_explicit(&tq->seq, memory_order_acquire) !=
 		    c->qp_seq ||
@@ -423,14 +423,28 @@ static inline bool cma_place_again(struct emu_qp *qp, uint32_t rkey,
 		    c->mr_seq ||
 	    atomic_load_explicit(&tq->owner, memory_order_relaxed) !=
 		    qp->peer_proc + 1)
-		return false;
+		return NULL;
 	/* IBA 10.6.3.2 (C9-88): the range, within the region. */
 	off = va - c->iova;
-	if (va < c->iova || off > c->length || len > c->length - off ||
-	    nl <= 0)
+	if (va < c->iova || off > c->length || len > c->length - off)
+		return NULL;
+	return c->at_iova + off;
+}
+
+/* An RDMA WRITE or READ into the region the QP placed into last
+ * (cma_last_target), announced; *n_p: bytes copied. */
+static inline bool cma_place_again(struct emu_qp *qp, uint32_t rkey,
+				   uint64_t va, uint32_t len, uint32_t need,
+				   bool write, const struct iovec *local,
+				   int nl, ssize_t *n_p)
+{
+	uint8_t *dst = cma_last_target(qp, tp_shm_inbox(qp->peer), rkey, va,
+				       len, need);
+
+	if (!dst || nl <= 0)
 		return false;
 	fault_point(FAULT_AT_PLACE);
-	*n_p = cma_window_copy(c->at_iova + off, local, nl, write);
+	*n_p = cma_window_copy(dst, local, nl, write);
 	return true;
 }
 
@@ -567,12 +581,12 @@ bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr)
 {
 	const struct cma_last *c = &qp->window.last;
 	const struct ibv_sge *sge = wr->sg_list;
+	uint32_t rkey = wr->wr.rdma.rkey;
 	_Atomic uint64_t *placing;
 	struct emu_mr *mr;
-	uint32_t rkey = wr->wr.rdma.rkey;
-	struct iovec local;
+	struct inbox *ib;
 	struct ibv_wc wc;
-	ssize_t n = -1;
+	uint8_t *src, *dst;
 
 	if (!c->map || c->rkey != rkey || wr->num_sge != 1 ||
 	    qp->cap.max_send_sge < 1 || !sge->length ||
@@ -583,20 +597,23 @@ bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr)
 	    qp->comp.rnr_resume || qp->req.rd_atomic || !cma_enabled())
 		return false;
 	mr = mr_lookup(qp->hca, sge->lkey);
-	local.iov_base = mr && mr->pd_id == qp->pd_id
-				 ? sge_mr_addr(mr, sge->addr, sge->length)
-				 : NULL;
-	if (!local.iov_base)
+	src = mr && mr->pd_id == qp->pd_id
+		      ? sge_mr_addr(mr, sge->addr, sge->length)
+		      : NULL;
+	if (!src)
 		return false;
-	local.iov_len = sge->length;
-	placing = &tp_shm_inbox(qp->peer)->placing[qp->hca->node.proc_slot];
+	ib = tp_shm_inbox(qp->peer);
+	placing = &ib->placing[qp->hca->node.proc_slot];
 	cpu_store_fence_u64(placing,
 			    (uint64_t)qp->attr.dest_qp_num << 32 | rkey);
-	if (!cma_place_again(qp, rkey, wr->wr.rdma.remote_addr, sge->length,
-			     IBV_ACCESS_REMOTE_WRITE, true, &local, 1, &n))
-		n = -1;
+	dst = cma_last_target(qp, ib, rkey, wr->wr.rdma.remote_addr,
+			      sge->length, IBV_ACCESS_REMOTE_WRITE);
+	if (dst) {
+		fault_point(FAULT_AT_PLACE);
+		memcpy(dst, src, sge->length);
+	}
 	atomic_store_explicit(placing, 0, memory_order_release);
-	if (n != (ssize_t)sge->length)
+	if (!dst)
 		return false;
 	ibemu_trace("req qp %#x wqe %u RDMA_WRITE: placed at once", qp->qpn,
 		    qp->sq.tail);
