@@ -486,10 +486,12 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write,
 	struct node_qp_copy tq;
 	struct pub_mr_copy snap;
 	uint32_t qp_seq, mr_seq;
+	/* an inline ATOMIC WRITE carries its word in the WQE: no buffer */
+	bool has_local = !(w->send_flags & IBV_SEND_INLINE) || !atomic;
 	uint8_t *base;
 	ssize_t n;
 
-	if (nl < 0 && (!(w->send_flags & IBV_SEND_INLINE) || !atomic)) {
+	if (nl < 0 && has_local) {
 		nl = cma_local_iov(qp, w, local);
 		checked = local;
 	}
@@ -504,7 +506,7 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write,
 	    !cma_check_rkey(tp_shm_inbox(qp->peer), w->rkey, w->remote_addr,
 			    len, need, tq.pd_id, &snap, &mr_seq, &addr))
 		return -1;
-	if ((!(w->send_flags & IBV_SEND_INLINE) || !atomic) && nl <= 0)
+	if (has_local && nl <= 0)
 		return -1;
 	/* Checked, not yet copied: what the fence must wait for. */
 	fault_point(FAULT_AT_PLACE);
@@ -568,8 +570,7 @@ bool cma_try(struct emu_qp *qp, struct wqe *w, const struct iovec *local,
  * queued, nothing in flight, no RNR wait), into the region the QP placed
  * into last (qp->window.last): checked and placed from the work request
  * itself, and completed as the send queue would complete it
- * (comp_retire_locked: a completion only if signaled, the retry budgets
- * whole again), without a WQE.  The checks are the usual ones, in the
+ * (comp_unqueued_locked), without a WQE.  The checks are the usual ones, in the
  * usual order: the post's (post.c: the segment count against
  * max_send_sge), the local key's (IBA 10.6.3.2: key, PD, range), then,
  * announced, the target's (cma_place_again).  false: nothing was done,
@@ -585,7 +586,6 @@ bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr)
 	_Atomic uint64_t *placing;
 	struct emu_mr *mr;
 	struct inbox *ib;
-	struct ibv_wc wc;
 	uint8_t *src, *dst;
 
 	if (!c->map || c->rkey != rkey || wr->num_sge != 1 ||
@@ -617,20 +617,8 @@ bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr)
 		return false;
 	ibemu_trace("req qp %#x wqe %u RDMA_WRITE: placed at once", qp->qpn,
 		    qp->sq.tail);
-	/* Forward progress restores the retry budgets (IBA 9.7.6). */
-	qp->comp.retry_left = qp->attr.retry_cnt;
-	qp->comp.rnr_left = qp->attr.rnr_retry;
-	qp->comp.deadline = 0;
-	if (!(wr->send_flags & IBV_SEND_SIGNALED) && !qp->sq_sig_all)
-		return true;
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = wr->wr_id;
-	wc.opcode = IBV_WC_RDMA_WRITE;
-	wc.qp_num = qp->qpn;
-	wc.status = IBV_WC_SUCCESS;
-	wc.byte_len = sge->length;
-	if (!cq_push(qp->scq, &wc, false))
-		qp_fatal_locked(qp);
+	comp_unqueued_locked(qp, wr->wr_id, IBV_WR_RDMA_WRITE, wr->send_flags,
+			     sge->length);
 	return true;
 }
 

@@ -122,14 +122,21 @@ static void comp_check_drained(struct emu_qp *qp)
 }
 
 /* The fields of a send completion every status has. */
+static void comp_wc_of(const struct emu_qp *qp, uint64_t wr_id,
+		       enum ibv_wr_opcode opcode, struct ibv_wc *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = wr_id;
+	wc->opcode = wr_opcode_get(opcode)->wc_opcode;
+	wc->qp_num = qp->qpn;
+}
+
 static void comp_wc(const struct emu_qp *qp, const struct wqe *w,
 		    struct ibv_wc *wc)
 {
-	memset(wc, 0, sizeof(*wc));
-	wc->wr_id = w->wr_id;
-	wc->opcode = wr_opcode_get(w->opcode)->wc_opcode;
-	wc->qp_num = qp->qpn;
+	comp_wc_of(qp, w->wr_id, w->opcode, wc);
 }
+
 
 /*
  * Complete the WQEs at the head of the send queue that are done, in order:
@@ -162,9 +169,8 @@ void comp_retire_locked(struct emu_qp *qp)
 		}
 		qp->sq.head++;
 		progress = true;
-		/* Built only for a completion that is wanted: most of a
-		 * stream's are not (IBA 10.8.3.1, unsignaled). */
-		if (!(w->send_flags & IBV_SEND_SIGNALED) && !qp->sq_sig_all)
+		/* Built only for a completion that is wanted. */
+		if (!comp_wanted(qp, w->send_flags))
 			continue;
 		comp_wc(qp, w, &wc);
 		wc.status = IBV_WC_SUCCESS;
@@ -176,15 +182,21 @@ void comp_retire_locked(struct emu_qp *qp)
 			return;
 		}
 	}
-	if (progress) {
-		/* Forward progress restores the retry budgets (IBA 9.7.6). */
-		qp->comp.retry_left = qp->attr.retry_cnt;
-		qp->comp.rnr_left = qp->attr.rnr_retry;
-		qp->comp.deadline = 0;
-		if (qp->sq.head != qp->req.next)
-			comp_arm_timer_locked(qp);
-	}
+	if (progress)
+		comp_forward_locked(qp);
 	comp_check_drained(qp);
+}
+
+void comp_unqueued_wc_locked(struct emu_qp *qp, uint64_t wr_id,
+			     enum ibv_wr_opcode opcode, uint32_t byte_len)
+{
+	struct ibv_wc wc;
+
+	comp_wc_of(qp, wr_id, opcode, &wc);
+	wc.status = IBV_WC_SUCCESS;
+	wc.byte_len = byte_len;
+	if (!cq_push(qp->scq, &wc, false))
+		qp_fatal_locked(qp);
 }
 
 /* An acknowledgement up to psn answers a resend from a NAK at or

@@ -176,6 +176,44 @@ void comp_recv_locked(struct emu_qp *qp, const struct pkt *pkt);
 uint64_t comp_timers_locked(struct emu_qp *qp, uint64_t now);
 void comp_retire_locked(struct emu_qp *qp);
 void comp_arm_timer_locked(struct emu_qp *qp);
+
+/* Whether a send WR that succeeded gets a completion (IBA 10.8.3.1:
+ * signaled, or sq_sig_all); most of a stream's do not. */
+static inline bool comp_wanted(const struct emu_qp *qp,
+			       unsigned int send_flags)
+{
+	return (send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all;
+}
+
+/* Forward progress restores the retry budgets (IBA 9.7.6); the transport
+ * timer starts over for what is still in flight.  qp.lock held. */
+static inline void comp_forward_locked(struct emu_qp *qp)
+{
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.rnr_left = qp->attr.rnr_retry;
+	qp->comp.deadline = 0;
+	if (qp->sq.head != qp->req.next)
+		comp_arm_timer_locked(qp);
+}
+
+/* A successful send WR's completion, pushed to the send CQ (the QP fails
+ * if the CQ overflows). */
+void comp_unqueued_wc_locked(struct emu_qp *qp, uint64_t wr_id,
+			     enum ibv_wr_opcode opcode, uint32_t byte_len);
+
+/* A send WR executed at once without a WQE, on an idle send queue of a
+ * QP in RTS (cma_post_write_locked): completed as comp_retire_locked
+ * completes one at the queue's head (in RTS there is no SQ drain to
+ * report).  Inline: most of a stream's have no completion. */
+static inline void comp_unqueued_locked(struct emu_qp *qp, uint64_t wr_id,
+					enum ibv_wr_opcode opcode,
+					unsigned int send_flags,
+					uint32_t byte_len)
+{
+	comp_forward_locked(qp);
+	if (comp_wanted(qp, send_flags))
+		comp_unqueued_wc_locked(qp, wr_id, opcode, byte_len);
+}
 /* The requester found the peer full: note how far the peer has taken
  * packets in, to tell congestion from loss when the timer expires. */
 void comp_blocked_locked(struct emu_qp *qp);

@@ -441,11 +441,11 @@ int rq_post_locked(struct emu_rq *rq, struct ibv_recv_wr *wr,
 /* mr.c: lookups for the engines (lock-free; see struct emu_hca) */
 int mr_table_init(struct emu_hca *hca);
 void mr_table_fini(struct emu_hca *hca);
-/* The region key (an L_Key or R_Key: they are equal) names, or NULL.
- * Caller holds a QP lock: the region stays registered until that lock is
- * released, since emu_mr_dereg() waits for every QP lock of the HCA. */
-/* The region a key names, NULL if none: an acquire load of its entry,
- * without hca.lock (struct emu_hca).  Inline: every message looks one up. */
+/* The region key (an L_Key or R_Key: they are equal) names, or NULL: an
+ * acquire load of its entry, without hca.lock (inline: every message
+ * looks one up).  Caller holds a QP lock: the region stays registered
+ * until that lock is released, since emu_mr_dereg() waits for every QP
+ * lock of the HCA. */
 static inline struct emu_mr *mr_lookup(struct emu_hca *hca, uint32_t key)
 {
 	uint32_t idx = (key >> 8) - 1;

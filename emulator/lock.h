@@ -12,7 +12,9 @@
  * application often share one CPU, and a holder preempted there must get
  * it back to finish.  No futex, so giving the lock back needs no check
  * for sleepers.  These locks are held for the work of a packet or a
- * verb, never across a sleep.  Process-private, not recursive, no owner
+ * verb; the one exception is a CQ's, held from ibv_start_poll to
+ * ibv_end_poll (cq.c), where a taker yields until the application ends
+ * its poll.  Process-private, not recursive, no owner
  * check.  Acquire and release order, which ThreadSanitizer follows as it
  * does a mutex's.
  */
@@ -26,8 +28,6 @@
 struct emu_lock {
 	_Atomic uint32_t word;
 };
-
-#define EMU_LOCK_INIT { 0 }
 
 void emu_lock_wait(struct emu_lock *l);
 
