@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cma.h"
@@ -16,6 +17,7 @@
 #include "mr_memfd.h"
 #include "pcap.h"
 #include "peer_map.h"
+#include "remote_fence.h"
 #include "seqlock.h"
 
 /* Below this size a WRITE or READ in a stream goes as packets: one
@@ -64,8 +66,21 @@ static struct pub_mr *pub_slot(struct inbox *ib, uint32_t key)
  * the announcement and waits for the copy to end.  A requester that died
  * is not waited for; one that is stopped is waited for at most
  * CMA_FENCE_MAX_NS, and the fence says so.
+ *
+ * The requester's fence is most of a small placement's cost, and the
+ * target's is rare (deregistration, a QP leaving RTS): where both
+ * processes can, the requester announces with a plain store and the
+ * target's fence adds a remote fence (remote_fence.h), which runs the
+ * requester's half on its CPU.  Such a requester first sets the target's
+ * lean_placers, with a full fence, so that a target whose scan follows a
+ * withdrawal the requester did not see also sees that it must issue one.
  */
 #define CMA_FENCE_MAX_NS (1000ull * 1000 * 1000)
+
+/* If the kernel refuses a remote fence it said it would issue, wait this
+ * long instead: an announcement a lean requester stored is in its CPU's
+ * store buffer, which drains in far less (and at any context switch). */
+#define CMA_FENCE_DRAIN_NS (1000ull * 1000)
 
 static bool cma_placer_alive(struct emu_hca *hca, unsigned int slot)
 {
@@ -90,6 +105,17 @@ static void cma_fence(struct engine *e, uint32_t qpn, uint32_t key)
 	if (!ib)
 		return;
 	atomic_thread_fence(memory_order_seq_cst);
+	/* Any non-zero value, whoever wrote it: a remote fence too. */
+	if (remote_fence_issues() &&
+	    atomic_load_explicit(&ib->lean_placers, memory_order_relaxed) &&
+	    !remote_fence()) {
+		struct timespec ts = {0, CMA_FENCE_DRAIN_NS};
+
+		ibemu_log_warn("remote fence refused (%s): waiting for "
+			       "announcements to drain instead",
+			       strerror(errno));
+		nanosleep(&ts, NULL);
+	}
 	for (i = 0; i < IBEMU_MAX_PROCS; i++) {
 		while (cma_fence_match(atomic_load(&ib->placing[i]), qpn,
 				       key) &&
@@ -109,6 +135,20 @@ static void cma_fence(struct engine *e, uint32_t qpn, uint32_t key)
 void cma_fence_qp(struct engine *e, uint32_t qpn)
 {
 	cma_fence(e, qpn, 0);
+}
+
+/* Announce a placement in the target's placing[] (the fence's first
+ * half), ordered before the checks' loads: by a full fence here, or, if
+ * the target's fence issues a remote fence (window.lean), by that. */
+static inline void cma_announce(const struct emu_qp *qp,
+				_Atomic uint64_t *placing, uint64_t v)
+{
+	if (qp->window.lean) {
+		atomic_store_explicit(placing, v, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+	} else {
+		cpu_store_fence_u64(placing, v);
+	}
 }
 
 /*
@@ -542,10 +582,10 @@ bool cma_try(struct emu_qp *qp, struct wqe *w, const struct iovec *local,
 	if (!cma_candidate(qp, w))
 		return false;
 	placing = &tp_shm_inbox(qp->peer)->placing[qp->hca->node.proc_slot];
-	/* One full fence orders the announcement before the checks'
-	 * loads; cma_fence's orders the withdrawal before its scan. */
-	cpu_store_fence_u64(placing,
-			    (uint64_t)qp->attr.dest_qp_num << 32 | w->rkey);
+	/* Ordered before the checks' loads (cma_announce); cma_fence's
+	 * fence orders the withdrawal before its scan. */
+	cma_announce(qp, placing,
+		     (uint64_t)qp->attr.dest_qp_num << 32 | w->rkey);
 	n = cma_place(qp, w, write, local, nl);
 	atomic_store_explicit(placing, 0, memory_order_release);
 	if (n == (ssize_t)(cma_is_atomic(w) ? 8 : w->length))
@@ -604,8 +644,7 @@ bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr)
 		return false;
 	ib = tp_shm_inbox(qp->peer);
 	placing = &ib->placing[qp->hca->node.proc_slot];
-	cpu_store_fence_u64(placing,
-			    (uint64_t)qp->attr.dest_qp_num << 32 | rkey);
+	cma_announce(qp, placing, (uint64_t)qp->attr.dest_qp_num << 32 | rkey);
 	dst = cma_last_target(qp, ib, rkey, wr->wr.rdma.remote_addr,
 			      sge->length, IBV_ACCESS_REMOTE_WRITE);
 	if (dst) {
@@ -644,6 +683,23 @@ static bool cma_token_at(pid_t pid, uint64_t addr, uint64_t token)
 }
 
 /*
+ * Whether placements into the process of inbox ib may be announced
+ * without a fence (cma_announce): we receive remote fences and it said
+ * (once, read here once) that it issues them.  Then its lean_placers is
+ * set, and the full fence orders that before any such announcement.
+ */
+static bool cma_lean_toward(struct inbox *ib)
+{
+	if (!remote_fence_receives() || !ib->fence_issuer)
+		return false;
+	if (!atomic_load_explicit(&ib->lean_placers, memory_order_relaxed))
+		atomic_store_explicit(&ib->lean_placers, 1,
+				      memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	return true;
+}
+
+/*
  * qp's peer was resolved (or dropped): decide, once, whether data moves
  * between us by cross-memory attach.  That needs the peer in our pid
  * namespace (the kernel takes pids as the caller sees them) and the
@@ -677,6 +733,7 @@ void cma_peer_bind(struct emu_qp *qp)
 	qp->window.refused = false;
 	qp->window.pid = near ? id.pid : 0;
 	qp->place_refused = false;
+	qp->window.lean = near && cma_lean_toward(tp_shm_inbox(qp->peer));
 	/* Nothing was published, nothing is: no write to shared memory
 	 * (a QP whose peer cannot be reached comes back here often). */
 	if (!pid && !qp->place_pid)

@@ -322,6 +322,9 @@ struct emu_qp {
 	struct {
 		pid_t pid;
 		bool refused;
+		/* Announce placements without a fence of our own: the
+		 * peer's placement fence issues a remote fence (cma.c). */
+		bool lean;
 		struct peer_map *map;
 		/* The region last placed into through map, as it was
 		 * checked (cma.c): reused for the same R_Key while the

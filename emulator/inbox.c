@@ -28,8 +28,8 @@ static void inbox_name(char *buf, size_t len, const char *node_name,
 	snprintf(buf, len, "%s-p%016" PRIx64, node_name, token);
 }
 
-int inbox_create(const char *node_name, uint64_t token, struct inbox **ib_p,
-		 char *name, size_t name_len)
+int inbox_create(const char *node_name, uint64_t token, bool fence_issuer,
+		 struct inbox **ib_p, char *name, size_t name_len)
 {
 	struct inbox *ib;
 	uint32_t i;
@@ -43,6 +43,7 @@ int inbox_create(const char *node_name, uint64_t token, struct inbox **ib_p,
 		return ret;
 	ib = map;
 	ib->token = token;
+	ib->fence_issuer = fence_issuer;
 	atomic_init(&ib->head, 0);
 	atomic_init(&ib->tail, 0);
 	for (i = 0; i < INBOX_SLOTS; i++)

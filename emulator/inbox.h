@@ -133,6 +133,14 @@ struct pub_mr {
 struct inbox {
 	uint64_t magic;
 	uint64_t token; /* the owner's (node.h), which names the inbox */
+	/* Written once by the owner before magic: non-zero if its placement
+	 * fence issues a remote fence (remote_fence.h, cma.c). */
+	uint32_t fence_issuer;
+	/* Set, never cleared, by a requester before its first placement
+	 * into the owner announced without a fence of its own (cma.c).
+	 * Any process may write it: non-zero costs the owner a remote
+	 * fence at each of its placement fences, nothing else. */
+	_Atomic uint32_t lean_placers;
 	/* producers; the consumer when it skips a quarantined position */
 	alignas(64) _Atomic uint64_t tail;
 	/* the consumer, under its engine lock; read by the sleeper */
@@ -147,9 +155,9 @@ struct inbox {
 };
 
 /* Create the inbox of the calling process, whose node token is token;
- * 0 or -errno.  name gets its name. */
-int inbox_create(const char *node_name, uint64_t token, struct inbox **ib_p,
-		 char *name, size_t name_len);
+ * 0 or -errno.  name gets its name.  fence_issuer: see struct inbox. */
+int inbox_create(const char *node_name, uint64_t token, bool fence_issuer,
+		 struct inbox **ib_p, char *name, size_t name_len);
 /* Map the inbox of the process with that token (read-write). */
 int inbox_map(const char *node_name, uint64_t token, struct inbox **ib_p);
 void inbox_unmap(struct inbox *ib);

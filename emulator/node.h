@@ -42,7 +42,7 @@
 #include "params.h"
 
 #define IBEMU_NODE_MAGIC 0x6962656d756e6f64ull /* "ibemunod" */
-#define IBEMU_NODE_LAYOUT 8
+#define IBEMU_NODE_LAYOUT 9
 
 /* Byte offsets of the liveness locks in the segment's file (advisory:
  * they do not touch the mapped data). */

@@ -23,6 +23,7 @@
 #include "cma.h"
 #include "engine.h"
 #include "log.h"
+#include "remote_fence.h"
 #include "shmfile.h"
 
 /* A peer: one mapping of a process's inbox, kept as long as the
@@ -132,7 +133,10 @@ static int tp_shm_open(struct engine *e)
 	if (!t)
 		return ENOMEM;
 	pthread_mutex_init(&t->peer_lock, NULL);
-	ret = -inbox_create(e->hca->node.name, e->hca->node.token, &t->inbox,
+	/* Our placement fence issues a remote fence if it can (cma.c). */
+	remote_fence_setup();
+	ret = -inbox_create(e->hca->node.name, e->hca->node.token,
+			    remote_fence_issues(), &t->inbox,
 			    t->inbox_name, sizeof(t->inbox_name));
 	if (ret) {
 		/* inbox_create said why. */

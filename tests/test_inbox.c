@@ -31,7 +31,7 @@ static void inbox_open(void)
 	char node[64];
 
 	snprintf(node, sizeof(node), "unit-inbox-%d", (int)getpid());
-	CU_ASSERT_FATAL(inbox_create(node, 1, &ib, ib_name, sizeof(ib_name)) ==
+	CU_ASSERT_FATAL(inbox_create(node, 1, false, &ib, ib_name, sizeof(ib_name)) ==
 			0);
 }
 
