@@ -297,20 +297,29 @@ bool cma_target_state_ok(const struct node_qp_copy *q, int32_t peer_proc,
 	return (q->access & need) != 0;
 }
 
+/* The node's record of the QP qp is connected to, NULL if its number
+ * names none. */
+static struct node_qp *cma_target_record(const struct emu_qp *qp)
+{
+	uint32_t idx = qp->attr.dest_qp_num - IBEMU_QPN_FIRST;
+
+	if (qp->attr.dest_qp_num < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
+		return NULL;
+	return &qp->hca->node.seg->qps[idx];
+}
+
 /* Whether the target QP, as its owner published it, takes a one-sided
  * operation needing access (IBA 9.7.4.1.4, 10.3.1: RTR, RTS or SQD); the
  * record is copied once under its seqlock, then checked. */
 static bool cma_target_ok(struct emu_qp *qp, uint32_t need,
 			  struct node_qp_copy *snap_p, uint32_t *seq_p)
 {
-	uint32_t idx = qp->attr.dest_qp_num - IBEMU_QPN_FIRST;
+	struct node_qp *tq = cma_target_record(qp);
 	struct node_qp_copy snap;
-	struct node_qp *tq;
 	uint32_t seq;
 
-	if (qp->attr.dest_qp_num < IBEMU_QPN_FIRST || idx >= IBEMU_MAX_QP)
+	if (!tq)
 		return false;
-	tq = &qp->hca->node.seg->qps[idx];
 	seq = seq_read_begin(&tq->seq);
 	snap.state = SEQ_GET(tq->state);
 	snap.access = SEQ_GET(tq->access);
@@ -407,6 +416,7 @@ static uint8_t *cma_window_base(struct emu_qp *qp, int32_t fd, uint64_t id,
 		qp->window.refused = true;
 		return NULL;
 	}
+	qp->window.last.map = NULL; /* it was through the old one */
 	peer_map_put(qp->window.map);
 	qp->window.map = pm;
 	return pm->base;
@@ -435,34 +445,26 @@ static inline ssize_t cma_window_copy(uint8_t *p, const struct iovec *local,
  * (qp->window.last): the target QP's and the region's records still have
  * the sequence numbers they had (seqlock.h: every change of a record
  * moves its number, and an odd one never matches), the target QP still
- * belongs to our peer, the window is still mapped the same, and the range
- * lies in the region; NULL otherwise.  ib: the peer's inbox.  Called
- * announced, as cma_place's checks are, so that the placement fence
- * covers what follows (cma_fence).
+ * belongs to our peer, and the range lies in the region; NULL otherwise.
+ * The window is still mapped the same and the QP connected to the same
+ * one while c->map is set (cma_window_base and cma_peer_bind clear it).
+ * Called announced, as cma_place's checks are, so that the placement
+ * fence covers what follows (cma_fence).
  */
-static inline uint8_t *cma_last_target(struct emu_qp *qp, struct inbox *ib,
+static inline uint8_t *cma_last_target(const struct emu_qp *qp,
 				       uint32_t rkey, uint64_t va,
 				       uint64_t len, uint32_t need)
 {
 	const struct cma_last *c = &qp->window.last;
-	uint32_t idx = qp->attr.dest_qp_num - IBEMU_QPN_FIRST;
-	struct node_qp *tq;
-	struct pub_mr *p;
 	uint64_t off;
 
-	if (!c->map || c->map != qp->window.map || c->rkey != rkey ||
-	    c->dest_qpn != qp->attr.dest_qp_num || !(c->access & need) ||
-	    idx >= IBEMU_MAX_QP)
-		return NULL;
-	tq = &qp->hca->node.seg->qps[idx];
-	p = pub_slot(ib, rkey);
-	if (!p ||
-	    atomic_load_explicit(&tq->seq, memory_order_acquire) !=
+	if (!c->map || c->rkey != rkey || !(c->access & need) ||
+	    atomic_load_explicit(&c->tq->seq, memory_order_acquire) !=
 		    c->qp_seq ||
-	    atomic_load_explicit(&p->seq, memory_order_acquire) !=
+	    atomic_load_explicit(&c->pub->seq, memory_order_acquire) !=
 		    c->mr_seq ||
-	    atomic_load_explicit(&tq->owner, memory_order_relaxed) !=
-		    qp->peer_proc + 1)
+	    atomic_load_explicit(&c->tq->owner, memory_order_relaxed) !=
+		    c->owner)
 		return NULL;
 	/* IBA 10.6.3.2 (C9-88): the range, within the region. */
 	off = va - c->iova;
@@ -478,8 +480,7 @@ static inline bool cma_place_again(struct emu_qp *qp, uint32_t rkey,
 				   bool write, const struct iovec *local,
 				   int nl, ssize_t *n_p)
 {
-	uint8_t *dst = cma_last_target(qp, tp_shm_inbox(qp->peer), rkey, va,
-				       len, need);
+	uint8_t *dst = cma_last_target(qp, rkey, va, len, need);
 
 	if (!dst || nl <= 0)
 		return false;
@@ -489,7 +490,8 @@ static inline bool cma_place_again(struct emu_qp *qp, uint32_t rkey,
 }
 
 /* Remember the region of snap for cma_place_again, if its whole range
- * lies in the window mapped at base. */
+ * lies in the window mapped at base.  tq, qp_seq: what cma_target_ok
+ * read; snap, mr_seq: what cma_check_rkey read. */
 static void cma_remember(struct emu_qp *qp, const struct node_qp_copy *tq,
 			 uint32_t qp_seq, const struct pub_mr_copy *snap,
 			 uint32_t mr_seq, uint8_t *base)
@@ -500,6 +502,10 @@ static void cma_remember(struct emu_qp *qp, const struct node_qp_copy *tq,
 	c->map = NULL;
 	if (!cma_window_ok(snap, snap->addr, snap->length, &at))
 		return; /* part of it only: checked each time */
+	/* Both checked to exist by the reads above. */
+	c->tq = cma_target_record(qp);
+	c->pub = pub_slot(tp_shm_inbox(qp->peer), snap->key);
+	c->owner = qp->peer_proc + 1;
 	c->dest_qpn = qp->attr.dest_qp_num;
 	c->rkey = snap->key;
 	c->access = tq->access & snap->access;
@@ -581,7 +587,7 @@ bool cma_try(struct emu_qp *qp, struct wqe *w, const struct iovec *local,
 
 	if (!cma_candidate(qp, w))
 		return false;
-	placing = &tp_shm_inbox(qp->peer)->placing[qp->hca->node.proc_slot];
+	placing = qp->window.placing;
 	/* Ordered before the checks' loads (cma_announce); cma_fence's
 	 * fence orders the withdrawal before its scan. */
 	cma_announce(qp, placing,
@@ -620,21 +626,20 @@ bool cma_try(struct emu_qp *qp, struct wqe *w, const struct iovec *local,
  */
 bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr)
 {
-	const struct cma_last *c = &qp->window.last;
 	const struct ibv_sge *sge = wr->sg_list;
 	uint32_t rkey = wr->wr.rdma.rkey;
 	_Atomic uint64_t *placing;
 	struct emu_mr *mr;
-	struct inbox *ib;
 	uint8_t *src, *dst;
 
-	if (!c->map || c->rkey != rkey || wr->num_sge != 1 ||
-	    qp->cap.max_send_sge < 1 || !sge->length ||
-	    sge->length > IBEMU_MAX_MSG_SZ ||
+	/* window.last is set only after a placement from this QP
+	 * (cma_remember, past cma_candidate): an RC QP with placement on,
+	 * a send queue, and at least one send SGE. */
+	if (qp->window.last.rkey != rkey || wr->num_sge != 1 ||
+	    !sge->length || sge->length > IBEMU_MAX_MSG_SZ ||
 	    (wr->send_flags & (IBV_SEND_INLINE | IBV_SEND_FENCE)) ||
-	    qp->type != IBV_QPT_RC || !qp->sq.size ||
 	    qp->sq.head != qp->sq.tail || qp->req.next != qp->sq.tail ||
-	    qp->comp.rnr_resume || qp->req.rd_atomic || !cma_enabled())
+	    qp->comp.rnr_resume || qp->req.rd_atomic)
 		return false;
 	mr = mr_lookup(qp->hca, sge->lkey);
 	src = mr && mr->pd_id == qp->pd_id
@@ -642,11 +647,10 @@ bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr)
 		      : NULL;
 	if (!src)
 		return false;
-	ib = tp_shm_inbox(qp->peer);
-	placing = &ib->placing[qp->hca->node.proc_slot];
+	placing = qp->window.placing;
 	cma_announce(qp, placing, (uint64_t)qp->attr.dest_qp_num << 32 | rkey);
-	dst = cma_last_target(qp, ib, rkey, wr->wr.rdma.remote_addr,
-			      sge->length, IBV_ACCESS_REMOTE_WRITE);
+	dst = cma_last_target(qp, rkey, wr->wr.rdma.remote_addr, sge->length,
+			      IBV_ACCESS_REMOTE_WRITE);
 	if (dst) {
 		fault_point(FAULT_AT_PLACE);
 		memcpy(dst, src, sge->length);
@@ -734,6 +738,10 @@ void cma_peer_bind(struct emu_qp *qp)
 	qp->window.pid = near ? id.pid : 0;
 	qp->place_refused = false;
 	qp->window.lean = near && cma_lean_toward(tp_shm_inbox(qp->peer));
+	qp->window.placing =
+		near ? &tp_shm_inbox(qp->peer)
+				->placing[qp->hca->node.proc_slot]
+		     : NULL;
 	/* Nothing was published, nothing is: no write to shared memory
 	 * (a QP whose peer cannot be reached comes back here often). */
 	if (!pid && !qp->place_pid)

@@ -325,13 +325,22 @@ struct emu_qp {
 		/* Announce placements without a fence of our own: the
 		 * peer's placement fence issues a remote fence (cma.c). */
 		bool lean;
+		/* Our announcement word in the peer's inbox (cma_fence),
+		 * while near; its mapping lasts as long as the engine. */
+		_Atomic uint64_t *placing;
 		struct peer_map *map;
 		/* The region last placed into through map, as it was
 		 * checked (cma.c): reused for the same R_Key while the
 		 * target QP's record and the region's keep the sequence
-		 * numbers they had then.  map NULL: none. */
+		 * numbers they had then.  map NULL: none; else it is
+		 * `map` above and the QP is connected to dest_qpn. */
 		struct cma_last {
 			const struct peer_map *map;
+			/* the target QP's record (node segment) and the
+			 * region's (the peer's inbox): both stay mapped */
+			const struct node_qp *tq;
+			const struct pub_mr *pub;
+			int32_t owner; /* tq->owner while it is the peer's */
 			uint32_t dest_qpn, rkey, access; /* QP's & region's */
 			uint32_t qp_seq, mr_seq;
 			uint64_t iova, length;

@@ -188,15 +188,16 @@ static struct ibv_send_wr *post_send_chain(struct emu_qp *qp,
 	return bad;
 }
 
-int emu_post_send(struct emu_qp *qp, struct ibv_send_wr *wr,
-		  struct ibv_send_wr **bad_wr, bool whole)
+/* emu_post_send but for a WRITE placed at once; qp.lock held, released
+ * here. */
+static __attribute__((noinline)) int
+post_send_locked(struct emu_qp *qp, struct ibv_send_wr *wr,
+		 struct ibv_send_wr **bad_wr, bool whole)
 {
+	enum ibv_qp_state state = qp->state;
 	struct ibv_send_wr *bad = wr;
-	enum ibv_qp_state state;
 	int ret = 0;
 
-	emu_lock(&qp->lock);
-	state = qp->state;
 	/* Send WRs may be posted from RTS on, including SQD, SQE and ERR
 	 * (where they are flushed); not before (IBA 10.3.1 / rxe). */
 	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT ||
@@ -206,11 +207,6 @@ int emu_post_send(struct emu_qp *qp, struct ibv_send_wr *wr,
 		ret = EINVAL;
 		goto out;
 	}
-	/* The common case of a stream of RDMA WRITEs, placed at once. */
-	if (state == IBV_QPS_RTS && !wr->next &&
-	    wr->opcode == IBV_WR_RDMA_WRITE && qp->window.last.map &&
-	    cma_post_write_locked(qp, wr))
-		goto out;
 	bad = post_send_chain(qp, wr, whole, &ret);
 	/* In SQE and ERR new send WRs complete flushed (IBA 10.3.1). */
 	if (state == IBV_QPS_ERR || state == IBV_QPS_SQE)
@@ -222,6 +218,19 @@ out:
 	if (ret && bad_wr)
 		*bad_wr = bad;
 	return ret;
+}
+
+int emu_post_send(struct emu_qp *qp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad_wr, bool whole)
+{
+	emu_lock(&qp->lock);
+	/* The common case of a stream of RDMA WRITEs, placed at once. */
+	if (qp->state == IBV_QPS_RTS && qp->window.last.map && !wr->next &&
+	    wr->opcode == IBV_WR_RDMA_WRITE && cma_post_write_locked(qp, wr)) {
+		emu_unlock(&qp->lock);
+		return 0;
+	}
+	return post_send_locked(qp, wr, bad_wr, whole);
 }
 
 int emu_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr,
