@@ -139,16 +139,18 @@ figure() # FIGURE UNIT GOAL KIND PROGRAM ITERS TEST UCX_ITERS SIZE
 	read -r a b h <<<"$(both "$@")"
 	row "$name" "$a" "$b" "$unit" "$goal" "$h"
 }
+# Iterations: each run lasts 50 ms or more, so that no single moment of
+# the host's scheduling decides a figure.
 figure "8 B send latency (ib_send_lat / tag_lat)" us "<= 1.0" \
-	lat ib_send_lat 20000 tag_lat 100000 8
+	lat ib_send_lat 100000 tag_lat 200000 8
 figure "8 B RDMA write latency (ib_write_lat / ucp_put_lat)" us "<= 1.0" \
-	lat ib_write_lat 20000 ucp_put_lat 100000 8
+	lat ib_write_lat 100000 ucp_put_lat 200000 8
 figure "4 KiB send latency (ib_send_lat / tag_lat)" us "-" \
-	lat ib_send_lat 20000 tag_lat 100000 4096
+	lat ib_send_lat 50000 tag_lat 100000 4096
 figure "64 B send rate (ib_send_bw / tag_bw)" Mpps ">= 1.3" \
-	rate ib_send_bw 200000 tag_bw 1000000 64
+	rate ib_send_bw 1000000 tag_bw 1000000 64
 figure "64 B RDMA write rate (ib_write_bw / ucp_put_bw)" Mpps ">= 0.5" \
-	rate ib_write_bw 200000 ucp_put_bw 1000000 64
+	rate ib_write_bw 4000000 ucp_put_bw 8000000 64
 figure "1 MiB RDMA write bandwidth (ib_write_bw / ucp_put_bw)" GB/s ">= 1.0" \
 	bw ib_write_bw 2000 ucp_put_bw 5000 1048576
 figure "1 MiB RDMA read bandwidth (ib_read_bw / ucp_get)" GB/s ">= 1.0" \
