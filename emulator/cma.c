@@ -518,8 +518,9 @@ static void cma_remember(struct emu_qp *qp, const struct node_qp_copy *tq,
 }
 
 /* Check and copy, announced in the target's placing[] (see cma_fence).
- * checked, nl: the local iovecs of w, if resolved (nl >= 0). */
-static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write,
+ * checked, nl: the local iovecs of w, if resolved (nl >= 0).  Out of
+ * line: cma_try turns most WQEs (every SEND) away before its frame. */
+static __attribute__((noinline)) ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write,
 			 const struct iovec *checked, int nl)
 {
 	bool atomic = cma_is_atomic(w);
