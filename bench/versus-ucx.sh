@@ -54,23 +54,30 @@ pair()
 	return 0
 }
 
+# perftest's clock rate in MHz: the first "cpu MHz" of /proc/cpuinfo,
+# which perftest divides its cycle counts by.
+cpu_mhz=$(awk -F: '/^cpu MHz/ { print $2 + 0; exit }' /proc/cpuinfo)
+
 # ibemu KIND PROGRAM SIZE ITERS: one run of perftest over ibemu; KIND lat
-# (t_typical, us), rate (MsgRate, Mpps) or bw (GB/s).
+# (t_typical, us), rate (MsgRate, Mpps) or bw (GB/s).  A latency is read
+# in cycles (-C) and divided as perftest would: its microseconds are
+# printed to 10 ns, too coarse beside UCX's.
 ibemu()
 {
-	local kind=$1 prog=$2 size=$3 iters=$4 col
+	local kind=$1 prog=$2 size=$3 iters=$4 col div=1
 	local -a extra=()
 	case $kind in
-	lat) col=5 ;;
+	lat) col=5
+		if [ -n "$cpu_mhz" ]; then extra=(-C); div=$cpu_mhz; fi ;;
 	rate) col=5 ;;
-	bw) col=4; extra=(--report_gbits) ;;
+	bw) col=4; div=8; extra=(--report_gbits) ;;
 	esac
 	pair "ibemu-$prog-$size" \
 		"$IBEMU" run -- "$prog" -d ibemu0 -i 1 -F -s "$size" -n "$iters" "${extra[@]}" -p "\$PORT" ::: \
 		"$IBEMU" run -- "$prog" -d ibemu0 -i 1 -F -s "$size" -n "$iters" "${extra[@]}" -p "\$PORT" localhost ||
 		{ echo failed; return; }
-	awk -v c="$col" -v k="$kind" '/#bytes/ { getline;
-		print (k == "bw" ? $c / 8 : $c); exit }' "$dir/client.out"
+	awk -v c="$col" -v d="$div" '/#bytes/ { getline; print $c / d; exit }' \
+		"$dir/client.out"
 }
 
 # ucx KIND TEST SIZE ITERS: one run of ucx_perftest over shared memory;

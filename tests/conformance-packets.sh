@@ -4,7 +4,9 @@
 # packets and is executed by the target's responder, the path used where
 # the kernel refuses cross-memory attach (doc/design.md §13).  Then the RC
 # suites with registered memory left where it is (IBEMU_MAP=0): WRITE and
-# READ by cross-memory attach, atomics as packets.
+# READ by cross-memory attach, atomics as packets; and with requesters
+# that fence every placement in full (IBEMU_REMOTE_FENCE=0, the protocol
+# where the kernel has no remote fence: emulator/remote_fence.h).
 . "$(dirname "$0")/lib.sh"
 run_suite() { # NAME SETTING SUITE
 	local out="$IBEMU_BUILDDIR/tests/conformance-packets-$1-$3.out"
@@ -21,4 +23,5 @@ for suite in rc_ uc ud; do
 	run_suite packets IBEMU_CMA=0 "$suite"
 done
 run_suite cma IBEMU_MAP=0 rc_
+run_suite fence IBEMU_REMOTE_FENCE=0 rc_
 finish
