@@ -128,6 +128,10 @@ struct emu_cm_chan {
 	int fd;
 	struct cm_ev_node *head, **tail;
 	unsigned int nr_ids;
+	/* threads in emu_cm_get_event; destroyed under them, the channel
+	 * is closed and freed by the last one out */
+	unsigned int readers;
+	bool destroyed;
 };
 
 struct emu_cm_id {
@@ -553,6 +557,7 @@ int emu_cm_chan_destroy(struct emu_cm_chan *chan)
 {
 	struct emu_cm *cm = chan->cm;
 	struct cm_ev_node *n;
+	bool busy;
 
 	pthread_mutex_lock(&cm->lock);
 	if (chan->nr_ids) {
@@ -563,27 +568,45 @@ int emu_cm_chan_destroy(struct emu_cm_chan *chan)
 		chan->head = n->next;
 		free(n);
 	}
+	chan->tail = &chan->head;
+	chan->destroyed = true;
+	busy = chan->readers != 0;
 	pthread_mutex_unlock(&cm->lock);
-	/* A thread still blocked in read keeps the file open and stays
-	 * blocked, as on a closed rdma_cm descriptor. */
-	close(chan->fd);
-	free(chan);
+	/* A thread still in emu_cm_get_event keeps the channel and stays
+	 * blocked, as on a closed rdma_cm descriptor (no event can come:
+	 * no id is left); the last one out closes and frees it. */
+	if (!busy) {
+		close(chan->fd);
+		free(chan);
+	}
 	return 0;
 }
 
 int emu_cm_get_event(struct emu_cm_chan *chan, struct emu_cm_event *ev)
 {
 	struct emu_cm *cm = chan->cm;
-	struct cm_ev_node *n;
+	struct cm_ev_node *n = NULL;
 	uint64_t count;
+	bool last;
 	ssize_t r;
+	int ret;
 
+	/* The channel stays while this thread is in here, even when
+	 * another destroys it (rping 44's exit path): see
+	 * emu_cm_chan_destroy. */
+	pthread_mutex_lock(&cm->lock);
+	chan->readers++;
+	pthread_mutex_unlock(&cm->lock);
 	for (;;) {
 		r = read(chan->fd, &count, sizeof(count));
-		if (r < 0)
-			return errno;
-		if (r != sizeof(count))
-			return EIO;
+		if (r < 0) {
+			ret = errno;
+			break;
+		}
+		if (r != sizeof(count)) {
+			ret = EIO;
+			break;
+		}
 		pthread_mutex_lock(&cm->lock);
 		n = chan->head;
 		if (n) {
@@ -596,10 +619,23 @@ int emu_cm_get_event(struct emu_cm_chan *chan, struct emu_cm_event *ev)
 		if (n) {
 			*ev = n->ev;
 			free(n);
-			return 0;
+			ret = 0;
+			break;
 		}
-		/* the count of an event dropped with its id: read on */
+		/* the count of an event dropped with its id, or with the
+		 * channel: read on */
 	}
+	pthread_mutex_lock(&cm->lock);
+	last = --chan->readers == 0 && chan->destroyed;
+	/* destroyed under us: the caller must not touch its channel */
+	if (chan->destroyed && ret)
+		ret = EBADF;
+	pthread_mutex_unlock(&cm->lock);
+	if (last) {
+		close(chan->fd);
+		free(chan);
+	}
+	return ret;
 }
 
 /* ---- sending ---- */

@@ -102,10 +102,13 @@ int emu_cm_open(struct emu_hca *hca);
 /* Event channels.  *fd_p: the descriptor the application polls. */
 int emu_cm_chan_create(struct emu_hca *hca, struct emu_cm_chan **chan_p,
 		       int *fd_p);
-/* EBUSY if ids still use it. */
+/* EBUSY if ids still use it.  A thread in emu_cm_get_event keeps it
+ * (and its descriptor) until it returns. */
 int emu_cm_chan_destroy(struct emu_cm_chan *chan);
 /* The next event: 0, EAGAIN (non-blocking descriptor, none queued),
- * EINTR, or another errno of read(2). */
+ * EINTR, or another errno of read(2); EBADF instead when the channel
+ * was destroyed meanwhile (a blocking read stays blocked, as on the
+ * kernel's rdma_cm). */
 int emu_cm_get_event(struct emu_cm_chan *chan, struct emu_cm_event *ev);
 
 int emu_cm_id_create(struct emu_hca *hca, struct emu_cm_chan *chan,

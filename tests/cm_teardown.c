@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Tearing down RDMA CM objects while another thread reads their events,
+ * as programs do on their exit path (rping of rdma-core 44 among them).
+ *
+ *   cm_teardown chan: a thread blocks in rdma_get_cm_event; the main
+ *	thread makes an event come (rdma_resolve_addr), then at once
+ *	destroys the id and the channel.  The reader, woken by the event,
+ *	must neither crash nor fail on a descriptor it does not own: it
+ *	gets the event (and acknowledges it before rdma_destroy_id
+ *	returns) or stays blocked, as on the kernel's rdma_cm.
+ *
+ * Exit: 0 pass, 1 fail, 77 skip (no device).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <rdma/rdma_cma.h>
+
+#define CHAN_ROUNDS 200
+/* how long a thread may take to reach read(2) */
+#define BLOCK_WAIT_MS 2000
+
+static const char *mode;
+
+static int say_fail(const char *what, int err)
+{
+	printf("FAIL: cm-teardown %s: %s (%s)\n", mode, what, strerror(err));
+	return 1;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Whether thread tid sleeps in read(2) (/proc/PID/task/TID/syscall
+ * gives the number of the call a blocked thread is in). */
+static int in_read(pid_t tid)
+{
+	char path[64], buf[64];
+	FILE *f;
+	int nr = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) && buf[0] >= '0' && buf[0] <= '9')
+		nr = atoi(buf);
+	fclose(f);
+	return nr == SYS_read;
+}
+
+static struct sockaddr_in loopback(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(port) };
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+/* ---- chan ---- */
+
+static _Atomic pid_t chan_reader_tid;
+static atomic_int chan_events;
+
+static void *chan_reader(void *arg)
+{
+	struct rdma_event_channel *ch = arg;
+	struct rdma_cm_event *ev;
+
+	chan_reader_tid = (pid_t)syscall(SYS_gettid);
+	/* one call: the event, or blocked for good once it is dropped */
+	if (rdma_get_cm_event(ch, &ev)) {
+		say_fail("rdma_get_cm_event on a channel being destroyed",
+			 errno);
+		_exit(1);
+	}
+	atomic_fetch_add(&chan_events, 1);
+	rdma_ack_cm_event(ev);
+	return NULL;
+}
+
+static int test_chan(void)
+{
+	struct sockaddr_in dst = loopback(7792);
+
+	for (int i = 0; i < CHAN_ROUNDS; i++) {
+		struct rdma_event_channel *ch;
+		struct rdma_cm_id *id;
+		uint64_t until;
+		pthread_t t;
+
+		ch = rdma_create_event_channel();
+		if (!ch) {
+			if (errno == ENODEV)
+				return 77;
+			return say_fail("rdma_create_event_channel", errno);
+		}
+		if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+			return say_fail("rdma_create_id", errno);
+		chan_reader_tid = 0;
+		if (pthread_create(&t, NULL, chan_reader, ch))
+			return say_fail("pthread_create", EAGAIN);
+		pthread_detach(t);
+		until = now_ms() + BLOCK_WAIT_MS;
+		while (!chan_reader_tid || !in_read(chan_reader_tid)) {
+			if (now_ms() > until)
+				return say_fail("the reader never blocks",
+						ETIMEDOUT);
+			usleep(100);
+		}
+		/* ADDR_RESOLVED is queued: the reader wakes */
+		if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000))
+			return say_fail("rdma_resolve_addr", errno);
+		if (rdma_destroy_id(id))
+			return say_fail("rdma_destroy_id", errno);
+		rdma_destroy_event_channel(ch);
+		usleep(2000); /* the woken reader runs now */
+	}
+	printf("ok: cm-teardown chan: %d rounds, %d events taken before "
+	       "the destroy\n",
+	       CHAN_ROUNDS, atomic_load(&chan_events));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	mode = argc > 1 ? argv[1] : "";
+	if (!strcmp(mode, "chan"))
+		return test_chan();
+	fprintf(stderr, "usage: cm_teardown chan\n");
+	return 1;
+}
