@@ -111,6 +111,9 @@ enum cm_state {
 	CM_SIDR_REQ_SENT,
 	CM_SIDR_REQ_RCVD,
 	CM_FAILED, /* rejected, unreachable: only destroy is left */
+	/* emu_cm_id_close ended it: off the id list, no event, every call
+	 * refused (ENOENT); its memory waits for emu_cm_id_free */
+	CM_CLOSED,
 };
 
 struct cm_ev_node {
@@ -241,6 +244,14 @@ static void cm_addr16(const struct sockaddr *sa, uint8_t out[16], bool *v4)
 			&((const struct sockaddr_in6 *)(const void *)sa)
 				 ->sin6_addr);
 	}
+}
+
+/* What a call finding id in a state it cannot act in returns: ENOENT
+ * for an id emu_cm_id_close ended (as the kernel's ucma answers for an
+ * id it no longer has), else EINVAL; with cm.lock. */
+static int cm_wrong_state_locked(const struct emu_cm_id *id)
+{
+	return id->state == CM_CLOSED ? ENOENT : EINVAL;
 }
 
 static uint16_t cm_port_of(const struct sockaddr_storage *ss)
@@ -849,6 +860,10 @@ int emu_cm_id_migrate(struct emu_cm_id *id, struct emu_cm_chan *chan,
 	if (chan->cm != cm)
 		return EINVAL;
 	pthread_mutex_lock(&cm->lock);
+	if (id->state == CM_CLOSED) {
+		pthread_mutex_unlock(&cm->lock);
+		return ENOENT;
+	}
 	if (old != chan) {
 		for (pp = &old->head; (n = *pp);) {
 			if (n->ev.id != id) {
@@ -908,7 +923,9 @@ static void cm_send_dreq_locked(struct emu_cm_id *id, bool timed)
 	cm_send_keep_locked(id, mad, timed);
 }
 
-static void cm_id_destroy_locked(struct emu_cm_id *id)
+/* End id: the peer told, the id off the list, its events dropped and
+ * its address released; its memory stays (state CM_CLOSED). */
+static void cm_id_end_locked(struct emu_cm_id *id)
 {
 	struct emu_cm *cm = id->cm;
 	struct emu_cm_id *o;
@@ -945,10 +962,21 @@ static void cm_id_destroy_locked(struct emu_cm_id *id)
 	id->chan->nr_ids--;
 	if (id->port_idx >= 0)
 		node_cm_release(&cm->hca->node, id->port_idx);
+	id->port_idx = -1;
+	id->deadline = 0;
+	id->has_last = false;
+	id->state = CM_CLOSED;
+}
+
+/* An id none of whose events were handed out (a request's new id). */
+static void cm_id_destroy_locked(struct emu_cm_id *id)
+{
+	cm_id_end_locked(id);
 	free(id);
 }
 
-unsigned int emu_cm_id_destroy(struct emu_cm_id *id)
+
+unsigned int emu_cm_id_close(struct emu_cm_id *id)
 {
 	struct emu_cm *cm = id->cm;
 	unsigned int delivered;
@@ -961,8 +989,22 @@ unsigned int emu_cm_id_destroy(struct emu_cm_id *id)
 	while (id->connecting)
 		pthread_cond_wait(&cm->connected, &cm->lock);
 	delivered = id->delivered;
-	cm_id_destroy_locked(id);
+	if (id->state != CM_CLOSED)
+		cm_id_end_locked(id);
 	pthread_mutex_unlock(&cm->lock);
+	return delivered;
+}
+
+void emu_cm_id_free(struct emu_cm_id *id)
+{
+	free(id);
+}
+
+unsigned int emu_cm_id_destroy(struct emu_cm_id *id)
+{
+	unsigned int delivered = emu_cm_id_close(id);
+
+	emu_cm_id_free(id);
 	return delivered;
 }
 
@@ -978,7 +1020,7 @@ static int cm_bind_locked(struct emu_cm_id *id, const struct sockaddr *addr)
 	int idx, ret;
 
 	if (id->port_idx >= 0 || id->state != CM_IDLE)
-		return EINVAL;
+		return cm_wrong_state_locked(id);
 	if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)
 		return EAFNOSUPPORT;
 	if (!cm_addr_any(addr) && !emu_cm_addr_is_local(addr))
@@ -1020,7 +1062,9 @@ int emu_cm_set_reuseaddr(struct emu_cm_id *id, bool on)
 	int ret = 0;
 
 	pthread_mutex_lock(&id->cm->lock);
-	if (id->state != CM_IDLE)
+	if (id->state == CM_CLOSED)
+		ret = ENOENT;
+	else if (id->state != CM_IDLE)
 		ret = EINVAL;
 	else
 		id->reuse = on;
@@ -1033,7 +1077,9 @@ int emu_cm_set_afonly(struct emu_cm_id *id, bool on)
 	int ret = 0;
 
 	pthread_mutex_lock(&id->cm->lock);
-	if (id->state != CM_IDLE)
+	if (id->state == CM_CLOSED)
+		ret = ENOENT;
+	else if (id->state != CM_IDLE)
 		ret = EINVAL;
 	else
 		id->afonly = on;
@@ -1099,7 +1145,7 @@ int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 		}
 		ret = cm_bind_locked(id, (struct sockaddr *)&any);
 	} else if (id->state != CM_ADDR_BOUND) {
-		ret = EINVAL;
+		ret = cm_wrong_state_locked(id);
 	}
 	if (ret)
 		goto out;
@@ -1156,7 +1202,7 @@ int emu_cm_resolve_route(struct emu_cm_id *id, int timeout_ms)
 	(void)timeout_ms; /* the path is the node's own port */
 	pthread_mutex_lock(&id->cm->lock);
 	if (id->state != CM_ADDR_RESOLVED) {
-		ret = EINVAL;
+		ret = cm_wrong_state_locked(id);
 	} else {
 		id->state = CM_ROUTE_RESOLVED;
 		cm_event_locked(id, EMU_CM_ROUTE_RESOLVED, 0);
@@ -1229,7 +1275,7 @@ int cm_mc_id_check(struct emu_cm_id *id, uint16_t *ps_p, uint32_t *qkey_p,
 	    (id->state != CM_ADDR_RESOLVED &&
 	     (id->state != CM_ADDR_BOUND ||
 	      cm_addr_any((struct sockaddr *)&id->src))))
-		ret = EINVAL;
+		ret = cm_wrong_state_locked(id);
 	*ps_p = id->ps;
 	*qkey_p = id->qkey;
 	*node_p = &id->cm->hca->node;
@@ -1289,7 +1335,7 @@ int emu_cm_listen(struct emu_cm_id *id, int backlog)
 		goto out;
 	}
 	if (!ret && id->state != CM_ADDR_BOUND)
-		ret = EINVAL;
+		ret = cm_wrong_state_locked(id);
 	if (!ret)
 		ret = -node_cm_listen(&id->cm->hca->node, id->port_idx);
 	if (!ret) {
@@ -1429,7 +1475,7 @@ int emu_cm_connect(struct emu_cm_id *id, const struct emu_cm_conn *param)
 		return EINVAL;
 	pthread_mutex_lock(&cm->lock);
 	if (id->state != CM_ROUTE_RESOLVED || id->connecting) {
-		ret = EINVAL;
+		ret = cm_wrong_state_locked(id);
 		goto out;
 	}
 	cm_addr16((struct sockaddr *)&id->dst, a16, &v4);
@@ -1559,7 +1605,7 @@ int emu_cm_accept(struct emu_cm_id *id, const struct emu_cm_conn *param)
 	}
 	if (id->state != CM_REQ_RCVD ||
 	    param->private_data_len > REP_PRIVATE_LEN) {
-		ret = EINVAL;
+		ret = cm_wrong_state_locked(id);
 		goto out;
 	}
 	if (!cm_peer_alive(cm, id->peer_slot, id->peer_token)) {
@@ -1623,7 +1669,7 @@ int emu_cm_reject(struct emu_cm_id *id, const void *pd, uint8_t len)
 		id->deadline = 0;
 		break;
 	default:
-		ret = EINVAL;
+		ret = cm_wrong_state_locked(id);
 	}
 	pthread_mutex_unlock(&cm->lock);
 	return ret;
@@ -1637,7 +1683,7 @@ int emu_cm_establish(struct emu_cm_id *id)
 
 	pthread_mutex_lock(&cm->lock);
 	if (id->state != CM_REP_RCVD) {
-		ret = EINVAL;
+		ret = cm_wrong_state_locked(id);
 		goto out;
 	}
 	cm_mad_init(id, mad, CM_ATTR_RTU);
@@ -1688,7 +1734,7 @@ int emu_cm_disconnect(struct emu_cm_id *id)
 	case CM_DISCONNECTED:
 		break;
 	default:
-		ret = EINVAL;
+		ret = cm_wrong_state_locked(id);
 	}
 	pthread_mutex_unlock(&cm->lock);
 	return ret;
@@ -1705,6 +1751,10 @@ int emu_cm_init_qp_attr(struct emu_cm_id *id, struct ibv_qp_attr *attr,
 	memset(attr, 0, sizeof(*attr));
 	attr->qp_state = want;
 	pthread_mutex_lock(&cm->lock);
+	if (id->state == CM_CLOSED) {
+		ret = ENOENT;
+		goto out;
+	}
 	connected = id->state == CM_REQ_RCVD || id->state == CM_REP_SENT ||
 		    id->state == CM_REP_RCVD || id->state == CM_ESTABLISHED;
 	if (id->qp_type == IBV_QPT_UD) {

@@ -121,7 +121,17 @@ int emu_cm_id_migrate(struct emu_cm_id *id, struct emu_cm_chan *chan,
 /* Ends the id: a connection is disconnected (DREQ) or refused (REJ), its
  * address released, its queued events dropped.  No event refers to it
  * once this returns.  Returns how many of its events emu_cm_get_event
- * handed out (the face waits for their acknowledgement). */
+ * handed out (the face waits for their acknowledgement).
+ * The id's memory stays until emu_cm_id_free, so that a thread still
+ * turning one of those events into the application's may call on it:
+ * every call that would act on the id then fails with ENOENT (what the
+ * kernel's rdma_cm answers for an id it no longer has); emu_cm_addrs
+ * and emu_cm_route give what the id had. */
+unsigned int emu_cm_id_close(struct emu_cm_id *id);
+/* Frees a closed id; no thread may use it any more. */
+void emu_cm_id_free(struct emu_cm_id *id);
+/* emu_cm_id_close and emu_cm_id_free, for an id none of whose events is
+ * in a thread's hands. */
 unsigned int emu_cm_id_destroy(struct emu_cm_id *id);
 
 /* Addresses (IPv4 or IPv6). */

@@ -340,14 +340,20 @@ IBEMU_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	/* the real librdmacm waits for its own acknowledgements */
 	if (fid->real)
 		CM_REAL(cm_real.destroy_id(fid->real));
-	delivered = fid->emu ? emu_cm_id_destroy(fid->emu) : 0;
-	/* As librdmacm: the events reported must be acknowledged first
-	 * (counted as the emulator handed them out, so an event another
-	 * thread is still turning into a struct rdma_cm_event counts). */
+	/* As librdmacm, which destroys the kernel's id and then waits: no
+	 * event comes after the close, and the events reported must be
+	 * acknowledged first (counted as the emulator handed them out, so
+	 * an event another thread is still turning into a struct
+	 * rdma_cm_event counts).  That thread may still call on the
+	 * emulator's id (face_sync_route, face_modify_rtr...): its memory
+	 * goes only after the wait, and a closed id refuses those calls. */
+	delivered = fid->emu ? emu_cm_id_close(fid->emu) : 0;
 	pthread_mutex_lock(&fid->lock);
 	while (fid->acked < delivered)
 		pthread_cond_wait(&fid->cond, &fid->lock);
 	pthread_mutex_unlock(&fid->lock);
+	if (fid->emu)
+		emu_cm_id_free(fid->emu);
 	if (fid->sync)
 		rdma_destroy_event_channel(ch);
 	face_id_free(fid);

@@ -9,12 +9,21 @@
  *	must neither crash nor fail on a descriptor it does not own: it
  *	gets the event (and acknowledges it before rdma_destroy_id
  *	returns) or stays blocked, as on the kernel's rdma_cm.
+ *   cm_teardown id: one thread takes and acknowledges the events of a
+ *	channel; the main thread resolves a route (ROUTE_RESOLVED, whose
+ *	handling reads the id's addresses and route) and destroys the id
+ *	at once, after a delay that sweeps 0 to 32 us so that the destroy
+ *	falls at every point of the event's handling.  Neither may crash;
+ *	rdma_destroy_id returns only once the event, if it was reported,
+ *	is acknowledged; a reported event names the id and carries the
+ *	address it was resolved to.
  *
  * Exit: 0 pass, 1 fail, 77 skip (no device).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,12 +145,166 @@ static int test_chan(void)
 	return 0;
 }
 
+/* ---- id ---- */
+
+#define ID_ROUNDS 20000
+#define ID_PORT 7793
+/* a round's wait for the reader */
+#define ROUND_WAIT_MS 2000
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	/* with lock: events acknowledged, of which ROUTE_RESOLVED */
+	unsigned int acked, routes;
+	/* with lock: the id whose events the reader expects; what went
+	 * wrong in the reader, or NULL */
+	struct rdma_cm_id *cur;
+	const char *wrong;
+	bool stop;
+} idr = { .lock = PTHREAD_MUTEX_INITIALIZER,
+	  .cond = PTHREAD_COND_INITIALIZER };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *id_reader(void *arg)
+{
+	struct rdma_event_channel *ch = arg;
+	struct rdma_cm_event *ev;
+	const char *wrong;
+
+	for (;;) {
+		if (rdma_get_cm_event(ch, &ev)) {
+			pthread_mutex_lock(&idr.lock);
+			idr.wrong = "rdma_get_cm_event failed";
+			pthread_cond_broadcast(&idr.cond);
+			pthread_mutex_unlock(&idr.lock);
+			return NULL;
+		}
+		pthread_mutex_lock(&idr.lock);
+		wrong = NULL;
+		if (ev->id != idr.cur)
+			wrong = "an event names another id";
+		else if (ev->event == RDMA_CM_EVENT_ROUTE_RESOLVED &&
+			 ntohs(rdma_get_dst_port(ev->id)) != ID_PORT)
+			wrong = "ROUTE_RESOLVED without the destination";
+		else if (ev->event != RDMA_CM_EVENT_ADDR_RESOLVED &&
+			 ev->event != RDMA_CM_EVENT_ROUTE_RESOLVED)
+			wrong = "an event neither ADDR_ nor ROUTE_RESOLVED";
+		if (wrong && !idr.wrong)
+			idr.wrong = wrong;
+		if (ev->event == RDMA_CM_EVENT_ROUTE_RESOLVED)
+			idr.routes++;
+		pthread_mutex_unlock(&idr.lock);
+		rdma_ack_cm_event(ev);
+		pthread_mutex_lock(&idr.lock);
+		idr.acked++;
+		pthread_cond_broadcast(&idr.cond);
+		if (idr.stop) {
+			pthread_mutex_unlock(&idr.lock);
+			return NULL;
+		}
+		pthread_mutex_unlock(&idr.lock);
+	}
+}
+
+/* Wait (at most ROUND_WAIT_MS) until the reader acknowledged n events. */
+static int wait_acked(unsigned int n)
+{
+	struct timespec until;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ROUND_WAIT_MS / 1000;
+	pthread_mutex_lock(&idr.lock);
+	while (idr.acked < n && !idr.wrong && !ret)
+		ret = pthread_cond_timedwait(&idr.cond, &idr.lock, &until);
+	ret = idr.acked >= n ? 0 : -1;
+	pthread_mutex_unlock(&idr.lock);
+	return ret;
+}
+
+static int test_id(void)
+{
+	struct sockaddr_in dst = loopback(ID_PORT);
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	unsigned int expect = 0, routes;
+	pthread_t t;
+
+	ch = rdma_create_event_channel();
+	if (!ch)
+		return errno == ENODEV ? 77
+				       : say_fail("rdma_create_event_channel",
+						  errno);
+	if (pthread_create(&t, NULL, id_reader, ch))
+		return say_fail("pthread_create", EAGAIN);
+	for (int i = 0; i < ID_ROUNDS; i++) {
+		uint64_t until;
+
+		if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+			return say_fail("rdma_create_id", errno);
+		pthread_mutex_lock(&idr.lock);
+		idr.cur = id;
+		pthread_mutex_unlock(&idr.lock);
+		if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000))
+			return say_fail("rdma_resolve_addr", errno);
+		if (wait_acked(++expect))
+			return say_fail("no ADDR_RESOLVED", ETIMEDOUT);
+		if (rdma_resolve_route(id, 1000))
+			return say_fail("rdma_resolve_route", errno);
+		until = now_ns() + (uint64_t)(i % 64) * 500;
+		while (now_ns() < until)
+			;
+		if (rdma_destroy_id(id))
+			return say_fail("rdma_destroy_id", errno);
+		pthread_mutex_lock(&idr.lock);
+		/* a ROUTE_RESOLVED reported is acknowledged by now; one
+		 * not reported never comes */
+		routes = idr.routes;
+		idr.cur = NULL;
+		expect = idr.acked;
+		if (idr.wrong) {
+			pthread_mutex_unlock(&idr.lock);
+			return say_fail(idr.wrong, EPROTO);
+		}
+		pthread_mutex_unlock(&idr.lock);
+	}
+	/* the reader's last event: it stops after it */
+	pthread_mutex_lock(&idr.lock);
+	idr.stop = true;
+	pthread_mutex_unlock(&idr.lock);
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+		return say_fail("rdma_create_id", errno);
+	pthread_mutex_lock(&idr.lock);
+	idr.cur = id;
+	pthread_mutex_unlock(&idr.lock);
+	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000) ||
+	    wait_acked(expect + 1))
+		return say_fail("the last ADDR_RESOLVED", errno);
+	pthread_join(t, NULL);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	printf("ok: cm-teardown id: %d rounds, %u ROUTE_RESOLVED handled "
+	       "while the id was destroyed or before\n",
+	       ID_ROUNDS, routes);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	mode = argc > 1 ? argv[1] : "";
 	if (!strcmp(mode, "chan"))
 		return test_chan();
-	fprintf(stderr, "usage: cm_teardown chan\n");
+	if (!strcmp(mode, "id"))
+		return test_id();
+	fprintf(stderr, "usage: cm_teardown chan|id\n");
 	return 1;
 }

@@ -403,6 +403,51 @@ static void test_address_rules(void)
 	emu_cm_id_destroy(x);
 }
 
+/* A closed id (its memory kept for a thread still handling one of its
+ * events) refuses every call that would act on it, keeps its addresses,
+ * gets no event, and its address is free again. */
+static void test_closed_id(void)
+{
+	struct sockaddr_in a = sin_of("127.0.0.1", 9010);
+	struct sockaddr_storage src, dst;
+	struct emu_cm_conn p = { 0 };
+	struct emu_cm_event ev;
+	struct ibv_qp_attr qa;
+	struct emu_cm_id *x, *y;
+	unsigned int delivered;
+	int mask;
+
+	CU_ASSERT_FATAL(emu_cm_id_create(hca, chan, 11, EMU_CM_PS_TCP,
+					 IBV_QPT_RC, &x) == 0);
+	CU_ASSERT_FATAL(emu_cm_resolve_addr(x, NULL, (struct sockaddr *)&a,
+					    100) == 0);
+	CU_ASSERT_FATAL(expect(EMU_CM_ADDR_RESOLVED, x, &ev));
+	CU_ASSERT(emu_cm_resolve_route(x, 100) == 0);
+	delivered = emu_cm_id_close(x);
+	CU_ASSERT(delivered == 1); /* ROUTE_RESOLVED was dropped */
+	CU_ASSERT(emu_cm_resolve_route(x, 100) == ENOENT);
+	CU_ASSERT(emu_cm_connect(x, &p) == ENOENT);
+	CU_ASSERT(emu_cm_establish(x) == ENOENT);
+	CU_ASSERT(emu_cm_reject(x, NULL, 0) == ENOENT);
+	CU_ASSERT(emu_cm_disconnect(x) == ENOENT);
+	CU_ASSERT(emu_cm_listen(x, 1) == ENOENT);
+	CU_ASSERT(emu_cm_bind(x, (struct sockaddr *)&a) == ENOENT);
+	CU_ASSERT(emu_cm_id_migrate(x, chan, &delivered) == ENOENT);
+	qa.qp_state = IBV_QPS_INIT;
+	CU_ASSERT(emu_cm_init_qp_attr(x, &qa, &mask) == ENOENT);
+	emu_cm_addrs(x, &src, &dst);
+	CU_ASSERT(dst.ss_family == AF_INET &&
+		  ((struct sockaddr_in *)(void *)&dst)->sin_port ==
+			  htons(9010));
+	CU_ASSERT(!next_event_within(50));
+	/* its address went with the close */
+	CU_ASSERT_FATAL(emu_cm_id_create(hca, chan, 12, EMU_CM_PS_TCP,
+					 IBV_QPT_RC, &y) == 0);
+	CU_ASSERT(emu_cm_bind(y, (struct sockaddr *)&src) == 0);
+	emu_cm_id_destroy(y);
+	emu_cm_id_free(x);
+}
+
 static void test_nonblocking_channel(void)
 {
 	struct sockaddr_in a = sin_of("127.0.0.1", 9005);
@@ -682,6 +727,7 @@ int main(void)
 		{ "notify_establishes", test_notify_establishes },
 		{ "no_listener", test_no_listener },
 		{ "address_rules", test_address_rules },
+		{ "closed_id", test_closed_id },
 		{ "nonblocking_channel", test_nonblocking_channel },
 		{ "garbage_wedges_nothing", test_garbage_wedges_nothing },
 		{ "mcast_mgid", test_mcast_mgid },
