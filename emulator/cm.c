@@ -593,21 +593,48 @@ int emu_cm_chan_destroy(struct emu_cm_chan *chan)
 	return 0;
 }
 
+int emu_cm_chan_hold(struct emu_cm_chan *chan)
+{
+	struct emu_cm *cm = chan->cm;
+	int ret = 0;
+
+	pthread_mutex_lock(&cm->lock);
+	if (chan->destroyed)
+		ret = EBADF;
+	else
+		chan->readers++;
+	pthread_mutex_unlock(&cm->lock);
+	return ret;
+}
+
+void emu_cm_chan_put(struct emu_cm_chan *chan)
+{
+	struct emu_cm *cm = chan->cm;
+	bool last;
+
+	pthread_mutex_lock(&cm->lock);
+	last = --chan->readers == 0 && chan->destroyed;
+	pthread_mutex_unlock(&cm->lock);
+	if (last) {
+		close(chan->fd);
+		free(chan);
+	}
+}
+
 int emu_cm_get_event(struct emu_cm_chan *chan, struct emu_cm_event *ev)
 {
 	struct emu_cm *cm = chan->cm;
 	struct cm_ev_node *n = NULL;
 	uint64_t count;
-	bool last;
 	ssize_t r;
 	int ret;
 
 	/* The channel stays while this thread is in here, even when
 	 * another destroys it (rping 44's exit path): see
 	 * emu_cm_chan_destroy. */
-	pthread_mutex_lock(&cm->lock);
-	chan->readers++;
-	pthread_mutex_unlock(&cm->lock);
+	ret = emu_cm_chan_hold(chan);
+	if (ret)
+		return ret;
 	for (;;) {
 		r = read(chan->fd, &count, sizeof(count));
 		if (r < 0) {
@@ -636,16 +663,12 @@ int emu_cm_get_event(struct emu_cm_chan *chan, struct emu_cm_event *ev)
 		/* the count of an event dropped with its id, or with the
 		 * channel: read on */
 	}
-	pthread_mutex_lock(&cm->lock);
-	last = --chan->readers == 0 && chan->destroyed;
 	/* destroyed under us: the caller must not touch its channel */
+	pthread_mutex_lock(&cm->lock);
 	if (chan->destroyed && ret)
 		ret = EBADF;
 	pthread_mutex_unlock(&cm->lock);
-	if (last) {
-		close(chan->fd);
-		free(chan);
-	}
+	emu_cm_chan_put(chan);
 	return ret;
 }
 

@@ -110,6 +110,11 @@ int emu_cm_chan_destroy(struct emu_cm_chan *chan);
  * was destroyed meanwhile (a blocking read stays blocked, as on the
  * kernel's rdma_cm). */
 int emu_cm_get_event(struct emu_cm_chan *chan, struct emu_cm_event *ev);
+/* Keep chan as a reader in emu_cm_get_event does, across a caller's
+ * own use of it: EBADF if it is destroyed already; a destroy meanwhile
+ * leaves it to emu_cm_chan_put to free. */
+int emu_cm_chan_hold(struct emu_cm_chan *chan);
+void emu_cm_chan_put(struct emu_cm_chan *chan);
 
 int emu_cm_id_create(struct emu_hca *hca, struct emu_cm_chan *chan,
 		     uint64_t handle, int ps, enum ibv_qp_type qp_type,

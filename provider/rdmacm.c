@@ -152,6 +152,26 @@ out:
 
 /* ---- event channels ---- */
 
+/*
+ * A destroyed channel's memory is kept for a while: a program may still
+ * call rdma_get_cm_event on it from another thread (rping of rdma-core
+ * 44 does on its exit path, fixed upstream in commit f3ae6534a).  The
+ * real librdmacm then reads a closed descriptor and fails with EBADF;
+ * here the channel is marked dead and the late call fails the same way
+ * instead of reading freed memory.  The last FACE_CHAN_KEPT destroyed
+ * channels are kept, the oldest freed as a new one comes, so the memory
+ * stays bounded (about 50 bytes each) while a late call shortly after a
+ * destroy, the case seen, is caught.  A channel still being read when it
+ * leaves the kept ones is freed by its last reader.
+ *
+ * Lock rule: face_chan_lock guards every channel's readers, dead and
+ * orphan, and face_chan_kept; taken before cm.lock (emu_cm_chan_hold).
+ */
+#define FACE_CHAN_KEPT 64
+static pthread_mutex_t face_chan_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct face_chan *face_chan_kept[FACE_CHAN_KEPT];
+static unsigned int face_chan_kept_next;
+
 IBEMU_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 {
 	if (cm_real_inside())
@@ -194,14 +214,57 @@ IBEMU_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *ch)
 	}
 	struct face_chan *fch = to_fch(ch);
 
+	struct face_chan *old;
+	unsigned int slot;
+
 	if (!ch)
 		return;
-	if (emu_cm_chan_destroy(fch->emu)) {
-		ibemu_log_err("rdma_destroy_event_channel: ids still use it");
+	pthread_mutex_lock(&face_chan_lock);
+	if (fch->dead || emu_cm_chan_destroy(fch->emu)) {
+		pthread_mutex_unlock(&face_chan_lock);
+		ibemu_log_err("rdma_destroy_event_channel: %s",
+			      fch->dead ? "destroyed already"
+					: "ids still use it");
 		return;
 	}
+	fch->dead = true;
+	slot = face_chan_kept_next++ % FACE_CHAN_KEPT;
+	old = face_chan_kept[slot];
+	face_chan_kept[slot] = fch;
+	if (old && old->readers) {
+		old->orphan = true;
+		old = NULL;
+	}
+	pthread_mutex_unlock(&face_chan_lock);
 	face_real_chan_close(fch);
-	free(fch);
+	free(old);
+}
+
+/* A thread starts reading fch: EBADF if it is destroyed. */
+static int face_chan_enter(struct face_chan *fch)
+{
+	int ret = EBADF;
+
+	pthread_mutex_lock(&face_chan_lock);
+	if (!fch->dead)
+		ret = emu_cm_chan_hold(fch->emu);
+	if (!ret)
+		fch->readers++;
+	pthread_mutex_unlock(&face_chan_lock);
+	return ret;
+}
+
+static void face_chan_leave(struct face_chan *fch)
+{
+	struct emu_cm_chan *emu = fch->emu;
+	bool gone;
+
+	pthread_mutex_lock(&face_chan_lock);
+	gone = --fch->readers == 0 && fch->orphan;
+	pthread_mutex_unlock(&face_chan_lock);
+	emu_cm_chan_put(emu);
+	if (gone)
+		free(fch);
 }
 
 /* ---- ids ---- */
@@ -440,18 +503,36 @@ static struct face_id *face_conn_req(struct face_id *l,
 	return fid;
 }
 
+static int face_get_event(struct rdma_event_channel *channel,
+			  struct rdma_cm_event **event);
+
 IBEMU_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 				   struct rdma_cm_event **event)
 {
 	if (cm_real_inside())
 		return cm_real.get_cm_event(channel, event);
+	int ret, err;
+
+	if (!channel || !event)
+		return face_err(EINVAL);
+	ret = face_chan_enter(to_fch(channel));
+	if (ret)
+		return face_err(ret);
+	ret = face_get_event(channel, event);
+	err = errno;
+	face_chan_leave(to_fch(channel));
+	errno = err;
+	return ret;
+}
+
+static int face_get_event(struct rdma_event_channel *channel,
+			  struct rdma_cm_event **event)
+{
 	struct face_event *fe;
 	struct emu_cm_event eev;
 	struct face_id *fid, *nfid;
 	int ret;
 
-	if (!channel || !event)
-		return face_err(EINVAL);
 again:
 	ret = emu_cm_get_event(to_fch(channel)->emu, &eev);
 	if (ret == EAGAIN && to_fch(channel)->real) {

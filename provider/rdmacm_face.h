@@ -25,6 +25,11 @@ struct face_chan {
 	struct emu_cm_chan *emu;
 	int emu_fd; /* the emulator channel's descriptor */
 	struct rdma_event_channel *real; /* NULL: ibemu's only */
+	/* under face_chan_lock (rdmacm.c): threads in rdma_get_cm_event;
+	 * destroyed (rdma_get_cm_event fails with EBADF); whether the
+	 * last reader out frees it (it left the kept destroyed ones) */
+	unsigned int readers;
+	bool dead, orphan;
 };
 
 /*

@@ -3,7 +3,7 @@
 # (tests/cm_teardown.c): no crash, no failure on a descriptor that is
 # not the channel's.
 . "$(dirname "$0")/lib.sh"
-for what in chan id; do
+for what in chan id late; do
 	out=$(LD_PRELOAD=$IBEMU_LIB_PATH timeout -k 5 60 \
 		"$IBEMU_BUILDDIR/tests/cm_teardown" $what 2>&1)
 	rc=$?

@@ -17,6 +17,10 @@
  *	rdma_destroy_id returns only once the event, if it was reported,
  *	is acknowledged; a reported event names the id and carries the
  *	address it was resolved to.
+ *   cm_teardown late: rdma_get_cm_event on a channel just destroyed
+ *	(rping of rdma-core 44 does it from its CM thread, fixed upstream
+ *	in commit f3ae6534a) fails with EBADF, as the real librdmacm's
+ *	read of the closed descriptor does, and does not crash.
  *
  * Exit: 0 pass, 1 fail, 77 skip (no device).
  */
@@ -297,6 +301,43 @@ static int test_id(void)
 	return 0;
 }
 
+/* ---- late ---- */
+
+#define LATE_ROUNDS 200
+
+static int test_late(void)
+{
+	struct sockaddr_in dst = loopback(7794);
+
+	for (int i = 0; i < LATE_ROUNDS; i++) {
+		struct rdma_event_channel *ch;
+		struct rdma_cm_event *ev;
+		struct rdma_cm_id *id;
+
+		ch = rdma_create_event_channel();
+		if (!ch)
+			return errno == ENODEV
+				       ? 77
+				       : say_fail("rdma_create_event_channel",
+						  errno);
+		if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) ||
+		    rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000))
+			return say_fail("rdma_create_id, rdma_resolve_addr",
+					errno);
+		/* an event queued, then dropped with its id */
+		if (rdma_destroy_id(id))
+			return say_fail("rdma_destroy_id", errno);
+		rdma_destroy_event_channel(ch);
+		errno = 0;
+		if (rdma_get_cm_event(ch, &ev) != -1 || errno != EBADF)
+			return say_fail("rdma_get_cm_event on a destroyed "
+					"channel is not EBADF",
+					errno);
+	}
+	printf("ok: cm-teardown late: %d rounds\n", LATE_ROUNDS);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -305,6 +346,8 @@ int main(int argc, char **argv)
 		return test_chan();
 	if (!strcmp(mode, "id"))
 		return test_id();
-	fprintf(stderr, "usage: cm_teardown chan|id\n");
+	if (!strcmp(mode, "late"))
+		return test_late();
+	fprintf(stderr, "usage: cm_teardown chan|id|late\n");
 	return 1;
 }
