@@ -104,18 +104,28 @@ static struct emu_cm_id *listener(uint16_t port)
 	return l;
 }
 
-/* A client id with its route to 127.0.0.1:port resolved. */
-static struct emu_cm_id *client(uint16_t port)
+/* A new id (its handle) with its address toward 127.0.0.1:port
+ * resolved. */
+static struct emu_cm_id *addr_resolved(uint64_t handle, uint16_t port)
 {
 	struct sockaddr_in a = sin_of("127.0.0.1", port);
 	struct emu_cm_event ev;
 	struct emu_cm_id *c;
 
-	CU_ASSERT_FATAL(emu_cm_id_create(hca, chan, 2, EMU_CM_PS_TCP,
+	CU_ASSERT_FATAL(emu_cm_id_create(hca, chan, handle, EMU_CM_PS_TCP,
 					 IBV_QPT_RC, &c) == 0);
 	CU_ASSERT_FATAL(emu_cm_resolve_addr(c, NULL, (struct sockaddr *)&a,
 					    1000) == 0);
 	CU_ASSERT_FATAL(expect(EMU_CM_ADDR_RESOLVED, c, &ev));
+	return c;
+}
+
+/* A client id with its route to 127.0.0.1:port resolved. */
+static struct emu_cm_id *client(uint16_t port)
+{
+	struct emu_cm_id *c = addr_resolved(2, port);
+	struct emu_cm_event ev;
+
 	CU_ASSERT_FATAL(emu_cm_resolve_route(c, 1000) == 0);
 	CU_ASSERT_FATAL(expect(EMU_CM_ROUTE_RESOLVED, c, &ev));
 	return c;
@@ -411,17 +421,12 @@ static void test_closed_id(void)
 	struct sockaddr_in a = sin_of("127.0.0.1", 9010);
 	struct sockaddr_storage src, dst;
 	struct emu_cm_conn p = { 0 };
-	struct emu_cm_event ev;
 	struct ibv_qp_attr qa;
 	struct emu_cm_id *x, *y;
 	unsigned int delivered;
 	int mask;
 
-	CU_ASSERT_FATAL(emu_cm_id_create(hca, chan, 11, EMU_CM_PS_TCP,
-					 IBV_QPT_RC, &x) == 0);
-	CU_ASSERT_FATAL(emu_cm_resolve_addr(x, NULL, (struct sockaddr *)&a,
-					    100) == 0);
-	CU_ASSERT_FATAL(expect(EMU_CM_ADDR_RESOLVED, x, &ev));
+	x = addr_resolved(11, 9010);
 	CU_ASSERT(emu_cm_resolve_route(x, 100) == 0);
 	delivered = emu_cm_id_close(x);
 	CU_ASSERT(delivered == 1); /* ROUTE_RESOLVED was dropped */
