@@ -376,13 +376,14 @@ static ssize_t cma_window_atomic(const struct wqe *w, uint64_t *p,
 /* Whether w may be placed from here at all (before any check). */
 static bool cma_candidate(struct emu_qp *qp, const struct wqe *w)
 {
-	if ((!qp->place_pid && !qp->window.pid) || !cma_enabled() ||
-	    qp->type != IBV_QPT_RC || !w->length)
-		return false;
 	/* Atomics and ATOMIC WRITE need one 8-byte CPU instruction on
-	 * the target's word: only through a window (cma_place). */
+	 * the target's word: only through a window (cma_place).  The
+	 * opcode first: most WQEs (every SEND) stop there. */
 	if (w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_READ &&
 	    (!cma_is_atomic(w) || !qp->window.pid))
+		return false;
+	if ((!qp->place_pid && !qp->window.pid) || !cma_enabled() ||
+	    qp->type != IBV_QPT_RC || !w->length)
 		return false;
 	/* Nothing in flight: this WQE cannot overtake another. */
 	return qp->sq.head == qp->req.next;
@@ -518,9 +519,8 @@ static void cma_remember(struct emu_qp *qp, const struct node_qp_copy *tq,
 }
 
 /* Check and copy, announced in the target's placing[] (see cma_fence).
- * checked, nl: the local iovecs of w, if resolved (nl >= 0).  Out of
- * line: cma_try turns most WQEs (every SEND) away before its frame. */
-static __attribute__((noinline)) ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write,
+ * checked, nl: the local iovecs of w, if resolved (nl >= 0). */
+static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write,
 			 const struct iovec *checked, int nl)
 {
 	bool atomic = cma_is_atomic(w);
@@ -579,16 +579,17 @@ static __attribute__((noinline)) ssize_t cma_place(struct emu_qp *qp, struct wqe
 	return n;
 }
 
-bool cma_try(struct emu_qp *qp, struct wqe *w, const struct iovec *local,
-	     int nl)
+/* cma_try for a candidate; out of line, so that turning a WQE away (every
+ * SEND) costs no frame. */
+static __attribute__((noinline)) bool cma_try_place(struct emu_qp *qp,
+						    struct wqe *w,
+						    const struct iovec *local,
+						    int nl)
 {
 	bool write = w->opcode == IBV_WR_RDMA_WRITE;
-	_Atomic uint64_t *placing;
+	_Atomic uint64_t *placing = qp->window.placing;
 	ssize_t n;
 
-	if (!cma_candidate(qp, w))
-		return false;
-	placing = qp->window.placing;
 	/* Ordered before the checks' loads (cma_announce); cma_fence's
 	 * fence orders the withdrawal before its scan. */
 	cma_announce(qp, placing,
@@ -610,6 +611,12 @@ bool cma_try(struct emu_qp *qp, struct wqe *w, const struct iovec *local,
 		qp->place_refused = true;
 	}
 	return false;
+}
+
+bool cma_try(struct emu_qp *qp, struct wqe *w, const struct iovec *local,
+	     int nl)
+{
+	return cma_candidate(qp, w) && cma_try_place(qp, w, local, nl);
 }
 
 /*
