@@ -26,6 +26,7 @@
  * Usage: ack_exit exit|destroy|error|idle [LENGTH].  Exit: 0 pass, 1
  * fail, 77 skip.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +118,9 @@ static int responder(int fd, enum mode mode)
 
 	memset(&s, 0, sizeof(s));
 	ret = rc_pair_join(&s, &pair_attr, fd);
+	if (ret < 0)
+		say("FAIL: ack-exit: the responder's QP not set up: %s",
+		    strerror(errno));
 	if (ret)
 		return ret > 0 ? 77 : 2;
 	for (m = 0; m < NMSG; m++) {
@@ -178,6 +182,9 @@ static int requester(int fd, pid_t pid, const char *name)
 
 	memset(&s, 0, sizeof(s));
 	ret = rc_pair_join(&s, &pair_attr, fd);
+	if (ret < 0)
+		say("FAIL: ack-exit %s: the requester's QP not set up: %s",
+		    name, strerror(errno));
 	if (ret)
 		return ret > 0 ? 77 : 1;
 	if (rc_xfer(fd, &ready, 1, 0)) {
@@ -258,8 +265,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	pid = rc_pair_fork(&fd);
-	if (pid < 0)
+	if (pid < 0) {
+		say("FAIL: ack-exit: fork: %s", strerror(errno));
 		return 1;
+	}
 	if (!pid)
 		return responder(fd, mode);
 	return requester(fd, pid, names[mode]);
