@@ -507,7 +507,6 @@ static void cma_remember(struct emu_qp *qp, const struct node_qp_copy *tq,
 	c->tq = cma_target_record(qp);
 	c->pub = pub_slot(tp_shm_inbox(qp->peer), snap->key);
 	c->owner = qp->peer_proc + 1;
-	c->dest_qpn = qp->attr.dest_qp_num;
 	c->rkey = snap->key;
 	c->access = tq->access & snap->access;
 	c->qp_seq = qp_seq;
@@ -727,6 +726,7 @@ void cma_peer_bind(struct emu_qp *qp)
 {
 	struct engine *e = qp->hca->engine;
 	struct node_proc_id id;
+	struct inbox *ib;
 	bool near = false;
 	pid_t pid = 0;
 
@@ -745,11 +745,9 @@ void cma_peer_bind(struct emu_qp *qp)
 	qp->window.refused = false;
 	qp->window.pid = near ? id.pid : 0;
 	qp->place_refused = false;
-	qp->window.lean = near && cma_lean_toward(tp_shm_inbox(qp->peer));
-	qp->window.placing =
-		near ? &tp_shm_inbox(qp->peer)
-				->placing[qp->hca->node.proc_slot]
-		     : NULL;
+	ib = near ? tp_shm_inbox(qp->peer) : NULL;
+	qp->window.lean = ib && cma_lean_toward(ib);
+	qp->window.placing = ib ? &ib->placing[qp->hca->node.proc_slot] : NULL;
 	/* Nothing was published, nothing is: no write to shared memory
 	 * (a QP whose peer cannot be reached comes back here often). */
 	if (!pid && !qp->place_pid)

@@ -137,7 +137,6 @@ static void comp_wc(const struct emu_qp *qp, const struct wqe *w,
 	comp_wc_of(qp, w->wr_id, w->opcode, wc);
 }
 
-
 /*
  * Complete the WQEs at the head of the send queue that are done, in order:
  * a success only if signaled (IBA 10.8.3.1 / sq_sig_all), an error always,

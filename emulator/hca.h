@@ -333,7 +333,8 @@ struct emu_qp {
 		 * checked (cma.c): reused for the same R_Key while the
 		 * target QP's record and the region's keep the sequence
 		 * numbers they had then.  map NULL: none; else it is
-		 * `map` above and the QP is connected to dest_qpn. */
+		 * `map` above and the QP is still connected as it was
+		 * (cma_peer_bind clears it). */
 		struct cma_last {
 			const struct peer_map *map;
 			/* the target QP's record (node segment) and the
@@ -341,7 +342,7 @@ struct emu_qp {
 			const struct node_qp *tq;
 			const struct pub_mr *pub;
 			int32_t owner; /* tq->owner while it is the peer's */
-			uint32_t dest_qpn, rkey, access; /* QP's & region's */
+			uint32_t rkey, access; /* the region's key; what both grant */
 			uint32_t qp_seq, mr_seq;
 			uint64_t iova, length;
 			uint8_t *at_iova; /* where iova lies in map */
