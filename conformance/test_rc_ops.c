@@ -236,6 +236,127 @@ CF_TUNE_IMPL(inline)
 	p->max_inline = 128;
 }
 
+/* One inline RDMA WRITE of len bytes of pattern seed from a private
+ * buffer, overwritten and freed as soon as the post returns, to the
+ * peer's buffer at roff; ibv_post_send's return. */
+static int post_inline_write(struct cf_ep *ep, uint32_t len, uint64_t roff,
+			     int seed, uint64_t wr_id)
+{
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_sge sge;
+	uint8_t *priv = malloc(len);
+	int ret;
+
+	if (!priv)
+		return ENOMEM;
+	cf_pattern_fill(priv, len, seed);
+	memset(&wr, 0, sizeof(wr));
+	sge.addr = (uintptr_t)priv;
+	sge.length = len;
+	sge.lkey = 0;
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	wr.wr.rdma.remote_addr = ep->peer.addr + roff;
+	wr.wr.rdma.rkey = ep->peer.rkey;
+	ret = cf_rc(ibv_post_send(ep->qp, &wr, &bad));
+	memset(priv, 0x55, len);
+	free(priv);
+	if (ret && bad != &wr)
+		EP_CHECK(ep, 0, "inline RDMA WRITE refused, bad_wr %p not "
+			 "the WR", (void *)bad);
+	return ret;
+}
+
+/*
+ * A stream of inline RDMA WRITEs into one region (manual 3.6
+ * ibv_post_send, IBA 9.4.3): each lands whole at its address from a
+ * buffer reused at once, nothing between them changes.  One longer than
+ * max_inline_data is refused at post time (bad_wr names it; errno is the
+ * device's: EINVAL on rxe, ENOMEM on mlx5), lands nothing, and the QP
+ * goes on.
+ */
+#define INLINE_WRITES 64
+#define INLINE_STRIDE 256
+CF_BODY_IMPL(rc_ops, inline_write)
+{
+	uint32_t max = ep->init.cap.max_inline_data;
+	const size_t span = (INLINE_WRITES + 2) * INLINE_STRIDE;
+	struct ibv_wc wc;
+	uint32_t len;
+	int i, got, ret;
+
+	if (max < 16) {
+		cf_ep_skip(ep, "max_inline_data granted is %u", max);
+		return 0;
+	}
+	if (max > INLINE_STRIDE - 8)
+		max = INLINE_STRIDE - 8;
+	if (ep->side == CF_CHILD) {
+		memset(ep->buf, 0xee, span);
+		if (cf_ep_sync(ep, WAIT_MS) || cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		for (i = 0; i < INLINE_WRITES + 2; i++) {
+			const uint8_t *at = ep->buf + (size_t)i * INLINE_STRIDE;
+
+			len = i == INLINE_WRITES ? 0 : 1 + (uint32_t)i % max;
+			EP_CHECK(ep, cf_pattern_check(at, len, 100 + i) < 0,
+				 "inline RDMA WRITE %d (%u B): data differs "
+				 "at %ld", i, len,
+				 cf_pattern_check(at, len, 100 + i));
+			EP_CHECK(ep, cf_bytes_check(at + len,
+						    INLINE_STRIDE - len,
+						    0xee) < 0,
+				 "inline RDMA WRITE %d (%u B): bytes past it "
+				 "changed", i, len);
+		}
+	} else {
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+		for (i = 0; i < INLINE_WRITES; i++) {
+			len = 1 + (uint32_t)i % max;
+			ret = post_inline_write(ep, len,
+						(uint64_t)i * INLINE_STRIDE,
+						100 + i, i);
+			EP_REQUIRE(ep, !ret, "inline RDMA WRITE %d (%u B): "
+				   "ibv_post_send: %s", i, len,
+				   cf_errname(ret));
+			got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
+			if (!cf_ep_wc_ok(ep, &wc, got, i, IBV_WC_RDMA_WRITE,
+					 "inline RDMA WRITE"))
+				return -1;
+		}
+		/* Past the QP's inline size: refused, the 0xee stays. */
+		len = ep->init.cap.max_inline_data + 1;
+		ret = post_inline_write(ep, len,
+					(uint64_t)INLINE_WRITES *
+						INLINE_STRIDE, 200, 98);
+		EP_CHECK(ep, ret, "inline RDMA WRITE of %u B, past "
+			 "max_inline_data %u, accepted", len, len - 1);
+		if (ret)
+			EP_CHOICE(ep, "an inline RDMA WRITE past "
+				  "max_inline_data is refused with %s",
+				  cf_errname(ret));
+		else if (cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS) < 1)
+			return -1;
+		/* The QP still works after the refused post. */
+		i = INLINE_WRITES + 1;
+		len = 1 + (uint32_t)i % max;
+		ret = post_inline_write(ep, len, (uint64_t)i * INLINE_STRIDE,
+					100 + i, 99);
+		EP_REQUIRE(ep, !ret, "inline RDMA WRITE after the refused "
+			   "one: ibv_post_send: %s", cf_errname(ret));
+		got = cf_poll_cq_wait(ep->cq, &wc, 1, WAIT_MS);
+		cf_ep_wc_ok(ep, &wc, got, 99, IBV_WC_RDMA_WRITE,
+			    "inline RDMA WRITE after the refused one");
+		if (cf_ep_sync(ep, WAIT_MS))
+			return -1;
+	}
+	return cf_ep_sync(ep, WAIT_MS);
+}
+
 /*
  * Scatter/gather (IBA 10.7.2.1, manual 3.6 struct ibv_sge): the message is
  * the concatenation of the sender's SGEs and is scattered across the

@@ -625,7 +625,8 @@ bool cma_try(struct emu_qp *qp, struct wqe *w, const struct iovec *local,
  * itself, and completed as the send queue would complete it
  * (comp_unqueued_locked), without a WQE.  The checks are the usual ones, in the
  * usual order: the post's (post.c: the segment count against
- * max_send_sge), the local key's (IBA 10.6.3.2: key, PD, range), then,
+ * max_send_sge, an inline length against max_inline_data), the local
+ * key's unless inline (IBA 10.6.3.2: key, PD, range), then,
  * announced, the target's (cma_place_again).  false: nothing was done,
  * and the request takes the usual way, which checks it again and
  * reports what is wrong with it.  Caller holds qp.lock; the QP is in
@@ -644,16 +645,25 @@ bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr)
 	 * a send queue, and at least one send SGE. */
 	if (qp->window.last.rkey != rkey || wr->num_sge != 1 ||
 	    !sge->length || sge->length > IBEMU_MAX_MSG_SZ ||
-	    (wr->send_flags & (IBV_SEND_INLINE | IBV_SEND_FENCE)) ||
+	    (wr->send_flags & IBV_SEND_FENCE) ||
 	    qp->sq.head != qp->sq.tail || qp->req.next != qp->sq.tail ||
 	    qp->comp.rnr_resume || qp->req.rd_atomic)
 		return false;
-	mr = mr_lookup(qp->hca, sge->lkey);
-	src = mr && mr->pd_id == qp->pd_id
-		      ? sge_mr_addr(mr, sge->addr, sge->length)
-		      : NULL;
-	if (!src)
-		return false;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		/* Inline data has no lkey: the bytes are read at post time
+		 * (manual 3.6.5); an oversized one is the post's EINVAL,
+		 * said by the general path. */
+		if (sge->length > qp->cap.max_inline_data)
+			return false;
+		src = (uint8_t *)(uintptr_t)sge->addr;
+	} else {
+		mr = mr_lookup(qp->hca, sge->lkey);
+		src = mr && mr->pd_id == qp->pd_id
+			      ? sge_mr_addr(mr, sge->addr, sge->length)
+			      : NULL;
+		if (!src)
+			return false;
+	}
 	placing = qp->window.placing;
 	cma_announce(qp, placing, (uint64_t)qp->attr.dest_qp_num << 32 | rkey);
 	dst = cma_last_target(qp, rkey, wr->wr.rdma.remote_addr, sge->length,
