@@ -5,8 +5,10 @@
  * polling for the other's store.  Half a round trip is the one-way latency
  * no shared-memory transport can beat.  Reports the median of several runs.
  *
- *   shm_pingpong [-r RUNS] [-n ITERS] [-a] [-q]
+ *   shm_pingpong [-r RUNS] [-n ITERS] [-a] [-t] [-q]
  *     -a  pin the two processes to CPUs 0 and 1
+ *     -t  poll in a tight loop, as perftest's latency tests poll their
+ *         buffer, instead of with a pause hint between two looks
  *     -q  print only the median one-way latency in ns
  */
 #include "config.h"
@@ -46,6 +48,15 @@ static double now_ns(void)
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
+/* -t: no pause hint between two looks at the other's line. */
+static bool tight;
+
+static void spin_pause(void)
+{
+	if (!tight)
+		cpu_relax();
+}
+
 static void pin(int cpu)
 {
 	cpu_set_t set;
@@ -69,7 +80,7 @@ static void responder(struct shared *sh)
 			atomic_store_explicit(&sh->pong, v,
 					      memory_order_release);
 		} else {
-			cpu_relax();
+			spin_pause();
 		}
 	}
 }
@@ -87,7 +98,7 @@ static double run_once(struct shared *sh, uint64_t *seq, long iters)
 		atomic_store_explicit(&sh->ping, v, memory_order_release);
 		while (atomic_load_explicit(&sh->pong, memory_order_acquire) !=
 		       v)
-			cpu_relax();
+			spin_pause();
 	}
 	t1 = now_ns();
 	return (t1 - t0) / (double)iters / 2;
@@ -95,7 +106,7 @@ static double run_once(struct shared *sh, uint64_t *seq, long iters)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: shm_pingpong [-r RUNS] [-n ITERS] [-a] [-q]\n");
+	fprintf(stderr, "usage: shm_pingpong [-r RUNS] [-n ITERS] [-a] [-t] [-q]\n");
 }
 
 int main(int argc, char *argv[])
@@ -108,7 +119,7 @@ int main(int argc, char *argv[])
 	uint64_t seq = 0;
 	pid_t child;
 
-	while ((c = getopt(argc, argv, "r:n:aqh")) != -1) {
+	while ((c = getopt(argc, argv, "r:n:atqh")) != -1) {
 		switch (c) {
 		case 'r':
 			runs = atoi(optarg);
@@ -118,6 +129,9 @@ int main(int argc, char *argv[])
 			break;
 		case 'a':
 			affinity = true;
+			break;
+		case 't':
+			tight = true;
 			break;
 		case 'q':
 			quiet = true;

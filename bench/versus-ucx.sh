@@ -96,55 +96,60 @@ ucx()
 
 # The machine's one-way cache-line hand-off between the two CPUs, in ns
 # (bench/shm_pingpong, pinned as the pairs are): the floor of a message's
-# latency, and the figure that shows where the host put the vCPUs.
+# latency, and the figure that shows where the host put the vCPUs.  With
+# -t, polled in a tight loop as ib_write_lat polls its buffer (the line
+# then moves more slowly than when a loop does other work between two
+# looks, as ucx_perftest's put_lat does: it calls ucp_worker_progress).
 handoff()
 {
-	taskset -c "$cpu_s,$cpu_c" "$IBEMU_BUILDDIR/bench/shm_pingpong" -q -r 1 -n 20000 \
+	taskset -c "$cpu_s,$cpu_c" "$IBEMU_BUILDDIR/bench/shm_pingpong" "$@" -q -r 1 -n 20000 \
 		2>/dev/null || echo failed
 }
 
 # both KIND PROGRAM ITERS TEST UCX_ITERS SIZE: the two in turn, BENCH_RUNS
 # times, so that both see the machine as it is (the vCPUs' placement on
 # the host changes the figures of both by up to 3x from one minute to
-# the next), each pair with the hand-off measured beside it:
-# "ibemu-median ucx-median hand-off-median".
+# the next), each pair with the hand-off measured beside it, polled both
+# ways: "ibemu-median ucx-median hand-off-median tight-median".
 both()
 {
 	local kind=$1 prog=$2 iters=$3 test=$4 uiters=$5 size=$6 r
-	local -a a=() b=() h=()
+	local -a a=() b=() h=() t=()
 	for r in $(seq "$runs"); do
 		a+=("$(ibemu "$kind" "$prog" "$size" "$iters")")
 		b+=("$(ucx "$kind" "$test" "$size" "$uiters")")
 		h+=("$(handoff)")
+		t+=("$(handoff -t)")
 	done
 	echo "$(printf '%s\n' "${a[@]}" | grep -v failed | median)" \
 		"$(printf '%s\n' "${b[@]}" | grep -v failed | median)" \
-		"$(printf '%s\n' "${h[@]}" | grep -v failed | median)"
+		"$(printf '%s\n' "${h[@]}" | grep -v failed | median)" \
+		"$(printf '%s\n' "${t[@]}" | grep -v failed | median)"
 }
 
 # A figure with its unit, or the word that says why there is none.
 value() { case $1 in failed | - | "") echo "${1:--}" ;; *) printf '%.4g %s' "$1" "$2" ;; esac; }
 
-row() # FIGURE IBEMU UCX UNIT GOAL HAND-OFF
+row() # FIGURE IBEMU UCX UNIT GOAL HAND-OFF TIGHT
 {
 	local ratio=-
 	case "$2$3" in
 	*failed* | *-*) ;;
 	*) ratio=$(awk -v a="$2" -v b="$3" 'BEGIN { printf "%.3g", a / b }') ;;
 	esac
-	printf '%-54s %12s %12s %8s %7s %9s\n' "$1" "$(value "$2" "$4")" \
-		"$(value "$3" "$4")" "$ratio" "$5" "$(value "$6" ns)"
+	printf '%-54s %12s %12s %8s %7s %9s %9s\n' "$1" "$(value "$2" "$4")" \
+		"$(value "$3" "$4")" "$ratio" "$5" "$(value "$6" ns)" "$(value "$7" ns)"
 }
 
 echo "ibemu beside UCX over shared memory ($(ucx_info -v 2>/dev/null | sed -n 's/^# Version /UCX /p' | head -1)," \
 	"UCX_TLS=sm,self), server on CPU $cpu_s, client on CPU $cpu_c, median of $runs runs"
-printf '%-54s %12s %12s %8s %7s %9s\n' figure ibemu "UCX shm" ratio goal hand-off
+printf '%-54s %12s %12s %8s %7s %9s %9s\n' figure ibemu "UCX shm" ratio goal hand-off tight
 figure() # FIGURE UNIT GOAL KIND PROGRAM ITERS TEST UCX_ITERS SIZE
 {
-	local name=$1 unit=$2 goal=$3 a b h
+	local name=$1 unit=$2 goal=$3 a b h t
 	shift 3
-	read -r a b h <<<"$(both "$@")"
-	row "$name" "$a" "$b" "$unit" "$goal" "$h"
+	read -r a b h t <<<"$(both "$@")"
+	row "$name" "$a" "$b" "$unit" "$goal" "$h" "$t"
 }
 # Iterations: each run lasts 50 ms or more, so that no single moment of
 # the host's scheduling decides a figure.
@@ -167,3 +172,6 @@ figure "1 MiB send bandwidth (ib_send_bw / tag_bw)" GB/s ">= 1.0" \
 echo "ratio = ibemu / UCX: below 1 for a latency is faster than UCX, above 1 for a rate or a bandwidth."
 echo "hand-off = the machine's one-way cache-line hand-off between the two CPUs during the row's runs (bench/shm_pingpong):"
 echo "  where the host puts the two vCPUs (tens of ns: one core's two threads; hundreds: two cores) moves every figure."
+echo "tight = the same, each side polling in a tight loop, as ib_write_lat polls its buffer (the line moves more slowly than when"
+echo "  a loop does other work between looks, as ucx_perftest's and ibv_poll_cq's do): ib_write_lat's floor, where hand-off is ucp_put_lat's."
+echo "UCX's latency is the median of its last 2048 iterations (ucx_perftest's 50.0%ile); perftest's, of all of them."
