@@ -637,7 +637,6 @@ bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr)
 	const struct ibv_sge *sge = wr->sg_list;
 	uint32_t rkey = wr->wr.rdma.rkey;
 	_Atomic uint64_t *placing;
-	struct emu_mr *mr;
 	uint8_t *src, *dst;
 
 	/* window.last is set only after a placement from this QP
@@ -657,10 +656,7 @@ bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr)
 			return false;
 		src = (uint8_t *)(uintptr_t)sge->addr;
 	} else {
-		mr = mr_lookup(qp->hca, sge->lkey);
-		src = mr && mr->pd_id == qp->pd_id
-			      ? sge_mr_addr(mr, sge->addr, sge->length)
-			      : NULL;
+		src = sge_local_addr(qp, sge, false);
 		if (!src)
 			return false;
 	}

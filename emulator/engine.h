@@ -235,6 +235,20 @@ static inline uint8_t *sge_mr_addr(const struct emu_mr *mr, uint64_t addr,
 		return NULL;
 	return mr->addr + (addr - start);
 }
+/* Where one SGE's bytes are here, checked as a local access (IBA
+ * 10.6.3.2: key, PD, range, and LOCAL_WRITE to be written), or NULL.
+ * Caller holds qp.lock (mr_lookup). */
+static inline uint8_t *sge_local_addr(struct emu_qp *qp,
+				      const struct ibv_sge *sge,
+				      bool write_access)
+{
+	struct emu_mr *mr = mr_lookup(qp->hca, sge->lkey);
+
+	if (!mr || mr->pd_id != qp->pd_id ||
+	    (write_access && !(mr->access & IBV_ACCESS_LOCAL_WRITE)))
+		return NULL;
+	return sge_mr_addr(mr, sge->addr, sge->length);
+}
 int sge_iov(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
 	    struct iovec *iov);
 /* Check the SGEs of a WQE against their MRs; an IBV_WC_* status. */

@@ -624,6 +624,61 @@ static enum req_step req_send(struct emu_qp *qp, struct wqe *w,
 	return step;
 }
 
+/*
+ * The common case of a message, a SEND (or with immediate) that fits in
+ * one packet, taken in a straight line: req_start_wqe and req_send_wqe
+ * for it, less what cannot apply (it is placed by no one, pulled by no
+ * one below CMA_PULL_MIN, fenced behind no read, and has no XRC or RDMA
+ * header).  An RC or UC QP with a resolved peer; one segment, or inline
+ * data.  false: nothing was done, and the general steps take it, with
+ * what they check and report (a failed local key, a full inbox).
+ */
+#define REQ_SMALL_MAX 4096u
+static bool req_send_small(struct emu_qp *qp, struct wqe *w)
+{
+	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM;
+	uint32_t psn = qp->req.psn, len = w->length;
+	const uint8_t *src = NULL;
+	struct pkt_out out;
+
+	if ((w->opcode != IBV_WR_SEND && !imm) ||
+	    (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC) ||
+	    !qp->peer || len > qp->mtu || len > REQ_SMALL_MAX ||
+	    ((w->send_flags & IBV_SEND_FENCE) && qp->req.rd_atomic))
+		return false;
+	if (w->send_flags & IBV_SEND_INLINE) {
+		src = wqe_inline_data(qp, w);
+	} else if (len) {
+		/* One segment of it: IBA 10.6.3.2 as req_check_wqe. */
+		if (w->num_sge != 1)
+			return false;
+		src = sge_local_addr(qp, &w->sge[0], false);
+		if (!src)
+			return false;
+	}
+	/* One packet, first and last: the ACK is asked for (IBA 9.7.5). */
+	if (!pkt_begin(&out, qp->peer, qp,
+		       qp_opcode_prefix(qp) +
+			       (imm ? IB_OP_SEND_ONLY_IMM : IB_OP_SEND_ONLY),
+		       qp->attr.dest_qp_num, psn, true, len))
+		return false;
+	if (imm)
+		out_set_immdt(&out, w->imm_data);
+	/* Solicited event on the last packet (IBA 9.2.2). */
+	if (w->send_flags & IBV_SEND_SOLICITED)
+		out_set_se(&out);
+	if (len)
+		memcpy(out_payload(&out), src, len);
+	pkt_send(&out);
+	w->pulled = false;
+	w->first_psn = w->last_psn = psn;
+	qp->req.psn = psn_add(psn, 1);
+	w->read_next = psn;
+	w->read_reissued = false;
+	w->sent = len;
+	return true;
+}
+
 static enum req_step req_step(struct emu_qp *qp, struct wqe *w)
 {
 	struct iovec local[IBEMU_MAX_SGE];
@@ -634,6 +689,8 @@ static enum req_step req_step(struct emu_qp *qp, struct wqe *w)
 	case WQE_ERROR:
 		return REQ_STOPPED;
 	case WQE_PENDING:
+		if (req_send_small(qp, w))
+			return qp->type == IBV_QPT_UC ? REQ_COMPLETE : REQ_SENT;
 		step = req_start_wqe(qp, w, local, &nl);
 		if (step != REQ_NEXT)
 			return step;

@@ -15,7 +15,6 @@ enum ibv_wc_status sge_check_iov(struct emu_qp *qp, const struct ibv_sge *sge,
 				 uint32_t num_sge, bool write_access,
 				 struct iovec *iov, int *nr_p)
 {
-	struct emu_mr *mr;
 	uint8_t *p;
 	uint32_t i;
 	int nr = 0;
@@ -24,12 +23,7 @@ enum ibv_wc_status sge_check_iov(struct emu_qp *qp, const struct ibv_sge *sge,
 		/* A zero-length SGE names no memory (IBA 10.7.2.1). */
 		if (!sge[i].length)
 			continue;
-		mr = mr_lookup(qp->hca, sge[i].lkey);
-		p = mr && mr->pd_id == qp->pd_id &&
-				    (!write_access ||
-				     (mr->access & IBV_ACCESS_LOCAL_WRITE))
-			    ? sge_mr_addr(mr, sge[i].addr, sge[i].length)
-			    : NULL;
+		p = sge_local_addr(qp, &sge[i], write_access);
 		if (!p)
 			return IBV_WC_LOC_PROT_ERR;
 		if (iov) {
