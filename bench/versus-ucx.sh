@@ -66,6 +66,17 @@ ibemu()
 {
 	local kind=$1 prog=$2 size=$3 iters=$4 col div=1
 	local -a extra=()
+	case $prog in
+	ucx:*)	# UCX's own test over ibemu's verbs (its RC transport)
+		pair "ibemu-$prog-$size" \
+			env UCX_TLS=rc,self UCX_NET_DEVICES=ibemu0:1 "$IBEMU" run -- \
+			ucx_perftest -t "${prog#ucx:}" -s "$size" -n "$iters" -p "\$PORT" ::: \
+			env UCX_TLS=rc,self UCX_NET_DEVICES=ibemu0:1 "$IBEMU" run -- \
+			ucx_perftest 127.0.0.1 -t "${prog#ucx:}" -s "$size" -n "$iters" -p "\$PORT" ||
+			{ echo failed; return; }
+		awk '/^Final:/ { print $3; exit }' "$dir/client.out"
+		return ;;
+	esac
 	case $kind in
 	lat) col=5
 		if [ -n "$cpu_mhz" ]; then extra=(-C); div=$cpu_mhz; fi ;;
@@ -157,6 +168,13 @@ figure "8 B send latency (ib_send_lat / tag_lat)" us "<= 1.0" \
 	lat ib_send_lat 100000 tag_lat 200000 8
 figure "8 B RDMA write latency (ib_write_lat / ucp_put_lat)" us "<= 1.0" \
 	lat ib_write_lat 100000 ucp_put_lat 200000 8
+# The same figure with one harness on both sides: ucp_put_lat over
+# ibemu's RC QPs (an inline RDMA WRITE, the lean path) against
+# ucp_put_lat over shared memory.  ib_write_lat polls its buffer in a
+# tight loop, ucx_perftest with a progress call between two looks, and
+# the line moves faster to the second (the hand-off and tight columns).
+figure "8 B RDMA write latency (ucp_put_lat on ibemu / on sm)" us "-" \
+	lat ucx:ucp_put_lat 200000 ucp_put_lat 200000 8
 figure "4 KiB send latency (ib_send_lat / tag_lat)" us "-" \
 	lat ib_send_lat 50000 tag_lat 100000 4096
 figure "64 B send rate (ib_send_bw / tag_bw)" Mpps ">= 1.3" \
