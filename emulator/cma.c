@@ -432,9 +432,9 @@ static inline ssize_t cma_window_copy(uint8_t *p, const struct iovec *local,
 
 	for (i = 0; i < nl; i++) {
 		if (write)
-			memcpy(p + done, local[i].iov_base, local[i].iov_len);
+			cpu_copy(p + done, local[i].iov_base, local[i].iov_len);
 		else
-			memcpy(local[i].iov_base, p + done, local[i].iov_len);
+			cpu_copy(local[i].iov_base, p + done, local[i].iov_len);
 		done += local[i].iov_len;
 	}
 	return (ssize_t)done;
@@ -666,7 +666,7 @@ bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr)
 			      IBV_ACCESS_REMOTE_WRITE);
 	if (dst) {
 		fault_point(FAULT_AT_PLACE);
-		memcpy(dst, src, sge->length);
+		cpu_copy(dst, src, sge->length);
 	}
 	atomic_store_explicit(placing, 0, memory_order_release);
 	if (!dst)
@@ -885,8 +885,8 @@ static bool cma_pull_windows(struct emu_qp *qp, const struct iovec *local,
 				return false;
 			room = local[li].iov_len - lo;
 			chunk = sg->len - n < room ? sg->len - n : room;
-			memcpy((uint8_t *)local[li].iov_base + lo, src + n,
-			       chunk);
+			cpu_copy((uint8_t *)local[li].iov_base + lo, src + n,
+				 chunk);
 			n += chunk;
 			lo += chunk;
 			if (lo == local[li].iov_len) {
