@@ -573,6 +573,18 @@ static enum req_step req_local_op(struct emu_qp *qp, struct wqe *w)
 	return w->status == IBV_WC_SUCCESS ? REQ_EXECUTED : REQ_LOCAL_ERROR;
 }
 
+/* Give w its n PSNs, from the next one (one per packet, IBA 9.7.2);
+ * nothing of it sent yet. */
+static void req_give_psns(struct emu_qp *qp, struct wqe *w, uint32_t n)
+{
+	w->first_psn = qp->req.psn;
+	w->last_psn = psn_add(w->first_psn, n - 1);
+	qp->req.psn = psn_add(w->first_psn, n);
+	w->sent = 0;
+	w->read_next = w->first_psn;
+	w->read_reissued = false;
+}
+
 /* A new WQE: check it, try to place it, else give it its PSNs.  The
  * local iovecs of its checked SGEs in local, their count in *nl (left
  * as it is when they were not resolved: inline data, a local op). */
@@ -581,7 +593,6 @@ static enum req_step req_start_wqe(struct emu_qp *qp, struct wqe *w,
 {
 	const struct tp_place_ops *place = engine_place(qp->hca->engine);
 	bool rd_atomic = wr_is(w->opcode, WR_RD_ATOMIC);
-	uint32_t n;
 
 	if ((w->send_flags & IBV_SEND_FENCE) && qp->req.rd_atomic)
 		return REQ_WAIT_FENCE;
@@ -596,13 +607,7 @@ static enum req_step req_start_wqe(struct emu_qp *qp, struct wqe *w,
 	if (place && place->rdma(qp, w, local, *nl))
 		return REQ_PLACED;
 	w->pulled = qp->type != IBV_QPT_UD && place && place->pull_ok(qp, w);
-	n = wqe_npkts(qp, w);
-	w->first_psn = qp->req.psn;
-	w->last_psn = psn_add(w->first_psn, n - 1);
-	qp->req.psn = psn_add(w->first_psn, n);
-	w->sent = 0;
-	w->read_next = w->first_psn;
-	w->read_reissued = false;
+	req_give_psns(qp, w, wqe_npkts(qp, w));
 	w->state = WQE_SENDING;
 	if (rd_atomic)
 		qp->req.rd_atomic++;
@@ -628,12 +633,12 @@ static enum req_step req_send(struct emu_qp *qp, struct wqe *w,
  * The common case of a message, a SEND (or with immediate) that fits in
  * one packet, taken in a straight line: req_start_wqe and req_send_wqe
  * for it, less what cannot apply (it is placed by no one, pulled by no
- * one below CMA_PULL_MIN, fenced behind no read, and has no XRC or RDMA
+ * one: a packet is at most the path MTU, 4096 bytes, and a pull starts
+ * at CMA_PULL_MIN; fenced behind no read, and has no XRC or RDMA
  * header).  An RC or UC QP with a resolved peer; one segment, or inline
  * data.  false: nothing was done, and the general steps take it, with
  * what they check and report (a failed local key, a full inbox).
  */
-#define REQ_SMALL_MAX 4096u
 static bool req_send_small(struct emu_qp *qp, struct wqe *w)
 {
 	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM;
@@ -643,7 +648,7 @@ static bool req_send_small(struct emu_qp *qp, struct wqe *w)
 
 	if ((w->opcode != IBV_WR_SEND && !imm) ||
 	    (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC) ||
-	    !qp->peer || len > qp->mtu || len > REQ_SMALL_MAX ||
+	    !qp->peer || len > qp->mtu ||
 	    ((w->send_flags & IBV_SEND_FENCE) && qp->req.rd_atomic))
 		return false;
 	if (w->send_flags & IBV_SEND_INLINE) {
@@ -659,7 +664,7 @@ static bool req_send_small(struct emu_qp *qp, struct wqe *w)
 	/* One packet, first and last: the ACK is asked for (IBA 9.7.5). */
 	if (!pkt_begin(&out, qp->peer, qp,
 		       qp_opcode_prefix(qp) +
-			       (imm ? IB_OP_SEND_ONLY_IMM : IB_OP_SEND_ONLY),
+			       req_send_opcode(imm, false, true, true),
 		       qp->attr.dest_qp_num, psn, true, len))
 		return false;
 	if (imm)
@@ -671,10 +676,7 @@ static bool req_send_small(struct emu_qp *qp, struct wqe *w)
 		memcpy(out_payload(&out), src, len);
 	pkt_send(&out);
 	w->pulled = false;
-	w->first_psn = w->last_psn = psn;
-	qp->req.psn = psn_add(psn, 1);
-	w->read_next = psn;
-	w->read_reissued = false;
+	req_give_psns(qp, w, 1);
 	w->sent = len;
 	return true;
 }
