@@ -998,7 +998,6 @@ static void cm_id_destroy_locked(struct emu_cm_id *id)
 	free(id);
 }
 
-
 unsigned int emu_cm_id_close(struct emu_cm_id *id)
 {
 	struct emu_cm *cm = id->cm;
@@ -1085,10 +1084,8 @@ int emu_cm_set_reuseaddr(struct emu_cm_id *id, bool on)
 	int ret = 0;
 
 	pthread_mutex_lock(&id->cm->lock);
-	if (id->state == CM_CLOSED)
-		ret = ENOENT;
-	else if (id->state != CM_IDLE)
-		ret = EINVAL;
+	if (id->state != CM_IDLE)
+		ret = cm_wrong_state_locked(id);
 	else
 		id->reuse = on;
 	pthread_mutex_unlock(&id->cm->lock);
@@ -1100,10 +1097,8 @@ int emu_cm_set_afonly(struct emu_cm_id *id, bool on)
 	int ret = 0;
 
 	pthread_mutex_lock(&id->cm->lock);
-	if (id->state == CM_CLOSED)
-		ret = ENOENT;
-	else if (id->state != CM_IDLE)
-		ret = EINVAL;
+	if (id->state != CM_IDLE)
+		ret = cm_wrong_state_locked(id);
 	else
 		id->afonly = on;
 	pthread_mutex_unlock(&id->cm->lock);
