@@ -250,15 +250,11 @@ static int post_inline_write(struct cf_ep *ep, uint32_t len, uint64_t roff,
 	if (!priv)
 		return ENOMEM;
 	cf_pattern_fill(priv, len, seed);
-	memset(&wr, 0, sizeof(wr));
+	cf_ep_send_wr(ep, &wr, &sge, IBV_WR_RDMA_WRITE, 0, len, wr_id);
+	/* Unregistered memory: lkey is not used for inline. */
 	sge.addr = (uintptr_t)priv;
-	sge.length = len;
 	sge.lkey = 0;
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	wr.send_flags |= IBV_SEND_INLINE;
 	wr.wr.rdma.remote_addr = ep->peer.addr + roff;
 	wr.wr.rdma.rkey = ep->peer.rkey;
 	ret = cf_rc(ibv_post_send(ep->qp, &wr, &bad));

@@ -49,12 +49,17 @@ static int say_fail(const char *what, int err)
 	return 1;
 }
 
-static uint64_t now_ms(void)
+static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ms(void)
+{
+	return now_ns() / 1000000;
 }
 
 /* Whether thread tid sleeps in read(2) (/proc/PID/task/TID/syscall
@@ -168,14 +173,6 @@ static struct {
 	bool stop;
 } idr = { .lock = PTHREAD_MUTEX_INITIALIZER,
 	  .cond = PTHREAD_COND_INITIALIZER };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void *id_reader(void *arg)
 {
