@@ -13,7 +13,7 @@
  *   seed=N           the seed of every decision (default: drawn, and
  *                    printed so that the run can be replayed)
  *   kill:POINT:N     SIGKILL this process at the Nth pass of POINT
- *                    (publish, write, atomic, ack, place)
+ *                    (publish, write, atomic, ack, place, netread)
  *   stall:POINT:USEC sleep USEC microseconds at every pass of POINT (a
  *                    thread preempted there: tests of the placement
  *                    fence stall a placement between its checks and its
@@ -69,6 +69,7 @@ static const char *const fault_point_name[FAULT_NR_POINTS] = {
 	[FAULT_AT_ATOMIC] = "atomic",
 	[FAULT_AT_ACK] = "ack",
 	[FAULT_AT_PLACE] = "place",
+	[FAULT_AT_NETREAD] = "netread",
 };
 
 struct fault_cfg {
@@ -427,7 +428,7 @@ static int fault_parse_point(struct fault_cfg *cfg, const char *item,
 		}
 	}
 	return fault_bad(item, "no such point (publish, write, atomic, ack, "
-			       "place)");
+			       "place, netread)");
 }
 
 static int fault_parse_item(struct fault_cfg *cfg, char *item)

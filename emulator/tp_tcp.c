@@ -183,6 +183,12 @@ struct tcp_conn {
 	uint32_t rx_len;
 	bool rx_stalled;
 	bool parked; /* a busy poller reads it: not re-armed (tcp_thread) */
+	/* A send failed while the socket may still hold what the peer sent
+	 * before it went (an ACK it flushed just before closing): DEAD,
+	 * yet read to its end (tcp_conn_send_failed_locked).  Set under
+	 * tx_lock, cleared under rx_lock and tx_lock; looked at without
+	 * them to choose what to read. */
+	_Atomic bool rx_drain;
 };
 
 /* A lookup being answered by the door. */
@@ -604,12 +610,24 @@ static struct tcp_conn *tcp_conn_new_locked(struct tp_tcp *t)
 	return c;
 }
 
-/* Whether c has a socket to read: greeted or being greeted. */
-static bool tcp_conn_live(struct tcp_conn *c)
+/* Whether what c's socket holds is the peer's data: c is UP, or its
+ * sending side broke and the rest is still to be read (rx_drain).
+ * TCP delivers in order, so what a socket gave before its end is
+ * whole, whatever became of the sending side. */
+static bool tcp_conn_carries_data(struct tcp_conn *c)
 {
 	int state = atomic_load(&c->state);
 
-	return state == TCP_CONN_UP || state == TCP_CONN_HELLO;
+	return state == TCP_CONN_UP ||
+	       (state == TCP_CONN_DEAD && atomic_load(&c->rx_drain));
+}
+
+/* Whether c has a socket to read: greeted, being greeted, or dead
+ * with something still to read. */
+static bool tcp_conn_live(struct tcp_conn *c)
+{
+	return atomic_load(&c->state) == TCP_CONN_HELLO ||
+	       tcp_conn_carries_data(c);
 }
 
 /* Let the network thread read c once more (EPOLLONESHOT). */
@@ -668,6 +686,7 @@ static void tcp_conn_attach(struct tp_tcp *t, struct tcp_conn *c, int fd)
 	c->rx_len = 0;
 	c->rx_stalled = false;
 	c->parked = false;
+	atomic_store(&c->rx_drain, false);
 	if (tcp_conn_register(t, c, fd))
 		tcp_conn_dead(c, errno);
 	else
@@ -1002,17 +1021,43 @@ static void tcp_arm_out_locked(struct tcp_conn *c)
 	}
 }
 
-/* A connection broke (a send or a read failed): dead, its queue lost,
- * its socket out of epoll (a dead socket stays readable and writable:
- * the network thread would spin on it).  Caller holds tx_lock. */
-static void tcp_conn_drop_locked(struct tcp_conn *c, int err)
+/* The sending side is done: its queue lost, its duplicate out of
+ * epoll.  Caller holds tx_lock. */
+static void tcp_conn_stop_sending_locked(struct tcp_conn *c)
 {
-	tcp_conn_dead(c, err);
-	epoll_ctl(c->t->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	if (c->tx_armed)
 		epoll_ctl(c->t->ep, EPOLL_CTL_DEL, c->wfd, NULL);
 	c->tx_armed = false;
 	c->tx_head = c->tx_tail = 0;
+}
+
+/* Reading c's socket ended (a read failed, the peer closed, a frame
+ * not this connection's): dead, its queue lost, its socket out of
+ * epoll (a dead socket stays readable and writable: the network thread
+ * would spin on it).  Caller holds rx_lock and tx_lock. */
+static void tcp_conn_drop_locked(struct tcp_conn *c, int err)
+{
+	tcp_conn_dead(c, err);
+	atomic_store(&c->rx_drain, false);
+	epoll_ctl(c->t->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	tcp_conn_stop_sending_locked(c);
+}
+
+/*
+ * A send failed (the peer reset the connection, as a process does that
+ * closed its socket and then got more): dead, its queue lost.  The
+ * socket stays registered for reading: what the peer sent before, such
+ * as the ACK it flushed as it closed, is read to the end and delivered
+ * (tcp_conn_carries_data), and the reader drops the connection there.
+ * A greeted one only: a HELLO-state connection has no data to give.
+ * Caller holds tx_lock.
+ */
+static void tcp_conn_send_failed_locked(struct tcp_conn *c, int err)
+{
+	if (atomic_load(&c->state) == TCP_CONN_UP)
+		atomic_store(&c->rx_drain, true);
+	tcp_conn_dead(c, err);
+	tcp_conn_stop_sending_locked(c);
 }
 
 /* Hand the queue to the socket; caller holds tx_lock. */
@@ -1032,7 +1077,7 @@ static void tcp_flush_locked(struct tcp_conn *c)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno != EAGAIN)
-			tcp_conn_drop_locked(c, errno);
+			tcp_conn_send_failed_locked(c, errno);
 		break;
 	}
 	if (c->tx_head == c->tx_tail)
@@ -1350,15 +1395,15 @@ static bool tcp_parse(struct tcp_conn *c, bool direct)
 		flen = (uint32_t)sizeof(f) + be32toh(f.len);
 		if (c->rx_len - off < flen)
 			break;
-		if (f.type == TP_FRAME_DATA &&
-		    atomic_load(&c->state) == TCP_CONN_UP && direct) {
+		if (f.type == TP_FRAME_DATA && tcp_conn_carries_data(c) &&
+		    direct) {
 			tcp_dispatch(c, &f, c->rx + off + sizeof(f));
 			if (tcp_pub(c)) {
 				tcp_count(&tcp_pub(c)->rx_pkts, 1);
 				tcp_count(&tcp_pub(c)->rx_bytes, flen);
 			}
 		} else if (f.type == TP_FRAME_DATA &&
-			   atomic_load(&c->state) == TCP_CONN_UP) {
+			   tcp_conn_carries_data(c)) {
 			if (!tcp_deliver(c, &f, c->rx + off + sizeof(f))) {
 				ibemu_log_dbg("tcp: inbox full, slot %d waits",
 					      c->slot);
@@ -1407,6 +1452,11 @@ static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 	ssize_t n;
 	int err = 0;
 
+	/* A greeted connection's data (not its HELLO, which a peer waits
+	 * for) is what a loaded machine reads late. */
+	if (atomic_load_explicit(&c->state, memory_order_relaxed) ==
+	    TCP_CONN_UP)
+		fault_point(FAULT_AT_NETREAD);
 	while (!c->rx_stalled) {
 		if (c->rx_len == TCP_RX_CAP) {
 			/* A frame is at most TCP_FRAME_ROOM: a full buffer
@@ -1466,7 +1516,7 @@ static void tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c)
 static __attribute__((noinline)) void tcp_poll_conns(struct engine *e)
 {
 	struct tp_tcp *t = tp_tcp(e);
-	struct tcp_conn *c, *up[TCP_POLL_CONNS];
+	struct tcp_conn *c, *ready[TCP_POLL_CONNS];
 	unsigned int i, n;
 
 	if (!atomic_load_explicit(&t->app_polls, memory_order_relaxed))
@@ -1482,16 +1532,16 @@ static __attribute__((noinline)) void tcp_poll_conns(struct engine *e)
 	/* At most TCP_POLL_CONNS a call, taking turns. */
 	for (i = n = 0; i < t->nr_conns && n < TCP_POLL_CONNS; i++) {
 		c = t->conns[(t->poll_next + i) % t->nr_conns];
-		if (c && atomic_load(&c->state) == TCP_CONN_UP)
-			up[n++] = c;
+		if (c && tcp_conn_carries_data(c))
+			ready[n++] = c;
 	}
 	t->poll_next = t->nr_conns ? (t->poll_next + i) % t->nr_conns : 0;
 	pthread_mutex_unlock(&t->lock);
 	for (i = 0; i < n; i++) {
-		c = up[i];
+		c = ready[i];
 		if (pthread_mutex_trylock(&c->rx_lock))
 			continue;
-		if (atomic_load(&c->state) == TCP_CONN_UP)
+		if (tcp_conn_carries_data(c))
 			tcp_conn_readable_locked(t, c);
 		pthread_mutex_unlock(&c->rx_lock);
 	}
