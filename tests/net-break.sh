@@ -9,6 +9,7 @@
 # rest with IBV_WC_WR_FLUSH_ERR, its receives flushed, nothing hanging;
 # then (a) a new peer process, (b) the same peer once the link is back,
 # connects new QPs and trades checked messages with the survivor.
+#  (c) the peer closes right after its last receive (below).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/netns-lib.sh"
 need timeout
@@ -110,4 +111,32 @@ break_case()
 
 break_case "peer killed mid-transfer" kill
 break_case "link down mid-transfer" link
+
+# (c) The peer takes one message and closes its device at once: the ACK
+# it owes leaves as it closes.  The survivor's next SENDs find the
+# connection reset before it reads that ACK (its reads of the network
+# held back 100 ms each, well within its retry budget of 4 x 67 ms); the first SEND must still succeed.
+port=$((port + 1))
+rm -f "$dir"/*.out
+netns_bg 1 env IBEMU_FAULTS=stall:netread:100000 "${run[@]}" survivor \
+	"$port" close >"$dir/survivor.out" 2>&1
+spid=$NETNS_PID
+if netns_wait_listen 1 "$port" 20 "$spid"; then
+	netns_bg 2 "${run[@]}" peer "$(netns_addr 1)" "$port" \
+		>"$dir/peer.out" 2>&1
+	ppid=$NETNS_PID
+	wait_pid "$ppid" "$secs"
+	prc=$?
+else
+	prc=-
+fi
+wait_pid "$spid" "$secs"
+src=$?
+if [ "$src" = 0 ] && [ "$prc" = 0 ] &&
+   grep -q "^closed" "$dir/survivor.out"; then
+	pass "peer closes after its last receive: $(grep '^closed' "$dir/survivor.out")"
+else
+	fail "peer closes after its last receive: survivor exited $src, peer $prc (124: timed out)"
+	show
+fi
 finish

@@ -4,7 +4,7 @@
  * tests/net-break.sh) broken in the middle of a transfer: the peer
  * process killed (SIGKILL), or the peer node's link taken down.
  *
- *   net_break survivor PORT kill|link|bulk|idle
+ *   net_break survivor PORT kill|link|bulk|idle|close
  *   net_break peer HOST PORT
  *
  * The two meet over a TCP socket (the survivor listens on PORT), trade
@@ -35,6 +35,16 @@
  * mode (for bench/) trades one message each way, then both sides post a
  * receive and do nothing for IDLE_S seconds: the survivor prints the CPU
  * time its process (every thread) used meanwhile.
+ * The close mode breaks it the way a finished program does: the peer
+ * takes one message and closes its device at once, so the ACK it owes
+ * leaves as it closes, on the one connection both QPs use.  The
+ * survivor, once the peer is gone, SENDs twice more: the first finds the peer's socket closed and draws a
+ * reset, the second fails on the reset connection.  Run with its reads
+ * of the network held back (IBEMU_FAULTS=stall:netread:USEC), the
+ * survivor reads that ACK only after its sending side broke; the first
+ * SEND must still complete with IBV_WC_SUCCESS (the peer received it
+ * and acknowledged it), the other two with errors, and it prints
+ * "closed".
  * Every wait is bounded (WAIT_MS, and an alarm ends a process that
  * overstays).  Exit: 0 pass, 1 fail, 77 no device.
  */
@@ -353,6 +363,17 @@ static int peer_main(const char *host, const char *port)
 			rc_pair_close(&s);
 			return ret ? 1 : 0;
 		}
+		if (c == 'C') {
+			/* One message, then the device closed at once. */
+			c = 'R';
+			ret = traffic_start(&t, &s, ROUND_V, TO_SURVIVOR, 0) ||
+			      rc_xfer(fd, &c, 1, 1);
+			end = now_ms() + WAIT_MS;
+			while (!ret && !t.recvd && !t.bad && now_ms() < end)
+				ret = traffic_step(&t);
+			rc_pair_close(&s);
+			return ret || t.recvd != 1 || t.bad ? 1 : 0;
+		}
 		if (c == 'V' || c == 'B') {
 			ret = c == 'V' ? verified_run(&s, fd, ROUND_V,
 						      TO_SURVIVOR, "peer",
@@ -513,7 +534,66 @@ static int survive_break(struct rc_side *s, int fd, bool link)
 	return 0;
 }
 
-enum mode { KILL_MODE, LINK_MODE, BULK_MODE, IDLE_MODE };
+/*
+ * The close mode: 0, 1 (fail), 77 (no device).  Our QP is connected
+ * only once the peer's is, so that ours finds the peer's connection to
+ * this node greeted and takes it too: the peer's ACK and our later
+ * SENDs then share one connection, whose sending side breaks first.
+ */
+static int survive_close(struct rc_side *s, int fd)
+{
+	struct rc_pair_attr attr = msg_pair_attr(TIMEOUT, RETRY);
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct rc_conn them;
+	struct traffic t;
+	long long end;
+	char c = 'C';
+	int ret;
+
+	ret = rc_pair_open(s, &attr);
+	if (ret)
+		return ret == 1 ? 77 : 1;
+	/* The peer connects its QP, posts its receives and says 'R'. */
+	if (rc_xfer(fd, &s->me, sizeof(s->me), 1) ||
+	    rc_xfer(fd, &them, sizeof(them), 0) || rc_xfer(fd, &c, 1, 1) ||
+	    rc_xfer(fd, &c, 1, 0) || c != 'R' || rc_pair_connect(s, &them)) {
+		say("survivor: no QP connected");
+		return 1;
+	}
+	/* One SEND: traffic_step posts no more (limit 1). */
+	if (traffic_start(&t, s, ROUND_V, TO_PEER, 1) || post_send(&t))
+		return 1;
+	/* The peer exits once its device is closed: its end of fd goes
+	 * after the ACK it owed was handed to the network. */
+	if (poll(&pfd, 1, WAIT_MS) != 1 || read(fd, &c, 1) != 0) {
+		say("survivor: the peer did not close");
+		return 1;
+	}
+	if (post_send(&t))
+		return 1;
+	usleep(20000); /* the peer's node answers with a reset */
+	if (post_send(&t))
+		return 1;
+	end = now_ms() + WAIT_MS;
+	while ((!traffic_done(&t) || t.first_err < 0) && now_ms() < end)
+		if (traffic_step(&t))
+			return 1;
+	if (t.send_ok != 1 || t.first_err < 0 || t.bad ||
+	    t.send_done != t.sent) {
+		say("survivor: of the SEND the peer received before it closed "
+		    "and the %u after, %u completed, %u with success; first "
+		    "error %s%s", t.sent - 1, t.send_done, t.send_ok,
+		    t.first_err < 0 ? "none" : ibv_wc_status_str(t.first_err),
+		    t.bad ? ", a wrong completion" : "");
+		return 1;
+	}
+	printf("closed: the SEND the peer took before closing completed "
+	       "with SUCCESS, the %u after it with %s and WR_FLUSH_ERR\n",
+	       t.sent - 1, ibv_wc_status_str(t.first_err));
+	return 0;
+}
+
+enum mode { KILL_MODE, LINK_MODE, BULK_MODE, IDLE_MODE, CLOSE_MODE };
 
 static int survivor_main(const char *port, enum mode mode)
 {
@@ -535,6 +615,11 @@ static int survivor_main(const char *port, enum mode mode)
 	if (fd < 0) {
 		say("survivor: no peer came");
 		return 1;
+	}
+	if (mode == CLOSE_MODE) {
+		ret = survive_close(&s, fd);
+		rc_pair_close(&s);
+		return ret;
 	}
 	ret = qp_setup(&s, fd);
 	if (ret) {
@@ -611,10 +696,12 @@ int main(int argc, char **argv)
 			return survivor_main(argv[2], BULK_MODE);
 		if (!strcmp(argv[3], "idle"))
 			return survivor_main(argv[2], IDLE_MODE);
+		if (!strcmp(argv[3], "close"))
+			return survivor_main(argv[2], CLOSE_MODE);
 	}
 	if (argc == 4 && !strcmp(argv[1], "peer"))
 		return peer_main(argv[2], argv[3]);
-	fprintf(stderr, "usage: %s survivor PORT kill|link|bulk|idle\n"
+	fprintf(stderr, "usage: %s survivor PORT kill|link|bulk|idle|close\n"
 			"       %s peer HOST PORT\n", argv[0], argv[0]);
 	return 2;
 }
