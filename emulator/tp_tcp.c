@@ -611,15 +611,17 @@ static struct tcp_conn *tcp_conn_new_locked(struct tp_tcp *t)
 }
 
 /* Whether what c's socket holds is the peer's data: c is UP, or its
- * sending side broke and the rest is still to be read (rx_drain).
- * TCP delivers in order, so what a socket gave before its end is
- * whole, whatever became of the sending side. */
+ * sending side broke and the rest is still to be read (rx_drain; a
+ * resolver may be putting a new socket under it meanwhile, which it
+ * does under rx_lock).  TCP delivers in order, so what a socket gave
+ * before its end is whole, whatever became of the sending side. */
 static bool tcp_conn_carries_data(struct tcp_conn *c)
 {
 	int state = atomic_load(&c->state);
 
 	return state == TCP_CONN_UP ||
-	       (state == TCP_CONN_DEAD && atomic_load(&c->rx_drain));
+	       ((state == TCP_CONN_DEAD || state == TCP_CONN_ATTACHING) &&
+		atomic_load(&c->rx_drain));
 }
 
 /* Whether c has a socket to read: greeted, being greeted, or dead
