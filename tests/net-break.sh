@@ -132,9 +132,9 @@ else
 fi
 wait_pid "$spid" "$secs"
 src=$?
-if [ "$src" = 0 ] && [ "$prc" = 0 ] &&
-   grep -q "^closed" "$dir/survivor.out"; then
-	pass "peer closes after its last receive: $(grep '^closed' "$dir/survivor.out")"
+line=$(grep -m1 '^closed' "$dir/survivor.out")
+if [ "$src$prc" = 00 ] && [ -n "$line" ]; then
+	pass "peer closes after its last receive: $line"
 else
 	fail "peer closes after its last receive: survivor exited $src, peer $prc (124: timed out)"
 	show
