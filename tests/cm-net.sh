@@ -22,9 +22,13 @@ srv=$(netns_addr 1)
 door=${IBEMU_TCP_PORT:-4791}
 SPID=
 
+# The last lines of both outputs, rping's ping lines left out: its
+# error, written unbuffered, comes before them in the file.
 show() {
-	sed 's/^/    server: /' "$dir/server.out" | tail -n 6
-	sed 's/^/    client: /' "$dir/client.out" | tail -n 6
+	grep -v 'ping data: ' "$dir/server.out" | sed 's/^/    server: /' |
+		tail -n 6
+	grep -v 'ping data: ' "$dir/client.out" | sed 's/^/    client: /' |
+		tail -n 6
 }
 
 # wait_line PATTERN FILE PID TENTHS: true once FILE has a line matching
