@@ -63,8 +63,8 @@ enum fault_point {
 	FAULT_AT_ACK, /* an ACK about to be sent (resp.c) */
 	FAULT_AT_PLACE, /* a requester-placed RDMA announced and checked,
 			   data not yet copied (cma.c) */
-	FAULT_AT_NETREAD, /* a network connection about to be read
-			     (tp_tcp.c) */
+	FAULT_AT_NETREAD, /* a greeted network connection about to be
+			     read (tp_tcp.c) */
 	FAULT_NR_POINTS
 };
 

@@ -184,10 +184,11 @@ struct tcp_conn {
 	bool rx_stalled;
 	bool parked; /* a busy poller reads it: not re-armed (tcp_thread) */
 	/* A send failed while the socket may still hold what the peer sent
-	 * before it went (an ACK it flushed just before closing): DEAD,
-	 * yet read to its end (tcp_conn_send_failed_locked).  Set under
-	 * tx_lock, cleared under rx_lock and tx_lock; looked at without
-	 * them to choose what to read. */
+	 * before it went (an ACK it flushed just before closing): DEAD (or
+	 * ATTACHING, a resolver putting a new socket under it), yet read
+	 * to its end (tcp_conn_send_failed_locked).  Set and cleared under
+	 * tx_lock, cleared by a new socket under rx_lock too; looked at
+	 * without them to choose what to read. */
 	_Atomic bool rx_drain;
 };
 
@@ -612,9 +613,10 @@ static struct tcp_conn *tcp_conn_new_locked(struct tp_tcp *t)
 
 /* Whether what c's socket holds is the peer's data: c is UP, or its
  * sending side broke and the rest is still to be read (rx_drain; a
- * resolver may be putting a new socket under it meanwhile, which it
- * does under rx_lock).  TCP delivers in order, so what a socket gave
- * before its end is whole, whatever became of the sending side. */
+ * resolver may be about to put a new socket under it, which it does
+ * under rx_lock, after the reader).  TCP delivers in order, so what a
+ * socket gave before its end is whole, whatever became of the sending
+ * side. */
 static bool tcp_conn_carries_data(struct tcp_conn *c)
 {
 	int state = atomic_load(&c->state);
@@ -632,14 +634,18 @@ static bool tcp_conn_live(struct tcp_conn *c)
 	       tcp_conn_carries_data(c);
 }
 
-/* Let the network thread read c once more (EPOLLONESHOT). */
+/* Let the network thread read c once more (EPOLLONESHOT).  Under
+ * rx_lock: a resolver may put a new socket under a dead c meanwhile
+ * (tcp_conn_attach), and the old one's number may then be another's. */
 static void tcp_rearm(struct tp_tcp *t, struct tcp_conn *c)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT,
 				  .data.ptr = &c->ev };
 
+	pthread_mutex_lock(&c->rx_lock);
 	if (tcp_conn_live(c))
 		epoll_ctl(t->ep, EPOLL_CTL_MOD, c->fd, &ev);
+	pthread_mutex_unlock(&c->rx_lock);
 }
 
 /* Register a new socket of c: read events one at a time, and a
@@ -671,9 +677,10 @@ static void tcp_conn_close_fds(struct tp_tcp *t, struct tcp_conn *c)
 }
 
 /* Put an open, greeted socket under c and let the network thread read
- * it.  c is ATTACHING (tcp_conn_to): nobody else touches its socket.
- * Not under tcp.lock: its readers take tcp.lock under rx_lock (the
- * engine they drive resolves peers). */
+ * it.  c is ATTACHING (tcp_conn_to): no other resolver touches it; a
+ * reader still draining the old socket (rx_drain) finishes first, as
+ * both locks are taken here.  Not under tcp.lock: its readers take
+ * tcp.lock under rx_lock (the engine they drive resolves peers). */
 static void tcp_conn_attach(struct tp_tcp *t, struct tcp_conn *c, int fd)
 {
 	pthread_mutex_lock(&c->rx_lock);
@@ -1036,11 +1043,13 @@ static void tcp_conn_stop_sending_locked(struct tcp_conn *c)
 /* Reading c's socket ended (a read failed, the peer closed, a frame
  * not this connection's): dead, its queue lost, its socket out of
  * epoll (a dead socket stays readable and writable: the network thread
- * would spin on it).  Caller holds rx_lock and tx_lock. */
+ * would spin on it).  A c that was draining is dead already, and may
+ * be a resolver's by now (ATTACHING): its state is left alone.
+ * Caller holds rx_lock and tx_lock. */
 static void tcp_conn_drop_locked(struct tcp_conn *c, int err)
 {
-	tcp_conn_dead(c, err);
-	atomic_store(&c->rx_drain, false);
+	if (!atomic_exchange(&c->rx_drain, false))
+		tcp_conn_dead(c, err);
 	epoll_ctl(c->t->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	tcp_conn_stop_sending_locked(c);
 }
@@ -1397,8 +1406,11 @@ static bool tcp_parse(struct tcp_conn *c, bool direct)
 		flen = (uint32_t)sizeof(f) + be32toh(f.len);
 		if (c->rx_len - off < flen)
 			break;
-		if (f.type == TP_FRAME_DATA && tcp_conn_carries_data(c) &&
-		    direct) {
+		/* Straight to the engine only while UP: a resolver holding
+		 * a QP lock may wait for rx_lock to put a new socket under
+		 * a draining c, and the engine takes QP locks. */
+		if (f.type == TP_FRAME_DATA &&
+		    atomic_load(&c->state) == TCP_CONN_UP && direct) {
 			tcp_dispatch(c, &f, c->rx + off + sizeof(f));
 			if (tcp_pub(c)) {
 				tcp_count(&tcp_pub(c)->rx_pkts, 1);
