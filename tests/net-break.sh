@@ -55,21 +55,33 @@ show()
 	done
 }
 
+# start_pair MODE [VAR=VALUE...]: the survivor in node 1 in MODE, with
+# those variables in its environment, then, once it listens, the peer in
+# node 2; their PIDs in spid and ppid.  False when the survivor did not
+# listen.
+start_pair()
+{
+	local mode=$1
+	shift
+	port=$((port + 1))
+	rm -f "$dir"/*.out
+	netns_bg 1 env "$@" "${run[@]}" survivor "$port" "$mode" \
+		>"$dir/survivor.out" 2>&1
+	spid=$NETNS_PID
+	netns_wait_listen 1 "$port" 20 "$spid" || return 1
+	netns_bg 2 "${run[@]}" peer "$(netns_addr 1)" "$port" >"$dir/peer.out" 2>&1
+	ppid=$NETNS_PID
+}
+
 # break_case NAME kill|link
 break_case()
 {
 	local name=$1 mode=$2 spid ppid ppid2='' src prc=0 prc2=0
-	port=$((port + 1))
-	rm -f "$dir"/*.out
-	netns_bg 1 "${run[@]}" survivor "$port" "$mode" >"$dir/survivor.out" 2>&1
-	spid=$NETNS_PID
-	if ! netns_wait_listen 1 "$port" 20 "$spid"; then
+	if ! start_pair "$mode"; then
 		fail "$name: the survivor did not listen"
 		show
 		return
 	fi
-	netns_bg 2 "${run[@]}" peer "$(netns_addr 1)" "$port" >"$dir/peer.out" 2>&1
-	ppid=$NETNS_PID
 	if wait_line "$dir/survivor.out" "^flowing" "$spid" "$secs"; then
 		if [ "$mode" = kill ]; then
 			kill -9 "$ppid"
@@ -115,16 +127,9 @@ break_case "link down mid-transfer" link
 # (c) The peer takes one message and closes its device at once: the ACK
 # it owes leaves as it closes.  The survivor's next SENDs find the
 # connection reset before it reads that ACK (its reads of the network
-# held back 100 ms each, well within its retry budget of 4 x 67 ms); the first SEND must still succeed.
-port=$((port + 1))
-rm -f "$dir"/*.out
-netns_bg 1 env IBEMU_FAULTS=stall:netread:100000 "${run[@]}" survivor \
-	"$port" close >"$dir/survivor.out" 2>&1
-spid=$NETNS_PID
-if netns_wait_listen 1 "$port" 20 "$spid"; then
-	netns_bg 2 "${run[@]}" peer "$(netns_addr 1)" "$port" \
-		>"$dir/peer.out" 2>&1
-	ppid=$NETNS_PID
+# held back 100 ms each, well within its retry budget of 4 x 67 ms);
+# the first SEND must still succeed.
+if start_pair close IBEMU_FAULTS=stall:netread:100000; then
 	wait_pid "$ppid" "$secs"
 	prc=$?
 else

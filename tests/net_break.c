@@ -38,8 +38,9 @@
  * The close mode breaks it the way a finished program does: the peer
  * takes one message and closes its device at once, so the ACK it owes
  * leaves as it closes, on the one connection both QPs use.  The
- * survivor, once the peer is gone, SENDs twice more: the first finds the peer's socket closed and draws a
- * reset, the second fails on the reset connection.  Run with its reads
+ * survivor, once the peer is gone, SENDs twice more: the first finds
+ * the peer's socket closed and draws a reset, the second fails on the
+ * reset connection.  Run with its reads
  * of the network held back (IBEMU_FAULTS=stall:netread:USEC), the
  * survivor reads that ACK only after its sending side broke; the first
  * SEND must still complete with IBV_WC_SUCCESS (the peer received it
