@@ -25,7 +25,7 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-#include "../tests/rc_pair.h"
+#include "../tests/progs/rc_pair.h"
 
 #define MAGIC 0x6e6f646570726f63ull /* "nodeproc" */
 

@@ -37,7 +37,7 @@ if [ -z "${IBEMU_BUILDDIR:-}" ]; then
 	fi
 fi
 IBEMU=$IBEMU_BUILDDIR/ibemu
-. "$here/../tests/serverclient.sh"
+. "$here/../tests/lib/serverclient.sh"
 
 runs=${BENCH_RUNS:-5}
 secs=${BENCH_TIMEOUT:-60}
@@ -57,12 +57,12 @@ command -v ib_send_lat >/dev/null ||
 bench_setup bench
 
 # Across nodes: two network namespaces joined by veth pairs and a bridge,
-# each with its own /dev/shm (tests/netns-lib.sh; needs root, skipped
+# each with its own /dev/shm (tests/lib/netns-lib.sh; needs root, skipped
 # otherwise or with BENCH_NETNS=0).  The machine's TCP between them,
 # iperf3 with one stream and bench/tcp_pingpong (8 bytes one way, busy
 # polling and blocking), beside ib_write_bw 1 MiB and ib_send_lat 8 B
 # over ibemu between the same two nodes, then the CPU an idle process
-# with a connected cross-node RC QP uses (tests/net_break idle).
+# with a connected cross-node RC QP uses (tests/progs/net_break idle).
 cross_nodes()
 {
 	local ip=5201 tp=47911 r v busy block wbw slat tcp_gbs tcp_busy
@@ -70,7 +70,7 @@ cross_nodes()
 	local -a vals=()
 	# Not the EXIT trap of the parent shell: this runs in a subshell.
 	trap - EXIT
-	. "$here/../tests/netns-lib.sh"
+	. "$here/../tests/lib/netns-lib.sh"
 	netns_setup 2 --own-shm
 	local a1 load_before
 	a1=$(netns_addr 1)
@@ -151,9 +151,9 @@ cross_nodes()
 	port=$((port + 1))
 	netns_pair "$dir" "$secs" "$port" \
 		1 env "LD_PRELOAD=$IBEMU_BUILDDIR/.libs/libibemu.so" \
-		"$IBEMU_BUILDDIR/tests/net_break" survivor "$port" idle ::: \
+		"$IBEMU_BUILDDIR/tests/progs/net_break" survivor "$port" idle ::: \
 		2 env "LD_PRELOAD=$IBEMU_BUILDDIR/.libs/libibemu.so" \
-		"$IBEMU_BUILDDIR/tests/net_break" peer "$a1" "$port"
+		"$IBEMU_BUILDDIR/tests/progs/net_break" peer "$a1" "$port"
 	idle=$(sed -n 's/^idle: //p' "$dir/server.out")
 	echo "idle process with a cross-node RC QP: ${idle:-failed (node 1 exited $NETNS_SERVER_RC, node 2 $NETNS_CLIENT_RC)}"
 	echo "ratio: ib_write_bw / iperf3 and ib_send_lat / TCP busy-polling one-way latency."

@@ -16,7 +16,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 : "${IBEMU_BUILDDIR:=$(cd "$here/.." && pwd)}"
 IBEMU=$IBEMU_BUILDDIR/ibemu
-. "$here/../tests/serverclient.sh"
+. "$here/../tests/lib/serverclient.sh"
 runs=${BENCH_RUNS:-5}
 secs=${BENCH_TIMEOUT:-60}
 port=${BENCH_PORT:-$((31000 + $$ % 1000))}
@@ -28,7 +28,7 @@ for c in ucx_perftest ib_send_lat taskset; do
 done
 . "$here/bench-lib.sh"
 bench_setup bench-ucx
-# Each side pinned to its CPU (tests/serverclient.sh's command prefixes).
+# Each side pinned to its CPU (tests/lib/serverclient.sh's command prefixes).
 SC_SERVER_IN=(taskset -c "$cpu_s")
 SC_CLIENT_IN=(taskset -c "$cpu_c")
 

@@ -19,7 +19,7 @@ if [ -z "${IBEMU_BUILDDIR:-}" ]; then
 fi
 IBEMU=$IBEMU_BUILDDIR/ibemu
 prog=$IBEMU_BUILDDIR/examples/rc_example
-. "$here/../tests/serverclient.sh"
+. "$here/../tests/lib/serverclient.sh"
 
 for f in "$IBEMU" "$prog"; do
 	if [ ! -x "$f" ]; then

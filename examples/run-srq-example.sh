@@ -27,7 +27,7 @@ if [ -z "${IBEMU_BUILDDIR:-}" ]; then
 fi
 IBEMU=$IBEMU_BUILDDIR/ibemu
 prog=$IBEMU_BUILDDIR/examples/srq_example
-. "$here/../tests/serverclient.sh"
+. "$here/../tests/lib/serverclient.sh"
 
 addr=127.0.0.1 wrapper="" srv_opts="" cli_opts=""
 while getopts "a:w:S:C:" o; do

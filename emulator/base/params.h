@@ -86,7 +86,7 @@
 #define IBEMU_MAX_PROCS 1024
 /* Bound RDMA CM addresses of a node (node_cm.c): listeners and the
  * ports of connecting ids (40 bytes each in the node segment; a 3.5 MiB
- * /dev/shm must still hold the segment and one inbox, tests/small-shm.sh). */
+ * /dev/shm must still hold the segment and one inbox, tests/local/small-shm.sh). */
 #define IBEMU_MAX_CM_PORTS 1024
 /* Multicast memberships made through the RDMA CM (node_mcast.c), one per
  * join of an id: 32 bytes each in the node segment. */

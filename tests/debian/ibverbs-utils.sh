@@ -3,8 +3,8 @@
 # client on loopback, each bounded by a timeout; a check passes when both
 # exit 0.  Every transport is its own check and none is skipped: one that
 # ibemu does not carry yet fails.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/serverclient.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/serverclient.sh"
 need ibv_rc_pingpong
 need timeout
 dir=$(mktemp -d)

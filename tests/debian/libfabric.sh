@@ -5,8 +5,8 @@
 # (UD QPs), FI_EP_MSG (RC QPs connected through the RDMA CM) and
 # FI_EP_RDM (RxM over MSG endpoints), every size with its data checked
 # (-c).  Figures are printed, never asserted.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/serverclient.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/serverclient.sh"
 need fi_pingpong
 need fi_info
 need timeout

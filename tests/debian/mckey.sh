@@ -8,7 +8,7 @@
 # non-loopback address, in the IPoIB port space, IPv6, an MGID given
 # as such (AF_IB), and with a send-only sender.  Every process must see the same MGID (the kernel's
 # IPoIB mapping of the address) and the same MLID.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 need mckey
 need timeout
 need stdbuf

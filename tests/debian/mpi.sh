@@ -1,15 +1,15 @@
 #!/bin/bash
 # Open MPI over ibemu: a ping-pong with every byte checked
-# (tests/mpi_pingpong.c), two ranks: pml ucx on UCX's rc and ud
+# (tests/progs/mpi_pingpong.c), two ranks: pml ucx on UCX's rc and ud
 # transports, and pml ob1 on Open MPI's own verbs component (btl openib,
 # which takes an InfiniBand port only with btl_openib_allow_ib set, and
 # with self as the only other btl, so nothing else can carry the data).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 need mpicc
 need mpirun
 tmp=$(mktemp -d)
 trap 'ibemu_cleanup; rm -rf "$tmp"' EXIT
-mpicc -O2 -o "$tmp/mpi_pingpong" "$IBEMU_SRCDIR/tests/mpi_pingpong.c" ||
+mpicc -O2 -o "$tmp/mpi_pingpong" "$IBEMU_SRCDIR/tests/progs/mpi_pingpong.c" ||
 	{ fail "mpicc"; finish; }
 # Root in CI: Open MPI asks for it to be said.
 as_root=

@@ -3,8 +3,8 @@
 # client on loopback with few iterations, each bounded by a timeout; a check
 # passes when both exit 0.  Figures are printed, never asserted (bench/
 # measures performance).
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/serverclient.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/serverclient.sh"
 need ib_send_lat
 need timeout
 dir=$(mktemp -d)

@@ -4,7 +4,7 @@
 # must pass.  Tests skip themselves for what the device does not offer
 # (device memory, ODP, raw packet QPs, vendor extensions, ...); how many
 # ran and why the others skipped is in the log.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 src=/usr/share/doc/rdma-core/tests
 [ -x /usr/bin/python3 ] || { echo "SKIP: no /usr/bin/python3"; exit 77; }
 [ -f "$src/run_tests.py" ] || { fail "rdma-core's tests are not in $src (python3-pyverbs)"; finish; }

@@ -3,7 +3,7 @@
 # loopback goes to ibemu0, the kernel device's addresses to it, through
 # the real librdmacm (ibemu(7), "RDMA connection manager").  Runs where
 # the kernel's rdma_cm is (the rxe VM of doc/testing.md); skipped here.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 need rping
 if [ ! -c /dev/infiniband/rdma_cm ]; then
 	echo "SKIP: no kernel rdma_cm (/dev/infiniband/rdma_cm): nothing to tell ibemu0 from"
@@ -23,7 +23,7 @@ fi
 echo "kernel device $dev, netdev $netdev, address $addr"
 
 # Which device each address resolves to, and rdma_get_devices.
-if out=$("$IBEMU" run -- "$IBEMU_BUILDDIR/tests/cm_route" \
+if out=$("$IBEMU" run -- "$IBEMU_BUILDDIR/tests/progs/cm_route" \
 		127.0.0.1=ibemu0 "$addr=$dev" 2>&1); then
 	pass "rdma_resolve_addr: 127.0.0.1 on ibemu0, $addr on $dev"
 else

@@ -4,8 +4,8 @@
 # and client processes on one node under `ibemu run`, on 127.0.0.1 and on the node's own
 # addresses; a connect nobody answers is refused, not left hanging; a
 # peer that dies is seen as DISCONNECTED.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/serverclient.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/serverclient.sh"
 need rping
 need timeout
 dir=$(mktemp -d)

@@ -3,10 +3,10 @@
 # and riostream as server and client processes, on 127.0.0.1 and on the
 # node's own non-loopback address, in their default run and in their
 # blocking, non-blocking and rpoll modes with data verified; then
-# tests/test_rsocket.c (stream integrity, EAGAIN, rpoll/rselect, end of
+# tests/unit/test_rsocket.c (stream integrity, EAGAIN, rpoll/rselect, end of
 # stream, riomap/riowrite, names, errors).
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/serverclient.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/serverclient.sh"
 dir=$(mktemp -d)
 cleanup() {
 	sc_cleanup
@@ -15,7 +15,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-out=$(timeout -k 5 120 "$IBEMU" run -- "$IBEMU_BUILDDIR/tests/test_rsocket" 2>&1)
+out=$(timeout -k 5 120 "$IBEMU" run -- "$IBEMU_BUILDDIR/tests/unit/test_rsocket" 2>&1)
 rc=$?
 if [ "$rc" = 0 ]; then
 	pass "test_rsocket: $(grep -c '^ok:' <<<"$out") checks"

@@ -2,7 +2,7 @@
 # UCX as users run it: its verbs transports on ibemu0, and ucx_perftest
 # between two processes over them (uct rc_verbs and ud_verbs, ucp with
 # UCX_TLS=rc and ud).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 need ucx_info
 need ucx_perftest
 tmp=$(mktemp -d)

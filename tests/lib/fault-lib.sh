@@ -1,7 +1,7 @@
-# Shared by the fault-injection tests (tests/fault-inject.sh,
-# tests/fault-inject-rc.sh): run tests/fault_inject under the preload.
+# Shared by the fault-injection tests (tests/local/fault-inject.sh,
+# tests/local/fault-inject-rc.sh): run tests/progs/fault_inject under the preload.
 . "$(dirname "$0")/lib.sh"
-prog=$IBEMU_BUILDDIR/tests/fault_inject
+prog=$IBEMU_BUILDDIR/tests/progs/fault_inject
 faults="drop:0.01,dup:0.01,reorder:0.01"
 tmp=$(mktemp -d)
 trap 'ibemu_cleanup; rm -rf "$tmp"' EXIT

@@ -1,7 +1,7 @@
 # Shared by the shell tests: find the build tree, run under the preload.
 # Exit codes follow automake: 0 pass, 1 fail, 77 skip, 99 hard error.
 set -u
-: "${IBEMU_BUILDDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${IBEMU_BUILDDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 IBEMU_LIB_PATH=$IBEMU_BUILDDIR/.libs/libibemu.so
 IBEMU=$IBEMU_BUILDDIR/ibemu
 # Every test gets its own emulated node, so parallel tests do not meet.

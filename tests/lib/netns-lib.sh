@@ -62,8 +62,8 @@
 # NETNS_DIR is a private temporary directory of the run (removed at
 # teardown) for the caller's logs.
 #
-# tests/netns.sh is a command-line front end:
-#   tests/netns.sh -n N [--own-shm] [--own-pid] -- 'cmd for node 1' ...
+# tests/lib/netns.sh is a command-line front end:
+#   tests/lib/netns.sh -n N [--own-shm] [--own-pid] -- 'cmd for node 1' ...
 
 NETNS_N=0
 NETNS_PREFIX=
@@ -82,7 +82,7 @@ NETNS_GUARD=
 NETNS_SERVER_RC=
 NETNS_CLIENT_RC=
 # netns_pair runs sc_pair.
-# shellcheck source=tests/serverclient.sh
+# shellcheck source=tests/lib/serverclient.sh
 . "$(dirname "${BASH_SOURCE[0]}")/serverclient.sh"
 
 NETNS_RETRY_RE="couldn't connect|connection refused|unable to (connect|init the socket)|REJECTED|refused|UNREACHABLE"

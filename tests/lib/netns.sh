@@ -1,8 +1,8 @@
 #!/bin/bash
 # Run one shell command in each of N nodes (network namespaces joined by a
-# bridge, tests/netns-lib.sh), e.g. a server and a client on two nodes:
+# bridge, tests/lib/netns-lib.sh), e.g. a server and a client on two nodes:
 #
-#   tests/netns.sh -n 2 --own-shm -- \
+#   tests/lib/netns.sh -n 2 --own-shm -- \
 #       './ibemu run -- ibv_rc_pingpong' \
 #       'sleep 1; ./ibemu run -- ibv_rc_pingpong 10.47.0.1'
 #

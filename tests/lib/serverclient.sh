@@ -28,7 +28,7 @@
 #
 # SC_SERVER_IN and SC_CLIENT_IN are command prefixes sc_pair puts before
 # the server and the client (and the server's sc_listening): empty, both
-# run here; tests/netns-lib.sh's netns_sc_nodes sets them to enter nodes,
+# run here; tests/lib/netns-lib.sh's netns_sc_nodes sets them to enter nodes,
 # and SC_PEER, the address sc_check's client is given, to the server's.
 SC_SERVER_IN=()
 SC_CLIENT_IN=()

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The conformance suite judges a device rightly: what the spec leaves to
 # the device is reported, not failed; what it requires still fails a
-# device that breaks it.  A deliberately wrong device (tests/wrong_device.c,
+# device that breaks it.  A deliberately wrong device (tests/progs/wrong_device.c,
 # preloaded over ibemu; CF_WRONG_DEVICE names what it does wrong) stands in
 # for a device that decides otherwise, one case for each group of issue
 # "the conformance suite judges real devices rightly":
@@ -13,9 +13,9 @@
 #                                       they are expected and the run green
 #   the Linux core is restrictive       reset_err_refused passes (a choice),
 #                                       reset_err_stuck fails
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 conf=$IBEMU_BUILDDIR/ibemu-conformance
-wrong=$IBEMU_BUILDDIR/tests/.libs/wrong_device.so
+wrong=$IBEMU_BUILDDIR/tests/progs/.libs/wrong_device.so
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"; ibemu_cleanup' EXIT
 [ -f "$wrong" ] || { echo "SKIP: $wrong is not built (make check builds it)"; exit 77; }

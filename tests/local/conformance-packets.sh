@@ -7,9 +7,9 @@
 # READ by cross-memory attach, atomics as packets; and with requesters
 # that fence every placement in full (IBEMU_REMOTE_FENCE=0, the protocol
 # where the kernel has no remote fence: emulator/remote_fence.h).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 run_suite() { # NAME SETTING SUITE
-	local out="$IBEMU_BUILDDIR/tests/conformance-packets-$1-$3.out"
+	local out="$IBEMU_BUILDDIR/tests/local/conformance-packets-$1-$3.out"
 	if env "$2" CF_RC_STRESS_MSGS=3000 \
 		LD_PRELOAD=$IBEMU_LIB_PATH "$IBEMU_BUILDDIR/ibemu-conformance" -d ibemu0 -s "$3" \
 		>"$out" 2>&1; then

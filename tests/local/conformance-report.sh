@@ -6,7 +6,7 @@
 # the reason: a missing capability, -x).  A failure is provoked by losing
 # every packet (IBEMU_FAULTS=drop:1) under a UD test.  Beside them: the
 # deviation report (-D) and the device's capability matrix (-C).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 need python3
 conf=$IBEMU_BUILDDIR/ibemu-conformance
 dir=$(mktemp -d)
@@ -81,7 +81,7 @@ grep -q "^ud/loopback: known: every packet is dropped on purpose" "$dir/known.de
 # Two runs compared test by test (conformance/compare-verdicts.sh, what
 # conformance/rxe-compare.sh does with ibemu0's and rxe0's).
 cmp=$IBEMU_BUILDDIR/conformance/compare-verdicts.sh
-[ -x "$cmp" ] || cmp=$(dirname "$0")/../conformance/compare-verdicts.sh
+[ -x "$cmp" ] || cmp=$(dirname "$0")/../../conformance/compare-verdicts.sh
 "$cmp" plain "$dir/ud.tap" listed "$dir/known.tap" >"$dir/cmp.out" 2>&1
 rc=$?
 [ "$rc" = 1 ] && grep -q "^ud/loopback  *FAIL  *known *$" "$dir/cmp.out" &&

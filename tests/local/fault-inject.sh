@@ -1,10 +1,10 @@
 #!/bin/bash
 # Seeded fault injection (IBEMU_FAULTS, ibemu(7)) under real traffic
-# (tests/fault_inject.c): UC and UD with their losses counted, every
+# (tests/progs/fault_inject.c): UC and UD with their losses counted, every
 # message checked; the same seed injecting the same faults again; a kill
 # point; a malformed IBEMU_FAULTS refusing the device.  RC is
-# tests/fault-inject-rc.sh.
-. "$(dirname "$0")/fault-lib.sh"
+# tests/local/fault-inject-rc.sh.
+. "$(dirname "$0")/../lib/fault-lib.sh"
 
 IBEMU_FAULTS="$faults,delay:0.01:50,seed=3" run "uc: 4000 messages per QP" "$prog" uc 4000
 grep "^received" "$tmp/out" | sed 's/^/    /'

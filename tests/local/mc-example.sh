@@ -5,8 +5,8 @@
 # one sender sends; every receiver checks every byte of every message.
 # Without a bind address, bound to 127.0.0.1, and to the node's own
 # non-loopback address.
-. "$(dirname "$0")/lib.sh"
-: "${IBEMU_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
+. "$(dirname "$0")/../lib/lib.sh"
+: "${IBEMU_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 need timeout
 [ -x "$IBEMU_BUILDDIR/examples/mc_example" ] ||
 	{ echo "FAIL: $IBEMU_BUILDDIR/examples/mc_example was not built"; exit 1; }

@@ -4,8 +4,8 @@
 # tests must all run, none skipped, and pass.  Window R_Keys are never
 # published for requester-placed RDMA (emulator/mw.c): the suite runs with
 # placement on and off alike.
-. "$(dirname "$0")/lib.sh"
-out="$IBEMU_BUILDDIR/tests/mw.out"
+. "$(dirname "$0")/../lib/lib.sh"
+out="$IBEMU_BUILDDIR/tests/local/mw.out"
 for cma in 1 0; do
 	if IBEMU_CMA=$cma LD_PRELOAD=$IBEMU_LIB_PATH \
 		"$IBEMU_BUILDDIR/ibemu-conformance" -d ibemu0 -s mw \

@@ -2,8 +2,8 @@
 # IBEMU_PCAP: the packets ibemu carries are real IB transport headers that
 # tshark dissects as RoCEv2 (doc/design.md §15): opcodes, PSNs, AETH,
 # RETH, AtomicETH/AtomicAckETH and DETH, and not one malformed packet.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/serverclient.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/serverclient.sh"
 need tshark
 need timeout
 dir=$(mktemp -d)

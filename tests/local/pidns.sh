@@ -7,8 +7,8 @@
 # across pid namespaces: the data goes in packets).  Both orientations;
 # ibv_rc_pingpong with the data checked, SENDs of 64 KiB and more, and
 # ib_write_bw.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/serverclient.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/serverclient.sh"
 need unshare
 need timeout
 need ibv_rc_pingpong

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The preload and the ibemu command: never stop a program from starting,
 # inject ibemu0, stand aside with one line on a foreign private ABI.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 need ibv_devices
 
 LD_PRELOAD=$IBEMU_LIB_PATH /bin/true && pass "/bin/true under the preload exits 0" \

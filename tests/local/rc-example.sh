@@ -3,8 +3,8 @@
 # through examples/run-rc-example.sh (the README's demo): the client
 # receives the server's SEND, RDMA READs the server's buffer and RDMA
 # WRITEs a new message into it while the server sits in a TCP read.
-. "$(dirname "$0")/lib.sh"
-: "${IBEMU_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
+. "$(dirname "$0")/../lib/lib.sh"
+: "${IBEMU_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 [ -x "$IBEMU_BUILDDIR/examples/rc_example" ] ||
 	{ echo "FAIL: $IBEMU_BUILDDIR/examples/rc_example was not built"; exit 1; }
 dir=$(mktemp -d)

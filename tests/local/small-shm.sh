@@ -15,10 +15,10 @@
 #     or fails with a message naming the culprit.
 #
 # Needs root (mount) and unshare -m; skipped otherwise.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/serverclient.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/serverclient.sh"
 need timeout
-holder=$IBEMU_BUILDDIR/tests/shm_holder
+holder=$IBEMU_BUILDDIR/tests/progs/shm_holder
 if [ -z "${IBEMU_SHM_TEST_NS:-}" ]; then
 	[ "$(id -u)" = 0 ] || { echo "SKIP: mounting a small /dev/shm needs root"; exit 77; }
 	need unshare

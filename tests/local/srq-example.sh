@@ -5,8 +5,8 @@
 # reply is checked, with the QP its completion names.  On 127.0.0.1 and on
 # the node's own non-loopback address; then with one message broken on
 # purpose (-x), the side that checks it must fail and say why.
-. "$(dirname "$0")/lib.sh"
-: "${IBEMU_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
+. "$(dirname "$0")/../lib/lib.sh"
+: "${IBEMU_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 need timeout
 [ -x "$IBEMU_BUILDDIR/examples/srq_example" ] ||
 	{ echo "FAIL: $IBEMU_BUILDDIR/examples/srq_example was not built"; exit 1; }

@@ -2,9 +2,9 @@
 # A UD receiver that runs but is seldom scheduled (a loaded machine; here
 # a CPU cgroup gives it 1 ms of every 100 ms) loses no datagram: its
 # senders wait for its inbox to drain, as they do not for a stopped or
-# dead one (tests/ud-dead-peer.sh).  udaddy, 16 ids x 1000 datagrams each
+# dead one (tests/local/ud-dead-peer.sh).  udaddy, 16 ids x 1000 datagrams each
 # way, every one of which its receiver waits for.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 need udaddy
 
 cg=

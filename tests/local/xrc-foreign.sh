@@ -1,11 +1,11 @@
 #!/bin/bash
 # An XRC domain is one process's (ibemu(7) LIMITATIONS): what would need
 # another process's XRC SRQ or target QP fails, and ibemu says why
-# (tests/xrc_foreign.c).
-. "$(dirname "$0")/lib.sh"
+# (tests/progs/xrc_foreign.c).
+. "$(dirname "$0")/../lib/lib.sh"
 err=$(mktemp)
 trap 'rm -f "$err"; ibemu_cleanup' EXIT
-LD_PRELOAD=$IBEMU_LIB_PATH timeout 60 "$IBEMU_BUILDDIR/tests/xrc_foreign" 2>"$err"
+LD_PRELOAD=$IBEMU_LIB_PATH timeout 60 "$IBEMU_BUILDDIR/tests/progs/xrc_foreign" 2>"$err"
 rc=$?
 sed 's/^/    /' "$err"
 case $rc in

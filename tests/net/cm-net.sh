@@ -2,15 +2,15 @@
 # The RDMA CM across nodes: unmodified librdmacm programs (rdma-core's
 # rping, udaddy, ucmatose) with the server on one node and the client on
 # another (network namespaces joined by a bridge, each with its own
-# /dev/shm, as containers have; tests/netns-lib.sh).  Another node's
+# /dev/shm, as containers have; tests/lib/netns-lib.sh).  Another node's
 # address resolves, its listener is reached by address and port, the
 # connection carries data both ways (rping -V: every ping read back
 # intact); SIDR and UD datagrams (udaddy); several connections at once
 # (ucmatose -c 4).  A port nobody listens on there is REJECTED (IBA
 # 12.6.7.2 reason 8), an address where no node answers ADDR_ERROR, never
 # a hang; a peer killed with SIGKILL is seen as DISCONNECTED.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/netns-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/netns-lib.sh"
 need rping
 need udaddy
 need ucmatose
@@ -200,12 +200,12 @@ fi
 # looked at periodically), and the client's death is still seen; the
 # path and the address vector each end's CM gives name the other node
 # (its LID, derived from its address in the subnet: the host part, and
-# its address's GID) (tests/cm_idle.c).
-netns_bg 1 timeout "$secs" "$IBEMU" run -- "$IBEMU_BUILDDIR/tests/cm_idle" \
+# its address's GID) (tests/progs/cm_idle.c).
+netns_bg 1 timeout "$secs" "$IBEMU" run -- "$IBEMU_BUILDDIR/tests/progs/cm_idle" \
 	server "$srv" 2 >"$dir/server.out" 2>&1
 SPID=$NETNS_PID
 wait_line "listening" "$dir/server.out" "$SPID" 100
-netns_bg 2 "$IBEMU" run -- "$IBEMU_BUILDDIR/tests/cm_idle" client "$srv" 1 \
+netns_bg 2 "$IBEMU" run -- "$IBEMU_BUILDDIR/tests/progs/cm_idle" client "$srv" 1 \
 	>"$dir/client.out" 2>&1
 cpid=$NETNS_PID
 wait_line "idle measured" "$dir/server.out" "$SPID" 200

@@ -3,8 +3,8 @@
 # another node: the parent in one network namespace, the peer moved into
 # another (ibemu-conformance -n), each with its own node, so every packet
 # between them crosses the TCP transport (doc/design.md §22).
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/netns-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/netns-lib.sh"
 netns_setup 2 --own-shm
 out=$NETNS_DIR/conformance.out
 # Each process's node is its network namespace's (no IBEMU_NODE).

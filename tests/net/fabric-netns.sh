@@ -6,8 +6,8 @@
 # gives LID 77; IBEMU_SUBNET and IBEMU_IFACE choose another address; and
 # ibv_rc_pingpong / ibv_ud_pingpong -g 1 between two processes of the node
 # still work.  Needs root (ip netns); the namespace is always removed.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/serverclient.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/serverclient.sh"
 secs=${IBEMU_TEST_TIMEOUT:-30}
 
 # Inside the namespace (the script runs itself there): two processes of

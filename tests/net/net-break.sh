@@ -1,7 +1,7 @@
 #!/bin/bash
 # An RC connection between two nodes (network namespaces with their own
-# /dev/shm, tests/netns-lib.sh) broken in the middle of a transfer, by
-# tests/net_break.c: the survivor in node 1, the peer in node 2.
+# /dev/shm, tests/lib/netns-lib.sh) broken in the middle of a transfer, by
+# tests/progs/net_break.c: the survivor in node 1, the peer in node 2.
 #  (a) the peer process is killed (SIGKILL);
 #  (b) node 2's link is taken down (its cable pulled at the bridge).
 # Either way the survivor's RC QP must complete its outstanding SENDs, the
@@ -10,10 +10,10 @@
 # then (a) a new peer process, (b) the same peer once the link is back,
 # connects new QPs and trades checked messages with the survivor.
 #  (c) the peer closes right after its last receive (below).
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/netns-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/netns-lib.sh"
 need timeout
-prog=$IBEMU_BUILDDIR/tests/net_break
+prog=$IBEMU_BUILDDIR/tests/progs/net_break
 [ -x "$prog" ] || { echo "FAIL: $prog was not built"; exit 1; }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"; ibemu_cleanup' EXIT

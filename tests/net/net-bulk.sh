@@ -1,19 +1,19 @@
 #!/bin/bash
 # 1 GiB over RC between two network namespaces (each node with its own
-# /dev/shm, tests/netns-lib.sh): tests/net_break's bulk mode, 16384
+# /dev/shm, tests/lib/netns-lib.sh): tests/progs/net_break's bulk mode, 16384
 # SENDs of 64 KiB from node 2 to node 1 with every byte checked; and
 # unmodified ibv_rc_pingpong with 1024 messages of 1 MiB each way (-c:
 # it checks one byte of each page of what it receives).  Bounded by
 # timeouts; figures are printed, not asserted.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/netns-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/netns-lib.sh"
 need ibv_rc_pingpong
 need timeout
 netns_setup 2 --own-shm
 dir=$NETNS_DIR
 secs=${IBEMU_TEST_TIMEOUT_BULK:-300}
 port=18700
-prog=$IBEMU_BUILDDIR/tests/net_break
+prog=$IBEMU_BUILDDIR/tests/progs/net_break
 run=(env "LD_PRELOAD=$IBEMU_LIB_PATH" "$prog")
 if [ -x "$prog" ]; then
 	if netns_pair "$dir" "$secs" "$port" \

@@ -1,14 +1,14 @@
 #!/bin/bash
 # Unmodified verbs programs with the server in one network namespace and
 # the client in another, each node with its own /dev/shm and nothing
-# configured (tests/netns-lib.sh): the nodes meet over the TCP transport,
+# configured (tests/lib/netns-lib.sh): the nodes meet over the TCP transport,
 # LIDs derived from the addresses 10.47.0.1 and 10.47.0.2.  ibverbs-utils'
 # ping-pongs (RC by LID and by GID, UC, UD, SRQ), perftest's send, write,
 # read and atomic benchmarks (short runs, figures not asserted) and the
 # manual's RC example.  Each pair is bounded by a timeout; a check passes
 # when both sides exit 0 (and, where the program checks data, it did).
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/netns-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/netns-lib.sh"
 need ibv_rc_pingpong
 need timeout
 netns_setup 2 --own-shm
@@ -73,7 +73,7 @@ perf "ib_send_lat" ib_send_lat -n 1000 -s 8
 perf "ib_write_lat" ib_write_lat -n 1000 -s 8
 perf "ib_read_lat" ib_read_lat -n 1000 -s 8
 
-# The manual's RC example (as tests/rc-example.sh checks it on one node):
+# The manual's RC example (as tests/local/rc-example.sh checks it on one node):
 # the client receives the server's SEND, RDMA READs the server's buffer
 # and RDMA WRITEs a message into it.
 rcx=$IBEMU_BUILDDIR/examples/rc_example

@@ -3,8 +3,8 @@
 # IBEMU_TRANSPORT=tcp, across two nodes after the door's holder died
 # (another process takes the door over), and with garbage sent to the
 # door and to a process's own port (the node stays up and serves).
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/netns-lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/netns-lib.sh"
 need ibv_rc_pingpong
 need ibv_ud_pingpong
 netns_setup 2 --own-shm

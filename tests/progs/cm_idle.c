@@ -9,7 +9,7 @@
  * uses no CPU).  Then the child is killed, and the server must get
  * RDMA_CM_EVENT_DISCONNECTED within a second.
  *
- * Across nodes (tests/cm-net.sh), the same with the two ends as two
+ * Across nodes (tests/net/cm-net.sh), the same with the two ends as two
  * processes on different nodes: `cm_idle server ADDR` listens on ADDR,
  * says "listening", takes one connection, counts its wake-ups over the
  * idle second, says "idle measured" and waits for DISCONNECTED (the

@@ -2,7 +2,7 @@
 /*
  * A program without libibverbs that loads a verbs plug-in with
  * dlopen(RTLD_LOCAL) must see ibemu0 under the preload, as pyverbs, UCX
- * and Open MPI components do (tests/verbs_plugin.c).
+ * and Open MPI components do (tests/progs/verbs_plugin.c).
  *
  * Usage: dlopen_plugin PLUGIN.so [deepbind | late]
  *	deepbind: the plug-in is loaded RTLD_DEEPBIND, so its own calls bind

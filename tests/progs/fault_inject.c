@@ -23,7 +23,7 @@
  *                           its third atomic and the requester's WR ends
  *                           in RETRY_EXC_ERR.
  *
- * IBEMU_FAULTS comes from the environment (tests/fault-inject.sh).  The
+ * IBEMU_FAULTS comes from the environment (tests/local/fault-inject.sh).  The
  * requester is the parent; the responder (the child) writes its stderr to
  * a file so that it can read its own injector's summary line after it has
  * closed the device.  The last line on stdout is "received N dropped D

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * UD multicast across nodes (IBA 10.5; manual 3.6.13): one process per
- * role, each started in its node by tests/mcast-nodes.sh, which passes
+ * role, each started in its node by tests/net/mcast-nodes.sh, which passes
  * the group's MGID and MLID on the command line (no CM, no unicast: the
  * nodes meet only through the group).  They coordinate through files in
  * a directory they share.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * An RC connection between two nodes (two network namespaces, see
- * tests/net-break.sh) broken in the middle of a transfer: the peer
+ * tests/net/net-break.sh) broken in the middle of a transfer: the peer
  * process killed (SIGKILL), or the peer node's link taken down.
  *
  *   net_break survivor PORT kill|link|bulk|idle|close

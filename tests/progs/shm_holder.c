@@ -3,7 +3,7 @@
  * A process that holds the device open, as a long-running application
  * would: it opens the first device, registers a region, creates a CQ and
  * an RC QP in INIT, says "ready", and keeps all of it until STOPFILE
- * exists (at most SECS seconds, default 60).  tests/small-shm.sh starts
+ * exists (at most SECS seconds, default 60).  tests/local/small-shm.sh starts
  * many of them in a small /dev/shm.
  *
  *   shm_holder STOPFILE [SECS]

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * UD QPs for the multicast tests (tests/mcast_fanout.c,
- * tests/mcast_nodes.c): one made ready to send and receive, and receives
+ * UD QPs for the multicast tests (tests/progs/mcast_fanout.c,
+ * tests/progs/mcast_nodes.c): one made ready to send and receive, and receives
  * posted into consecutive slots of a registered buffer.
  */
 #ifndef IBEMU_TESTS_UD_QP_H

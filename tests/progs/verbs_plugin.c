@@ -3,7 +3,7 @@
  * A plug-in linked with libibverbs, as a Python extension or a UCX
  * transport module is: the program loads it with dlopen(RTLD_LOCAL), so
  * libibverbs comes into the process outside the global scope
- * (tests/dlopen_plugin.c).
+ * (tests/progs/dlopen_plugin.c).
  */
 #include <string.h>
 #include <infiniband/verbs.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * A deliberately wrong device, for tests/conformance-judges.sh: preloaded
+ * A deliberately wrong device, for tests/local/conformance-judges.sh: preloaded
  * after libibemu.so, it changes the behaviour of the device under it in
  * the ways CF_WRONG_DEVICE names (a comma-separated list), so that the
  * suite can be shown to fail a device that breaks a requirement and to

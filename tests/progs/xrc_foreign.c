@@ -11,7 +11,7 @@
  *  - its own initiator, connected to its own target QP, delivers a SEND
  *    naming its own SRQ (the setup works), and a SEND naming the child's
  *    SRQ completes with IBV_WC_REM_INV_REQ_ERR.
- * The messages ibemu logs are checked by tests/xrc-foreign.sh.
+ * The messages ibemu logs are checked by tests/local/xrc-foreign.sh.
  *
  * Exit: 0 pass, 1 fail, 77 skip (no device).
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * rsockets (rsocket(7)) as an application sees them, run under the
- * preload (tests/rsocket.sh): stream data intact across many sizes and
+ * preload (tests/debian/rsocket.sh): stream data intact across many sizes and
  * the protocol's message boundaries, O_NONBLOCK and MSG_DONTWAIT giving
  * EAGAIN, rpoll/rselect over rsockets and ordinary descriptors, end of
  * stream after the peer's rshutdown or rclose, riomap + riowrite, names,
