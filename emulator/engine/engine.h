@@ -131,10 +131,10 @@ uint64_t engine_coarse_ns(void);
 bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
 	       uint32_t paylen);
-/* Lay out the link header and BTH of a packet whose room out->pkt
- * already names (pkt_begin's second half; mcast_ip.c's datagrams). */
-void pkt_layout(struct pkt_out *out, struct emu_qp *qp, uint8_t opcode,
-		uint32_t dst_qpn, uint32_t psn, bool ackreq, uint32_t paylen);
+/* pkt_layout (hdr.h) with qp's addresses: pkt_begin's second half, and
+ * the multicast datagrams, whose room is the caller's. */
+void pkt_layout_qp(struct pkt_out *out, struct emu_qp *qp, uint8_t opcode,
+		   uint32_t dst_qpn, uint32_t psn, bool ackreq, uint32_t paylen);
 void pkt_send(struct pkt_out *out);
 /* Receive one packet as the transport delivered it: parse it and hand it
  * to its QP's responder or completer (a malformed packet, or one for no

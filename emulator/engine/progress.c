@@ -66,25 +66,17 @@ bool engine_peer_runs(struct engine *e, int32_t slot)
 
 /* ---- packets ---- */
 
-void pkt_layout(struct pkt_out *out, struct emu_qp *qp, uint8_t opcode,
-		uint32_t dst_qpn, uint32_t psn, bool ackreq, uint32_t paylen)
+void pkt_layout_qp(struct pkt_out *out, struct emu_qp *qp, uint8_t opcode,
+		   uint32_t dst_qpn, uint32_t psn, bool ackreq, uint32_t paylen)
 {
-	const struct opcode_info *op = opcode_get(opcode);
-	struct pkt_hdr *hdr;
-	uint32_t pad = (4 - (paylen & 3)) & 3;
+	const struct pkt_hdr link = {
+		.slid = qp->hca->node.seg->lid,
+		.dlid = qp->attr.ah_attr.dlid,
+		.src_qpn = qp->qpn,
+		.src_proc = qp->hca->node.proc_slot,
+	};
 
-	out->op = op;
-	out->base = out->pkt.data;
-	hdr = out->pkt.hdr;
-	hdr->len = op->hdr_len + paylen;
-	hdr->slid = qp->hca->node.seg->lid;
-	hdr->dlid = qp->attr.ah_attr.dlid;
-	hdr->src_qpn = qp->qpn;
-	hdr->src_proc = qp->hca->node.proc_slot;
-	hdr->flags = 0;
-	/* Pad to 4 bytes as the wire does (IBA 9.2.3). */
-	out_bth_init(out, opcode, pad, IBEMU_DEFAULT_PKEY, dst_qpn, psn,
-		     ackreq);
+	pkt_layout(out, &link, opcode, dst_qpn, psn, ackreq, paylen);
 }
 
 bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
@@ -98,7 +90,7 @@ bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 		return false;
 	out->e = e;
 	out->dst = dst;
-	pkt_layout(out, qp, opcode, dst_qpn, psn, ackreq, paylen);
+	pkt_layout_qp(out, qp, opcode, dst_qpn, psn, ackreq, paylen);
 	return true;
 }
 
@@ -109,35 +101,6 @@ void pkt_send(struct pkt_out *out)
 		pcap_write(out->pkt.hdr, out->base);
 	fault_point(FAULT_AT_PUBLISH);
 	out->dst->tp->pkt_send(out->dst, &out->pkt);
-}
-
-bool pkt_parse(const struct tp_pkt *in, struct pkt *p)
-{
-	uint32_t len;
-
-	p->link = *in->hdr;
-	len = p->link.len;
-	if (len < sizeof(struct bth) || len > PKT_MAX_LEN)
-		return false;
-	memcpy(p->hdrs, in->data, len < PKT_MAX_HDRS ? len : PKT_MAX_HDRS);
-	p->hdr = &p->link;
-	p->grh = NULL;
-	if (p->link.flags & PKT_F_GRH) {
-		p->grh_copy = *in->grh;
-		p->grh = &p->grh_copy;
-	}
-	p->bth_base = p->hdrs;
-	p->bth = (const struct bth *)p->hdrs;
-	p->opcode = p->bth->opcode;
-	p->op = opcode_get(p->opcode);
-	if (!p->op->mask || len < p->op->hdr_len ||
-	    p->op->hdr_len > PKT_MAX_HDRS)
-		return false;
-	p->psn = bth_psn(p->bth);
-	p->qpn = bth_qpn(p->bth);
-	p->payload = in->data + p->op->hdr_len;
-	p->paylen = len - p->op->hdr_len;
-	return true;
 }
 
 /* ---- the QP table and the pending list (engine.lock) ---- */

@@ -191,7 +191,7 @@ static uint8_t req_ud_opcode(const struct wqe *w)
 }
 
 /* The headers after the BTH, the GRH and the payload of a datagram of w
- * laid out in out (pkt_begin, pkt_layout). */
+ * laid out in out (pkt_begin, pkt_layout_qp). */
 static void req_ud_fill(struct emu_qp *qp, struct wqe *w,
 			struct pkt_out *out, const struct iovec *iov, int nr)
 {
@@ -277,8 +277,8 @@ static void req_mcast_remote(struct emu_qp *qp, struct wqe *w,
 	out.pkt.hdr = &hdr;
 	out.pkt.grh = &grh;
 	out.pkt.data = data;
-	pkt_layout(&out, qp, req_ud_opcode(w), BTH_QPN_MULTICAST,
-		   qp->req.psn, false, w->length);
+	pkt_layout_qp(&out, qp, req_ud_opcode(w), BTH_QPN_MULTICAST,
+		      qp->req.psn, false, w->length);
 	req_ud_fill(qp, w, &out, iov, nr);
 	mcast_ip_send(e, mgid, &out.pkt);
 }

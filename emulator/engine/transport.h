@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "hdr.h"
 #include "params.h"
 #include "wire.h"
 
@@ -44,18 +45,6 @@ struct transport_ops;
  * whichever transport reaches the peer. */
 struct tp_peer {
 	const struct transport_ops *tp;
-};
-
-/* One packet in a transport's buffer, being built or being received. */
-struct tp_pkt {
-	struct pkt_hdr *hdr; /* the link: who sent it, to which process */
-	uint8_t *data; /* BTH, extended headers, payload */
-	struct pkt_grh *grh; /* valid when hdr->flags has PKT_F_GRH */
-	void *slot; /* the transport's own */
-	uint64_t pos;
-	/* Set before pkt_claim: the sender's node process slot, so that a
-	 * receiver can tell who holds room it claimed (inbox.h). */
-	int32_t src_proc;
 };
 
 /* Requester-placed RDMA (optional). */

@@ -17,13 +17,25 @@
 #include <stdint.h>
 
 #include "opcode.h"
-#include "transport.h"
 #include "wire.h"
 
 struct engine;
+struct tp_peer;
+
+/* One packet in a transport's buffer, being built or being received. */
+struct tp_pkt {
+	struct pkt_hdr *hdr; /* the link: who sent it, to which process */
+	uint8_t *data; /* BTH, extended headers, payload */
+	struct pkt_grh *grh; /* valid when hdr->flags has PKT_F_GRH */
+	void *slot; /* the transport's own */
+	uint64_t pos;
+	/* Set before pkt_claim: the sender's node process slot, so that a
+	 * receiver can tell who holds room it claimed (inbox.h). */
+	int32_t src_proc;
+};
 
 /*
- * A received packet, parsed (progress.c pkt_parse).  The slot it came in
+ * A received packet, parsed (pkt.c pkt_parse).  The slot it came in
  * is shared memory its sender may still be writing: the link header, the
  * GRH and the transport headers are copied out of it once, here, before
  * anything is checked, and every accessor reads the copies.  The payload
@@ -46,12 +58,11 @@ struct pkt {
 	_Alignas(8) uint8_t hdrs[PKT_MAX_HDRS]; /* BTH and extended headers */
 };
 
-struct tp_pkt;
 /* Copy a received packet's headers out of its slot and check them
- * (progress.c); false if it is malformed and must be dropped. */
+ * (pkt.c); false if it is malformed and must be dropped. */
 bool pkt_parse(const struct tp_pkt *in, struct pkt *p);
 
-/* A packet being built (progress.c pkt_begin .. pkt_send). */
+/* A packet being built (the engine's pkt_begin .. pkt_send). */
 struct pkt_out {
 	struct engine *e;
 	struct tp_peer *dst;
@@ -59,6 +70,12 @@ struct pkt_out {
 	uint8_t *base; /* BTH */
 	const struct opcode_info *op;
 };
+
+/* Lay out the link header (link's addresses; its len and flags are set
+ * here) and BTH of a packet in the room out->pkt names (pkt.c). */
+void pkt_layout(struct pkt_out *out, const struct pkt_hdr *link,
+		uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
+		uint32_t paylen);
 
 static inline const void *pkt_hdr_at(const struct pkt *p, uint8_t off)
 {
