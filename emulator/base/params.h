@@ -19,6 +19,8 @@
 
 /* Queue pairs: QPN 0 and 1 are the SMI and GSI QPs (IBA 3.5.5). */
 #define IBEMU_MAX_QP 65536
+/* Bytes of a QP held for its transport's placement state (hca.h). */
+#define IBEMU_QP_PLACE_SIZE 160
 #define IBEMU_QPN_FIRST 0x11
 #define IBEMU_QPN_MASK 0xffffffu /* QPNs are 24 bits (IBA 9.2 BTH) */
 #define IBEMU_MAX_QP_WR 16384

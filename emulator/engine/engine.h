@@ -60,8 +60,10 @@ struct engine {
 	atomic_bool stop;
 	atomic_uint app_polled; /* poll_cq ran since the thread looked */
 	struct fault *faults; /* IBEMU_FAULTS (fault.c); NULL: none */
-	/* Multicast across nodes (mcast_ip.c; its own lock); NULL: the
-	 * node is alone, multicast stays on it.  Set at start. */
+	/* Multicast across nodes (transport.h), set at start, and its
+	 * state (its own lock); NULL: the node is alone, multicast stays
+	 * on it. */
+	const struct tp_mcast_ops *mcast;
 	struct mcast_ip *mcast_ip;
 };
 
@@ -124,6 +126,21 @@ static inline void engine_qp_fence(struct engine *e, uint32_t qpn)
 	if (e && e->tp->place)
 		e->tp->place->qp_fence(e, qpn);
 }
+/* The WRITE fast path (transport.h); caller holds qp.lock. */
+static inline bool engine_post_write_locked(struct emu_qp *qp,
+					    const struct ibv_send_wr *wr)
+{
+	const struct tp_place_ops *pl = qp->hca->engine->tp->place;
+
+	return pl && pl->post_write && pl->post_write(qp, wr);
+}
+/* A region's pages made reachable by placement, and given back
+ * (transport.h); w stays zero where they are not. */
+void engine_mr_share(struct emu_hca *hca, void *addr, size_t length,
+		     int access, struct mr_window *w);
+void engine_mr_release(struct emu_hca *hca, const struct mr_window *w);
+/* In a forked child, before anything else: the transports' fork hooks. */
+void engine_fork_child(void);
 uint64_t engine_now_ns(void);
 /* CLOCK_MONOTONIC_COARSE: for millisecond timers on the fast path. */
 uint64_t engine_coarse_ns(void);

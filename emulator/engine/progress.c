@@ -23,7 +23,6 @@
 #include "cpu.h"
 #include "engine.h"
 #include "log.h"
-#include "mcast_ip.h"
 #include "pcap.h"
 
 #define ENGINE_NAP_NS (1000ull * 1000)
@@ -581,6 +580,29 @@ void engine_use_transport(const struct transport_ops *tp)
 	engine_transport = tp;
 }
 
+void engine_mr_share(struct emu_hca *hca, void *addr, size_t length,
+		     int access, struct mr_window *w)
+{
+	const struct tp_place_ops *pl = engine_transport->place;
+
+	if (pl && pl->mr_share)
+		pl->mr_share(hca, addr, length, access, w);
+}
+
+void engine_mr_release(struct emu_hca *hca, const struct mr_window *w)
+{
+	const struct tp_place_ops *pl = engine_transport->place;
+
+	if (pl && pl->mr_release)
+		pl->mr_release(hca, w);
+}
+
+void engine_fork_child(void)
+{
+	if (engine_transport->fork_child)
+		engine_transport->fork_child();
+}
+
 int engine_start(struct emu_hca *hca)
 {
 	struct engine *e;
@@ -603,7 +625,8 @@ int engine_start(struct emu_hca *hca)
 	ret = fault_open(e);
 	if (ret)
 		goto err_qps;
-	ret = mcast_ip_open(e);
+	e->mcast = &tp_mcast_ip_ops;
+	ret = e->mcast->open(e);
 	if (ret)
 		goto err_faults;
 	ret = e->tp->open(e);
@@ -626,7 +649,7 @@ err_net:
 		e->net->close(e);
 	e->tp->close(e);
 err_mcast:
-	mcast_ip_close(e);
+	e->mcast->close(e);
 err_faults:
 	fault_forget(e);
 err_qps:
@@ -648,7 +671,7 @@ void engine_forget(struct emu_hca *hca)
 	if (e->net)
 		e->net->forget(e);
 	e->tp->forget(e);
-	mcast_ip_forget(e);
+	e->mcast->forget(e);
 	fault_forget(e);
 	free(e->qps);
 	free(e);
@@ -675,7 +698,7 @@ void engine_stop(struct emu_hca *hca)
 		e->net->close(e);
 	/* After the engine's thread, which may send to the groups; before
 	 * the engine goes, as its own thread delivers under engine.lock. */
-	mcast_ip_close(e);
+	e->mcast->close(e);
 	hca->engine = NULL;
 	fault_close(e);
 	e->tp->close(e);

@@ -18,7 +18,6 @@
 
 #include "engine.h"
 #include "log.h"
-#include "mcast_ip.h"
 #include "route.h"
 
 static uint32_t wqe_npkts(const struct emu_qp *qp, const struct wqe *w)
@@ -266,7 +265,7 @@ static void req_mcast_remote(struct emu_qp *qp, struct wqe *w,
 	struct pkt_out out;
 	uint8_t mgid[16];
 
-	if (!e->mcast_ip)
+	if (!e->mcast->active(e))
 		return;
 	if (w->av.is_global)
 		memcpy(mgid, w->av.grh.dgid.raw, 16);
@@ -280,7 +279,7 @@ static void req_mcast_remote(struct emu_qp *qp, struct wqe *w,
 	pkt_layout_qp(&out, qp, req_ud_opcode(w), BTH_QPN_MULTICAST,
 		      qp->req.psn, false, w->length);
 	req_ud_fill(qp, w, &out, iov, nr);
-	mcast_ip_send(e, mgid, &out.pkt);
+	e->mcast->send(e, mgid, &out.pkt);
 }
 
 /*

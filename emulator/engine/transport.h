@@ -26,6 +26,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hdr.h"
@@ -36,7 +37,10 @@ struct iovec;
 
 struct engine;
 struct emu_qp;
+struct emu_hca;
 struct emu_mr;
+struct ibv_send_wr;
+struct mr_window;
 struct wqe;
 struct transport_ops;
 
@@ -69,6 +73,17 @@ struct tp_place_ops {
 	void (*mr_publish)(struct engine *e, const struct emu_mr *mr);
 	void (*mr_withdraw)(struct engine *e, const struct emu_mr *mr);
 	void (*qp_fence)(struct engine *e, uint32_t qpn);
+	/* The WRITE fast path (optional), under qp.lock, the QP in RTS: a
+	 * lone RDMA WRITE placed at once where the requester may, as a
+	 * stream of WRITEs into one region is (true: done, completion
+	 * and all); false: the general path. */
+	bool (*post_write)(struct emu_qp *qp, const struct ibv_send_wr *wr);
+	/* Registration: make the whole pages of [addr, addr+length), a
+	 * region with access, reachable by the node's placement where it
+	 * can be (w: where; zero: not), and give that back. */
+	void (*mr_share)(struct emu_hca *hca, void *addr, size_t length,
+			 int access, struct mr_window *w);
+	void (*mr_release)(struct emu_hca *hca, const struct mr_window *w);
 };
 
 struct transport_ops {
@@ -77,6 +92,10 @@ struct transport_ops {
 	void (*close)(struct engine *e);
 	/* In a forked child: drop the parent's state without touching it. */
 	void (*forget)(struct engine *e);
+	/* In a forked child, before anything else (optional): drop what
+	 * the process shares through this transport, its engines or not
+	 * (the peers' mappings, the registered pages' sharing). */
+	void (*fork_child)(void);
 
 	/* The process in node slot proc_slot, or NULL if unreachable. */
 	struct tp_peer *(*peer_get)(struct engine *e, int32_t proc_slot);
@@ -130,10 +149,38 @@ struct transport_ops {
 	const struct tp_place_ops *place; /* NULL: not offered */
 };
 
+/*
+ * Multicast beyond the node (IBA 10.5): how a UD datagram to a group
+ * reaches the attached QPs of other nodes.  Within the node the engine
+ * delivers it itself (the node's group table); these carry it further.
+ * open sets the state a later call finds (none: multicast stays on the
+ * node, and every other call does nothing).  Lock rule: the
+ * implementation's own lock, a leaf, taken under qp.lock (join, leave,
+ * send) or alone.
+ */
+struct tp_mcast_ops {
+	const char *name;
+	int (*open)(struct engine *e); /* 0 or a positive errno */
+	void (*close)(struct engine *e);
+	void (*forget)(struct engine *e); /* in a forked child */
+	/* A QP of this process was attached to mgid / detached from it;
+	 * join: 0 or a positive errno, said in the log. */
+	int (*join)(struct engine *e, const uint8_t mgid[16]);
+	void (*leave)(struct engine *e, const uint8_t mgid[16]);
+	/* pkt, a datagram to the group mgid built as for a process of this
+	 * node, to the other nodes; may be dropped (IBA 9.8). */
+	void (*send)(struct engine *e, const uint8_t mgid[16],
+		     const struct tp_pkt *pkt);
+	/* Whether open found other nodes to carry datagrams to. */
+	bool (*active)(const struct engine *e);
+};
+
 /* tp_shm.c */
 extern const struct transport_ops tp_shm_ops;
 /* tp_tcp.c */
 extern const struct transport_ops tp_tcp_ops;
+/* mcast_ip.c: over IP multicast on the node's subnet */
+extern const struct tp_mcast_ops tp_mcast_ip_ops;
 
 /* Whether slot names a process of another node (a network transport's). */
 static inline bool tp_slot_is_remote(int32_t slot)

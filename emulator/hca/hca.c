@@ -18,7 +18,6 @@
 #include "hca.h"
 #include "log.h"
 #include "pcap.h"
-#include "peer_map.h"
 
 static struct emu_hca emu_hca_instance = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -99,10 +98,8 @@ void emu_hca_fork_child(void)
 {
 	struct emu_hca *hca = &emu_hca_instance;
 
-	/* First: the peers' windows go, then the parent's registered pages
-	 * stop being shared with it. */
-	peer_map_fork_child();
-	mr_memfd_fork_child();
+	/* First: what the transports share (transport.h, fork_child). */
+	engine_fork_child();
 	pthread_mutex_init(&hca->lock, NULL);
 	hca->pid = getpid();
 	hca->refs = 0;

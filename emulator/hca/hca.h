@@ -25,7 +25,6 @@
 
 #include "emu.h"
 #include "lock.h"
-#include "mr_memfd.h"
 #include "node.h"
 #include "opcode.h"
 #include "params.h"
@@ -84,6 +83,13 @@ struct emu_xrcd {
 	uint64_t dev, ino; /* the file it is tied to; ino 0: none */
 	unsigned int refs; /* opens */
 	unsigned int usecnt; /* XRC SRQs and target QPs */
+};
+
+/* Where a region's whole pages are shared for the node's placement: at
+ * file offset off of the owner's shared file, mapped at lo (the owner's
+ * address) for len bytes; len 0: not shared (transport.h, mr_share). */
+struct mr_window {
+	uint64_t off, lo, len;
 };
 
 /* A memory region as the HCA translates it (IBA 10.6.3).  Immutable
@@ -310,44 +316,10 @@ struct emu_qp {
 	/* the connected QP (RC/UC) */
 	struct tp_peer *peer; /* its process, as the transport reaches it */
 	int32_t peer_proc; /* its process's node slot, -1: unresolved */
-	/* Cross-memory attach with that process (cma.c): its pid as seen
-	 * from here, checked against its token when the peer was resolved;
-	 * 0: none (another pid namespace, or the kernel refuses). */
-	pid_t place_pid;
-	bool place_refused; /* a placement from here was refused */
-	/* Placement by loads and stores into the peer's memfd windows
-	 * (cma.c, peer_map.h): its pid when it is in our pid namespace (0:
-	 * not possible), whether opening its memfd was refused, and the
-	 * window used last (a reference), under qp.lock. */
-	struct {
-		pid_t pid;
-		bool refused;
-		/* Announce placements without a fence of our own: the
-		 * peer's placement fence issues a remote fence (cma.c). */
-		bool lean;
-		/* Our announcement word in the peer's inbox (cma_fence),
-		 * while near; its mapping lasts as long as the engine. */
-		_Atomic uint64_t *placing;
-		struct peer_map *map;
-		/* The region last placed into through map, as it was
-		 * checked (cma.c): reused for the same R_Key while the
-		 * target QP's record and the region's keep the sequence
-		 * numbers they had then.  map NULL: none; else it is
-		 * `map` above and the QP is still connected as it was
-		 * (cma_peer_bind clears it). */
-		struct cma_last {
-			const struct peer_map *map;
-			/* the target QP's record (node segment) and the
-			 * region's (the peer's inbox): both stay mapped */
-			const struct node_qp *tq;
-			const struct pub_mr *pub;
-			int32_t owner; /* tq->owner while it is the peer's */
-			uint32_t rkey, access; /* the region's key; what both grant */
-			uint32_t qp_seq, mr_seq;
-			uint64_t iova, length;
-			uint8_t *at_iova; /* where iova lies in map */
-		} last;
-	} window;
+	/* The placement state of this QP, the transport's (transport.h,
+	 * tp_place_ops; cma.c for shared memory), under qp.lock: zero
+	 * while no peer is bound. */
+	_Alignas(16) unsigned char place[IBEMU_QP_PLACE_SIZE];
 
 	struct qp_req req;
 	struct qp_comp comp;

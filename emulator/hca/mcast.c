@@ -20,7 +20,6 @@
 #include "engine.h"
 #include "hca.h"
 #include "log.h"
-#include "mcast_ip.h"
 #include "node.h"
 
 static int mcast_check(struct emu_qp *qp, const union ibv_gid *gid,
@@ -88,7 +87,7 @@ int emu_mcast_attach(struct emu_qp *qp, const union ibv_gid *gid,
 	qp->nr_mcast++;
 	/* And on the other nodes' (mcast_ip.c): a failure is said in the
 	 * log; the group still works on this node. */
-	mcast_ip_join(qp->hca->engine, gid->raw);
+	qp->hca->engine->mcast->join(qp->hca->engine, gid->raw);
 out:
 	emu_unlock(&qp->lock);
 	return ret;
@@ -108,7 +107,7 @@ int emu_mcast_detach(struct emu_qp *qp, const union ibv_gid *gid,
 		ret = EINVAL;
 	} else {
 		node_mcast_leave(&qp->hca->node, gid->raw, lid, qp->qpn);
-		mcast_ip_leave(qp->hca->engine, gid->raw);
+		qp->hca->engine->mcast->leave(qp->hca->engine, gid->raw);
 		qp->mcast[i] = qp->mcast[qp->nr_mcast - 1];
 		qp->nr_mcast--;
 	}

@@ -222,16 +222,13 @@ int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 	mr->length = length;
 	mr->iova = iova;
 	mr->access = access;
-	/* Peers may map what they may reach, and what large SENDs are
-	 * pulled from (mr_memfd.h); before the region is in the table, so
-	 * that nothing writes it meanwhile. */
-	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-		       IBV_ACCESS_REMOTE_ATOMIC)) ||
-	    length >= MR_MEMFD_LOCAL_MIN)
-		mr_memfd_share(hca, addr, length, &mr->win);
+	/* Peers may map what they may reach (transport.h, mr_share);
+	 * before the region is in the table, so that nothing writes it
+	 * meanwhile. */
+	engine_mr_share(hca, addr, length, access, &mr->win);
 	ret = mr_key_alloc(hca, mr);
 	if (ret) {
-		mr_memfd_release(hca, &mr->win);
+		engine_mr_release(hca, &mr->win);
 		free(mr);
 		return ret;
 	}
@@ -245,7 +242,7 @@ int emu_mr_dereg(struct emu_mr *mr)
 {
 	engine_mr_withdraw(mr->hca->engine, mr);
 	mr_key_free(mr->hca, mr);
-	mr_memfd_release(mr->hca, &mr->win);
+	engine_mr_release(mr->hca, &mr->win);
 	free(mr);
 	return 0;
 }
@@ -318,7 +315,7 @@ int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 	engine_mr_withdraw(hca->engine, mr);
 	mr_table_swap(hca, mr->index, next);
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
-		mr_memfd_release(hca, &mr->win);
+		engine_mr_release(hca, &mr->win);
 	/* Nothing looks at mr now: it takes the new attributes. */
 	pthread_mutex_lock(&hca->lock);
 	*mr = *next;

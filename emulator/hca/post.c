@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "cma.h"
 #include "engine.h"
 #include "hca.h"
 #include "log.h"
@@ -225,8 +224,8 @@ int emu_post_send(struct emu_qp *qp, struct ibv_send_wr *wr,
 {
 	emu_lock(&qp->lock);
 	/* The common case of a stream of RDMA WRITEs, placed at once. */
-	if (qp->state == IBV_QPS_RTS && qp->window.last.map && !wr->next &&
-	    wr->opcode == IBV_WR_RDMA_WRITE && cma_post_write_locked(qp, wr)) {
+	if (qp->state == IBV_QPS_RTS && !wr->next &&
+	    wr->opcode == IBV_WR_RDMA_WRITE && engine_post_write_locked(qp, wr)) {
 		emu_unlock(&qp->lock);
 		return 0;
 	}

@@ -20,6 +20,61 @@
 #include "remote_fence.h"
 #include "seqlock.h"
 
+/* A QP's placement state, in its place bytes (hca.h), under qp.lock. */
+struct cma_qp {
+	/* Cross-memory attach with that process (cma.c): its pid as seen
+	 * from here, checked against its token when the peer was resolved;
+	 * 0: none (another pid namespace, or the kernel refuses). */
+	pid_t pid;
+	bool refused; /* a placement from here was refused */
+	/* Placement by loads and stores into the peer's memfd windows
+	 * (cma.c, peer_map.h): its pid when it is in our pid namespace (0:
+	 * not possible), whether opening its memfd was refused, and the
+	 * window used last (a reference), under qp.lock. */
+	struct {
+		pid_t pid;
+		bool refused;
+		/* Announce placements without a fence of our own: the
+		 * peer's placement fence issues a remote fence (cma.c). */
+		bool lean;
+		/* Our announcement word in the peer's inbox (cma_fence),
+		 * while near; its mapping lasts as long as the engine. */
+		_Atomic uint64_t *placing;
+		struct peer_map *map;
+		/* The region last placed into through map, as it was
+		 * checked (cma.c): reused for the same R_Key while the
+		 * target QP's record and the region's keep the sequence
+		 * numbers they had then.  map NULL: none; else it is
+		 * `map` above and the QP is still connected as it was
+		 * (cma_peer_bind clears it). */
+		struct cma_last {
+			const struct peer_map *map;
+			/* the target QP's record (node segment) and the
+			 * region's (the peer's inbox): both stay mapped */
+			const struct node_qp *tq;
+			const struct pub_mr *pub;
+			int32_t owner; /* tq->owner while it is the peer's */
+			uint32_t rkey, access; /* the region's key; what both grant */
+			uint32_t qp_seq, mr_seq;
+			uint64_t iova, length;
+			uint8_t *at_iova; /* where iova lies in map */
+		} last;
+	} window;
+};
+
+_Static_assert(sizeof(struct cma_qp) <= sizeof(((struct emu_qp *)0)->place),
+	       "IBEMU_QP_PLACE_SIZE holds a QP's placement state");
+
+static inline struct cma_qp *cma_qp(struct emu_qp *qp)
+{
+	return (struct cma_qp *)(void *)qp->place;
+}
+
+static inline const struct cma_qp *cma_qp_c(const struct emu_qp *qp)
+{
+	return (const struct cma_qp *)(const void *)qp->place;
+}
+
 /* Below this size a WRITE or READ in a stream goes as packets: one
  * process_vm_writev costs about a microsecond. */
 #define CMA_SMALL 16384
@@ -143,7 +198,7 @@ void cma_fence_qp(struct engine *e, uint32_t qpn)
 static inline void cma_announce(const struct emu_qp *qp,
 				_Atomic uint64_t *placing, uint64_t v)
 {
-	if (qp->window.lean) {
+	if (cma_qp_c(qp)->window.lean) {
 		atomic_store_explicit(placing, v, memory_order_relaxed);
 		atomic_signal_fence(memory_order_seq_cst);
 	} else {
@@ -380,9 +435,9 @@ static bool cma_candidate(struct emu_qp *qp, const struct wqe *w)
 	 * the target's word: only through a window (cma_place).  The
 	 * opcode first: most WQEs (every SEND) stop there. */
 	if (w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_READ &&
-	    (!cma_is_atomic(w) || !qp->window.pid))
+	    (!cma_is_atomic(w) || !cma_qp(qp)->window.pid))
 		return false;
-	if ((!qp->place_pid && !qp->window.pid) || !cma_enabled() ||
+	if ((!cma_qp(qp)->pid && !cma_qp(qp)->window.pid) || !cma_enabled() ||
 	    qp->type != IBV_QPT_RC || !w->length)
 		return false;
 	/* Nothing in flight: this WQE cannot overtake another. */
@@ -394,7 +449,7 @@ static bool cma_candidate(struct emu_qp *qp, const struct wqe *w)
  * (a latency test, a target that spins on memory, not on its CQ). */
 static bool cma_syscall_ok(struct emu_qp *qp, const struct wqe *w)
 {
-	return qp->place_pid && !qp->place_refused &&
+	return cma_qp(qp)->pid && !cma_qp(qp)->refused &&
 	       (w->length >= CMA_SMALL || qp->sq.tail - qp->req.next <= 1);
 }
 
@@ -403,23 +458,23 @@ static bool cma_syscall_ok(struct emu_qp *qp, const struct wqe *w)
 static uint8_t *cma_window_base(struct emu_qp *qp, int32_t fd, uint64_t id,
 				uint64_t off, uint64_t len)
 {
-	struct peer_map *pm = qp->window.map;
+	struct peer_map *pm = cma_qp(qp)->window.map;
 
 	if (pm && pm->id == id && pm->off == off && pm->len == len)
 		return pm->base;
-	if (qp->window.refused || !qp->window.pid)
+	if (cma_qp(qp)->window.refused || !cma_qp(qp)->window.pid)
 		return NULL;
-	pm = peer_map_get(qp->window.pid, id, fd, off, len);
+	pm = peer_map_get(cma_qp(qp)->window.pid, id, fd, off, len);
 	if (!pm) {
 		ibemu_log_dbg("the memory of pid %d cannot be mapped: RDMA "
 			      "to it uses cross-memory attach",
-			      (int)qp->window.pid);
-		qp->window.refused = true;
+			      (int)cma_qp(qp)->window.pid);
+		cma_qp(qp)->window.refused = true;
 		return NULL;
 	}
-	qp->window.last.map = NULL; /* it was through the old one */
-	peer_map_put(qp->window.map);
-	qp->window.map = pm;
+	cma_qp(qp)->window.last.map = NULL; /* it was through the old one */
+	peer_map_put(cma_qp(qp)->window.map);
+	cma_qp(qp)->window.map = pm;
 	return pm->base;
 }
 
@@ -443,7 +498,7 @@ static inline ssize_t cma_window_copy(uint8_t *p, const struct iovec *local,
 /*
  * Where [va, va+len) of the region the QP placed into last lies in our
  * mapping, if nothing it was checked against has changed
- * (qp->window.last): the target QP's and the region's records still have
+ * (window.last): the target QP's and the region's records still have
  * the sequence numbers they had (seqlock.h: every change of a record
  * moves its number, and an odd one never matches), the target QP still
  * belongs to our peer, and the range lies in the region; NULL otherwise.
@@ -456,7 +511,7 @@ static inline uint8_t *cma_last_target(const struct emu_qp *qp,
 				       uint32_t rkey, uint64_t va,
 				       uint64_t len, uint32_t need)
 {
-	const struct cma_last *c = &qp->window.last;
+	const struct cma_last *c = &cma_qp_c(qp)->window.last;
 	uint64_t off;
 
 	if (!c->map || c->rkey != rkey || !(c->access & need) ||
@@ -497,7 +552,7 @@ static void cma_remember(struct emu_qp *qp, const struct node_qp_copy *tq,
 			 uint32_t qp_seq, const struct pub_mr_copy *snap,
 			 uint32_t mr_seq, uint8_t *base)
 {
-	struct cma_last *c = &qp->window.last;
+	struct cma_last *c = &cma_qp(qp)->window.last;
 	uint64_t at;
 
 	c->map = NULL;
@@ -514,7 +569,7 @@ static void cma_remember(struct emu_qp *qp, const struct node_qp_copy *tq,
 	c->iova = snap->iova;
 	c->length = snap->length;
 	c->at_iova = base + at;
-	c->map = qp->window.map;
+	c->map = cma_qp(qp)->window.map;
 }
 
 /* Check and copy, announced in the target's placing[] (see cma_fence).
@@ -556,7 +611,7 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write,
 		return -1;
 	/* Checked, not yet copied: what the fence must wait for. */
 	fault_point(FAULT_AT_PLACE);
-	if (qp->window.pid && cma_window_ok(&snap, addr, len, &at) &&
+	if (cma_qp(qp)->window.pid && cma_window_ok(&snap, addr, len, &at) &&
 	    (base = cma_window_base(qp, snap.map_fd, snap.map_id,
 				    snap.map_off, snap.map_len))) {
 		if (atomic)
@@ -570,10 +625,10 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write,
 	remote.iov_base = (void *)(uintptr_t)addr;
 	remote.iov_len = w->length;
 	if (write)
-		n = process_vm_writev(qp->place_pid, checked, (unsigned long)nl,
+		n = process_vm_writev(cma_qp(qp)->pid, checked, (unsigned long)nl,
 				      &remote, 1, 0);
 	else
-		n = process_vm_readv(qp->place_pid, checked, (unsigned long)nl,
+		n = process_vm_readv(cma_qp(qp)->pid, checked, (unsigned long)nl,
 				     &remote, 1, 0);
 	return n;
 }
@@ -586,7 +641,7 @@ static __attribute__((noinline)) bool cma_try_place(struct emu_qp *qp,
 						    int nl)
 {
 	bool write = w->opcode == IBV_WR_RDMA_WRITE;
-	_Atomic uint64_t *placing = qp->window.placing;
+	_Atomic uint64_t *placing = cma_qp(qp)->window.placing;
 	ssize_t n;
 
 	/* Ordered before the checks' loads (cma_announce); cma_fence's
@@ -606,8 +661,8 @@ static __attribute__((noinline)) bool cma_try_place(struct emu_qp *qp,
 		 * (ptrace access mode, Yama, seccomp): this peer only. */
 		ibemu_log_dbg("cross-memory attach to pid %d refused: its "
 			      "RDMA data goes through its engine",
-			      (int)qp->place_pid);
-		qp->place_refused = true;
+			      (int)cma_qp(qp)->pid);
+		cma_qp(qp)->refused = true;
 	}
 	return false;
 }
@@ -621,7 +676,7 @@ bool cma_try(struct emu_qp *qp, struct wqe *w, const struct iovec *local,
 /*
  * A lone RDMA WRITE of one segment, posted to an idle send queue (nothing
  * queued, nothing in flight, no RNR wait), into the region the QP placed
- * into last (qp->window.last): checked and placed from the work request
+ * into last (window.last): checked and placed from the work request
  * itself, and completed as the send queue would complete it
  * (comp_unqueued_locked), without a WQE.  The checks are the usual ones, in the
  * usual order: the post's (post.c: the segment count against
@@ -642,7 +697,7 @@ bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr)
 	/* window.last is set only after a placement from this QP
 	 * (cma_remember, past cma_candidate): an RC QP with placement on,
 	 * a send queue, and at least one send SGE. */
-	if (qp->window.last.rkey != rkey || wr->num_sge != 1 ||
+	if (cma_qp(qp)->window.last.rkey != rkey || wr->num_sge != 1 ||
 	    !sge->length || sge->length > IBEMU_MAX_MSG_SZ ||
 	    (wr->send_flags & IBV_SEND_FENCE) ||
 	    qp->sq.head != qp->sq.tail || qp->req.next != qp->sq.tail ||
@@ -660,7 +715,7 @@ bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr)
 		if (!src)
 			return false;
 	}
-	placing = qp->window.placing;
+	placing = cma_qp(qp)->window.placing;
 	cma_announce(qp, placing, (uint64_t)qp->attr.dest_qp_num << 32 | rkey);
 	dst = cma_last_target(qp, rkey, wr->wr.rdma.remote_addr, sge->length,
 			      IBV_ACCESS_REMOTE_WRITE);
@@ -745,20 +800,20 @@ void cma_peer_bind(struct emu_qp *qp)
 		pid = id.pid;
 	/* Its memfd windows: the id in the memfd's name, published in its
 	 * inbox, proves whose it is. */
-	peer_map_put(qp->window.map);
-	qp->window.map = NULL;
-	qp->window.last.map = NULL;
-	qp->window.refused = false;
-	qp->window.pid = near ? id.pid : 0;
-	qp->place_refused = false;
+	peer_map_put(cma_qp(qp)->window.map);
+	cma_qp(qp)->window.map = NULL;
+	cma_qp(qp)->window.last.map = NULL;
+	cma_qp(qp)->window.refused = false;
+	cma_qp(qp)->window.pid = near ? id.pid : 0;
+	cma_qp(qp)->refused = false;
 	ib = near ? tp_shm_inbox(qp->peer) : NULL;
-	qp->window.lean = ib && cma_lean_toward(ib);
-	qp->window.placing = ib ? &ib->placing[qp->hca->node.proc_slot] : NULL;
+	cma_qp(qp)->window.lean = ib && cma_lean_toward(ib);
+	cma_qp(qp)->window.placing = ib ? &ib->placing[qp->hca->node.proc_slot] : NULL;
 	/* Nothing was published, nothing is: no write to shared memory
 	 * (a QP whose peer cannot be reached comes back here often). */
-	if (!pid && !qp->place_pid)
+	if (!pid && !cma_qp(qp)->pid)
 		return;
-	qp->place_pid = pid;
+	cma_qp(qp)->pid = pid;
 	node_qp_publish_pull(&qp->hca->node, qp->qpn, pid ? id.token : 0);
 }
 
@@ -911,7 +966,7 @@ int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
 	int nl;
 
 	/* Only from the connected QP's process, as verified at bind. */
-	if (d->nr > PULL_MAX_SEGS || !qp->peer || !qp->place_pid)
+	if (d->nr > PULL_MAX_SEGS || !qp->peer || !cma_qp(qp)->pid)
 		return EINVAL;
 	nl = sge_iov(qp, rwqe->sge, rwqe->num_sge, local);
 	if (nl < 0)
@@ -924,7 +979,7 @@ int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
 	}
 	/* The receive may be longer than the message: read what was sent,
 	 * from the connected QP's process, whatever the packet says. */
-	n = process_vm_readv(qp->place_pid, local, (unsigned long)nl, remote,
+	n = process_vm_readv(cma_qp(qp)->pid, local, (unsigned long)nl, remote,
 			     d->nr, 0);
 	if (n == (ssize_t)d->length)
 		return 0;

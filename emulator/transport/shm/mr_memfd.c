@@ -562,3 +562,13 @@ reset:
 	memfd.nr_windows = 0;
 	memfd.end = 0;
 }
+
+void mr_memfd_share_region(struct emu_hca *hca, void *addr, size_t length,
+			   int access, struct mr_window *w)
+{
+	/* What peers may reach, and what large SENDs are pulled from. */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		       IBV_ACCESS_REMOTE_ATOMIC)) ||
+	    length >= MR_MEMFD_LOCAL_MIN)
+		mr_memfd_share(hca, addr, length, w);
+}

@@ -41,22 +41,21 @@
 #include <stdint.h>
 
 struct emu_hca;
+struct mr_window; /* hca.h */
 
 /* A region without remote access is moved from this size on: a SEND of
  * its data may be pulled by the responder (cma.c, CMA_PULL_MIN). */
 #define MR_MEMFD_LOCAL_MIN (64 * 1024)
-
-/* A window of the owner's memfd: file offset off, mapped at lo (the
- * owner's address) for len bytes; len 0: none. */
-struct mr_window {
-	uint64_t off, lo, len;
-};
 
 /* Back the whole pages of [addr, addr+length) with the memfd, or find the
  * window that already does; *w is the window (len 0: the region keeps
  * cross-memory attach).  Call before the region is in the key table. */
 void mr_memfd_share(struct emu_hca *hca, void *addr, size_t length,
 		    struct mr_window *w);
+/* mr_share of the shared-memory transport (transport.h): by the
+ * region's access and length, share it or leave w zero. */
+void mr_memfd_share_region(struct emu_hca *hca, void *addr, size_t length,
+			   int access, struct mr_window *w);
 /* A region (using the window w, or none: len 0) was deregistered and
  * is out of the key table: unused windows whose pages no live region
  * touches go back to private memory. */

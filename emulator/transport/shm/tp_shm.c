@@ -23,6 +23,8 @@
 #include "cma.h"
 #include "engine.h"
 #include "log.h"
+#include "mr_memfd.h"
+#include "peer_map.h"
 #include "remote_fence.h"
 #include "shmfile.h"
 
@@ -350,13 +352,25 @@ static const struct tp_place_ops tp_shm_place_ops = {
 	.mr_publish = cma_publish_mr,
 	.mr_withdraw = cma_withdraw_mr,
 	.qp_fence = cma_fence_qp,
+	.post_write = cma_post_write_locked,
+	.mr_share = mr_memfd_share_region,
+	.mr_release = mr_memfd_release,
 };
+
+/* First the peers' windows go, then the registered pages stop being
+ * shared with the parent. */
+static void tp_shm_fork_child(void)
+{
+	peer_map_fork_child();
+	mr_memfd_fork_child();
+}
 
 const struct transport_ops tp_shm_ops = {
 	.name = "shm",
 	.open = tp_shm_open,
 	.close = tp_shm_close,
 	.forget = tp_shm_forget,
+	.fork_child = tp_shm_fork_child,
 	.peer_get = tp_shm_peer_get,
 	.peer_is_self = tp_shm_peer_is_self,
 	.peer_taken = tp_shm_peer_taken,

@@ -657,3 +657,19 @@ void mcast_ip_forget(struct engine *e)
 	 * thread that is not here: not touched). */
 	mcast_ip_free(m, true);
 }
+
+static bool mcast_ip_active(const struct engine *e)
+{
+	return e->mcast_ip != NULL;
+}
+
+const struct tp_mcast_ops tp_mcast_ip_ops = {
+	.name = "ip",
+	.open = mcast_ip_open,
+	.close = mcast_ip_close,
+	.forget = mcast_ip_forget,
+	.join = mcast_ip_join,
+	.leave = mcast_ip_leave,
+	.send = mcast_ip_send,
+	.active = mcast_ip_active,
+};
