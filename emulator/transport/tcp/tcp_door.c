@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The TCP transport's door (tcp_int.h): the node's door port, held by
+ * one process of the node, answering lookups from the node segment, and
+ * taken over by another when its holder exits.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "tcp_int.h"
+
+static void tcp_door_answer(struct tp_tcp *t, const struct tcp_lookup *q,
+			    struct tcp_lookup_reply *r)
+{
+	struct node *node = &t->e->hca->node;
+	int32_t slot = -1;
+	uint64_t token = 0;
+	uint32_t port;
+	int err = 0;
+
+	memset(r, 0, sizeof(*r));
+	switch (be32toh(q->kind)) {
+	case TCP_LOOKUP_QPN:
+		slot = node_qpn_owner_slot(node, be32toh(q->qpn) & BTH_QPN_MASK);
+		if (slot < 0)
+			err = ENOENT;
+		break;
+	case TCP_LOOKUP_CM:
+		err = -node_cm_lookup(node, be16toh(q->ps), q->addr, q->v4 != 0,
+				      be16toh(q->port), &slot, &token);
+		if (err > 0 && err != ECONNREFUSED)
+			err = ECONNREFUSED;
+		break;
+	default:
+		err = EINVAL;
+	}
+	if (!err) {
+		struct node_proc_id id;
+
+		if (node_proc_id(node, slot, &id))
+			err = ENOENT;
+		token = id.token;
+		port = atomic_load_explicit(&node->seg->procs[slot].tcp_port,
+					    memory_order_relaxed);
+		if (!err && (!port || port > 0xffff))
+			err = ENOENT; /* that process takes no connections */
+		r->slot = htobe32((uint32_t)slot);
+		r->token = htobe64(token);
+		r->port = htobe16((uint16_t)port);
+	}
+	r->status = htobe32((uint32_t)err);
+	r->lid = htobe16(node->seg->lid);
+}
+
+static void tcp_door_client_done(struct tp_tcp *t, struct tcp_door_client *d)
+{
+	unsigned int i;
+
+	epoll_ctl(t->ep, EPOLL_CTL_DEL, d->fd, NULL);
+	close(d->fd);
+	for (i = 0; i < TCP_DOOR_CLIENTS; i++)
+		if (t->door_clients[i] == d)
+			t->door_clients[i] = NULL;
+	free(d);
+}
+
+void tcp_door_client_readable(struct tp_tcp *t,
+			      struct tcp_door_client *d)
+{
+	uint8_t out[sizeof(struct tp_frame_hdr) +
+		    sizeof(struct tcp_lookup_reply)];
+	struct tcp_lookup_reply r;
+	struct tp_frame_hdr f;
+	struct tcp_lookup q;
+	ssize_t n;
+
+	n = recv(d->fd, d->buf + d->len, sizeof(d->buf) - d->len,
+		 MSG_DONTWAIT);
+	if (n <= 0) {
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		tcp_door_client_done(t, d);
+		return;
+	}
+	d->len += (uint32_t)n;
+	if (d->len < sizeof(d->buf))
+		return;
+	memcpy(&f, d->buf, sizeof(f));
+	memcpy(&q, d->buf + sizeof(f), sizeof(q));
+	if (tp_frame_check(&f) && f.type == TP_FRAME_LOOKUP &&
+	    be32toh(f.len) == sizeof(q)) {
+		tcp_door_answer(t, &q, &r);
+		tcp_frame_init(t, &f, TP_FRAME_LOOKUP_REPLY, sizeof(r), -1);
+		memcpy(out, &f, sizeof(f));
+		memcpy(out + sizeof(f), &r, sizeof(r));
+		/* A fresh connection's socket takes these bytes. */
+		(void)!send(d->fd, out, sizeof(out),
+			    MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
+	tcp_door_client_done(t, d);
+}
+
+void tcp_door_accept(struct tp_tcp *t)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct tcp_door_client *d;
+	unsigned int i;
+	int fd;
+
+	for (;;) {
+		fd = accept4(t->door_fd, NULL, NULL,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		for (i = 0; i < TCP_DOOR_CLIENTS && t->door_clients[i]; i++)
+			;
+		d = i < TCP_DOOR_CLIENTS ? calloc(1, sizeof(*d)) : NULL;
+		if (!d) {
+			close(fd); /* busy: the asker retries */
+			continue;
+		}
+		d->ev.kind = TCP_EV_DOOR_CLIENT;
+		d->ev.ptr = d;
+		d->fd = fd;
+		t->door_clients[i] = d;
+		ev.data.ptr = &d->ev;
+		epoll_ctl(t->ep, EPOLL_CTL_ADD, fd, &ev);
+	}
+}
+
+/* Watch the door's holder: its exit is our cue to take the door over. */
+static void tcp_door_watch(struct tp_tcp *t)
+{
+	struct node *node = &t->e->hca->node;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &t->watch_ev };
+	struct node_proc_id id;
+	uint32_t owner;
+	int fd;
+
+	if (t->watch_fd >= 0)
+		return;
+	owner = atomic_load(&node->seg->door_owner);
+	if (!owner || owner > IBEMU_MAX_PROCS ||
+	    node_proc_id(node, (int)owner - 1, &id) || !id.same_pidns)
+		return;
+	fd = (int)syscall(SYS_pidfd_open, id.pid, 0);
+	if (fd < 0)
+		return;
+	t->watch_fd = fd;
+	epoll_ctl(t->ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* Hold the node's door if nobody of the node does. */
+void tcp_door_try(struct tp_tcp *t)
+{
+	struct node *node = &t->e->hca->node;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &t->door_ev };
+	uint32_t owner;
+	int fd;
+
+	if (t->door_fd >= 0)
+		return;
+	owner = atomic_load(&node->seg->door_owner);
+	if (owner && owner <= IBEMU_MAX_PROCS &&
+	    node_proc_holds(node, (int32_t)owner - 1,
+			    atomic_load(&node->seg->door_token))) {
+		t->door_foreign = false;
+		tcp_door_watch(t);
+		return;
+	}
+	fd = tcp_listen_on(t->door_port, true, NULL);
+	if (fd < 0) {
+		/* Several nodes in one network namespace (IBEMU_NODE)
+		 * share its addresses: only one can be reached from
+		 * other hosts.  Said in debug and by `ibemu status`. */
+		if (!t->door_foreign)
+			ibemu_log_dbg("the door port %u is held by a process "
+				      "of another node in this network "
+				      "namespace: this node is not reachable "
+				      "from other nodes (IBEMU_TCP_PORT)",
+				      t->door_port);
+		t->door_foreign = true;
+		return;
+	}
+	t->door_foreign = false;
+	t->door_fd = fd;
+	atomic_store(&node->seg->door_token, node->token);
+	atomic_store(&node->seg->door_owner, (uint32_t)node->proc_slot + 1);
+	epoll_ctl(t->ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+void tcp_door_release(struct tp_tcp *t)
+{
+	struct node *node = &t->e->hca->node;
+	uint32_t mine = (uint32_t)node->proc_slot + 1;
+
+	if (t->door_fd < 0)
+		return;
+	close(t->door_fd);
+	t->door_fd = -1;
+	atomic_compare_exchange_strong(&node->seg->door_owner, &mine, 0);
+}

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The TCP transport's internals (tp_tcp.c), shared by its files and by
+ * nothing else: its limits, the bodies of its control frames (HELLO,
+ * LOOKUP), a connection and the transport itself, and the prototypes of
+ * what its files call in one another, grouped by the file that defines
+ * them.  The transport's interface is tp_tcp.h and tp_tcp_ops
+ * (transport.h).
+ *
+ * Lock rule: tcp.lock protects conns[], the route cache and the node's
+ * net_peers entries of this process; a connection's tx_lock protects its
+ * queue and stage, taken by pkt_claim and released by pkt_send (the
+ * engine's producer calls come in pairs), or by the network thread to
+ * flush; the receiving side of every connection is the network
+ * thread's alone.  No lock of this file is held while taking an engine
+ * or QP lock.
+ */
+#ifndef IBEMU_TCP_INT_H
+#define IBEMU_TCP_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "engine.h"
+#include "tp_frame.h"
+
+#define TCP_MAX_CONNS 1024 /* remote processes one process talks to */
+#define TCP_TX_CAP (1u << 20) /* bytes queued per connection */
+#define TCP_RX_CAP (256u << 10)
+#define TCP_RESOLVE_MS 2000
+/* How long a failed resolution is believed: one that cost its caller a
+ * wait (a node that does not answer: up to TCP_RESOLVE_MS each try) for
+ * long; one that failed at once (no such QP yet, a connection refused or
+ * reset, as while a door changes hands) for a moment, so an RC QP whose
+ * resolution failed gets its peer on a retry. */
+#define TCP_UNREACH_TTL_NS (10000ull * 1000 * 1000)
+#define TCP_NOQP_TTL_NS (100ull * 1000 * 1000)
+#define TCP_CHEAP_FAIL_NS (100ull * 1000 * 1000)
+#define TCP_ROUTES 512 /* (node, QPN) -> connection, a cache */
+#define TCP_DOOR_CLIENTS 16
+#define TCP_DOOR_RETRY_MS 1000
+#define TCP_STALL_MS 1 /* a full inbox: read again this soon */
+#define TCP_APP_POLL_NS 5000 /* tcp_app_polling */
+#define TCP_BATCH (256u << 10) /* tcp_more_follows */
+#define TCP_POLL_CONNS 64 /* connections an application's poll reads */
+#define TCP_FRAME_ROOM                                                         \
+	(sizeof(struct tp_frame_hdr) + sizeof(struct tp_frame_grh) +         \
+	 PKT_MAX_LEN)
+
+enum tcp_conn_state {
+	TCP_CONN_HELLO, /* accepted, its HELLO not read yet */
+	TCP_CONN_UP,
+	TCP_CONN_DEAD,
+	TCP_CONN_ATTACHING, /* a resolver puts a new socket under it */
+};
+
+/* What epoll reports names one of these. */
+enum tcp_ev_kind {
+	TCP_EV_KICK,
+	TCP_EV_LISTEN,
+	TCP_EV_DOOR,
+	TCP_EV_DOOR_CLIENT,
+	TCP_EV_CONN, /* a connection can be read */
+	TCP_EV_CONN_OUT, /* its socket takes more */
+	TCP_EV_WATCH,
+};
+
+struct tcp_ev {
+	enum tcp_ev_kind kind;
+	void *ptr;
+};
+
+/* The HELLO each side sends first; the LOOKUP and its reply. */
+struct tcp_hello {
+	__be16 lid;
+	__be16 port; /* the sender's own TCP port */
+	__be32 resv;
+};
+
+enum tcp_lookup_kind {
+	TCP_LOOKUP_QPN = 1,
+	TCP_LOOKUP_CM = 2,
+};
+
+struct tcp_lookup {
+	__be32 kind;
+	__be32 qpn;
+	__be16 ps, port;
+	uint8_t v4;
+	uint8_t resv[3];
+	uint8_t addr[16];
+};
+
+struct tcp_lookup_reply {
+	__be32 status; /* 0 or a positive errno */
+	__be32 slot;
+	__be64 token;
+	__be16 port;
+	__be16 lid;
+	__be32 resv;
+};
+
+struct tcp_stage {
+	struct pkt_hdr hdr;
+	struct pkt_grh grh;
+	uint8_t data[PKT_MAX_LEN];
+};
+
+struct tp_tcp;
+
+struct tcp_conn {
+	struct tp_peer base;
+	struct tp_tcp *t;
+	struct tcp_ev ev, wev;
+	int32_t slot; /* IBEMU_MAX_PROCS + index */
+	_Atomic int state; /* enum tcp_conn_state */
+	/* The socket, registered for reading one event at a time
+	 * (EPOLLONESHOT, re-armed by the network thread), and a duplicate
+	 * registered for writing while the queue is not empty. */
+	int fd, wfd;
+	int pub; /* its net_peers entry, -1: none */
+	/* The remote process; set before UP, fixed while UP. */
+	struct sockaddr_storage addr; /* its node's address, its port */
+	uint64_t guid, token;
+	int32_t rslot;
+	uint16_t lid;
+	/* Sending, under tx_lock. */
+	pthread_mutex_t tx_lock;
+	uint8_t *tx;
+	uint32_t tx_head, tx_tail;
+	bool tx_armed; /* EPOLLOUT asked for */
+	bool tx_refused; /* a claim found no room since the last flush */
+	bool tx_deferred; /* holds an ACK for the application's next call */
+	bool discard; /* the claimed packet goes nowhere */
+	struct tcp_stage *stage;
+	_Atomic uint64_t taken; /* bytes the socket took: progress */
+	/* Receiving, under rx_lock: the network thread's, or a busy
+	 * poller's that gets the lock at once (tcp_poll). */
+	pthread_mutex_t rx_lock;
+	uint8_t *rx;
+	uint32_t rx_len;
+	bool rx_stalled;
+	bool parked; /* a busy poller reads it: not re-armed (tcp_thread) */
+	/* A send failed while the socket may still hold what the peer sent
+	 * before it went (an ACK it flushed just before closing): DEAD (or
+	 * ATTACHING, a resolver putting a new socket under it), yet read
+	 * to its end (tcp_conn_send_failed_locked).  Set and cleared under
+	 * tx_lock, cleared by a new socket under rx_lock too; looked at
+	 * without them to choose what to read. */
+	_Atomic bool rx_drain;
+};
+
+/* A lookup being answered by the door. */
+struct tcp_door_client {
+	struct tcp_ev ev;
+	int fd;
+	uint32_t len;
+	uint8_t buf[sizeof(struct tp_frame_hdr) + sizeof(struct tcp_lookup)];
+};
+
+struct tcp_route {
+	struct sockaddr_storage node; /* port 0 */
+	uint32_t qpn;
+	int32_t slot; /* -1: a failure, until expires */
+	int err;
+	uint64_t expires; /* failures only */
+};
+
+struct tp_tcp {
+	struct engine *e;
+	bool forced;
+	int ep, kick, lfd, door_fd, watch_fd;
+	uint16_t port, door_port;
+	struct tcp_ev kick_ev, listen_ev, door_ev, watch_ev;
+	pthread_t thread;
+	atomic_bool stop;
+	pthread_mutex_t lock;
+	struct tcp_conn *conns[TCP_MAX_CONNS];
+	unsigned int nr_conns;
+	struct tcp_route routes[TCP_ROUTES];
+	struct tcp_door_client *door_clients[TCP_DOOR_CLIENTS];
+	bool door_foreign; /* another node's process holds our door port */
+	bool clash_told; /* a LID collision was reported */
+	/* The application polled the network since the thread last looked
+	 * (tcp_poll); the thread leaves connections to it meanwhile. */
+	atomic_bool app_polls;
+	atomic_bool deferred; /* some connection holds an ACK back */
+	/* Some connection was ever made (conns[] entries are kept while
+	 * the transport is open): until then the application's polls have
+	 * nothing to read here and pay one load. */
+	atomic_bool has_conns;
+	unsigned int poll_next; /* the application's next poll starts here */
+	unsigned int nr_parked;
+	uint64_t park_check; /* ms */
+	unsigned int nr_stalled;
+};
+
+static inline struct tp_tcp *tp_tcp(struct engine *e)
+{
+	return e->net_priv;
+}
+
+static inline uint64_t tcp_now_ms(void)
+{
+	return engine_coarse_ns() / 1000000;
+}
+
+/* tcp_sock.c: addresses, sockets, frames */
+void tcp_addr16(const struct sockaddr_storage *ss, uint8_t out[16]);
+bool tcp_same_node(const struct sockaddr_storage *a,
+		   const struct sockaddr_storage *b);
+void tcp_set_port(struct sockaddr_storage *ss, uint16_t port);
+const char *tcp_addr_str(const struct sockaddr_storage *ss, char *buf,
+			 size_t len);
+void tcp_sock_opts(int fd);
+int tcp_listen_on(uint16_t port, bool reuse, uint16_t *port_p);
+int tcp_connect(const struct sockaddr_storage *addr, uint64_t deadline,
+		int *fd_p);
+void tcp_frame_init(struct tp_tcp *t, struct tp_frame_hdr *f, uint8_t type,
+		    uint32_t len, int32_t dst_slot);
+int tcp_exchange(struct tp_tcp *t, int fd, uint8_t type, const void *body,
+		 uint32_t len, uint8_t want, struct tp_frame_hdr *rf,
+		 void *rbody, uint32_t rlen, uint64_t deadline);
+
+/* tcp_status.c: publication for `ibemu status` */
+void tcp_publish(struct tp_tcp *t, struct tcp_conn *c);
+struct node_net_peer *tcp_pub(struct tcp_conn *c);
+void tcp_count(_Atomic uint64_t *ctr, uint64_t n);
+
+/* tcp_conn.c: connections */
+void tcp_conn_dead(struct tcp_conn *c, int err);
+struct tcp_conn *tcp_conn_new_locked(struct tp_tcp *t);
+bool tcp_conn_carries_data(struct tcp_conn *c);
+bool tcp_conn_live(struct tcp_conn *c);
+void tcp_rearm(struct tp_tcp *t, struct tcp_conn *c);
+int tcp_conn_register(struct tp_tcp *t, struct tcp_conn *c, int fd);
+int32_t tcp_conn_to(struct tp_tcp *t, const struct sockaddr_storage *node_addr,
+		    int32_t rslot, uint64_t token, uint16_t port, uint16_t lid,
+		    uint64_t deadline);
+
+/* tcp_resolve.c: lookups at a node's door */
+void tcp_lid_check(struct tp_tcp *t, uint16_t lid, uint64_t guid,
+		   const struct sockaddr_storage *addr);
+int tcp_lookup(struct tp_tcp *t, const struct sockaddr_storage *node_addr,
+	       const struct tcp_lookup *q, struct tcp_lookup_reply *r,
+	       uint64_t deadline);
+
+/* tcp_send.c: sending */
+extern __thread bool tcp_app_draining;
+void tcp_conn_drop_locked(struct tcp_conn *c, int err);
+void tcp_flush_locked(struct tcp_conn *c);
+void tcp_flush_deferred(struct engine *e);
+void tcp_poll_done(struct engine *e);
+bool tcp_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt);
+void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt);
+uint64_t tcp_peer_taken(struct tp_peer *peer);
+struct tp_peer *tcp_peer_get(struct engine *e, int32_t slot);
+bool tcp_peer_is_self(struct engine *e, const struct tp_peer *peer);
+
+/* tcp_recv.c: receiving */
+void tcp_room(struct engine *e);
+void tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c);
+void tcp_poll(struct engine *e);
+void tcp_conn_writable(struct tcp_conn *c);
+void tcp_accept(struct tp_tcp *t);
+
+/* tcp_door.c: the door */
+void tcp_door_client_readable(struct tp_tcp *t, struct tcp_door_client *d);
+void tcp_door_accept(struct tp_tcp *t);
+void tcp_door_try(struct tp_tcp *t);
+void tcp_door_release(struct tp_tcp *t);
+
+/* tcp_thread.c: the network thread */
+void *tcp_thread(void *arg);
+
+#endif /* IBEMU_TCP_INT_H */

@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The TCP transport's receiving (tcp_int.h), by the network thread or
+ * the application's poll: reading a connection, checking its frames and
+ * handing their packets to the engine or the inbox, answering a HELLO,
+ * flushing a socket that takes more, accepting connections.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cma.h"
+#include "log.h"
+#include "tcp_int.h"
+
+/* Deliver one checked DATA frame into our inbox: false if it is full. */
+static bool tcp_deliver(struct tcp_conn *c, const struct tp_frame_hdr *f,
+			const uint8_t *body)
+{
+	struct engine *e = c->t->e;
+	struct inbox *ib = tp_shm_own_inbox(e);
+	bool grh = f->flags & TP_FRAME_F_GRH;
+	uint32_t len = be32toh(f->len) - (grh ? sizeof(struct tp_frame_grh) : 0);
+	struct inbox_slot *s;
+	struct tp_frame_grh g;
+	uint64_t pos;
+
+	s = inbox_claim(ib, e->hca->node.proc_slot, &pos);
+	if (!s)
+		return false;
+	s->hdr.len = len;
+	s->hdr.slid = be16toh(f->slid);
+	s->hdr.dlid = be16toh(f->dlid);
+	s->hdr.src_qpn = be32toh(f->src_qpn) & BTH_QPN_MASK;
+	s->hdr.src_proc = c->slot;
+	s->hdr.flags = grh ? PKT_F_GRH : 0;
+	if (grh) {
+		memcpy(&g, body, sizeof(g));
+		tp_frame_grh_get(&s->grh, &g);
+		body += sizeof(g);
+	}
+	memcpy(s->data, body, len);
+	inbox_publish(ib, s, pos);
+	return true;
+}
+
+static void tcp_reply_hello(struct tcp_conn *c, const struct tp_frame_hdr *f,
+			    const uint8_t *body)
+{
+	struct tp_tcp *t = c->t;
+	struct tcp_hello h, mine = { 0 };
+	uint8_t buf[sizeof(struct tp_frame_hdr) + sizeof(mine)];
+	struct tp_frame_hdr out;
+
+	memcpy(&h, body, sizeof(h));
+	c->guid = be64toh(f->src_guid);
+	c->token = be64toh(f->src_token);
+	c->rslot = (int32_t)be32toh(f->src_slot);
+	c->lid = be16toh(h.lid);
+	tcp_set_port(&c->addr, be16toh(h.port));
+	tcp_lid_check(t, c->lid, c->guid, &c->addr);
+	mine.lid = htobe16(t->e->hca->node.seg->lid);
+	mine.port = htobe16(t->port);
+	tcp_frame_init(t, &out, TP_FRAME_HELLO, sizeof(mine), c->rslot);
+	memcpy(buf, &out, sizeof(out));
+	memcpy(buf + sizeof(out), &mine, sizeof(mine));
+	/* The first bytes on a new connection: the socket takes them. */
+	if (send(c->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL) !=
+	    (ssize_t)sizeof(buf)) {
+		tcp_conn_dead(c, errno ? errno : EPROTO);
+		return;
+	}
+	atomic_store(&c->state, TCP_CONN_UP);
+	tcp_publish(t, c);
+}
+
+/* Hand one checked DATA frame to the engine (engine_deliver_begin). */
+static void tcp_dispatch(struct tcp_conn *c, const struct tp_frame_hdr *f,
+			 const uint8_t *body)
+{
+	bool grh = f->flags & TP_FRAME_F_GRH;
+	struct tp_frame_grh g;
+	struct pkt_hdr h;
+	struct pkt_grh pg;
+	struct tp_pkt in = { .hdr = &h, .grh = &pg };
+
+	h.len = be32toh(f->len) - (grh ? sizeof(struct tp_frame_grh) : 0);
+	h.slid = be16toh(f->slid);
+	h.dlid = be16toh(f->dlid);
+	h.src_qpn = be32toh(f->src_qpn) & BTH_QPN_MASK;
+	h.src_proc = c->slot;
+	h.flags = grh ? PKT_F_GRH : 0;
+	if (grh) {
+		memcpy(&g, body, sizeof(g));
+		tp_frame_grh_get(&pg, &g);
+		body += sizeof(g);
+	}
+	/* Frames are multiples of 4 bytes from the buffer's start: the
+	 * headers are as aligned as in an inbox slot. */
+	in.data = (uint8_t *)body;
+	engine_recv_locked(c->t->e, &in);
+}
+
+/* Take the frames in c's buffer; false when the connection is done.
+ * direct: the engine takes them now (engine_deliver_begin). */
+static bool tcp_parse(struct tcp_conn *c, bool direct)
+{
+	uint32_t off = 0, flen;
+	struct tp_frame_hdr f;
+	bool ok = true;
+
+	c->rx_stalled = false;
+	while (c->rx_len - off >= sizeof(f)) {
+		memcpy(&f, c->rx + off, sizeof(f));
+		if (!tp_frame_check(&f)) {
+			ok = false;
+			break;
+		}
+		flen = (uint32_t)sizeof(f) + be32toh(f.len);
+		if (c->rx_len - off < flen)
+			break;
+		/* Straight to the engine only while UP: a resolver holding
+		 * a QP lock may wait for rx_lock to put a new socket under
+		 * a draining c, and the engine takes QP locks. */
+		if (f.type == TP_FRAME_DATA &&
+		    atomic_load(&c->state) == TCP_CONN_UP && direct) {
+			tcp_dispatch(c, &f, c->rx + off + sizeof(f));
+			if (tcp_pub(c)) {
+				tcp_count(&tcp_pub(c)->rx_pkts, 1);
+				tcp_count(&tcp_pub(c)->rx_bytes, flen);
+			}
+		} else if (f.type == TP_FRAME_DATA &&
+			   tcp_conn_carries_data(c)) {
+			if (!tcp_deliver(c, &f, c->rx + off + sizeof(f))) {
+				ibemu_log_dbg("tcp: inbox full, slot %d waits",
+					      c->slot);
+				c->rx_stalled = true;
+				break;
+			}
+			if (tcp_pub(c)) {
+				tcp_count(&tcp_pub(c)->rx_pkts, 1);
+				tcp_count(&tcp_pub(c)->rx_bytes, flen);
+			}
+		} else if (f.type == TP_FRAME_HELLO &&
+			   atomic_load(&c->state) == TCP_CONN_HELLO &&
+			   be32toh(f.len) == sizeof(struct tcp_hello)) {
+			tcp_reply_hello(c, &f, c->rx + off + sizeof(f));
+		} else {
+			ok = false; /* not this connection's to send */
+			break;
+		}
+		off += flen;
+	}
+	if (off) {
+		memmove(c->rx, c->rx + off, c->rx_len - off);
+		c->rx_len -= off;
+	}
+	return ok;
+}
+
+/* The inbox was full: ask the engine to say when it made room, then
+ * look once more (the engine may have drained before the flag). */
+static void tcp_want_room(struct tp_tcp *t)
+{
+	atomic_store(&t->e->net_room, true);
+}
+
+void tcp_room(struct engine *e)
+{
+	uint64_t one = 1;
+
+	(void)!write(tp_tcp(e)->kick, &one, sizeof(one));
+}
+
+/* Read what c has; caller holds c->rx_lock. */
+static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
+{
+	bool direct = false, tried = false;
+	ssize_t n;
+	int err = 0;
+
+	/* A greeted connection's data (not its HELLO, which a peer waits
+	 * for) is what a loaded machine reads late. */
+	if (atomic_load_explicit(&c->state, memory_order_relaxed) ==
+	    TCP_CONN_UP)
+		fault_point(FAULT_AT_NETREAD);
+	while (!c->rx_stalled) {
+		if (c->rx_len == TCP_RX_CAP) {
+			/* A frame is at most TCP_FRAME_ROOM: a full buffer
+			 * parses, or the peer is not speaking frames. */
+			err = EPROTO;
+			break;
+		}
+		n = recv(c->fd, c->rx + c->rx_len, TCP_RX_CAP - c->rx_len,
+			 MSG_DONTWAIT);
+		if (n == 0) {
+			err = ECONNRESET;
+			break;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				err = errno;
+			break;
+		}
+		c->rx_len += (uint32_t)n;
+		/* Data came: the engine takes it straight from here when it
+		 * can (no inbox copy), once per read of the connection. */
+		if (!tried) {
+			tried = true;
+			direct = atomic_load(&c->state) == TCP_CONN_UP &&
+				 engine_deliver_begin(t->e);
+		}
+		if (!tcp_parse(c, direct)) {
+			err = EPROTO;
+			break;
+		}
+	}
+	if (c->rx_stalled && !err) {
+		tcp_want_room(t);
+		if (!tcp_parse(c, false))
+			err = EPROTO;
+	}
+	if (direct)
+		engine_deliver_end(t->e);
+	if (err) {
+		pthread_mutex_lock(&c->tx_lock);
+		tcp_conn_drop_locked(c, err);
+		pthread_mutex_unlock(&c->tx_lock);
+	}
+}
+
+void tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c)
+{
+	pthread_mutex_lock(&c->rx_lock);
+	if (tcp_conn_live(c))
+		tcp_conn_readable_locked(t, c);
+	pthread_mutex_unlock(&c->rx_lock);
+}
+
+/* tcp_poll, on a transport with connections. */
+static __attribute__((noinline)) void tcp_poll_conns(struct engine *e)
+{
+	struct tp_tcp *t = tp_tcp(e);
+	struct tcp_conn *c, *ready[TCP_POLL_CONNS];
+	unsigned int i, n;
+
+	if (!atomic_load_explicit(&t->app_polls, memory_order_relaxed))
+		atomic_store_explicit(&t->app_polls, true,
+				      memory_order_relaxed);
+	tcp_flush_deferred(e);
+	tcp_app_draining = true;
+	/* Entries of conns[] are never freed while the transport is
+	 * open: the ones seen under the lock are read without it (the
+	 * engine the reading drives takes it). */
+	if (pthread_mutex_trylock(&t->lock))
+		return;
+	/* At most TCP_POLL_CONNS a call, taking turns. */
+	for (i = n = 0; i < t->nr_conns && n < TCP_POLL_CONNS; i++) {
+		c = t->conns[(t->poll_next + i) % t->nr_conns];
+		if (c && tcp_conn_carries_data(c))
+			ready[n++] = c;
+	}
+	t->poll_next = t->nr_conns ? (t->poll_next + i) % t->nr_conns : 0;
+	pthread_mutex_unlock(&t->lock);
+	for (i = 0; i < n; i++) {
+		c = ready[i];
+		if (pthread_mutex_trylock(&c->rx_lock))
+			continue;
+		if (tcp_conn_carries_data(c))
+			tcp_conn_readable_locked(t, c);
+		pthread_mutex_unlock(&c->rx_lock);
+	}
+}
+
+/* The application's poll (transport.h): read the connections nobody
+ * else is reading now.  Never blocks.  Most nodes have none: that costs
+ * one load. */
+void tcp_poll(struct engine *e)
+{
+	if (atomic_load_explicit(&tp_tcp(e)->has_conns, memory_order_relaxed))
+		tcp_poll_conns(e);
+}
+
+void tcp_conn_writable(struct tcp_conn *c)
+{
+	bool wake;
+
+	pthread_mutex_lock(&c->tx_lock);
+	tcp_flush_locked(c);
+	wake = c->tx_refused && c->tx_tail - c->tx_head + TCP_FRAME_ROOM <=
+						TCP_TX_CAP;
+	if (wake)
+		c->tx_refused = false;
+	pthread_mutex_unlock(&c->tx_lock);
+	/* A requester blocked on the full queue goes on. */
+	if (wake)
+		c->t->e->tp->wake(c->t->e);
+}
+
+void tcp_accept(struct tp_tcp *t)
+{
+	struct sockaddr_storage from;
+	socklen_t len = sizeof(from);
+	struct tcp_conn *c;
+	int fd;
+
+	for (;;) {
+		fd = accept4(t->lfd, (struct sockaddr *)&from, &len,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		tcp_sock_opts(fd);
+		pthread_mutex_lock(&t->lock);
+		c = tcp_conn_new_locked(t);
+		if (!c) {
+			pthread_mutex_unlock(&t->lock);
+			close(fd);
+			continue;
+		}
+		/* A v4-mapped peer is an IPv4 node. */
+		if (from.ss_family == AF_INET6 &&
+		    IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&from)->sin6_addr)) {
+			struct sockaddr_in in = { .sin_family = AF_INET };
+
+			memcpy(&in.sin_addr,
+			       &((struct sockaddr_in6 *)&from)->sin6_addr.s6_addr[12],
+			       4);
+			memset(&from, 0, sizeof(from));
+			memcpy(&from, &in, sizeof(in));
+		}
+		c->addr = from;
+		c->fd = fd;
+		atomic_store(&c->state, TCP_CONN_HELLO);
+		if (tcp_conn_register(t, c, fd))
+			tcp_conn_dead(c, errno);
+		pthread_mutex_unlock(&t->lock);
+		len = sizeof(from);
+	}
+}

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The TCP transport's sending (tcp_int.h): the engine's producer calls
+ * (pkt_claim, pkt_send), the connection's queue and its flush, ACKs held
+ * back for the application's next call, and a connection whose sending
+ * side broke.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include "tcp_int.h"
+
+/* Ask the network thread to flush while the queue holds bytes; caller
+ * holds tx_lock. */
+static void tcp_arm_out_locked(struct tcp_conn *c)
+{
+	struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = &c->wev };
+
+	if ((c->tx_head < c->tx_tail) != c->tx_armed &&
+	    atomic_load(&c->state) == TCP_CONN_UP) {
+		c->tx_armed = !c->tx_armed;
+		epoll_ctl(c->t->ep,
+			  c->tx_armed ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, c->wfd,
+			  &ev);
+	}
+}
+
+/* The sending side is done: its queue lost, its duplicate out of
+ * epoll.  Caller holds tx_lock. */
+static void tcp_conn_stop_sending_locked(struct tcp_conn *c)
+{
+	if (c->tx_armed)
+		epoll_ctl(c->t->ep, EPOLL_CTL_DEL, c->wfd, NULL);
+	c->tx_armed = false;
+	c->tx_head = c->tx_tail = 0;
+}
+
+/* Reading c's socket ended (a read failed, the peer closed, a frame
+ * not this connection's): dead, its queue lost, its socket out of
+ * epoll (a dead socket stays readable and writable: the network thread
+ * would spin on it).  A c that was draining is dead already, and may
+ * be a resolver's by now (ATTACHING): its state is left alone.
+ * Caller holds rx_lock and tx_lock. */
+void tcp_conn_drop_locked(struct tcp_conn *c, int err)
+{
+	if (!atomic_exchange(&c->rx_drain, false))
+		tcp_conn_dead(c, err);
+	epoll_ctl(c->t->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	tcp_conn_stop_sending_locked(c);
+}
+
+/*
+ * A send failed (the peer reset the connection, as a process does that
+ * closed its socket and then got more): dead, its queue lost.  The
+ * socket stays registered for reading: what the peer sent before, such
+ * as the ACK it flushed as it closed, is read to the end and delivered
+ * (tcp_conn_carries_data), and the reader drops the connection there.
+ * A greeted one only: a HELLO-state connection has no data to give.
+ * Caller holds tx_lock.
+ */
+static void tcp_conn_send_failed_locked(struct tcp_conn *c, int err)
+{
+	if (atomic_load(&c->state) == TCP_CONN_UP)
+		atomic_store(&c->rx_drain, true);
+	tcp_conn_dead(c, err);
+	tcp_conn_stop_sending_locked(c);
+}
+
+/* Hand the queue to the socket; caller holds tx_lock. */
+void tcp_flush_locked(struct tcp_conn *c)
+{
+	ssize_t n;
+
+	while (c->tx_head < c->tx_tail) {
+		n = send(c->fd, c->tx + c->tx_head, c->tx_tail - c->tx_head,
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n > 0) {
+			c->tx_head += (uint32_t)n;
+			atomic_fetch_add_explicit(&c->taken, (uint64_t)n,
+						  memory_order_relaxed);
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN)
+			tcp_conn_send_failed_locked(c, errno);
+		break;
+	}
+	if (c->tx_head == c->tx_tail)
+		c->tx_head = c->tx_tail = 0;
+	tcp_arm_out_locked(c);
+}
+
+/*
+ * ACKs the application's own poll produced (tcp_app_draining) wait for
+ * its next call: a reply it sends to the same process takes them along
+ * in one system call, its next poll sends them, and the engine's thread
+ * sends them at the latest a nap later (progress.c, 1 ms; a requester's
+ * timer is at least 32 ms), or when the device closes.  A ping-pong thus
+ * costs one system call per message, not two.  Only while the engine's
+ * thread naps or runs: the holder announces it in engine.pending_new,
+ * which a thread going to sleep checks after it said so, and looks
+ * whether the thread sleeps after: either the thread comes round to its
+ * flush or the holder sends at once (transport.h, sleep).
+ */
+__thread bool tcp_app_draining;
+
+static bool tcp_is_ack(uint8_t opcode)
+{
+	return (opcode & 0x1f) == IB_OP_ACKNOWLEDGE;
+}
+
+/* Send what c holds back; caller holds tx_lock. */
+static void tcp_undefer_locked(struct tcp_conn *c)
+{
+	c->tx_deferred = false;
+	tcp_flush_locked(c);
+}
+
+void tcp_flush_deferred(struct engine *e)
+{
+	struct tp_tcp *t = tp_tcp(e);
+	struct tcp_conn *c;
+	unsigned int i, n;
+
+	if (!atomic_load_explicit(&t->deferred, memory_order_relaxed) ||
+	    !atomic_exchange(&t->deferred, false))
+		return;
+	pthread_mutex_lock(&t->lock);
+	n = t->nr_conns;
+	for (i = 0; i < n; i++) {
+		c = t->conns[i];
+		if (!c)
+			continue;
+		/* Looked at under the lock it was set under. */
+		pthread_mutex_lock(&c->tx_lock);
+		if (c->tx_deferred)
+			tcp_undefer_locked(c);
+		pthread_mutex_unlock(&c->tx_lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+void tcp_poll_done(struct engine *e)
+{
+	/* Set only by a tcp_poll that found connections (it never goes
+	 * back): no thread-local access on a node without any. */
+	if (atomic_load_explicit(&tp_tcp(e)->has_conns, memory_order_relaxed))
+		tcp_app_draining = false;
+}
+
+/*
+ * Whether a request packet has more of its message right behind it: the
+ * FIRST and MIDDLE packets of a SEND or RDMA WRITE (IBA 9.2 table 35),
+ * which the requester sends in one go (req.c).  Such a packet is only
+ * queued, up to TCP_BATCH bytes, and the message goes to the socket in
+ * one system call with its LAST packet; should the requester stop short
+ * (its queue full, a region gone), the network thread flushes (EPOLLOUT
+ * is asked for with the first queued byte).
+ */
+static bool tcp_more_follows(uint8_t opcode)
+{
+	switch (opcode & 0x1f) {
+	case IB_OP_SEND_FIRST:
+	case IB_OP_SEND_MIDDLE:
+	case IB_OP_WRITE_FIRST:
+	case IB_OP_WRITE_MIDDLE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Room for one frame at the queue's tail: the engine builds the packet
+ * in place, after the room for the link header (a GRH, UD's only, moves
+ * the packet along at send), so the packet is copied once on its way to
+ * the socket, by the kernel.  A broken connection gets the stage, which
+ * goes nowhere.
+ */
+bool tcp_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
+{
+	struct tcp_conn *c = (struct tcp_conn *)peer;
+
+	pthread_mutex_lock(&c->tx_lock);
+	c->discard = atomic_load(&c->state) != TCP_CONN_UP;
+	if (!c->discard) {
+		if (c->tx_tail + TCP_FRAME_ROOM > TCP_TX_CAP && c->tx_head) {
+			memmove(c->tx, c->tx + c->tx_head,
+				c->tx_tail - c->tx_head);
+			c->tx_tail -= c->tx_head;
+			c->tx_head = 0;
+		}
+		if (c->tx_tail + TCP_FRAME_ROOM > TCP_TX_CAP) {
+			c->tx_refused = true;
+			pthread_mutex_unlock(&c->tx_lock);
+			return false;
+		}
+	}
+	pkt->slot = c;
+	pkt->hdr = &c->stage->hdr;
+	pkt->data = c->discard ? c->stage->data
+			       : c->tx + c->tx_tail +
+					 sizeof(struct tp_frame_hdr);
+	pkt->grh = &c->stage->grh;
+	pkt->pos = 0;
+	return true;
+}
+
+void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
+{
+	struct tcp_conn *c = (struct tcp_conn *)peer;
+	struct tcp_stage *s = c->stage;
+	uint32_t len = s->hdr.len, total;
+	bool grh = s->hdr.flags & PKT_F_GRH, batch, defer;
+	uint8_t *frame = c->tx + c->tx_tail, opcode;
+	struct tp_frame_hdr f;
+	struct tp_frame_grh g;
+
+	(void)pkt;
+	if (c->discard || len > PKT_MAX_LEN) {
+		/* Lost on a broken link (tp_tcp.c). */
+		pthread_mutex_unlock(&c->tx_lock);
+		return;
+	}
+	tcp_frame_init(c->t, &f, TP_FRAME_DATA,
+		       len + (grh ? (uint32_t)sizeof(g) : 0), c->rslot);
+	f.flags = grh ? TP_FRAME_F_GRH : 0;
+	f.slid = htobe16(s->hdr.slid);
+	f.dlid = htobe16(s->hdr.dlid);
+	f.src_qpn = htobe32(s->hdr.src_qpn);
+	if (grh) {
+		memmove(frame + sizeof(f) + sizeof(g), frame + sizeof(f), len);
+		tp_frame_grh_put(&g, &s->grh, len);
+		memcpy(frame + sizeof(f), &g, sizeof(g));
+	}
+	memcpy(frame, &f, sizeof(f));
+	total = (uint32_t)(sizeof(f) + (grh ? sizeof(g) : 0) + len);
+	opcode = frame[total - len];
+	c->tx_tail += total;
+
+	defer = tcp_app_draining && tcp_is_ack(opcode) &&
+		c->tx_tail - c->tx_head <= TCP_BATCH &&
+		!c->t->e->tp->is_sleeping(c->t->e);
+	batch = tcp_more_follows(opcode) &&
+		c->tx_tail - c->tx_head <= TCP_BATCH;
+	if (defer) {
+		c->tx_deferred = true;
+		atomic_store_explicit(&c->t->deferred, true,
+				      memory_order_relaxed);
+		/* Sequentially consistent, as the sleeper's flag. */
+		atomic_store(&c->t->e->pending_new, true);
+		if (c->t->e->tp->is_sleeping(c->t->e))
+			tcp_undefer_locked(c);
+	} else if (batch) {
+		tcp_arm_out_locked(c);
+	} else {
+		/* This frame takes what was held back along. */
+		c->tx_deferred = false;
+		tcp_flush_locked(c);
+	}
+	if (tcp_pub(c)) {
+		tcp_count(&tcp_pub(c)->tx_pkts, 1);
+		tcp_count(&tcp_pub(c)->tx_bytes, total);
+	}
+	pthread_mutex_unlock(&c->tx_lock);
+}
+
+uint64_t tcp_peer_taken(struct tp_peer *peer)
+{
+	return atomic_load_explicit(&((struct tcp_conn *)peer)->taken,
+				    memory_order_relaxed);
+}
+
+struct tp_peer *tcp_peer_get(struct engine *e, int32_t slot)
+{
+	struct tp_tcp *t = tp_tcp(e);
+	struct tcp_conn *c;
+
+	if (!t || !tp_slot_is_remote(slot) ||
+	    slot - IBEMU_MAX_PROCS >= TCP_MAX_CONNS)
+		return NULL;
+	pthread_mutex_lock(&t->lock);
+	c = t->conns[slot - IBEMU_MAX_PROCS];
+	pthread_mutex_unlock(&t->lock);
+	return c ? &c->base : NULL;
+}
+
+bool tcp_peer_is_self(struct engine *e, const struct tp_peer *peer)
+{
+	(void)e;
+	(void)peer;
+	return false;
+}
