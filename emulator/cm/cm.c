@@ -426,7 +426,7 @@ static bool cm_remote_peer(struct emu_cm *cm, int32_t slot, uint16_t *lid,
 			   uint64_t *token)
 {
 	struct engine *e = cm->hca->engine;
-	struct tp_tcp_peer_info info;
+	struct tp_peer_info info;
 	bool v4;
 
 	if (!e || !tp_slot_is_remote(slot) ||
@@ -704,7 +704,7 @@ static void cm_mad_init(struct emu_cm_id *id, uint8_t *mad, uint16_t attr)
 static void cm_send_locked(struct emu_cm *cm, int32_t slot, const uint8_t *mad)
 {
 	struct engine *e = cm->hca->engine;
-	struct tp_tcp_peer_info info;
+	struct tp_peer_info info;
 	uint16_t dlid = cm->hca->node.seg->lid;
 	struct tp_peer *peer;
 	struct pkt_out out;
@@ -1429,7 +1429,7 @@ static bool cm_ip_hdr_get(const uint8_t *p, struct sockaddr_storage *src,
 static bool cm_peer_alive(struct emu_cm *cm, int32_t slot, uint64_t token)
 {
 	struct engine *e = cm->hca->engine;
-	struct tp_tcp_peer_info info;
+	struct tp_peer_info info;
 
 	if (tp_slot_is_remote(slot))
 		return e && tp_tcp_peer_info(e, slot, &info) && info.up &&

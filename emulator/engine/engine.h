@@ -97,6 +97,11 @@ void engine_qp_quiesce(struct engine *e);
 void engine_pending_add_locked(struct emu_qp *qp);
 /* The process in node slot proc_slot, or NULL if unreachable. */
 struct tp_peer *engine_peer(struct engine *e, int32_t proc_slot);
+/* How e reaches other nodes (transport.h), NULL: it does not. */
+static inline const struct tp_net_ops *engine_net(const struct engine *e)
+{
+	return e && e->net ? e->net->net : NULL;
+}
 /* Whether the process in slot is known to run (transport.h peer_runs). */
 bool engine_peer_runs(struct engine *e, int32_t proc_slot);
 /* How many packets peer took in so far (transport.h peer_taken). */

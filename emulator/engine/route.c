@@ -3,10 +3,12 @@
  * Where a packet goes: an address vector names a port by LID, or by GID
  * when it has a GRH (IBA 8.3.1, 7.7.3); fabric.c says which node that
  * is, and the node's own table (this node) or its door (another node,
- * tp_tcp.c) says which process owns the QPN.  With IBEMU_TRANSPORT=tcp
+ * through the network transport's tp_net_ops) says which process owns
+ * the QPN.  With IBEMU_TRANSPORT=tcp
  * this node's processes are reached through its door too.
  *
- * Lock rule: none of its own; may block as tp_tcp.h says.
+ * Lock rule: none of its own; may block as the network transport's
+ * resolution does (transport.h, tp_net_ops).
  */
 #include "config.h"
 
@@ -17,7 +19,6 @@
 #include "engine.h"
 #include "fabric.h"
 #include "route.h"
-#include "tp_tcp.h"
 
 /* A destination located by its LID: no GRH, or a link-local GID, which
  * names a port of the sender's subnet (IBA 4.1.1). */
@@ -46,6 +47,7 @@ int route_qpn(struct emu_hca *hca, const struct ibv_ah_attr *av,
 	      uint32_t qpn, int32_t *slot_p)
 {
 	struct engine *e = hca->engine;
+	const struct tp_net_ops *net = engine_net(e);
 	struct sockaddr_storage addr;
 	enum fabric_where where;
 
@@ -54,14 +56,14 @@ int route_qpn(struct emu_hca *hca, const struct ibv_ah_attr *av,
 	if (where == FABRIC_NOWHERE)
 		return EHOSTUNREACH;
 	if (where == FABRIC_HERE) {
-		if (!e || !tp_tcp_forced(e)) {
+		if (!net || !net->forced(e)) {
 			*slot_p = node_qpn_owner_slot(&hca->node, qpn);
 			return *slot_p < 0 ? ENOENT : 0;
 		}
 		route_self_addr(hca, &addr);
 	}
-	if (!e || !tp_tcp_enabled(e))
+	if (!net)
 		return ENETDOWN;
-	return tp_tcp_resolve_qpn(e, &addr, route_by_lid(av) ? av->dlid : 0,
-				  qpn, slot_p);
+	return net->resolve_qpn(e, &addr, route_by_lid(av) ? av->dlid : 0, qpn,
+				slot_p);
 }

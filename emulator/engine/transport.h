@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "hdr.h"
 #include "params.h"
@@ -84,6 +85,61 @@ struct tp_place_ops {
 	void (*mr_share)(struct emu_hca *hca, void *addr, size_t length,
 			 int access, struct mr_window *w);
 	void (*mr_release)(struct emu_hca *hca, const struct mr_window *w);
+};
+
+/*
+ * Reaching other nodes: a network transport's resolution of destinations
+ * (transport_ops.net; NULL for the node's own transport).  A node is
+ * reached at its address (fabric_locate) through a door that one of its
+ * processes holds, which answers which process owns a QPN or listens on
+ * a CM address; the process found is named by a slot from
+ * IBEMU_MAX_PROCS up, as engine_peer() takes it.  The resolving calls
+ * block the calling thread for a bounded time and may be made under a
+ * QP lock; the implementation caches what it learns.
+ */
+/* What a remote slot names, for the CM and the tools: the node's LID,
+ * port GUID and address, the remote process's token (its identity on
+ * its node). */
+struct tp_peer_info {
+	uint16_t lid;
+	uint64_t guid;
+	uint64_t token;
+	struct sockaddr_storage addr;
+	bool up;
+};
+
+struct tp_net_ops {
+	/* Whether every packet, even to this node, goes by the network
+	 * (IBEMU_TRANSPORT=tcp). */
+	bool (*forced)(struct engine *e);
+	/* The slot of the process owning qpn on the node at node_addr
+	 * (port ignored).  want_lid: the LID the sender addressed (0: by
+	 * GID), checked against the LID the node answers with.  0, or
+	 * EHOSTUNREACH (nobody answers there), ENOENT (no such QP there),
+	 * EADDRNOTAVAIL (the node there has another LID), ENETDOWN. */
+	int (*resolve_qpn)(struct engine *e,
+			   const struct sockaddr_storage *node_addr,
+			   uint16_t want_lid, uint32_t qpn, int32_t *slot_p);
+	/* The slot of the process that listens on (ps, addr, port) on the
+	 * node at node_addr (the CM's listener table); errors as above,
+	 * ECONNREFUSED when nobody listens there. */
+	int (*resolve_cm)(struct engine *e,
+			  const struct sockaddr_storage *node_addr,
+			  uint16_t ps, const uint8_t addr[16], bool v4,
+			  uint16_t port, int32_t *slot_p);
+	/* Whether a node answers at node_addr within timeout_ms (0: the
+	 * transport's bound): 0 with its LID, EHOSTUNREACH, ENETDOWN. */
+	int (*probe_node)(struct engine *e,
+			  const struct sockaddr_storage *node_addr,
+			  int timeout_ms, uint16_t *lid_p);
+	/* What slot names; false when it names no connection. */
+	bool (*peer_info)(struct engine *e, int32_t slot,
+			  struct tp_peer_info *info);
+	/* A descriptor that poll(2) reports with POLLRDHUP, POLLHUP or
+	 * POLLERR once the connection of slot to the process holding
+	 * token ends: polled for those events only, closed by the caller;
+	 * -1 (errno set) when slot is no live connection to it. */
+	int (*peer_watch_fd)(struct engine *e, int32_t slot, uint64_t token);
 };
 
 struct transport_ops {
@@ -146,7 +202,15 @@ struct transport_ops {
 	void (*poll_done)(struct engine *e);
 	void (*flush)(struct engine *e);
 
+	/* Local injection: the peer that names this process, for a
+	 * network transport to deliver what it receives into this
+	 * process's own packets as a producer of the node does (pkt_claim
+	 * with src_proc this process's slot, then pkt_send); the node's
+	 * transport has it, NULL while closed. */
+	struct tp_peer *(*self)(struct engine *e);
+
 	const struct tp_place_ops *place; /* NULL: not offered */
+	const struct tp_net_ops *net; /* NULL: the node's own transport */
 };
 
 /*

@@ -385,5 +385,6 @@ const struct transport_ops tp_shm_ops = {
 	.nap = tp_shm_nap,
 	.wake = tp_shm_wake,
 	.is_sleeping = tp_shm_is_sleeping,
+	.self = tp_shm_self,
 	.place = &tp_shm_place_ops,
 };

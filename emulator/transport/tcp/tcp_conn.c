@@ -235,7 +235,7 @@ int32_t tcp_conn_to(struct tp_tcp *t,
 }
 
 bool tp_tcp_peer_info(struct engine *e, int32_t slot,
-		      struct tp_tcp_peer_info *info)
+		      struct tp_peer_info *info)
 {
 	struct tp_tcp *t = tp_tcp(e);
 	struct tcp_conn *c;

@@ -13,7 +13,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "cma.h"
 #include "log.h"
 #include "tcp_int.h"
 
@@ -22,29 +21,29 @@ static bool tcp_deliver(struct tcp_conn *c, const struct tp_frame_hdr *f,
 			const uint8_t *body)
 {
 	struct engine *e = c->t->e;
-	struct inbox *ib = tp_shm_own_inbox(e);
+	struct tp_peer *self = e->tp->self(e);
 	bool grh = f->flags & TP_FRAME_F_GRH;
 	uint32_t len = be32toh(f->len) - (grh ? sizeof(struct tp_frame_grh) : 0);
-	struct inbox_slot *s;
+	struct tp_pkt pkt = { .src_proc = e->hca->node.proc_slot };
 	struct tp_frame_grh g;
-	uint64_t pos;
 
-	s = inbox_claim(ib, e->hca->node.proc_slot, &pos);
-	if (!s)
+	/* Into this process's own packets, as a producer of the node
+	 * (transport.h, self). */
+	if (!self || !e->tp->pkt_claim(self, &pkt))
 		return false;
-	s->hdr.len = len;
-	s->hdr.slid = be16toh(f->slid);
-	s->hdr.dlid = be16toh(f->dlid);
-	s->hdr.src_qpn = be32toh(f->src_qpn) & BTH_QPN_MASK;
-	s->hdr.src_proc = c->slot;
-	s->hdr.flags = grh ? PKT_F_GRH : 0;
+	pkt.hdr->len = len;
+	pkt.hdr->slid = be16toh(f->slid);
+	pkt.hdr->dlid = be16toh(f->dlid);
+	pkt.hdr->src_qpn = be32toh(f->src_qpn) & BTH_QPN_MASK;
+	pkt.hdr->src_proc = c->slot;
+	pkt.hdr->flags = grh ? PKT_F_GRH : 0;
 	if (grh) {
 		memcpy(&g, body, sizeof(g));
-		tp_frame_grh_get(&s->grh, &g);
+		tp_frame_grh_get(pkt.grh, &g);
 		body += sizeof(g);
 	}
-	memcpy(s->data, body, len);
-	inbox_publish(ib, s, pos);
+	memcpy(pkt.data, body, len);
+	e->tp->pkt_send(self, &pkt);
 	return true;
 }
 

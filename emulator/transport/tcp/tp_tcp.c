@@ -215,6 +215,15 @@ static bool tcp_peer_runs(struct engine *e, int32_t slot)
 	return false;
 }
 
+static const struct tp_net_ops tcp_net_ops = {
+	.forced = tp_tcp_forced,
+	.resolve_qpn = tp_tcp_resolve_qpn,
+	.resolve_cm = tp_tcp_resolve_cm,
+	.probe_node = tp_tcp_probe_node,
+	.peer_info = tp_tcp_peer_info,
+	.peer_watch_fd = tp_tcp_peer_watch_fd,
+};
+
 const struct transport_ops tp_tcp_ops = {
 	.name = "tcp",
 	.open = tcp_open,
@@ -230,4 +239,5 @@ const struct transport_ops tp_tcp_ops = {
 	.poll = tcp_poll,
 	.poll_done = tcp_poll_done,
 	.flush = tcp_flush_deferred,
+	.net = &tcp_net_ops,
 };

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The TCP transport's resolution of destinations on other nodes
- * (tp_tcp.c; the transport's ops are in transport.h).
+ * (tp_tcp.c), the functions behind its tp_net_ops (transport.h), which
+ * is how the engine and the CM reach them.
  *
  * A node is reached at its address (fabric_locate) on its door port,
  * held by one of its processes, which answers which process owns a QPN
@@ -23,6 +24,7 @@
 #include <sys/socket.h>
 
 struct engine;
+struct tp_peer_info;
 
 /* Whether this process reaches other nodes (the network is up) and
  * whether every packet, even to its own node, goes by TCP
@@ -59,18 +61,9 @@ int tp_tcp_probe_node(struct engine *e,
 		      const struct sockaddr_storage *node_addr,
 		      int timeout_ms, uint16_t *lid_p);
 
-/* What a remote slot names, for the CM and the tools: the node's LID,
- * port GUID and address, the remote process's token (its identity on
- * its node); false when slot names no connection. */
-struct tp_tcp_peer_info {
-	uint16_t lid;
-	uint64_t guid;
-	uint64_t token;
-	struct sockaddr_storage addr;
-	bool up;
-};
+/* What a remote slot names (transport.h). */
 bool tp_tcp_peer_info(struct engine *e, int32_t slot,
-		      struct tp_tcp_peer_info *info);
+		      struct tp_peer_info *info);
 
 /* A descriptor that poll(2) reports with POLLRDHUP, POLLHUP or POLLERR
  * once the connection of slot to the process holding token ends (that
