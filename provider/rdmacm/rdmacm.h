@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the librdmacm face (rdmacm.c) shares with its multicast part
- * (rdmacm_mcast.c).
+ * What the librdmacm face (rdmacm.c and the files beside it) shares
+ * with its multicast part (rdmacm_mcast.c).
  */
 #ifndef IBEMU_RDMACM_H
 #define IBEMU_RDMACM_H
@@ -13,7 +13,7 @@ struct emu_cm_event;
 
 /* rdmacm.c: the emulator's id behind id. */
 struct emu_cm_id *face_emu_id(struct rdma_cm_id *id);
-/* rdmacm.c: a synchronous id waits for the event of what it started;
+/* rdmacm_event.c: a synchronous id waits for the event of what it started;
  * 0, or -1 with errno. */
 int face_complete_id(struct rdma_cm_id *id);
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The librdmacm face's objects (rdmacm.c), shared with the forwarding of
- * ids on the kernel's RDMA devices to the real librdmacm (rdmacm_real.c).
+ * The librdmacm face's objects and what its files share (rdmacm.c and
+ * the rdmacm_*.c beside it), shared too with the forwarding of ids on
+ * the kernel's RDMA devices to the real librdmacm (rdmacm_real.c).
  */
 #ifndef IBEMU_RDMACM_FACE_H
 #define IBEMU_RDMACM_FACE_H
@@ -25,7 +26,7 @@ struct face_chan {
 	struct emu_cm_chan *emu;
 	int emu_fd; /* the emulator channel's descriptor */
 	struct rdma_event_channel *real; /* NULL: ibemu's only */
-	/* under face_chan_lock (rdmacm.c): threads in rdma_get_cm_event;
+	/* under face_chan_lock (rdmacm_event.c): threads in rdma_get_cm_event;
 	 * destroyed (rdma_get_cm_event fails with EBADF); whether the
 	 * last reader out frees it (it left the kept destroyed ones) */
 	unsigned int readers;
@@ -81,6 +82,27 @@ static inline struct face_chan *to_fch(struct rdma_event_channel *ch)
 struct face_id *face_id_new(struct face_chan *fch, void *context,
 			    enum rdma_port_space ps, enum ibv_qp_type qp_type);
 void face_id_free(struct face_id *fid);
+/* -1 with errno err. */
 int face_err(int err);
+/* id's addresses and route as the emulator has them. */
+void face_sync_route(struct face_id *fid);
+
+/* rdmacm_qp.c: the device, once face_init has opened it */
+extern struct ibv_context *face_verbs;
+extern struct ibv_pd *face_pd;
+extern struct emu_hca *face_hca;
+extern uint8_t face_max_rd_atom, face_max_init_rd_atom;
+/* Resolve libibverbs and open ibemu0 once; 0 or a positive errno. */
+int face_init(void);
+/* The id's QP moved for a connection: 0 or the verb's error. */
+int face_modify_rtr(struct face_id *fid, uint8_t resp_res);
+int face_modify_rts(struct face_id *fid, uint8_t init_depth);
+int face_modify_err(struct face_id *fid);
+
+/* rdmacm_event.c: a synchronous id waits for the event of what it
+ * started; a call that starts something on a real id, whose result is
+ * ret, then waits as on ibemu's. */
+int face_complete(struct face_id *fid);
+int face_started(struct face_id *fid, int ret);
 
 #endif /* IBEMU_RDMACM_FACE_H */
