@@ -163,15 +163,13 @@ IBEMU_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
 				struct rdma_cm_id **id, void *context,
 				enum rdma_port_space ps)
 {
-	if (cm_real_inside())
-		return cm_real.create_id(channel, id, context, ps);
+	FACE_PASS(create_id, channel, id, context, ps);
 	return face_create_id(channel, id, context, ps, face_ps_qp_type(ps));
 }
 
 IBEMU_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 {
-	if (cm_real_inside())
-		return cm_real.destroy_id(id);
+	FACE_PASS(destroy_id, id);
 	struct face_id *fid = to_fid(id);
 	struct rdma_event_channel *ch;
 	unsigned int delivered;
@@ -216,8 +214,7 @@ struct emu_cm_id *face_emu_id(struct rdma_cm_id *id)
 IBEMU_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 				 struct rdma_event_channel *channel)
 {
-	if (cm_real_inside())
-		return cm_real.migrate_id(id, channel);
+	FACE_PASS(migrate_id, id, channel);
 	struct face_id *fid = to_fid(id);
 	struct rdma_event_channel *old, *ch = channel;
 	bool sync = !channel;
@@ -274,8 +271,7 @@ IBEMU_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
 	struct ibv_context **list;
 	int n = 0;
 
-	if (cm_real_inside())
-		return cm_real.get_devices(num_devices);
+	FACE_PASS(get_devices, num_devices);
 	list = calloc(2, sizeof(*list));
 	if (!list) {
 		errno = ENOMEM;
@@ -293,10 +289,7 @@ IBEMU_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
 
 IBEMU_EXPORT void rdma_free_devices(struct ibv_context **list)
 {
-	if (cm_real_inside()) {
-		cm_real.free_devices(list);
-		return;
-	}
+	FACE_PASS_VOID(free_devices, list);
 	if (!list)
 		return;
 	if (cm_real_open())
@@ -311,8 +304,7 @@ IBEMU_EXPORT int rdma_create_ep(struct rdma_cm_id **id,
 				struct rdma_addrinfo *res, struct ibv_pd *pd,
 				struct ibv_qp_init_attr *qp_init_attr)
 {
-	if (cm_real_inside())
-		return cm_real.create_ep(id, res, pd, qp_init_attr);
+	FACE_PASS(create_ep, id, res, pd, qp_init_attr);
 	struct rdma_cm_id *cm_id;
 	struct face_id *fid;
 	int ret;
@@ -373,10 +365,7 @@ err:
 
 IBEMU_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 {
-	if (cm_real_inside()) {
-		cm_real.destroy_ep(id);
-		return;
-	}
+	FACE_PASS_VOID(destroy_ep, id);
 	if (!id)
 		return;
 	if (id->qp)

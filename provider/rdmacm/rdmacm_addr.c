@@ -22,8 +22,7 @@
 
 IBEMU_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
-	if (cm_real_inside())
-		return cm_real.bind_addr(id, addr);
+	FACE_PASS(bind_addr, id, addr);
 	int ret;
 
 	if (!id || !addr)
@@ -48,8 +47,7 @@ IBEMU_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 {
 	int ret;
 
-	if (cm_real_inside())
-		return cm_real.resolve_addr(id, src_addr, dst_addr, timeout_ms);
+	FACE_PASS(resolve_addr, id, src_addr, dst_addr, timeout_ms);
 	if (!id || !dst_addr)
 		return face_err(EINVAL);
 	face_real_route_dst(to_fid(id), src_addr, dst_addr);
@@ -71,14 +69,9 @@ IBEMU_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 {
 	int ret;
 
-	if (cm_real_inside())
-		return cm_real.resolve_route(id, timeout_ms);
+	FACE_DISPATCH_STARTED(resolve_route, id, timeout_ms);
 	if (!id)
 		return face_err(EINVAL);
-	if (face_is_real(id))
-		return face_started(to_fid(id),
-				    FACE_REAL_CALL(id, resolve_route,
-						   timeout_ms));
 	ret = emu_cm_resolve_route(to_fid(id)->emu, timeout_ms);
 	if (ret)
 		return face_err(ret);
@@ -122,10 +115,7 @@ static void face_free_ai(struct rdma_addrinfo *ai)
 
 IBEMU_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
 {
-	if (cm_real_inside()) {
-		cm_real.freeaddrinfo(res);
-		return;
-	}
+	FACE_PASS_VOID(freeaddrinfo, res);
 	struct rdma_addrinfo *next;
 
 	for (; res; res = next) {
@@ -246,8 +236,7 @@ IBEMU_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	struct rdma_addrinfo *r;
 	int ret = 0;
 
-	if (cm_real_inside())
-		return cm_real.getaddrinfo(node, service, hints, res);
+	FACE_PASS(getaddrinfo, node, service, hints, res);
 	if (!res || (!node && !service && !hints))
 		return face_err(EINVAL);
 	if (hints && hints->ai_family == AF_IB)

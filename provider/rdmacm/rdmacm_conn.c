@@ -77,14 +77,11 @@ static uint8_t face_min(uint8_t a, uint8_t b)
 
 IBEMU_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
-	if (cm_real_inside())
-		return cm_real.listen(id, backlog);
+	FACE_DISPATCH(listen, id, backlog);
 	int ret;
 
 	if (!id)
 		return face_err(EINVAL);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, listen, backlog);
 	ret = emu_cm_listen(to_fid(id)->emu, backlog);
 	if (ret)
 		return face_err(ret);
@@ -103,11 +100,7 @@ IBEMU_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	struct emu_cm_conn c;
 	int ret;
 
-	if (cm_real_inside())
-		return cm_real.connect(id, conn_param);
-	if (face_is_real(id))
-		return face_started(fid,
-				    FACE_REAL_CALL(id, connect, conn_param));
+	FACE_DISPATCH_STARTED(connect, id, conn_param);
 	if (!id)
 		return face_err(EINVAL);
 	/* IBA 12.6.5 and 12.11.1 less the IP CM header (A11.6): 56 bytes
@@ -129,11 +122,7 @@ IBEMU_EXPORT int rdma_accept(struct rdma_cm_id *id,
 	struct emu_cm_conn c;
 	int ret;
 
-	if (cm_real_inside())
-		return cm_real.accept(id, conn_param);
-	if (face_is_real(id))
-		return face_started(fid,
-				    FACE_REAL_CALL(id, accept, conn_param));
+	FACE_DISPATCH_STARTED(accept, id, conn_param);
 	if (!id)
 		return face_err(EINVAL);
 	/* IBA 12.6.8: 196 bytes in a REP; 12.11.2: 136 in a SIDR_REP */
@@ -174,11 +163,7 @@ IBEMU_EXPORT int rdma_accept(struct rdma_cm_id *id,
 IBEMU_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 			     uint8_t private_data_len)
 {
-	if (cm_real_inside())
-		return cm_real.reject(id, private_data, private_data_len);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, reject, private_data,
-				      private_data_len);
+	FACE_DISPATCH(reject, id, private_data, private_data_len);
 	int ret;
 
 	if (!id || (private_data_len && !private_data))
@@ -191,20 +176,13 @@ IBEMU_EXPORT int rdma_reject_ece(struct rdma_cm_id *id,
 				 const void *private_data,
 				 uint8_t private_data_len)
 {
-	if (cm_real_inside())
-		return cm_real.reject_ece(id, private_data, private_data_len);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, reject_ece, private_data,
-				      private_data_len);
+	FACE_DISPATCH(reject_ece, id, private_data, private_data_len);
 	return rdma_reject(id, private_data, private_data_len);
 }
 
 IBEMU_EXPORT int rdma_establish(struct rdma_cm_id *id)
 {
-	if (cm_real_inside())
-		return cm_real.establish(id);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, establish);
+	FACE_DISPATCH(establish, id);
 	struct face_id *fid = to_fid(id);
 	int ret = 0;
 
@@ -222,10 +200,7 @@ IBEMU_EXPORT int rdma_establish(struct rdma_cm_id *id)
 
 IBEMU_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 {
-	if (cm_real_inside())
-		return cm_real.notify(id, event);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, notify, event);
+	FACE_DISPATCH(notify, id, event);
 	if (!id)
 		return face_err(EINVAL);
 	/* Only communication established means anything to the CM. */
@@ -236,10 +211,7 @@ IBEMU_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 
 IBEMU_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 {
-	if (cm_real_inside())
-		return cm_real.disconnect(id);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, disconnect);
+	FACE_DISPATCH(disconnect, id);
 	int ret;
 
 	if (!id)
@@ -253,8 +225,7 @@ IBEMU_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 IBEMU_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 				  struct rdma_cm_id **id)
 {
-	if (cm_real_inside())
-		return cm_real.get_request(listen, id);
+	FACE_PASS(get_request, listen, id);
 	struct face_id *l = to_fid(listen);
 	struct rdma_cm_event *event;
 	struct ibv_qp_init_attr attr;
@@ -304,10 +275,7 @@ IBEMU_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 				   struct ibv_qp_attr *qp_attr,
 				   int *qp_attr_mask)
 {
-	if (cm_real_inside())
-		return cm_real.init_qp_attr(id, qp_attr, qp_attr_mask);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, init_qp_attr, qp_attr, qp_attr_mask);
+	FACE_DISPATCH(init_qp_attr, id, qp_attr, qp_attr_mask);
 	int ret;
 
 	if (!id || !qp_attr || !qp_attr_mask)

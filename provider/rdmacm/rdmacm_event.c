@@ -44,8 +44,7 @@ static unsigned int face_chan_kept_next;
 
 IBEMU_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 {
-	if (cm_real_inside())
-		return cm_real.create_event_channel();
+	FACE_PASS(create_event_channel);
 	struct face_chan *fch;
 	int ret;
 
@@ -78,10 +77,7 @@ IBEMU_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 
 IBEMU_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *ch)
 {
-	if (cm_real_inside()) {
-		cm_real.destroy_event_channel(ch);
-		return;
-	}
+	FACE_PASS_VOID(destroy_event_channel, ch);
 	struct face_chan *fch = to_fch(ch);
 
 	struct face_chan *old;
@@ -179,8 +175,7 @@ static int face_get_event(struct rdma_event_channel *channel,
 IBEMU_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 				   struct rdma_cm_event **event)
 {
-	if (cm_real_inside())
-		return cm_real.get_cm_event(channel, event);
+	FACE_PASS(get_cm_event, channel, event);
 	int ret, err;
 
 	if (!channel || !event)
@@ -312,8 +307,7 @@ again:
 
 IBEMU_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
-	if (cm_real_inside())
-		return cm_real.ack_cm_event(event);
+	FACE_PASS(ack_cm_event, event);
 	struct face_event *fe = (struct face_event *)event;
 	struct face_id *fid;
 

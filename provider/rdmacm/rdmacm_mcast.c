@@ -50,10 +50,7 @@ static int face_join(struct rdma_cm_id *id, struct sockaddr *addr,
 IBEMU_EXPORT int rdma_join_multicast(struct rdma_cm_id *id,
 				     struct sockaddr *addr, void *context)
 {
-	if (cm_real_inside())
-		return cm_real.join_multicast(id, addr, context);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, join_multicast, addr, context);
+	FACE_DISPATCH(join_multicast, id, addr, context);
 	if (!id || !addr)
 		return face_err(EINVAL);
 	return face_join(id, addr, RDMA_MC_JOIN_FLAG_FULLMEMBER, context);
@@ -63,10 +60,7 @@ IBEMU_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
 					struct rdma_cm_join_mc_attr_ex *attr,
 					void *context)
 {
-	if (cm_real_inside())
-		return cm_real.join_multicast_ex(id, attr, context);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, join_multicast_ex, attr, context);
+	FACE_DISPATCH(join_multicast_ex, id, attr, context);
 	if (!id || !attr)
 		return face_err(EINVAL);
 	/* librdmacm's checks, in its order: unknown attributes ENOTSUP,
@@ -98,10 +92,7 @@ IBEMU_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id,
 	struct emu_cm_mc_info info;
 	int ret;
 
-	if (cm_real_inside())
-		return cm_real.leave_multicast(id, addr);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, leave_multicast, addr);
+	FACE_DISPATCH(leave_multicast, id, addr);
 	if (!id || !addr)
 		return face_err(EINVAL);
 	ret = emu_cm_leave(face_emu_id(id), addr, &info);

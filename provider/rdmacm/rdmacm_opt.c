@@ -19,11 +19,7 @@
 IBEMU_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level,
 				 int optname, void *optval, size_t optlen)
 {
-	if (cm_real_inside())
-		return cm_real.set_option(id, level, optname, optval, optlen);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, set_option, level, optname, optval,
-				      optlen);
+	FACE_DISPATCH(set_option, id, level, optname, optval, optlen);
 	int ret = 0;
 
 	if (!id || !optval)
@@ -63,10 +59,7 @@ IBEMU_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level,
 
 IBEMU_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
-	if (cm_real_inside())
-		return cm_real.set_local_ece(id, ece);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, set_local_ece, ece);
+	FACE_DISPATCH(set_local_ece, id, ece);
 	if (!id || !ece || id->qp)
 		return face_err(EINVAL);
 	to_fid(id)->local_ece = *ece;
@@ -76,10 +69,7 @@ IBEMU_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 IBEMU_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id,
 				     struct ibv_ece *ece)
 {
-	if (cm_real_inside())
-		return cm_real.get_remote_ece(id, ece);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, get_remote_ece, ece);
+	FACE_DISPATCH(get_remote_ece, id, ece);
 	if (!id || !ece || id->qp)
 		return face_err(EINVAL);
 	/* Enhanced connection establishment is not negotiated. */

@@ -270,10 +270,7 @@ static int face_init_qp(struct face_id *fid, struct ibv_qp *qp)
 IBEMU_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 				   struct ibv_qp_init_attr_ex *attr)
 {
-	if (cm_real_inside())
-		return cm_real.create_qp_ex(id, attr);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, create_qp_ex, attr);
+	FACE_DISPATCH(create_qp_ex, id, attr);
 	struct face_id *fid = to_fid(id);
 	struct ibv_qp_init_attr a;
 	struct verbs_context *vctx;
@@ -347,10 +344,7 @@ err_cqs:
 IBEMU_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 				struct ibv_qp_init_attr *qp_init_attr)
 {
-	if (cm_real_inside())
-		return cm_real.create_qp(id, pd, qp_init_attr);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, create_qp, pd, qp_init_attr);
+	FACE_DISPATCH(create_qp, id, pd, qp_init_attr);
 	struct ibv_qp_init_attr_ex ax;
 	int ret;
 
@@ -377,15 +371,7 @@ IBEMU_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 
 IBEMU_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 {
-	if (cm_real_inside()) {
-		cm_real.destroy_qp(id);
-		return;
-	}
-	if (face_is_real(id)) {
-		CM_REAL_VOID(cm_real.destroy_qp(to_fid(id)->real));
-		face_real_mirror(to_fid(id));
-		return;
-	}
+	FACE_DISPATCH_VOID(destroy_qp, id);
 	if (!id || !id->qp)
 		return;
 	verbs.destroy_qp(id->qp);
@@ -436,10 +422,7 @@ static int face_create_xrc_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 IBEMU_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 				    struct ibv_srq_init_attr_ex *attr)
 {
-	if (cm_real_inside())
-		return cm_real.create_srq_ex(id, attr);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, create_srq_ex, attr);
+	FACE_DISPATCH(create_srq_ex, id, attr);
 	struct ibv_srq_init_attr a;
 	struct ibv_pd *pd;
 	struct ibv_srq *srq;
@@ -469,10 +452,7 @@ IBEMU_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 IBEMU_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 				 struct ibv_srq_init_attr *attr)
 {
-	if (cm_real_inside())
-		return cm_real.create_srq(id, pd, attr);
-	if (face_is_real(id))
-		return FACE_REAL_CALL(id, create_srq, pd, attr);
+	FACE_DISPATCH(create_srq, id, pd, attr);
 	struct ibv_srq_init_attr_ex ax;
 	int ret;
 
@@ -495,15 +475,7 @@ IBEMU_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 
 IBEMU_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 {
-	if (cm_real_inside()) {
-		cm_real.destroy_srq(id);
-		return;
-	}
-	if (face_is_real(id)) {
-		CM_REAL_VOID(cm_real.destroy_srq(to_fid(id)->real));
-		face_real_mirror(to_fid(id));
-		return;
-	}
+	FACE_DISPATCH_VOID(destroy_srq, id);
 	if (!id || !id->srq)
 		return;
 	verbs.destroy_srq(id->srq);

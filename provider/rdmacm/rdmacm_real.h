@@ -124,6 +124,53 @@ static inline int face_real_int(struct face_id *fid, int ret)
 	face_real_int(to_fid(id),                                              \
 		      CM_REAL(cm_real.fn(to_fid(id)->real, ##__VA_ARGS__)))
 
+/*
+ * The dispatch every rdma_* function opens with; each returns from the
+ * function it is used in when the call is not ibemu's.  A thread inside
+ * the real library passes straight to the real fn with the function's
+ * own arguments (FACE_PASS, FACE_PASS_VOID).  FACE_DISPATCH goes on to
+ * hand an id that lives on the real side to its twin (FACE_REAL_CALL:
+ * fn's arguments are id and the rest); FACE_DISPATCH_STARTED does so
+ * for a call that starts something, for which a synchronous id then
+ * waits (face_started); FACE_DISPATCH_VOID for fn(id) returning
+ * nothing.  What is left after them is ibemu's.
+ */
+#define FACE_PASS(fn, ...)                                                     \
+	do {                                                                   \
+		if (cm_real_inside())                                          \
+			return cm_real.fn(__VA_ARGS__);                        \
+	} while (0)
+#define FACE_PASS_VOID(fn, ...)                                                \
+	do {                                                                   \
+		if (cm_real_inside()) {                                        \
+			cm_real.fn(__VA_ARGS__);                               \
+			return;                                                \
+		}                                                              \
+	} while (0)
+#define FACE_DISPATCH(fn, id, ...)                                             \
+	do {                                                                   \
+		FACE_PASS(fn, id, ##__VA_ARGS__);                              \
+		if (face_is_real(id))                                          \
+			return FACE_REAL_CALL(id, fn, ##__VA_ARGS__);          \
+	} while (0)
+#define FACE_DISPATCH_STARTED(fn, id, ...)                                     \
+	do {                                                                   \
+		FACE_PASS(fn, id, ##__VA_ARGS__);                              \
+		if (face_is_real(id))                                          \
+			return face_started(                                   \
+				to_fid(id),                                    \
+				FACE_REAL_CALL(id, fn, ##__VA_ARGS__));        \
+	} while (0)
+#define FACE_DISPATCH_VOID(fn, id)                                             \
+	do {                                                                   \
+		FACE_PASS_VOID(fn, id);                                        \
+		if (face_is_real(id)) {                                        \
+			CM_REAL_VOID(cm_real.fn(to_fid(id)->real));            \
+			face_real_mirror(to_fid(id));                          \
+			return;                                                \
+		}                                                              \
+	} while (0)
+
 /* A channel gets its real twin (0, or errno: the channel stays ibemu's
  * only); the twin goes with the channel. */
 int face_real_chan_open(struct face_chan *fch);
