@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rsockets (rsocket(7)) over ibemu's RDMA CM face and verbs: what the
- * API and descriptor table (rsocket.c) and the stream protocol
- * (rsocket_proto.c) share.  doc/rsocket.md describes the protocol.
+ * API and descriptor table (rsocket.c and the rsocket_*.c beside it)
+ * and the stream protocol (rsocket_proto.c) share.  doc/rsocket.md
+ * describes the protocol.
  *
  * Lock rule: each rsocket's lock guards every field of it; a call holds
  * it from lookup to return, letting it go only while it sleeps in
@@ -12,9 +13,11 @@
 #ifndef IBEMU_RSOCKET_H
 #define IBEMU_RSOCKET_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <rdma/rdma_cma.h>
@@ -98,6 +101,28 @@ struct rsock {
 	struct rs_iomap rmap[RS_IOMAP_MAX]; /* the peer's, riowrite targets */
 	bool iomap_pending; /* some lmap entry waits to be announced */
 };
+
+/* rsocket.c: the descriptor table */
+int tab_add(struct rsock *rs);
+struct rsock *tab_find(int s, bool remove);
+/* The rsocket s, locked; NULL with errno EBADF if s is none. */
+struct rsock *rs_get(int s);
+/* rs unlocked; -1 with errno err. */
+int rs_put_err(struct rsock *rs, int err);
+struct rsock *rs_alloc(void);
+void rs_free(struct rsock *rs);
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t now_ms(void);
+
+/* rsocket_conn.c: completions and CM events there are now; the
+ * descriptors that signal news for rs (1 or 2, into p); one step of a
+ * blocking call, rs's lock dropped while it sleeps. */
+void rs_progress(struct rsock *rs);
+nfds_t rs_pollfds(const struct rsock *rs, struct pollfd *p);
+void rs_wait(struct rsock *rs, int timeout_ms);
+/* sa copied out to a and *l, as accept(2) and getpeername(2) do. */
+void rs_sa_out(const struct sockaddr *sa, struct sockaddr *a,
+	       socklen_t *l);
 
 /* rsocket_proto.c */
 int rs_verbs_init(void);
