@@ -381,12 +381,9 @@ static bool frame_accept(struct mcast_ip *m, size_t n, struct pkt_hdr *hdr,
 	if (!(op->mask & OPM_UD) || bth_qpn(bth) != BTH_QPN_MULTICAST ||
 	    !lid_is_multicast(be16toh(f.dlid)))
 		return false;
-	hdr->len = (uint32_t)(n - off);
-	hdr->slid = be16toh(f.slid);
-	hdr->dlid = be16toh(f.dlid);
-	hdr->src_qpn = be32toh(f.src_qpn) & BTH_QPN_MASK;
-	hdr->src_proc = -1; /* no process of this node */
-	hdr->flags |= PKT_F_FOREIGN;
+	/* From no process of this node. */
+	tp_frame_link_get(hdr, &f, (uint32_t)(n - off), -1,
+			  hdr->flags | PKT_F_FOREIGN);
 	memset(in, 0, sizeof(*in));
 	in->hdr = hdr;
 	in->grh = grh;
@@ -574,9 +571,7 @@ void mcast_ip_send(struct engine *e, const uint8_t mgid[16],
 	f.magic = htobe32(TP_FRAME_MAGIC);
 	f.version = TP_FRAME_VERSION;
 	f.type = TP_FRAME_DATA;
-	f.slid = htobe16(h->slid);
-	f.dlid = htobe16(h->dlid);
-	f.src_qpn = htobe32(h->src_qpn);
+	tp_frame_link_put(&f, h);
 	f.src_guid = htobe64(m->port_guid);
 	f.src_slot = htobe32((uint32_t)m->proc_slot);
 	f.dst_slot = htobe32(UINT32_MAX); /* every member: by the GRH */

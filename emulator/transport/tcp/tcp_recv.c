@@ -31,12 +31,7 @@ static bool tcp_deliver(struct tcp_conn *c, const struct tp_frame_hdr *f,
 	 * (transport.h, self). */
 	if (!self || !e->tp->pkt_claim(self, &pkt))
 		return false;
-	pkt.hdr->len = len;
-	pkt.hdr->slid = be16toh(f->slid);
-	pkt.hdr->dlid = be16toh(f->dlid);
-	pkt.hdr->src_qpn = be32toh(f->src_qpn) & BTH_QPN_MASK;
-	pkt.hdr->src_proc = c->slot;
-	pkt.hdr->flags = grh ? PKT_F_GRH : 0;
+	tp_frame_link_get(pkt.hdr, f, len, c->slot, grh ? PKT_F_GRH : 0);
 	if (grh) {
 		memcpy(&g, body, sizeof(g));
 		tp_frame_grh_get(pkt.grh, &g);

@@ -230,9 +230,7 @@ void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 	tcp_frame_init(c->t, &f, TP_FRAME_DATA,
 		       len + (grh ? (uint32_t)sizeof(g) : 0), c->rslot);
 	f.flags = grh ? TP_FRAME_F_GRH : 0;
-	f.slid = htobe16(s->hdr.slid);
-	f.dlid = htobe16(s->hdr.dlid);
-	f.src_qpn = htobe32(s->hdr.src_qpn);
+	tp_frame_link_put(&f, &s->hdr);
 	if (grh) {
 		memmove(frame + sizeof(f) + sizeof(g), frame + sizeof(f), len);
 		tp_frame_grh_put(&g, &s->grh, len);

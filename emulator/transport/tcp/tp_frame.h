@@ -86,6 +86,31 @@ static inline void tp_frame_grh_get(struct pkt_grh *h,
 	memcpy(h->dgid, g->dgid, 16);
 }
 
+/* A packet's link header into a DATA frame's header (LIDs as the LRH
+ * has them, IBA 7.7; the source QP), and back: len, src_proc and flags
+ * are the receiver's to say (what follows, who sent it as it names the
+ * sender, PKT_F_*). */
+static inline void tp_frame_link_put(struct tp_frame_hdr *f,
+				     const struct pkt_hdr *h)
+{
+	f->slid = htobe16(h->slid);
+	f->dlid = htobe16(h->dlid);
+	f->src_qpn = htobe32(h->src_qpn);
+}
+
+static inline void tp_frame_link_get(struct pkt_hdr *h,
+				     const struct tp_frame_hdr *f,
+				     uint32_t len, int32_t src_proc,
+				     uint32_t flags)
+{
+	h->len = len;
+	h->slid = be16toh(f->slid);
+	h->dlid = be16toh(f->dlid);
+	h->src_qpn = be32toh(f->src_qpn) & BTH_QPN_MASK;
+	h->src_proc = src_proc;
+	h->flags = flags;
+}
+
 /* Whether a received link header (already copied out) may be used:
  * magic, version, and a length that fits a packet of its type. */
 static inline bool tp_frame_check(const struct tp_frame_hdr *f)
