@@ -24,6 +24,7 @@
 #include <infiniband/verbs.h>
 
 #include "emu.h"
+#include "key_table.h"
 #include "lock.h"
 #include "node.h"
 #include "opcode.h"
@@ -36,7 +37,7 @@ struct tp_peer;
 /*
  * The process's attachment to its node's HCA.
  * Lock rule: hca.lock protects refs, attach/detach, and changes to the
- * MR and AH tables (mr_table, mr_variant, mr_cursor, nr_mrs, ah_table)
+ * MR and AH tables (mrs, ah_table)
  * and the writes of the regions published in the inbox (cma.c);
  * the data path reads table entries without it (acquire loads of
  * entries published with release order).
@@ -48,16 +49,10 @@ struct emu_hca {
 	unsigned int refs; /* open contexts */
 	pid_t pid; /* who attached */
 	struct node node;
-	struct emu_mr *_Atomic *mr_table; /* IBEMU_MAX_MR entries, by index */
-	uint8_t *mr_variant; /* per index: low 8 bits of the next key */
-	uint32_t mr_cursor;
-	uint32_t nr_mrs;
+	struct key_table mrs; /* IBEMU_MAX_MR regions, by index */
 	/* Memory windows (mw.c); lock rule: mw_lock, a leaf */
 	pthread_mutex_t mw_lock;
-	struct emu_mw **mw_table; /* IBEMU_MAX_MW entries, by index */
-	uint8_t *mw_variant; /* per index: low 8 bits of the next key */
-	uint32_t mw_cursor;
-	uint32_t nr_mws;
+	struct key_table mws; /* IBEMU_MAX_MW windows, by index */
 	uint32_t nr_mw_bound2; /* type 2 windows bound */
 	struct ibv_ah_attr **ah_table; /* IBEMU_MAX_AH entries, by handle */
 	uint32_t ah_cursor;
@@ -103,7 +98,7 @@ struct emu_mr {
 	uint64_t iova; /* address the requester names (ibv_reg_mr_iova) */
 	int access;
 	uint32_t key; /* lkey == rkey */
-	uint32_t index; /* in hca.mr_table */
+	uint32_t index; /* in hca.mrs */
 	struct mr_window win; /* its whole pages on the memfd (mr_memfd.h) */
 };
 
@@ -113,7 +108,7 @@ struct emu_mw {
 	struct emu_hca *hca;
 	uint64_t pd_id;
 	enum ibv_mw_type type;
-	uint32_t index; /* in hca.mw_table */
+	uint32_t index; /* in hca.mws */
 	uint32_t key; /* the current R_Key */
 	bool bound; /* grants access: bound to a region, not invalidated */
 	uint64_t addr, length; /* the window, as requesters name it */
@@ -433,12 +428,9 @@ void mr_table_fini(struct emu_hca *hca);
  * lock of the HCA. */
 static inline struct emu_mr *mr_lookup(struct emu_hca *hca, uint32_t key)
 {
-	uint32_t idx = (key >> 8) - 1;
-	struct emu_mr *mr;
+	/* Key 0 names no index (the subtraction wraps past the table). */
+	struct emu_mr *mr = key_table_get(&hca->mrs, (key >> 8) - 1);
 
-	if ((key >> 8) == 0 || idx >= IBEMU_MAX_MR || !hca->mr_table)
-		return NULL;
-	mr = atomic_load_explicit(&hca->mr_table[idx], memory_order_acquire);
 	return mr && mr->key == key ? mr : NULL;
 }
 

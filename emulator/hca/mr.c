@@ -41,61 +41,38 @@
 
 int mr_table_init(struct emu_hca *hca)
 {
-	hca->mr_table = calloc(IBEMU_MAX_MR, sizeof(*hca->mr_table));
-	hca->mr_variant = calloc(IBEMU_MAX_MR, sizeof(*hca->mr_variant));
-	if (!hca->mr_table || !hca->mr_variant) {
-		mr_table_fini(hca);
-		return ENOMEM;
-	}
-	hca->mr_cursor = 0;
-	hca->nr_mrs = 0;
-	return 0;
+	return key_table_init(&hca->mrs, IBEMU_MAX_MR);
 }
 
 void mr_table_fini(struct emu_hca *hca)
 {
-	free(hca->mr_table);
-	free(hca->mr_variant);
-	hca->mr_table = NULL;
-	hca->mr_variant = NULL;
-	hca->nr_mrs = 0;
-	hca->mr_cursor = 0;
+	key_table_fini(&hca->mrs);
 }
 
 static int mr_key_alloc(struct emu_hca *hca, struct emu_mr *mr)
 {
-	uint32_t n, idx;
+	uint32_t idx;
+	uint8_t variant;
 
 	pthread_mutex_lock(&hca->lock);
-	if (hca->nr_mrs >= IBEMU_MAX_MR)
-		goto full;
-	for (n = 0; n < IBEMU_MAX_MR; n++) {
-		idx = (hca->mr_cursor + n) % IBEMU_MAX_MR;
-		if (hca->mr_table[idx])
-			continue;
-		hca->mr_cursor = (idx + 1) % IBEMU_MAX_MR;
-		hca->nr_mrs++;
-		mr->index = idx;
-		mr->key = (idx + 1) << 8 | hca->mr_variant[idx];
-		/* Published last: lookups run without the lock. */
-		atomic_store_explicit(&hca->mr_table[idx], mr,
-				      memory_order_release);
+	if (key_table_find(&hca->mrs, &idx, &variant)) {
 		pthread_mutex_unlock(&hca->lock);
-		return 0;
+		ibemu_log_dbg("reg_mr: all %d memory regions in use",
+			      IBEMU_MAX_MR);
+		return ENOMEM;
 	}
-full:
+	mr->index = idx;
+	mr->key = (idx + 1) << 8 | variant;
+	/* Published last: lookups run without the lock. */
+	key_table_take(&hca->mrs, idx, mr);
 	pthread_mutex_unlock(&hca->lock);
-	ibemu_log_dbg("reg_mr: all %d memory regions in use", IBEMU_MAX_MR);
-	return ENOMEM;
+	return 0;
 }
 
 static void mr_key_free(struct emu_hca *hca, struct emu_mr *mr)
 {
 	pthread_mutex_lock(&hca->lock);
-	atomic_store_explicit(&hca->mr_table[mr->index], NULL,
-			      memory_order_release);
-	hca->mr_variant[mr->index]++;
-	hca->nr_mrs--;
+	key_table_free(&hca->mrs, mr->index);
 	pthread_mutex_unlock(&hca->lock);
 	/* Either a lookup sees the entry gone, or it is waited for. */
 	engine_qp_quiesce(hca->engine);
@@ -263,7 +240,7 @@ static void mr_table_swap(struct emu_hca *hca, uint32_t index,
 			  struct emu_mr *r)
 {
 	pthread_mutex_lock(&hca->lock);
-	atomic_store_explicit(&hca->mr_table[index], r, memory_order_release);
+	key_table_put(&hca->mrs, index, r);
 	pthread_mutex_unlock(&hca->lock);
 	engine_qp_quiesce(hca->engine);
 }

@@ -22,9 +22,9 @@
  * it here.  Binding and invalidation therefore need no fence of the
  * placement path.
  *
- * Lock rule: hca.mw_lock protects the window table (mw_table, mw_variant,
- * mw_cursor, nr_mws, nr_mw_bound2) and every field of every window that a bind or an
- * invalidation changes.  It is a leaf: taken under a QP lock, no other
+ * Lock rule: hca.mw_lock protects the window table (mws, nr_mw_bound2)
+ * and every field of every window that a bind or an invalidation
+ * changes.  It is a leaf: taken under a QP lock, no other
  * lock is taken under it.  The responder holds it from its check of a
  * window to the end of the copy (mw_access_begin/end), so once a bind,
  * an invalidation or a deallocation has returned, no access through the
@@ -46,27 +46,18 @@
 
 int mw_table_init(struct emu_hca *hca)
 {
-	hca->mw_table = calloc(IBEMU_MAX_MW, sizeof(*hca->mw_table));
-	hca->mw_variant = calloc(IBEMU_MAX_MW, sizeof(*hca->mw_variant));
-	if (!hca->mw_table || !hca->mw_variant) {
-		mw_table_fini(hca);
-		return ENOMEM;
-	}
+	int ret = key_table_init(&hca->mws, IBEMU_MAX_MW);
+
+	if (ret)
+		return ret;
 	pthread_mutex_init(&hca->mw_lock, NULL);
-	hca->mw_cursor = 0;
-	hca->nr_mws = 0;
 	hca->nr_mw_bound2 = 0;
 	return 0;
 }
 
 void mw_table_fini(struct emu_hca *hca)
 {
-	free(hca->mw_table);
-	free(hca->mw_variant);
-	hca->mw_table = NULL;
-	hca->mw_variant = NULL;
-	hca->nr_mws = 0;
-	hca->mw_cursor = 0;
+	key_table_fini(&hca->mws);
 }
 
 bool mw_key_is_window(uint32_t key)
@@ -79,16 +70,17 @@ bool mw_key_is_window(uint32_t key)
 /* The window whose index key names, or NULL; caller holds mw_lock. */
 static struct emu_mw *mw_by_index_locked(struct emu_hca *hca, uint32_t key)
 {
-	if (!mw_key_is_window(key) || !hca->mw_table)
+	if (!mw_key_is_window(key))
 		return NULL;
-	return hca->mw_table[(key >> 8) - IBEMU_MAX_MR - 1];
+	return key_table_get(&hca->mws, (key >> 8) - IBEMU_MAX_MR - 1);
 }
 
 int emu_mw_alloc(struct emu_hca *hca, uint64_t pd_id, enum ibv_mw_type type,
 		 struct emu_mw **mw_p, uint32_t *key_p)
 {
 	struct emu_mw *mw;
-	uint32_t n, idx;
+	uint8_t variant;
+	uint32_t idx;
 
 	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
 		ibemu_log_dbg("alloc_mw: no window type %d", (int)type);
@@ -101,15 +93,10 @@ int emu_mw_alloc(struct emu_hca *hca, uint64_t pd_id, enum ibv_mw_type type,
 	mw->pd_id = pd_id;
 	mw->type = type;
 	pthread_mutex_lock(&hca->mw_lock);
-	for (n = 0; hca->nr_mws < IBEMU_MAX_MW && n < IBEMU_MAX_MW; n++) {
-		idx = (hca->mw_cursor + n) % IBEMU_MAX_MW;
-		if (hca->mw_table[idx])
-			continue;
-		hca->mw_cursor = (idx + 1) % IBEMU_MAX_MW;
-		hca->nr_mws++;
+	if (!key_table_find(&hca->mws, &idx, &variant)) {
 		mw->index = idx;
-		mw->key = (IBEMU_MAX_MR + idx + 1) << 8 | hca->mw_variant[idx];
-		hca->mw_table[idx] = mw;
+		mw->key = (IBEMU_MAX_MR + idx + 1) << 8 | variant;
+		key_table_take(&hca->mws, idx, mw);
 		pthread_mutex_unlock(&hca->mw_lock);
 		*mw_p = mw;
 		*key_p = mw->key;
@@ -141,9 +128,7 @@ int emu_mw_dealloc(struct emu_mw *mw)
 
 	pthread_mutex_lock(&hca->mw_lock);
 	mw_unbind_locked(hca, mw);
-	hca->mw_table[mw->index] = NULL;
-	hca->mw_variant[mw->index]++;
-	hca->nr_mws--;
+	key_table_free(&hca->mws, mw->index);
 	pthread_mutex_unlock(&hca->mw_lock);
 	free(mw);
 	return 0;
@@ -282,9 +267,8 @@ void mw_qp_destroyed(struct emu_hca *hca, uint32_t qpn)
 	uint32_t i;
 
 	pthread_mutex_lock(&hca->mw_lock);
-	for (i = 0; hca->nr_mw_bound2 && hca->mw_table && i < IBEMU_MAX_MW;
-	     i++) {
-		mw = hca->mw_table[i];
+	for (i = 0; hca->nr_mw_bound2 && i < hca->mws.size; i++) {
+		mw = key_table_get(&hca->mws, i);
 		if (mw && mw->bound && mw->type == IBV_MW_TYPE_2 &&
 		    mw->qpn == qpn)
 			mw_unbind_locked(hca, mw);

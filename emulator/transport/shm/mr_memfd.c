@@ -218,9 +218,8 @@ static bool memfd_pages_in_use(struct emu_hca *hca, uintptr_t lo,
 	bool used = false;
 
 	pthread_mutex_lock(&hca->lock);
-	for (i = 0; i < IBEMU_MAX_MR && seen < hca->nr_mrs && !used; i++) {
-		mr = atomic_load_explicit(&hca->mr_table[i],
-					  memory_order_relaxed);
+	for (i = 0; i < hca->mrs.size && seen < hca->mrs.used && !used; i++) {
+		mr = key_table_get(&hca->mrs, i);
 		if (!mr)
 			continue;
 		seen++;
