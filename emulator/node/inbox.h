@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The shared-memory transport: every process of a node owns one inbox, a
- * shared-memory object into which any process of the node writes packets
- * for it.  An inbox is a bounded multi-producer, single-consumer ring of
+ * The node's inboxes, which the shared-memory transport carries packets
+ * in (tp_shm.c): every process of a node owns one inbox, a shared-memory
+ * object into which any process of the node writes packets for it.  An inbox is a bounded multi-producer, single-consumer ring of
  * packet slots (a sequence number per slot, as in D. Vyukov's bounded
  * queue): producers claim a slot with one compare-and-swap on the tail,
  * write who claimed it, fill it and publish it by storing its sequence
