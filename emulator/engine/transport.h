@@ -140,6 +140,10 @@ struct tp_net_ops {
 	 * token ends: polled for those events only, closed by the caller;
 	 * -1 (errno set) when slot is no live connection to it. */
 	int (*peer_watch_fd)(struct engine *e, int32_t slot, uint64_t token);
+	/* qpn is owned by the process slot names (the CM learnt it from a
+	 * connection's messages): resolve_qpn of it at that process's node
+	 * need not ask the node's door. */
+	void (*seed_qpn)(struct engine *e, int32_t slot, uint32_t qpn);
 };
 
 struct transport_ops {

@@ -36,16 +36,30 @@ void tcp_lid_check(struct tp_tcp *t, uint16_t lid, uint64_t guid,
 		      (unsigned long long)guid);
 }
 
+/* What a lookup asks: a CM listener, a QPN's owner, or only whether the
+ * node answers (QPN 0, nobody's). */
+static const char *tcp_lookup_kind(const struct tcp_lookup *q)
+{
+	if (q->kind == htobe32(TCP_LOOKUP_CM))
+		return "cm";
+	return q->qpn ? "qpn" : "probe";
+}
+
 /* Ask the door of the node at node_addr; 0 or a positive errno. */
 int tcp_lookup(struct tp_tcp *t, const struct sockaddr_storage *node_addr,
 	       const struct tcp_lookup *q, struct tcp_lookup_reply *r,
 	       uint64_t deadline)
 {
 	struct sockaddr_storage door = *node_addr;
+	char a[INET6_ADDRSTRLEN];
 	struct tp_frame_hdr rf;
 	int fd, err;
 
 	tcp_set_port(&door, t->door_port);
+	/* Said for each lookup: the tests count them (a connection through
+	 * the CM needs at most one per side). */
+	ibemu_log_dbg("tcp: door lookup (%s) at %s", tcp_lookup_kind(q),
+		      tcp_addr_str(node_addr, a, sizeof(a)));
 	err = tcp_connect(&door, deadline, &fd);
 	if (err)
 		return EHOSTUNREACH;
@@ -157,6 +171,29 @@ int tp_tcp_resolve_qpn(struct engine *e,
 	if (!err)
 		*slot_p = slot;
 	return err;
+}
+
+void tp_tcp_seed_qpn(struct engine *e, int32_t slot, uint32_t qpn)
+{
+	struct tp_tcp *t = tp_tcp(e);
+	struct tcp_route *r;
+	struct tcp_conn *c;
+
+	if (!t || !tp_slot_is_remote(slot) ||
+	    slot - IBEMU_MAX_PROCS >= TCP_MAX_CONNS)
+		return;
+	pthread_mutex_lock(&t->lock);
+	c = t->conns[slot - IBEMU_MAX_PROCS];
+	if (c && atomic_load(&c->state) == TCP_CONN_UP) {
+		r = tcp_route_find_locked(t, &c->addr, qpn);
+		r->node = c->addr;
+		tcp_set_port(&r->node, 0);
+		r->qpn = qpn;
+		r->slot = slot;
+		r->err = 0;
+		r->expires = 0;
+	}
+	pthread_mutex_unlock(&t->lock);
 }
 
 int tp_tcp_resolve_cm(struct engine *e,

@@ -222,6 +222,7 @@ static const struct tp_net_ops tcp_net_ops = {
 	.probe_node = tp_tcp_probe_node,
 	.peer_info = tp_tcp_peer_info,
 	.peer_watch_fd = tp_tcp_peer_watch_fd,
+	.seed_qpn = tp_tcp_seed_qpn,
 };
 
 const struct transport_ops tp_tcp_ops = {

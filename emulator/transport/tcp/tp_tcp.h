@@ -52,6 +52,11 @@ int tp_tcp_resolve_cm(struct engine *e,
 		      const uint8_t addr[16], bool v4, uint16_t port,
 		      int32_t *slot_p);
 
+/* qpn is owned by the process that slot names (the CM learnt it from
+ * the connection's messages): a later tp_tcp_resolve_qpn of qpn at that
+ * process's node finds it without asking the node's door. */
+void tp_tcp_seed_qpn(struct engine *e, int32_t slot, uint32_t qpn);
+
 /* Whether a node answers at node_addr (port ignored): its door takes a
  * lookup within timeout_ms (at most TCP_RESOLVE_MS; 0: that).  0 with
  * the node's LID, or EHOSTUNREACH (nobody answers), ENETDOWN (no
