@@ -9,7 +9,7 @@
  * has exited or its connection broke.  A peer whose pid means nothing
  * in our pid namespace, a kernel without pidfds, or more remote peers
  * than CM_WATCH_REMOTE, is looked at every CM_LIVENESS_MS instead
- * (cm.c).
+ * (cm_timer.c).
  *
  * Lock rule: the table is the CM thread's and is used under cm.lock.
  */

@@ -171,7 +171,7 @@ void engine_flush_acks_locked(struct engine *e);
 bool mcast_member_locked(const struct emu_qp *qp, const uint8_t *dgid,
 			 uint16_t dlid);
 
-/* cm.c: a packet for QP1, the CM's (IBA 12.6.1); caller holds
+/* cm_recv.c: a packet for QP1, the CM's (IBA 12.6.1); caller holds
  * engine.lock. */
 void cm_recv_locked(struct engine *e, const struct pkt *p);
 

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The CM messages sent (cm_wire.h): a MAD's header, one MAD to QP1 of a
+ * peer process through the engine's transport, and an id's REJ,
+ * SIDR_REP and DREQ; what awaits an answer is kept for retransmission
+ * (cm_timer.c).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "cm_int.h"
+#include "cm_wire.h"
+#include "engine.h"
+#include "hca.h"
+#include "params.h"
+#include "tp_tcp.h"
+#include "transport.h"
+
+/* ---- sending ---- */
+
+void cm_mad_init(struct emu_cm_id *id, uint8_t *mad, uint16_t attr)
+{
+	memset(mad, 0, CM_MAD_LEN);
+	mad[MAD_BASE_VERSION] = 1;
+	mad[MAD_MGMT_CLASS] = MAD_CLASS_CM;
+	mad[MAD_CLASS_VERSION] = 2;
+	mad[MAD_METHOD] = MAD_METHOD_SEND;
+	cm_put64(mad, MAD_TID, id->tid);
+	cm_put16(mad, MAD_ATTR_ID, attr);
+}
+
+/*
+ * Send one MAD to QP1 of process slot; caller holds cm.lock.  A packet
+ * that finds no room is lost as on a wire: the retransmission timer of
+ * whoever waits for an answer sends again.
+ */
+void cm_send_locked(struct emu_cm *cm, int32_t slot, const uint8_t *mad)
+{
+	struct engine *e = cm->hca->engine;
+	struct tp_peer_info info;
+	uint16_t dlid = cm->hca->node.seg->lid;
+	struct tp_peer *peer;
+	struct pkt_out out;
+	struct pkt_hdr *hdr;
+
+	if (!e || slot < 0)
+		return;
+	if (tp_slot_is_remote(slot)) {
+		if (!tp_tcp_peer_info(e, slot, &info))
+			return;
+		dlid = info.lid;
+	}
+	peer = engine_peer(e, slot);
+	if (!peer)
+		return;
+	out.pkt.src_proc = cm->hca->node.proc_slot;
+	if (!peer->tp->pkt_claim(peer, &out.pkt))
+		return;
+	out.e = e;
+	out.dst = peer;
+	out.op = opcode_get(IB_OPCODE_UD | IB_OP_SEND_ONLY);
+	out.base = out.pkt.data;
+	hdr = out.pkt.hdr;
+	hdr->len = out.op->hdr_len + CM_MAD_LEN;
+	hdr->slid = cm->hca->node.seg->lid;
+	hdr->dlid = dlid;
+	hdr->src_qpn = CM_QPN;
+	hdr->src_proc = cm->hca->node.proc_slot;
+	hdr->flags = 0;
+	out_bth_init(&out, IB_OPCODE_UD | IB_OP_SEND_ONLY, 0,
+		     IBEMU_DEFAULT_PKEY, CM_QPN, 0, false);
+	out_set_deth(&out, CM_QP1_QKEY, CM_QPN);
+	memcpy(out_payload(&out), mad, CM_MAD_LEN);
+	pkt_send(&out);
+}
+
+/* Send mad to the id's peer and keep it for retransmission (timed: an
+ * answer is awaited) or for repeating (a duplicate asks again). */
+void cm_send_keep_locked(struct emu_cm_id *id, const uint8_t *mad, bool timed)
+{
+	memcpy(id->last, mad, CM_MAD_LEN);
+	id->has_last = true;
+	id->retries = 0;
+	id->deadline = timed ? cm_now() + CM_RETRY_MS * 1000000ull : 0;
+	cm_send_locked(id->cm, id->peer_slot, mad);
+	if (timed)
+		cm_wake(id->cm);
+}
+
+void cm_send_rej_to(struct emu_cm *cm, int32_t slot, uint64_t tid,
+		    uint32_t local_id, uint32_t remote_id, uint8_t msg,
+		    uint16_t reason, const void *pd, uint8_t len)
+{
+	uint8_t mad[CM_MAD_LEN], *d = cm_data(mad);
+
+	memset(mad, 0, sizeof(mad));
+	mad[MAD_BASE_VERSION] = 1;
+	mad[MAD_MGMT_CLASS] = MAD_CLASS_CM;
+	mad[MAD_CLASS_VERSION] = 2;
+	mad[MAD_METHOD] = MAD_METHOD_SEND;
+	cm_put64(mad, MAD_TID, tid);
+	cm_put16(mad, MAD_ATTR_ID, CM_ATTR_REJ);
+	cm_put32(d, REJ_LOCAL_COMM_ID, local_id);
+	cm_put32(d, REJ_REMOTE_COMM_ID, remote_id);
+	cm_put8(d, REJ_MSG_REJECTED, (uint8_t)(msg << 6));
+	cm_put16(d, REJ_REASON, reason);
+	if (pd && len)
+		memcpy(d + REJ_PRIVATE, pd, len);
+	cm_send_locked(cm, slot, mad);
+}
+
+void cm_send_rej_locked(struct emu_cm_id *id, uint8_t msg, uint16_t reason,
+			const void *pd, uint8_t len)
+{
+	cm_send_rej_to(id->cm, id->peer_slot, id->tid, id->local_id,
+		       id->remote_id, msg, reason, pd, len);
+}
+
+void cm_send_sidr_rep_locked(struct emu_cm_id *id, uint8_t status,
+			     const void *pd, uint8_t len)
+{
+	uint8_t mad[CM_MAD_LEN], *d = cm_data(mad);
+
+	cm_mad_init(id, mad, CM_ATTR_SIDR_REP);
+	cm_put32(d, SIDR_REP_REQUEST_ID, id->remote_id);
+	cm_put8(d, SIDR_REP_STATUS, status);
+	cm_put32(d, SIDR_REP_QPN, id->qpn << 8);
+	cm_put64(d, SIDR_REP_SERVICE_ID,
+		 CM_IP_SERVICE_ID(id->ps, cm_port_of(&id->src)));
+	cm_put32(d, SIDR_REP_QKEY, id->qkey);
+	if (pd && len)
+		memcpy(d + SIDR_REP_PRIVATE, pd, len);
+	cm_send_keep_locked(id, mad, false);
+}
+
+void cm_send_dreq_locked(struct emu_cm_id *id, bool timed)
+{
+	uint8_t mad[CM_MAD_LEN], *d = cm_data(mad);
+
+	id->tid = id->cm->next_tid++;
+	cm_mad_init(id, mad, CM_ATTR_DREQ);
+	cm_put32(d, DREQ_LOCAL_COMM_ID, id->local_id);
+	cm_put32(d, DREQ_REMOTE_COMM_ID, id->remote_id);
+	cm_put32(d, DREQ_REMOTE_QPN, id->remote_qpn << 8);
+	cm_send_keep_locked(id, mad, timed);
+}
