@@ -11,12 +11,15 @@
  *
  * Messages: each is one 256-byte MAD sent as a UD SEND to QP1 of the
  * peer process's port (IBA 12.6.1), through the engine's transport;
- * the receiving engine hands every packet for QP1 to cm_recv_locked().
+ * the receiving engine hands every packet for QP1 to cm_recv_locked(),
+ * registered as its QP1 handler when the CM starts.
  * A request is addressed through the node's table of bound addresses
  * (node_cm.c), or, for an address of another node, through that node's
- * door (tp_tcp_resolve_cm); every later message goes to the process the
- * connection is with, named by its slot (a node slot, or a remote slot
- * of the TCP transport) and checked by its token.
+ * door (the network transport's resolve_cm, transport.h); every later
+ * message goes to the process the connection is with, named by its slot
+ * (a node slot, or a remote slot of the network transport) and checked
+ * by its token; the route to its QP is the transport's from then on
+ * (seed_qpn), so that the QP's move to RTR asks no door.
  *
  * Across nodes (doc/design.md §3): an address the fabric locates on
  * another node (fabric_locate) resolves when the network is up, with
@@ -26,16 +29,7 @@
  * and the QP's address vector uses with a GRH, so route.c reaches the
  * peer's node.
  *
- * Lock rule: cm.lock protects every id, every channel's queue and the
- * id list; it is taken after engine.lock (cm_recv_locked runs under
- * it) and never held while calling out of the CM except to send a
- * packet (the transport's producer side), to lock the node segment, or
- * to ask the TCP transport about a remote slot (tp_tcp_peer_info,
- * tp_tcp_peer_watch_fd, which take only tcp.lock and a connection's
- * tx_lock); it is dropped while another node's door is asked
- * (tp_tcp_resolve_cm blocks), the id marked connecting meanwhile.
- * Each channel's descriptor pair is written under cm.lock and read by
- * the application without it.
+ * Lock rule: cm_int.h.
  *
  * Robustness: a MAD is copied once out of the transport's slot, then
  * every field is checked before use; a message that names no id of
@@ -426,6 +420,9 @@ int emu_cm_open(struct emu_hca *hca)
 		goto out;
 	}
 	pthread_detach(cm->thread);
+	/* QP1 is the CM's (IBA 12.6.1): the engine hands its packets here
+	 * from now on (cm_recv_locked finds the CM through hca->cm). */
+	engine_set_qp1_handler(cm_recv_locked);
 	atomic_store_explicit(&hca->cm, cm, memory_order_release);
 out:
 	pthread_mutex_unlock(&cm_open_lock);

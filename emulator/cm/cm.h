@@ -207,4 +207,10 @@ uint16_t emu_cm_dst_port(struct emu_cm_id *id);
  * 0 for a family it does not know. */
 socklen_t emu_cm_addr_len(const struct sockaddr *sa);
 
+/* cm_recv.c: a packet for QP1 (IBA 12.6.1), the engine's QP1 handler
+ * (engine.h); caller holds engine.lock. */
+struct engine;
+struct pkt;
+void cm_recv_locked(struct engine *e, const struct pkt *p);
+
 #endif /* IBEMU_CM_H */

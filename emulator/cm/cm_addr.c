@@ -23,8 +23,7 @@
 #include "hca.h"
 #include "node.h"
 #include "params.h"
-#include "tp_tcp.h"
-#include "transport.h"
+#include "engine.h"
 
 /* ---- addresses ---- */
 
@@ -175,15 +174,16 @@ static bool cm_locate_remote(struct emu_cm *cm, const struct sockaddr *dst,
 			     uint16_t *lid_p)
 {
 	struct engine *e = cm->hca->engine;
+	const struct tp_net_ops *net = engine_net(e);
 	uint8_t gid[16];
 	bool v4;
 
-	if (!e || !tp_tcp_enabled(e))
+	if (!net)
 		return false;
 	cm_addr16(dst, gid, &v4);
 	return fabric_locate(&cm->hca->node, 0, gid, node_addr) ==
 		       FABRIC_THERE &&
-	       !tp_tcp_probe_node(e, node_addr, timeout_ms, lid_p);
+	       !net->probe_node(e, node_addr, timeout_ms, lid_p);
 }
 
 /* Our address toward dst on another node, port 0: the one the host's
@@ -221,11 +221,11 @@ bool cm_remote_peer(struct emu_cm *cm, int32_t slot, uint16_t *lid,
 		    uint64_t *token)
 {
 	struct engine *e = cm->hca->engine;
+	const struct tp_net_ops *net = engine_net(e);
 	struct tp_peer_info info;
 	bool v4;
 
-	if (!e || !tp_slot_is_remote(slot) ||
-	    !tp_tcp_peer_info(e, slot, &info))
+	if (!net || !tp_slot_is_remote(slot) || !net->peer_info(e, slot, &info))
 		return false;
 	*lid = info.lid;
 	cm_set_port(&info.addr, 0);
@@ -503,4 +503,17 @@ uint16_t emu_cm_src_port(struct emu_cm_id *id)
 uint16_t emu_cm_dst_port(struct emu_cm_id *id)
 {
 	return cm_port_of(&id->dst);
+}
+
+/* The process that slot names on another node owns qpn (its REQ, REP or
+ * SIDR REP said so): the network transport learns the route, and the
+ * QP's move to RTR or an address handle toward it asks no door
+ * (tp_net_ops.seed_qpn, which takes only the transport's lock). */
+void cm_route_learn(struct emu_cm *cm, int32_t slot, uint32_t qpn)
+{
+	struct engine *e = cm->hca->engine;
+	const struct tp_net_ops *net = engine_net(e);
+
+	if (net && net->seed_qpn && tp_slot_is_remote(slot))
+		net->seed_qpn(e, slot, qpn);
 }

@@ -17,7 +17,7 @@
 #include "hca.h"
 #include "node.h"
 #include "params.h"
-#include "tp_tcp.h"
+#include "engine.h"
 #include "wire.h"
 
 /* ---- listen, connect, accept ---- */
@@ -80,9 +80,9 @@ static void cm_ip_hdr_put(const struct emu_cm_id *id, uint8_t *p)
 
 /*
  * The process that listens on the id's destination on another node
- * (its door answers, tp_tcp_resolve_cm), reached over TCP: 0 with its
- * slot and token, or a positive errno (ECONNREFUSED: nobody listens
- * there).  Called with cm.lock held; it is dropped while the door is
+ * (its door answers, the network transport's resolve_cm), reached over
+ * the network: 0 with its slot and token, or a positive errno
+ * (ECONNREFUSED: nobody listens there).  Called with cm.lock held; it is dropped while the door is
  * asked (which blocks, and the engine thread takes cm.lock to deliver
  * to us) and the id marked connecting meanwhile.  The caller checks
  * the id's state again.
@@ -92,6 +92,7 @@ static int cm_resolve_remote_locked(struct emu_cm_id *id, int32_t *slot_p,
 {
 	struct emu_cm *cm = id->cm;
 	struct engine *e = cm->hca->engine;
+	const struct tp_net_ops *net = engine_net(e);
 	struct sockaddr_storage node_addr = id->node_addr, a;
 	uint16_t ps = id->ps, dport = cm_port_of(&id->dst), lid = 0;
 	uint8_t a16[16], gid[16];
@@ -102,8 +103,8 @@ static int cm_resolve_remote_locked(struct emu_cm_id *id, int32_t *slot_p,
 	cm_addr16((struct sockaddr *)&id->dst, a16, &v4);
 	id->connecting = true;
 	pthread_mutex_unlock(&cm->lock);
-	err = e ? tp_tcp_resolve_cm(e, &node_addr, ps, a16, v4, dport, &slot)
-		: ENETDOWN;
+	err = net ? net->resolve_cm(e, &node_addr, ps, a16, v4, dport, &slot)
+		  : ENETDOWN;
 	if (!err && !cm_remote_peer(cm, slot, &lid, gid, &a, token_p))
 		err = EHOSTUNREACH;
 	pthread_mutex_lock(&cm->lock);

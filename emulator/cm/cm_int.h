@@ -11,17 +11,18 @@
  *   cm_channel.c  the event channels
  *   cm_send.c     the messages sent
  *   cm_conn.c     listen, connect, accept
- *   cm_recv.c     the messages received (cm_recv_locked, engine.h)
+ *   cm_recv.c     the messages received (cm_recv_locked, cm.h)
  *   cm_timer.c    timers, the peers' liveness, the CM thread
  *
  * Lock rule: cm.lock protects every id, every channel's queue and the
  * id list; it is taken after engine.lock (cm_recv_locked runs under
  * it) and never held while calling out of the CM except to send a
  * packet (the transport's producer side), to lock the node segment, or
- * to ask the TCP transport about a remote slot (tp_tcp_peer_info,
- * tp_tcp_peer_watch_fd, which take only tcp.lock and a connection's
- * tx_lock); it is dropped while another node's door is asked
- * (tp_tcp_resolve_cm blocks), the id marked connecting meanwhile.
+ * to ask the network transport about a remote slot or tell it a route
+ * (tp_net_ops: peer_info, peer_watch_fd, seed_qpn, which take only the
+ * transport's lock and a connection's); it is dropped while another
+ * node's door is asked (resolve_cm blocks), the id marked connecting
+ * meanwhile.
  * Each channel's descriptor pair is written under cm.lock and read by
  * the application without it.  The functions below named _locked are
  * called with cm.lock held.
@@ -184,6 +185,8 @@ uint16_t cm_port_of(const struct sockaddr_storage *ss);
 bool cm_addr_any(const struct sockaddr *sa);
 /* The port's GID for our address src. */
 void cm_own_gid(struct emu_cm *cm, const struct sockaddr *src, uint8_t gid[16]);
+/* The remote slot's process owns qpn: the network transport learns it. */
+void cm_route_learn(struct emu_cm *cm, int32_t slot, uint32_t qpn);
 /* What the transport knows of the remote slot's process: its node's
  * LID, address (as a GID) and token; false if the slot names none. */
 bool cm_remote_peer(struct emu_cm *cm, int32_t slot, uint16_t *lid,

@@ -221,6 +221,7 @@ static void cm_recv_req_locked(struct emu_cm *cm, const uint8_t *mad,
 	id->psn = cm_random() & BTH_PSN_MASK;
 	v = cm_get32(d, REQ_LOCAL_QPN);
 	id->remote_qpn = v >> 8;
+	cm_route_learn(cm, slot, id->remote_qpn);
 	memset(&ev, 0, sizeof(ev));
 	/* the peer's resources become our limits (IBA 12.7.29-30) */
 	ev.param.initiator_depth = (uint8_t)v;
@@ -331,6 +332,7 @@ static void cm_recv_sidr_rep_locked(struct emu_cm *cm, const uint8_t *mad,
 	}
 	id->state = CM_ESTABLISHED;
 	id->remote_qpn = cm_get32(d, SIDR_REP_QPN) >> 8;
+	cm_route_learn(cm, slot, id->remote_qpn);
 	id->remote_qkey = cm_get32(d, SIDR_REP_QKEY);
 	ev.event = EMU_CM_ESTABLISHED;
 	ev.param.qp_num = id->remote_qpn;
@@ -365,6 +367,7 @@ static void cm_recv_rep_locked(struct emu_cm *cm, const uint8_t *mad,
 	id->has_last = false;
 	id->remote_id = rid;
 	id->remote_qpn = cm_get32(d, REP_LOCAL_QPN) >> 8;
+	cm_route_learn(cm, slot, id->remote_qpn);
 	id->remote_psn = cm_get32(d, REP_START_PSN) >> 8;
 	memset(&ev, 0, sizeof(ev));
 	/* IBA 12.7.29-30: the responder's resources are our initiator

@@ -14,7 +14,6 @@
 #include "engine.h"
 #include "hca.h"
 #include "params.h"
-#include "tp_tcp.h"
 #include "transport.h"
 
 /* ---- sending ---- */
@@ -38,18 +37,23 @@ void cm_mad_init(struct emu_cm_id *id, uint8_t *mad, uint16_t attr)
 void cm_send_locked(struct emu_cm *cm, int32_t slot, const uint8_t *mad)
 {
 	struct engine *e = cm->hca->engine;
+	const struct tp_net_ops *net = engine_net(e);
+	struct pkt_hdr link = {
+		.slid = cm->hca->node.seg->lid,
+		.dlid = cm->hca->node.seg->lid,
+		.src_qpn = CM_QPN,
+		.src_proc = cm->hca->node.proc_slot,
+	};
 	struct tp_peer_info info;
-	uint16_t dlid = cm->hca->node.seg->lid;
 	struct tp_peer *peer;
 	struct pkt_out out;
-	struct pkt_hdr *hdr;
 
 	if (!e || slot < 0)
 		return;
 	if (tp_slot_is_remote(slot)) {
-		if (!tp_tcp_peer_info(e, slot, &info))
+		if (!net || !net->peer_info(e, slot, &info))
 			return;
-		dlid = info.lid;
+		link.dlid = info.lid;
 	}
 	peer = engine_peer(e, slot);
 	if (!peer)
@@ -59,17 +63,9 @@ void cm_send_locked(struct emu_cm *cm, int32_t slot, const uint8_t *mad)
 		return;
 	out.e = e;
 	out.dst = peer;
-	out.op = opcode_get(IB_OPCODE_UD | IB_OP_SEND_ONLY);
-	out.base = out.pkt.data;
-	hdr = out.pkt.hdr;
-	hdr->len = out.op->hdr_len + CM_MAD_LEN;
-	hdr->slid = cm->hca->node.seg->lid;
-	hdr->dlid = dlid;
-	hdr->src_qpn = CM_QPN;
-	hdr->src_proc = cm->hca->node.proc_slot;
-	hdr->flags = 0;
-	out_bth_init(&out, IB_OPCODE_UD | IB_OP_SEND_ONLY, 0,
-		     IBEMU_DEFAULT_PKEY, CM_QPN, 0, false);
+	/* A MAD is a multiple of 4 bytes: no pad (IBA 13.4.2). */
+	pkt_layout(&out, &link, IB_OPCODE_UD | IB_OP_SEND_ONLY, CM_QPN, 0,
+		   false, CM_MAD_LEN);
 	out_set_deth(&out, CM_QP1_QKEY, CM_QPN);
 	memcpy(out_payload(&out), mad, CM_MAD_LEN);
 	pkt_send(&out);

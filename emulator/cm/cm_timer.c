@@ -16,8 +16,7 @@
 #include "cm_wire.h"
 #include "hca.h"
 #include "node.h"
-#include "tp_tcp.h"
-#include "transport.h"
+#include "engine.h"
 
 /* ---- timers ---- */
 
@@ -27,10 +26,11 @@
 bool cm_peer_alive(struct emu_cm *cm, int32_t slot, uint64_t token)
 {
 	struct engine *e = cm->hca->engine;
+	const struct tp_net_ops *net = engine_net(e);
 	struct tp_peer_info info;
 
 	if (tp_slot_is_remote(slot))
-		return e && tp_tcp_peer_info(e, slot, &info) && info.up &&
+		return net && net->peer_info(e, slot, &info) && info.up &&
 		       info.token == token;
 	return node_proc_holds(&cm->hca->node, slot, token);
 }

@@ -7,8 +7,8 @@
  * node file, held for as long as it lives) checked after: if the peer
  * still lives then, the pid was still its own when the descriptor was
  * opened.  A remote slot's descriptor is taken only while its
- * connection is up and to the process holding token (tp_tcp.c checks
- * both), so it watches that process's connection and no other.
+ * connection is up and to the process holding token (the transport's
+ * peer_watch_fd checks both), so it watches that process's connection and no other.
  */
 #include "config.h"
 
@@ -18,8 +18,7 @@
 
 #include "cm_watch.h"
 #include "node.h"
-#include "tp_tcp.h"
-#include "transport.h"
+#include "engine.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434 /* Linux 5.3, the same number on every arch */
@@ -102,6 +101,7 @@ void cm_watch_sweep(struct cm_watch *w)
 static bool watch_remote(struct cm_watch *w, struct engine *e, int32_t slot,
 			 uint64_t token)
 {
+	const struct tp_net_ops *net = engine_net(e);
 	struct cm_watch_ent *p = remote_find(w, slot);
 
 	if (p && p->token != token) {
@@ -114,7 +114,7 @@ static bool watch_remote(struct cm_watch *w, struct engine *e, int32_t slot,
 			return false; /* full: looked at instead */
 		p->slot = slot;
 		p->token = token;
-		p->fd = e ? tp_tcp_peer_watch_fd(e, slot, token) : -1;
+		p->fd = net ? net->peer_watch_fd(e, slot, token) : -1;
 		if (p->fd >= 0)
 			w->nr_open++;
 		else

@@ -171,9 +171,11 @@ void engine_flush_acks_locked(struct engine *e);
 bool mcast_member_locked(const struct emu_qp *qp, const uint8_t *dgid,
 			 uint16_t dlid);
 
-/* cm_recv.c: a packet for QP1, the CM's (IBA 12.6.1); caller holds
- * engine.lock. */
-void cm_recv_locked(struct engine *e, const struct pkt *p);
+/* QP1's packets (IBA 12.6.1) go to the handler registered for them, the
+ * CM, which registers itself when it starts; none: they are dropped.
+ * The handler runs under engine.lock. */
+typedef void engine_qp1_fn(struct engine *e, const struct pkt *p);
+void engine_set_qp1_handler(engine_qp1_fn *fn);
 
 /* req.c */
 void req_run_locked(struct emu_qp *qp);

@@ -229,6 +229,15 @@ static void engine_dispatch_mcast(struct engine *e, const struct pkt *p)
 	}
 }
 
+/* The QP1 handler (engine_set_qp1_handler): one per process, set once
+ * and read by every engine's dispatch. */
+static engine_qp1_fn *_Atomic engine_qp1;
+
+void engine_set_qp1_handler(engine_qp1_fn *fn)
+{
+	atomic_store_explicit(&engine_qp1, fn, memory_order_release);
+}
+
 static void engine_dispatch(struct engine *e, const struct pkt *p)
 {
 	struct emu_qp *qp;
@@ -245,8 +254,11 @@ static void engine_dispatch(struct engine *e, const struct pkt *p)
 	if (!qp) {
 		/* QP1 is the CM's (IBA 12.6.1): off the lookup's fast
 		 * path, as QPN 1 is never in the table. */
-		if (p->qpn == 1)
-			cm_recv_locked(e, p);
+		engine_qp1_fn *qp1 = atomic_load_explicit(
+			&engine_qp1, memory_order_acquire);
+
+		if (p->qpn == 1 && qp1)
+			qp1(e, p);
 		return;
 	}
 	emu_lock(&qp->lock);

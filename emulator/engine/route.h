@@ -2,7 +2,7 @@
 /*
  * Where a packet goes (route.c): the process that owns a QPN at the
  * destination an address vector names, on this node (a node slot) or
- * on another (a slot of the network transport, tp_tcp.h).
+ * on another (a slot of the network transport, transport.h).
  */
 #ifndef IBEMU_ROUTE_H
 #define IBEMU_ROUTE_H

@@ -8,7 +8,8 @@
 # intact); SIDR and UD datagrams (udaddy); several connections at once
 # (ucmatose -c 4).  A port nobody listens on there is REJECTED (IBA
 # 12.6.7.2 reason 8), an address where no node answers ADDR_ERROR, never
-# a hang; a peer killed with SIGKILL is seen as DISCONNECTED.
+# a hang; a peer killed with SIGKILL is seen as DISCONNECTED.  A
+# connection costs at most one door lookup per side.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/netns-lib.sh"
 need rping
@@ -113,6 +114,25 @@ if [ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] && [ "$(wc -l <"$dir/c.pings")" = 10 ] &&
 else
 	fail "rping across nodes: server $RC_S, client $RC_C"
 	show
+fi
+
+# Door lookups: a connection through the CM asks a node's door at most
+# once per side (the client's lookup of the listener; each QP's move to
+# RTR finds its peer in the route the CM learnt from the connection's
+# messages), beside the probe that rdma_resolve_addr makes.  Counted from
+# the TCP transport's debug lines, one per lookup.
+server env IBEMU_DEBUG=1 rping -s -C 2 -a "$srv"
+client env IBEMU_DEBUG=1 rping -c -V -C 2 -a "$srv"
+server_end
+ls=$(grep -c 'door lookup (\(cm\|qpn\))' "$dir/server.out")
+lc=$(grep -c 'door lookup (\(cm\|qpn\))' "$dir/client.out")
+if [ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] && [ "$ls" -le 1 ] && [ "$lc" -le 1 ]
+then
+	pass "rping across nodes: door lookups server $ls, client $lc (<= 1)"
+else
+	fail "rping across nodes: server $RC_S, client $RC_C," \
+		"door lookups server $ls, client $lc (want <= 1 each)"
+	grep 'door lookup' "$dir/server.out" "$dir/client.out" | sed 's/^/    /'
 fi
 
 server udaddy
