@@ -63,11 +63,6 @@
 
 static pthread_mutex_t cm_open_lock = PTHREAD_MUTEX_INITIALIZER;
 
-uint64_t cm_now(void)
-{
-	return engine_now_ns();
-}
-
 uint32_t cm_random(void)
 {
 	uint32_t v;

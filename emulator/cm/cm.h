@@ -203,9 +203,6 @@ bool emu_cm_addr_is_multicast(const struct sockaddr *addr);
 uint16_t emu_cm_src_port(struct emu_cm_id *id);
 uint16_t emu_cm_dst_port(struct emu_cm_id *id);
 
-/* The length librdmacm gives an address of sa's family (ucma_addrlen):
- * 0 for a family it does not know. */
-socklen_t emu_cm_addr_len(const struct sockaddr *sa);
 
 /* cm_recv.c: a packet for QP1 (IBA 12.6.1), the engine's QP1 handler
  * (engine.h); caller holds engine.lock. */

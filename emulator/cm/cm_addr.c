@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cm.h"
 #include "cm_int.h"
 #include "cm_mcast.h"
@@ -24,6 +25,7 @@
 #include "node.h"
 #include "params.h"
 #include "engine.h"
+#include "sockaddr.h"
 
 /* ---- addresses ---- */
 
@@ -89,15 +91,6 @@ static bool cm_addr_loopback(const struct sockaddr *sa)
 	if (IN6_IS_ADDR_V4MAPPED(a6))
 		return a6->s6_addr[12] == 127;
 	return IN6_IS_ADDR_LOOPBACK(a6);
-}
-
-static socklen_t cm_sa_len(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return sizeof(struct sockaddr_in);
-	if (sa->sa_family == AF_INET6)
-		return sizeof(struct sockaddr_in6);
-	return 0;
 }
 
 /*
@@ -199,7 +192,7 @@ static void cm_source_toward(struct emu_cm *cm, const struct sockaddr *dst,
 
 	memset(src, 0, sizeof(*src));
 	s = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (s >= 0 && !connect(s, dst, cm_sa_len(dst)) &&
+	if (s >= 0 && !connect(s, dst, sockaddr_len(dst)) &&
 	    !getsockname(s, (struct sockaddr *)src, &len) &&
 	    emu_cm_addr_is_local((struct sockaddr *)src)) {
 		close(s);
@@ -283,7 +276,7 @@ int cm_bind_locked(struct emu_cm_id *id, const struct sockaddr *addr)
 	if (id->afonly)
 		flags |= NODE_CM_AFONLY;
 	memset(&id->src, 0, sizeof(id->src));
-	memcpy(&id->src, addr, cm_sa_len(addr));
+	memcpy(&id->src, addr, sockaddr_len(addr));
 	port = cm_port_of(&id->src);
 	ret = node_cm_bind(&id->cm->hca->node, id->ps, a16, flags, &port,
 			   &idx);
@@ -336,7 +329,7 @@ int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 {
 	struct sockaddr_storage any, dss, node_addr, toward;
 	bool local, mcast, remote = false;
-	uint64_t start = cm_now();
+	uint64_t start = clock_now_ns();
 	uint16_t rlid = 0;
 	int ret = 0;
 
@@ -345,7 +338,7 @@ int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 	if (src && src->sa_family != AF_INET && src->sa_family != AF_INET6)
 		return EAFNOSUPPORT;
 	memset(&dss, 0, sizeof(dss));
-	memcpy(&dss, dst, cm_sa_len(dst));
+	memcpy(&dss, dst, sockaddr_len(dst));
 	/* Connecting to the unspecified address means this host, as the
 	 * kernel's rdma_cm takes it. */
 	if (cm_addr_any(dst)) {
@@ -374,7 +367,7 @@ int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 	if (id->state == CM_IDLE) {
 		memset(&any, 0, sizeof(any));
 		if (src) {
-			memcpy(&any, src, cm_sa_len(src));
+			memcpy(&any, src, sockaddr_len(src));
 		} else if (mcast) {
 			cm_mc_source(dss.ss_family, &any);
 		} else if (local) {

@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cm.h"
 #include "cm_int.h"
 #include "hca.h"
@@ -68,7 +69,7 @@ void cm_disconnected_locked(struct emu_cm_id *id, struct emu_cm_event *ev)
 	ev->event = EMU_CM_DISCONNECTED;
 	id->state = CM_DISCONNECTED;
 	id->has_last = false;
-	id->deadline = cm_now() + CM_TIMEWAIT_MS * 1000000ull;
+	id->deadline = clock_now_ns() + CM_TIMEWAIT_MS * 1000000ull;
 	cm_queue_locked(id, ev);
 	cm_wake(id->cm);
 }

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
+#include "clock.h"
 #include "cm.h"
 #include "cm_int.h"
 #include "cm_wire.h"
@@ -182,7 +183,7 @@ int emu_cm_connect(struct emu_cm_id *id, const struct emu_cm_conn *param)
 	}
 	id->peer_slot = slot;
 	id->peer_token = token;
-	id->live_check = cm_now() + CM_LIVENESS_MS * 1000000ull;
+	id->live_check = clock_now_ns() + CM_LIVENESS_MS * 1000000ull;
 	if (ud) {
 		cm_mad_init(id, mad, CM_ATTR_SIDR_REQ);
 		cm_put32(d, SIDR_REQ_REQUEST_ID, id->local_id);

@@ -166,7 +166,6 @@ struct emu_cm {
 };
 
 /* cm.c */
-uint64_t cm_now(void);
 uint32_t cm_random(void);
 /* Make the CM thread look again at its ids (a new timer or peer). */
 void cm_wake(struct emu_cm *cm);

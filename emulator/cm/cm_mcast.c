@@ -31,6 +31,7 @@
 #include "cm_mcast.h"
 #include "node.h"
 #include "params.h"
+#include "sockaddr.h"
 
 /*
  * The Q_Key of a partition's IPoIB broadcast group, which the kernel's
@@ -63,20 +64,6 @@ static uint64_t mc_next_cookie = 1;
 uint32_t cm_mc_ps_qkey(uint16_t ps)
 {
 	return ps == EMU_CM_PS_IPOIB ? CM_IPOIB_QKEY : CM_UDP_QKEY;
-}
-
-socklen_t emu_cm_addr_len(const struct sockaddr *sa)
-{
-	switch (sa->sa_family) {
-	case AF_INET:
-		return sizeof(struct sockaddr_in);
-	case AF_INET6:
-		return sizeof(struct sockaddr_in6);
-	case AF_IB:
-		return sizeof(struct sockaddr_ib);
-	default:
-		return 0;
-	}
 }
 
 bool emu_cm_addr_is_multicast(const struct sockaddr *sa)
@@ -212,7 +199,7 @@ int emu_cm_join(struct emu_cm_id *id, const struct sockaddr *addr,
 	 * other than FULLMEMBER and SENDONLY_FULLMEMBER (the JoinState
 	 * bits 0 and 3 of the MCMemberRecord, IBA 15.2.5.17), are EINVAL.
 	 * The node's SA takes send-only full members. */
-	len = emu_cm_addr_len(addr);
+	len = sockaddr_len(addr);
 	if (!len || (join_flags != EMU_CM_JOIN_FULLMEMBER &&
 		     join_flags != EMU_CM_JOIN_SENDONLY_FULLMEMBER))
 		return EINVAL;
@@ -308,7 +295,7 @@ int emu_cm_leave(struct emu_cm_id *id, const struct sockaddr *addr,
 	socklen_t len = 0;
 
 	if (addr) {
-		len = emu_cm_addr_len(addr);
+		len = sockaddr_len(addr);
 		if (!len)
 			return EINVAL;
 	}

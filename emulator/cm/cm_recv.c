@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "clock.h"
 #include "cm_int.h"
 #include "cm_wire.h"
 #include "engine.h"
@@ -135,7 +136,7 @@ static struct emu_cm_id *cm_new_conn_locked(struct emu_cm *cm,
 					 ? 0
 					 : pid.token;
 	}
-	id->live_check = cm_now() + CM_LIVENESS_MS * 1000000ull;
+	id->live_check = clock_now_ns() + CM_LIVENESS_MS * 1000000ull;
 	id->listener = l;
 	cm_wake(cm); /* to watch the peer */
 	l->queued++;

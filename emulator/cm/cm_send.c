@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "clock.h"
 #include "cm_int.h"
 #include "cm_wire.h"
 #include "engine.h"
@@ -78,7 +79,7 @@ void cm_send_keep_locked(struct emu_cm_id *id, const uint8_t *mad, bool timed)
 	memcpy(id->last, mad, CM_MAD_LEN);
 	id->has_last = true;
 	id->retries = 0;
-	id->deadline = timed ? cm_now() + CM_RETRY_MS * 1000000ull : 0;
+	id->deadline = timed ? clock_now_ns() + CM_RETRY_MS * 1000000ull : 0;
 	cm_send_locked(id->cm, id->peer_slot, mad);
 	if (timed)
 		cm_wake(id->cm);

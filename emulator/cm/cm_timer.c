@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cm_int.h"
 #include "cm_watch.h"
 #include "cm_wire.h"
@@ -179,7 +180,7 @@ void *cm_thread(void *arg)
 
 	pthread_mutex_lock(&cm->lock);
 	for (;;) {
-		now = cm_now();
+		now = clock_now_ns();
 		next = cm_run_timers_locked(cm, now);
 		n = cm_watch_fill(&cm->watch, pfd + 1, slots, CM_WATCH_MAX);
 		pthread_mutex_unlock(&cm->lock);

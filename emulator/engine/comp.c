@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "clock.h"
 #include "engine.h"
 #include "log.h"
 
@@ -84,7 +85,7 @@ void comp_arm_timer_locked(struct emu_qp *qp)
 	if (!t || qp->comp.deadline)
 		return;
 	/* Milliseconds matter here: the coarse clock is enough and cheap. */
-	qp->comp.deadline = engine_coarse_ns() + t;
+	qp->comp.deadline = clock_coarse_ns() + t;
 	if (qp->comp.timer_at && qp->comp.timer_at <= qp->comp.deadline)
 		return;
 	qp->comp.timer_at = qp->comp.deadline;
@@ -428,7 +429,7 @@ static void comp_rnr(struct emu_qp *qp, uint32_t psn, uint8_t timer)
 	}
 	req_rewind_from_locked(qp, psn);
 	qp->comp.deadline = 0;
-	qp->comp.rnr_resume = engine_now_ns() + rnr_timer_us[timer & 31] * 1000ull;
+	qp->comp.rnr_resume = clock_now_ns() + rnr_timer_us[timer & 31] * 1000ull;
 	engine_pending_add_locked(qp);
 }
 

@@ -146,9 +146,6 @@ void engine_mr_share(struct emu_hca *hca, void *addr, size_t length,
 void engine_mr_release(struct emu_hca *hca, const struct mr_window *w);
 /* In a forked child, before anything else: the transports' fork hooks. */
 void engine_fork_child(void);
-uint64_t engine_now_ns(void);
-/* CLOCK_MONOTONIC_COARSE: for millisecond timers on the fast path. */
-uint64_t engine_coarse_ns(void);
 /* Claim room to dst and lay out BTH for opcode; false if dst is full. */
 bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "engine.h"
 #include "fault.h"
 #include "log.h"
@@ -247,7 +248,7 @@ static bool fault_hold(struct engine *e, struct fault *f,
 	if (!fault_copy_in(&h->pkt, in))
 		return false;
 	h->reorder = kind == FAULT_REORDER;
-	due = engine_now_ns() + (h->reorder ? FAULT_REORDER_NS
+	due = clock_now_ns() + (h->reorder ? FAULT_REORDER_NS
 					    : f->cfg.delay_us * 1000ull);
 	h->due = due;
 	f->nr_held++;
@@ -267,7 +268,7 @@ void fault_flush(struct engine *e)
 
 	if (!f->nr_held)
 		return;
-	now = engine_now_ns();
+	now = clock_now_ns();
 	while (i < f->nr_held) {
 		if (f->held[i].due <= now)
 			fault_release(e, f, i);

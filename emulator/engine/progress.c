@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cpu.h"
 #include "engine.h"
 #include "log.h"
@@ -29,22 +30,6 @@
 #define ENGINE_BLOCKED_NS (20ull * 1000)
 #define ENGINE_DRAIN_BATCH 64
 #define ENGINE_SPIN_NS (50ull * 1000)
-
-uint64_t engine_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t engine_coarse_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- peers ---- */
 
@@ -353,7 +338,7 @@ static unsigned int engine_drain(struct engine *e, unsigned int max,
 static uint64_t engine_run_pending(struct engine *e, bool *busy)
 {
 	struct emu_qp *list, *qp, *next_qp;
-	uint64_t now = engine_now_ns(), next = 0, t;
+	uint64_t now = clock_now_ns(), next = 0, t;
 	bool blocked;
 
 	*busy = false;
@@ -464,7 +449,7 @@ void engine_poll(struct engine *e, bool active)
 	/* Timers are milliseconds: read the clock on every 64th poll only. */
 	run = atomic_load_explicit(&e->pending_new, memory_order_relaxed) ||
 	      atomic_load_explicit(&e->busy, memory_order_relaxed) ||
-	      (due && engine_poll_count(e) && engine_now_ns() >= due);
+	      (due && engine_poll_count(e) && clock_now_ns() >= due);
 	/* A busy poller reads the network itself: no thread wake-up on
 	 * its critical path (doc/design.md §22). */
 	if (active && e->net)
@@ -503,7 +488,7 @@ done:
  */
 static bool engine_spin(struct engine *e)
 {
-	uint64_t end = engine_now_ns() + ENGINE_SPIN_NS;
+	uint64_t end = clock_now_ns() + ENGINE_SPIN_NS;
 	unsigned int i;
 
 	do {
@@ -516,7 +501,7 @@ static bool engine_spin(struct engine *e)
 				return true;
 			cpu_relax();
 		}
-	} while (engine_now_ns() < end);
+	} while (clock_now_ns() < end);
 	return false;
 }
 
@@ -577,7 +562,7 @@ static void *engine_thread(void *arg)
 			continue;
 		if (served && engine_spin(e))
 			continue;
-		now = engine_now_ns();
+		now = clock_now_ns();
 		timeout = next ? (next > now ? next - now : 1) : 0;
 		e->tp->sleep(e, timeout, &e->pending_new);
 	}

@@ -16,6 +16,7 @@
 
 #include <string.h>
 
+#include "clock.h"
 #include "engine.h"
 #include "log.h"
 #include "route.h"
@@ -534,7 +535,7 @@ static enum req_step req_send_datagram(struct emu_qp *qp, struct wqe *w,
 		qp->req.ud_full_since = 0;
 		return step;
 	}
-	now = engine_coarse_ns();
+	now = clock_coarse_ns();
 	dst = engine_peer(qp->hca->engine, qp->req.ud_full_proc);
 	if (dst)
 		taken = engine_peer_taken(dst);

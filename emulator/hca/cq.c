@@ -15,23 +15,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "engine.h"
 #include "hca.h"
 #include "log.h"
-
-static uint64_t cq_clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* A clock no one steps or slews, as an HCA's oscillator: one tick per
  * nanosecond (IBEMU_CORE_CLOCK_KHZ). */
 uint64_t emu_clock_raw(void)
 {
-	return cq_clock_ns(CLOCK_MONOTONIC_RAW);
+	return clock_ns(CLOCK_MONOTONIC_RAW);
 }
 
 int emu_cq_create(struct emu_hca *hca, uint32_t cqe, int comp_fd,
@@ -156,7 +149,7 @@ static void cq_notify_locked(struct emu_cq *cq)
 static void cq_stamp_locked(struct emu_cq *cq, struct emu_wc_stamp *st)
 {
 	st->raw = emu_clock_raw();
-	st->wall_ns = cq_clock_ns(CLOCK_REALTIME);
+	st->wall_ns = clock_ns(CLOCK_REALTIME);
 	if (st->wall_ns < cq->last_wall_ns)
 		st->wall_ns = cq->last_wall_ns;
 	cq->last_wall_ns = st->wall_ns;

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cpu.h"
 #include "inbox.h"
 #include "log.h"
@@ -177,14 +178,6 @@ void inbox_publish(struct inbox *ib, struct inbox_slot *s, uint64_t pos)
 		inbox_wake(ib);
 }
 
-static uint64_t inbox_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void inbox_consumer_init(struct inbox_consumer *c,
 			 enum inbox_claimer (*claimer_state)(void *arg,
 							     int32_t proc),
@@ -269,7 +262,7 @@ static bool inbox_skip_one(struct inbox *ib, struct inbox_consumer *c,
 		c->stuck_since = 0;
 		return false; /* empty */
 	}
-	now = inbox_now_ns();
+	now = clock_now_ns();
 	if (!c->stuck_since || c->stuck_pos != head) {
 		c->stuck_pos = head;
 		c->stuck_since = now;

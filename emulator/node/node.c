@@ -31,6 +31,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "clock.h"
 #include "fabric.h"
 #include "inbox.h"
 #include "log.h"
@@ -50,14 +51,6 @@ static uint64_t fnv1a64(uint64_t h, const void *data, size_t len)
 		h *= 0x100000001b3ull;
 	}
 	return h;
-}
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void pause_briefly(void)
@@ -256,7 +249,7 @@ static int node_try_create(struct node *node)
 /* Returns 0, -EAGAIN to restart the protocol, or another -errno. */
 static int node_try_attach(struct node *node)
 {
-	uint64_t deadline = monotonic_ns() + NODE_WAIT_READY_NS;
+	uint64_t deadline = clock_now_ns() + NODE_WAIT_READY_NS;
 	struct node_seg *seg;
 	void *map;
 	int fd, ret;
@@ -266,7 +259,7 @@ static int node_try_attach(struct node *node)
 		return fd == -ENOENT ? -EAGAIN : fd;
 	/* The creator sets the size once every page is allocated. */
 	while ((ret = shmfile_map(fd, sizeof(*seg), &map)) == -EAGAIN) {
-		if (monotonic_ns() > deadline) {
+		if (clock_now_ns() > deadline) {
 			shmfile_unlink_if_same(node->name, fd);
 			goto out_close;
 		}
@@ -283,7 +276,7 @@ static int node_try_attach(struct node *node)
 			!atomic_load_explicit(&seg->ready,
 					      memory_order_acquire);
 
-		if (monotonic_ns() > deadline || creator_gone) {
+		if (clock_now_ns() > deadline || creator_gone) {
 			shmfile_unlink_if_same(node->name, fd);
 			munmap(seg, sizeof(*seg));
 			ret = -EAGAIN;

@@ -43,6 +43,7 @@
 #include "ibemu.h"
 #include "log.h"
 #include "rdmacm_real.h"
+#include "sockaddr.h"
 
 struct cm_real_ops cm_real;
 __thread unsigned int cm_real_depth;
@@ -251,7 +252,7 @@ static bool real_owns_local(const struct sockaddr *sa)
 	if (real_addr_any(sa) || real_addr_loopback(sa))
 		return false;
 	memset(&a, 0, sizeof(a));
-	memcpy(&a, sa, emu_cm_addr_len(sa));
+	memcpy(&a, sa, sockaddr_len(sa));
 	((struct sockaddr_in *)&a)->sin_port = 0; /* same place in both */
 	if (CM_REAL(cm_real.create_id(NULL, &t, NULL, RDMA_PS_TCP)))
 		return false;
@@ -284,7 +285,7 @@ void face_real_route_dst(struct face_id *fid, const struct sockaddr *src,
 		   (dst->sa_family == AF_INET || dst->sa_family == AF_INET6)) {
 		/* The source the kernel's routing picks for dst. */
 		s = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		if (s >= 0 && !connect(s, dst, emu_cm_addr_len(dst)) &&
+		if (s >= 0 && !connect(s, dst, sockaddr_len(dst)) &&
 		    !getsockname(s, (struct sockaddr *)&local, &len))
 			owns = real_owns_local((struct sockaddr *)&local);
 		if (s >= 0)

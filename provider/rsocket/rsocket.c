@@ -33,6 +33,7 @@
 #include <rdma/rsocket.h>
 #include <infiniband/ib.h>
 
+#include "clock.h"
 #include "ibemu.h"
 #include "log.h"
 #include "rsocket.h"
@@ -133,10 +134,7 @@ void rs_free(struct rsock *rs)
 
 int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(clock_now_ns() / 1000000);
 }
 
 /* ---- sockets ---- */

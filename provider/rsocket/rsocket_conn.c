@@ -18,6 +18,7 @@
 #include "ibemu.h"
 #include "log.h"
 #include "rsocket.h"
+#include "sockaddr.h"
 
 /* rdma_resolve_addr/route's time limit, as librdmacm's rsockets. */
 #define RS_RESOLVE_MS 2000
@@ -204,7 +205,7 @@ void rs_wait(struct rsock *rs, int timeout_ms)
 /* An address's length; one of an unknown family, all the room there is. */
 static socklen_t rs_sa_len(const struct sockaddr *sa)
 {
-	socklen_t n = emu_cm_addr_len(sa);
+	socklen_t n = sockaddr_len(sa);
 
 	return n ? n : sizeof(struct sockaddr_storage);
 }

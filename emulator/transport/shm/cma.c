@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cma.h"
 #include "cpu.h"
 #include "engine.h"
@@ -176,8 +177,8 @@ static void cma_fence(struct engine *e, uint32_t qpn, uint32_t key)
 				       key) &&
 		       cma_placer_alive(hca, i)) {
 			if (!deadline)
-				deadline = engine_now_ns() + CMA_FENCE_MAX_NS;
-			if (engine_now_ns() > deadline) {
+				deadline = clock_now_ns() + CMA_FENCE_MAX_NS;
+			if (clock_now_ns() > deadline) {
 				ibemu_log_warn("a stopped process is placing "
 					       "RDMA data; fence given up");
 				break;

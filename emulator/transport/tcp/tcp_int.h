@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "clock.h"
 #include "engine.h"
 #include "tp_frame.h"
 
@@ -205,7 +206,7 @@ static inline struct tp_tcp *tp_tcp(struct engine *e)
 
 static inline uint64_t tcp_now_ms(void)
 {
-	return engine_coarse_ns() / 1000000;
+	return clock_coarse_ns() / 1000000;
 }
 
 /* tcp_sock.c: addresses, sockets, frames */

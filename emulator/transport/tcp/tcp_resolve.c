@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "tcp_int.h"
 #include "tp_tcp.h"
@@ -138,7 +139,7 @@ int tp_tcp_resolve_qpn(struct engine *e,
 	pthread_mutex_lock(&t->lock);
 	r = tcp_route_find_locked(t, node_addr, qpn);
 	if (r->qpn == qpn && tcp_same_node(&r->node, node_addr)) {
-		if (r->slot < 0 && engine_coarse_ns() < r->expires) {
+		if (r->slot < 0 && clock_coarse_ns() < r->expires) {
 			err = r->err;
 			pthread_mutex_unlock(&t->lock);
 			return err;
@@ -152,11 +153,11 @@ int tp_tcp_resolve_qpn(struct engine *e,
 	}
 	pthread_mutex_unlock(&t->lock);
 
-	began = engine_coarse_ns();
+	began = clock_coarse_ns();
 	err = tcp_resolve(t, node_addr, want_lid, &q, &slot);
 	if (err == EAGAIN)
 		return err; /* not tried: nothing learnt */
-	cheap = engine_coarse_ns() - began < TCP_CHEAP_FAIL_NS;
+	cheap = clock_coarse_ns() - began < TCP_CHEAP_FAIL_NS;
 
 	pthread_mutex_lock(&t->lock);
 	r = tcp_route_find_locked(t, node_addr, qpn);
@@ -164,7 +165,7 @@ int tp_tcp_resolve_qpn(struct engine *e,
 	r->qpn = qpn;
 	r->slot = err ? -1 : slot;
 	r->err = err;
-	r->expires = engine_coarse_ns() +
+	r->expires = clock_coarse_ns() +
 		     (err == ENOENT || cheap ? TCP_NOQP_TTL_NS
 					     : TCP_UNREACH_TTL_NS);
 	pthread_mutex_unlock(&t->lock);

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "sockaddr.h"
 #include "tcp_int.h"
 
 /* ---- addresses ---- */
@@ -53,12 +54,6 @@ void tcp_set_port(struct sockaddr_storage *ss, uint16_t port)
 		((struct sockaddr_in *)(void *)ss)->sin_port = htons(port);
 	else
 		((struct sockaddr_in6 *)(void *)ss)->sin6_port = htons(port);
-}
-
-static socklen_t tcp_sslen(const struct sockaddr_storage *ss)
-{
-	return ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
-					: sizeof(struct sockaddr_in6);
 }
 
 const char *tcp_addr_str(const struct sockaddr_storage *ss,
@@ -153,6 +148,7 @@ static int tcp_wait(int fd, short events, uint64_t deadline)
 int tcp_connect(const struct sockaddr_storage *addr, uint64_t deadline,
 		int *fd_p)
 {
+	const struct sockaddr *sa = (const struct sockaddr *)addr;
 	int fd, err = 0;
 	socklen_t len = sizeof(err);
 
@@ -160,7 +156,7 @@ int tcp_connect(const struct sockaddr_storage *addr, uint64_t deadline,
 		    0);
 	if (fd < 0)
 		return errno;
-	if (connect(fd, (const struct sockaddr *)addr, tcp_sslen(addr)) &&
+	if (connect(fd, sa, sockaddr_len(sa)) &&
 	    errno != EINPROGRESS) {
 		err = errno;
 		close(fd);

@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cpu.h"
 #include "fabric.h"
 #include "tcp_int.h"
@@ -69,12 +70,12 @@ static bool tcp_app_polling(struct tp_tcp *t)
 
 	if (!atomic_exchange(&t->app_polls, false))
 		return false;
-	end = engine_now_ns() + TCP_APP_POLL_NS;
+	end = clock_now_ns() + TCP_APP_POLL_NS;
 	do {
 		if (atomic_load_explicit(&t->app_polls, memory_order_relaxed))
 			return true;
 		cpu_relax();
-	} while (engine_now_ns() < end);
+	} while (clock_now_ns() < end);
 	return false;
 }
 
