@@ -3,7 +3,7 @@
 # and riostream as server and client processes, on 127.0.0.1 and on the
 # node's own non-loopback address, in their default run and in their
 # blocking, non-blocking and rpoll modes with data verified; then
-# tests/unit/test_rsocket.c (stream integrity, EAGAIN, rpoll/rselect, end of
+# tests/progs/rsocket_app.c (stream integrity, EAGAIN, rpoll/rselect, end of
 # stream, riomap/riowrite, names, errors).
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/serverclient.sh"
@@ -15,12 +15,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-out=$(timeout -k 5 120 "$IBEMU" run -- "$IBEMU_BUILDDIR/tests/unit/test_rsocket" 2>&1)
+out=$(timeout -k 5 120 "$IBEMU" run -- "$IBEMU_BUILDDIR/tests/progs/rsocket_app" 2>&1)
 rc=$?
 if [ "$rc" = 0 ]; then
-	pass "test_rsocket: $(grep -c '^ok:' <<<"$out") checks"
+	pass "rsocket_app: $(grep -c '^ok:' <<<"$out") checks"
 else
-	fail "test_rsocket exited $rc"
+	fail "rsocket_app exited $rc"
 	grep -v '^ok:' <<<"$out" | sed 's/^/    /' | tail -n 20
 fi
 

@@ -507,7 +507,7 @@ static void test_peer_death(void)
 	fflush(stdout);
 	pid = fork();
 	if (!pid) {
-		execl("/proc/self/exe", "test_rsocket", "--die", arg,
+		execl("/proc/self/exe", "rsocket_app", "--die", arg,
 		      (char *)NULL);
 		_exit(127);
 	}
