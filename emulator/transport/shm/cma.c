@@ -698,7 +698,8 @@ bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr)
 	/* window.last is set only after a placement from this QP
 	 * (cma_remember, past cma_candidate): an RC QP with placement on,
 	 * a send queue, and at least one send SGE. */
-	if (cma_qp(qp)->window.last.rkey != rkey || wr->num_sge != 1 ||
+	if (!cma_qp(qp)->window.last.map ||
+	    cma_qp(qp)->window.last.rkey != rkey || wr->num_sge != 1 ||
 	    !sge->length || sge->length > IBEMU_MAX_MSG_SZ ||
 	    (wr->send_flags & IBV_SEND_FENCE) ||
 	    qp->sq.head != qp->sq.tail || qp->req.next != qp->sq.tail ||
