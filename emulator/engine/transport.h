@@ -15,9 +15,14 @@
  * arrives in its inbox.  The TCP transport (tp_tcp.c) is the network
  * transport: it reaches processes of other nodes, named by slots from
  * IBEMU_MAX_PROCS up that this process assigns (one per remote process),
- * and delivers what it receives into the local transport's inbox as a
- * producer of the node would; it has no peek, sleep or wake of its own.
- * A transport is one file set behind these ops.  Lock rule: the consumer calls (pkt_peek, pkt_release) run under
+ * resolves destinations there (tp_net_ops), and delivers what it
+ * receives through the local transport's self peer, as a producer of
+ * the node would; it has no peek, sleep or wake of its own.  Multicast
+ * beyond the node is a table of its own (tp_mcast_ops).  A transport is
+ * one folder behind these ops: the engine and the objects include no
+ * transport's header (doc/design.md, "The tree").
+ *
+ * Lock rule: the consumer calls (pkt_peek, pkt_release) run under
  * engine.lock; the producer calls under the sending QP's lock; peer_get
  * may be called from anywhere and serialises itself.
  */
