@@ -135,7 +135,8 @@ static inline void engine_qp_fence(struct engine *e, uint32_t qpn)
 static inline bool engine_post_write_locked(struct emu_qp *qp,
 					    const struct ibv_send_wr *wr)
 {
-	const struct tp_place_ops *pl = qp->hca->engine->tp->place;
+	const struct engine *e = qp->hca->engine;
+	const struct tp_place_ops *pl = e ? e->tp->place : NULL;
 
 	return pl && pl->post_write && pl->post_write(qp, wr);
 }

@@ -577,10 +577,16 @@ void engine_use_transport(const struct transport_ops *tp)
 	engine_transport = tp;
 }
 
+/* The transport of the HCA's engine, or the one engines start with. */
+static const struct tp_place_ops *engine_hca_place(const struct emu_hca *hca)
+{
+	return (hca->engine ? hca->engine->tp : engine_transport)->place;
+}
+
 void engine_mr_share(struct emu_hca *hca, void *addr, size_t length,
 		     int access, struct mr_window *w)
 {
-	const struct tp_place_ops *pl = engine_transport->place;
+	const struct tp_place_ops *pl = engine_hca_place(hca);
 
 	if (pl && pl->mr_share)
 		pl->mr_share(hca, addr, length, access, w);
@@ -588,7 +594,7 @@ void engine_mr_share(struct emu_hca *hca, void *addr, size_t length,
 
 void engine_mr_release(struct emu_hca *hca, const struct mr_window *w)
 {
-	const struct tp_place_ops *pl = engine_transport->place;
+	const struct tp_place_ops *pl = engine_hca_place(hca);
 
 	if (pl && pl->mr_release)
 		pl->mr_release(hca, w);

@@ -21,7 +21,7 @@ static bool tcp_deliver(struct tcp_conn *c, const struct tp_frame_hdr *f,
 			const uint8_t *body)
 {
 	struct engine *e = c->t->e;
-	struct tp_peer *self = e->tp->self(e);
+	struct tp_peer *self = e->tp->self ? e->tp->self(e) : NULL;
 	bool grh = f->flags & TP_FRAME_F_GRH;
 	uint32_t len = be32toh(f->len) - (grh ? sizeof(struct tp_frame_grh) : 0);
 	struct tp_pkt pkt = { .src_proc = e->hca->node.proc_slot };

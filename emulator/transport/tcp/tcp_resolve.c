@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fabric.h"
 #include "log.h"
 #include "tcp_int.h"
 #include "tp_tcp.h"
@@ -145,7 +146,10 @@ int tp_tcp_resolve_qpn(struct engine *e,
 			return err;
 		}
 		c = r->slot >= 0 ? t->conns[r->slot - IBEMU_MAX_PROCS] : NULL;
-		if (c && atomic_load(&c->state) == TCP_CONN_UP) {
+		/* The LID the sender addressed is checked as a lookup
+		 * checks it (tcp_resolve): else the door is asked. */
+		if (c && atomic_load(&c->state) == TCP_CONN_UP &&
+		    (!want_lid || c->lid == want_lid)) {
 			*slot_p = r->slot;
 			pthread_mutex_unlock(&t->lock);
 			return 0;
@@ -177,6 +181,7 @@ int tp_tcp_resolve_qpn(struct engine *e,
 void tp_tcp_seed_qpn(struct engine *e, int32_t slot, uint32_t qpn)
 {
 	struct tp_tcp *t = tp_tcp(e);
+	struct sockaddr_storage at;
 	struct tcp_route *r;
 	struct tcp_conn *c;
 
@@ -185,9 +190,15 @@ void tp_tcp_seed_qpn(struct engine *e, int32_t slot, uint32_t qpn)
 		return;
 	pthread_mutex_lock(&t->lock);
 	c = t->conns[slot - IBEMU_MAX_PROCS];
-	if (c && atomic_load(&c->state) == TCP_CONN_UP) {
-		r = tcp_route_find_locked(t, &c->addr, qpn);
-		r->node = c->addr;
+	/* Only where the connection's address is the one the fabric gives
+	 * for the LID its greeting named: what a door lookup at that
+	 * address would have found.  A peer behind another address (a
+	 * second interface, NAT) is looked up as before. */
+	if (c && atomic_load(&c->state) == TCP_CONN_UP &&
+	    fabric_locate(&e->hca->node, c->lid, NULL, &at) == FABRIC_THERE &&
+	    tcp_same_node(&at, &c->addr)) {
+		r = tcp_route_find_locked(t, &at, qpn);
+		r->node = at;
 		tcp_set_port(&r->node, 0);
 		r->qpn = qpn;
 		r->slot = slot;
