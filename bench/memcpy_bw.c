@@ -2,7 +2,7 @@
 /*
  * The machine's floor for moving bytes: copy bandwidth between two
  * buffers at each message size, the median of several runs, with the
- * copy ibemu places data with (cpu_copy, emulator/cpu.h: the C library's
+ * copy ibemu places data with (cpu_copy, emulator/base/cpu.h: the C library's
  * memcpy, or REP MOVSB for a large copy where the CPU has ERMS).  A copy
  * is what any software transport pays at least once per byte.
  *
@@ -39,7 +39,7 @@ static double copy_loop(char *dst, const char *src, size_t size, long iters)
 	long i;
 
 	for (i = 0; i < iters; i++) {
-		/* The copy ibemu places with (emulator/cpu.h). */
+		/* The copy ibemu places with (emulator/base/cpu.h). */
 		cpu_copy(dst, src, size);
 		__asm__ volatile("" : : "r"(dst), "r"(src) : "memory");
 	}

@@ -1,10 +1,11 @@
 #!/bin/bash
 # ibemu's performance beside the machine's own limits, measured in one run
-# (doc/design.md §18): Debian's perftest over ibemu on loopback, and the
-# floor any shared-memory transport has on this machine, from our programs
-# bench/shm_pingpong (one-way cache-line hand-off between two processes) and
-# bench/memcpy_bw (memcpy bandwidth).  Every figure is the MEDIAN of
-# BENCH_RUNS runs.  Nothing here asserts a time: it prints a table.
+# (doc/design.md §18 "What is measured, and where"): Debian's perftest
+# over ibemu on loopback, and the floor any shared-memory transport has on
+# this machine, from our programs bench/shm_pingpong (one-way cache-line
+# hand-off between two processes) and bench/memcpy_bw (memcpy bandwidth).
+# Every figure is the MEDIAN of BENCH_RUNS runs.  Nothing here asserts a
+# time: it prints a table.
 #
 #   make bench            or, from the top of the build tree,
 #   bash bench/run-bench.sh

@@ -2,10 +2,10 @@
 # ibemu beside the best peer on one node, UCX over shared memory
 # (ucx_perftest, UCX_TLS=sm,self), measured in the same run, processes
 # pinned to two CPUs (server on the first, client on the second): the
-# figures of doc/design.md §18's table, each the MEDIAN of BENCH_RUNS
-# runs, ibemu's and UCX's taken in turn, with the ratio ibemu / UCX and
-# the goal.  Nothing here
-# asserts a time: it prints a table.
+# figures of the table of doc/design.md §18 "What is measured, and where",
+# each the MEDIAN of BENCH_RUNS runs, ibemu's and UCX's taken in turn, with
+# the ratio ibemu / UCX and the goal.  Nothing here asserts a time: it
+# prints a table.
 #
 #   bash bench/versus-ucx.sh        (make bench runs it)
 #

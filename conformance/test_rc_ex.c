@@ -5,7 +5,8 @@
  * builders (man ibv_wr_post(3)), and ibv_create_cq_ex with
  * ibv_start_poll / ibv_next_poll / ibv_end_poll and the ibv_wc_read_*
  * readers (man ibv_create_cq_ex(3)).  The operations are those of IBA 9.4;
- * doc/design.md §3 lists the extended API that ibemu offers.
+ * doc/design.md §3 "The emulated HCA and its verbs face" lists the
+ * extended API that ibemu offers.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * The ibemu command (doc/design.md §17).
+ * The ibemu command (doc/design.md §17 "The ibemu command").
  *
  *   ibemu run [options] -- CMD [ARGS...]   run CMD with the emulated HCA
  *   ibemu status                          the node's device, address, LID,
  *                                         GIDs, processes, QPs
  *
- * `run` only sets LD_PRELOAD (and LD_AUDIT, see provider/audit.c) and
+ * `run` only sets LD_PRELOAD (and LD_AUDIT, see provider/verbs/audit.c) and
  * ibemu's environment, then executes CMD:
  * everything it does can be done by hand with LD_PRELOAD=libibemu.so
  * (and LD_AUDIT=libibemu-audit.so).
@@ -240,7 +240,7 @@ static void print_cm_listeners_locked(struct node *node)
 	}
 }
 
-/* The node's place on the IP fabric (emulator/fabric.h): its address,
+/* The node's place on the IP fabric (emulator/node/fabric.h): its address,
  * where its LID comes from, its GID table and its door. */
 static void print_fabric(const struct node_seg *seg)
 {
@@ -276,8 +276,9 @@ static void print_fabric(const struct node_seg *seg)
 }
 
 /* The door's holder, and the TCP connections of the node's processes
- * to processes of other nodes with their traffic (tp_tcp.c publishes
- * them in the node segment; a hint, read once per entry). */
+ * to processes of other nodes with their traffic (tcp_door.c and
+ * tcp_status.c publish them in the node segment; a hint, read once per
+ * entry). */
 static void print_tcp_peers(struct node *node)
 {
 	const struct node_seg *seg = node->seg;

@@ -78,7 +78,7 @@
 /* Unicast LIDs are 0x0001..0xbfff (IBA 4.1.3). */
 #define IBEMU_LID_UNICAST_MAX 0xbfff
 
-/* The TCP port of a node's door (tp_tcp.c, fabric.h) unless IBEMU_TCP_PORT
+/* The TCP port of a node's door (tcp_door.c, fabric.h) unless IBEMU_TCP_PORT
  * names another; the same number as RoCEv2's UDP port. */
 #define IBEMU_DEFAULT_DOOR_PORT 4791
 /* TCP connections to other nodes' processes a node shows (node.h). */

@@ -2,7 +2,8 @@
 /*
  * The shared-memory files of a node: its segment (node.c) and its
  * processes' inboxes (inbox.c).  Where they live, and how they are
- * created, opened, checked and removed (doc/design.md §6).
+ * created, opened, checked and removed (doc/design.md §6 "The node
+ * segment").
  *
  * Where: in a directory of the user's own, $IBEMU_SHM_DIR/ibemu-UID
  * ($IBEMU_SHM_DIR defaults to /dev/shm), created with mode 0700.  No other

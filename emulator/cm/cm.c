@@ -21,9 +21,9 @@
  * by its token; the route to its QP is the transport's from then on
  * (seed_qpn), so that the QP's move to RTR asks no door.
  *
- * Across nodes (doc/design.md §3): an address the fabric locates on
- * another node (fabric_locate) resolves when the network is up, with
- * the source address the host's routing picks toward it; the path is
+ * Across nodes (doc/design.md §21, "Across nodes"): an address the fabric
+ * locates on another node (fabric_locate) resolves when the network is up,
+ * with the source address the host's routing picks toward it; the path is
  * the two ports' LIDs and the GIDs of the two addresses (::ffff:a.b.c.d
  * for IPv4, GIDs 1.. of each port), which the REQ carries (IBA 12.6.5)
  * and the QP's address vector uses with a GRH, so route.c reaches the

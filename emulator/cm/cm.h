@@ -5,7 +5,7 @@
  * addresses, listeners, the connection state machine of IBA 12.9, the
  * CM messages (cm_wire.h) that travel as packets to QP1 of the peer's
  * port, retransmission and timeouts, and the events the librdmacm face
- * (provider/rdmacm.c) reads.
+ * (provider/rdmacm/) reads.
  *
  * The face never receives a call from here: events are queued on an
  * event channel whose descriptor (an eventfd counting queued events)

@@ -64,7 +64,7 @@ enum fault_point {
 	FAULT_AT_PLACE, /* a requester-placed RDMA announced and checked,
 			   data not yet copied (cma.c) */
 	FAULT_AT_NETREAD, /* a greeted network connection about to be
-			     read (tp_tcp.c) */
+			     read (tcp_recv.c) */
 	FAULT_NR_POINTS
 };
 

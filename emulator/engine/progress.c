@@ -451,7 +451,8 @@ void engine_poll(struct engine *e, bool active)
 	      atomic_load_explicit(&e->busy, memory_order_relaxed) ||
 	      (due && engine_poll_count(e) && clock_now_ns() >= due);
 	/* A busy poller reads the network itself: no thread wake-up on
-	 * its critical path (doc/design.md §22). */
+	 * its critical path (doc/design.md §22 "Several nodes: the TCP
+	 * transport"). */
 	if (active && e->net)
 		e->net->poll(e);
 	owed = atomic_load_explicit(&e->owed, memory_order_relaxed);
@@ -514,7 +515,7 @@ static void *engine_thread(void *arg)
 
 	while (!atomic_load(&e->stop)) {
 		/* What the network held back for the application's next
-		 * call goes now, at the latest a nap after (tp_tcp.c). */
+		 * call goes now, at the latest a nap after (tcp_send.c). */
 		if (e->net)
 			e->net->flush(e);
 		if (atomic_exchange(&e->app_polled, 0)) {
@@ -696,7 +697,7 @@ void engine_stop(struct emu_hca *hca)
 	e->tp->wake(e);
 	pthread_join(e->thread, NULL);
 	/* The network thread delivers into the inbox and drives the
-	 * engine (tp_tcp.c): stopped before anything of the engine goes. */
+	 * engine (tcp_thread.c): stopped before anything of the engine goes. */
 	if (e->net)
 		e->net->close(e);
 	/* After the engine's thread, which may send to the groups; before

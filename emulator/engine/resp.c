@@ -31,8 +31,9 @@
 #include "engine.h"
 #include "log.h"
 
-/* Pulled SENDs (doc/design.md §14) are acknowledged as soon as this many
- * of their bytes have been copied, without waiting for the drain's end. */
+/* Pulled SENDs (doc/design.md §14 "Large SENDs pulled by the responder")
+ * are acknowledged as soon as this many of their bytes have been copied,
+ * without waiting for the drain's end. */
 #define RESP_PULL_ACK_BYTES (256u * 1024)
 
 /* RC, or an XRC target: acknowledged, its errors NAKed (IBA A14). */

@@ -87,8 +87,9 @@ int emu_cq_resize(struct emu_cq *cq, uint32_t cqe)
 	return ret;
 }
 
-/* The application's poll drives the engine (doc/design.md §9);
- * polling an armed CQ is the check before blocking on its channel. */
+/* The application's poll drives the engine (doc/design.md §9 "The
+ * progress model"); polling an armed CQ is the check before blocking on
+ * its channel. */
 static void cq_drive(struct emu_cq *cq)
 {
 	engine_poll(cq->hca->engine,

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The node's place on the IP fabric (fabric.h, doc/design.md §2): the
- * address a node is known by, its LID, its GID table, and where a
- * destination named by LID or GID is.
+ * The node's place on the IP fabric (fabric.h, doc/design.md §6, "The
+ * node's place on the IP fabric"): the address a node is known by, its
+ * LID, its GID table, and where a destination named by LID or GID is.
  *
  * Lock rule: seg->fabric is written by the segment's creator before the
  * segment is ready and only read after; a reader copies each field once

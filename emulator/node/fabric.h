@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The node's place on the IP fabric (doc/design.md §6): which of the
- * node's IP addresses it is known by, the LID derived from it, the GID
- * table, and where a destination named by LID or GID is.
+ * The node's place on the IP fabric (doc/design.md §6, "The node's place on
+ * the IP fabric"): which of the node's IP addresses it is known by, the LID
+ * derived from it, the GID table, and where a destination named by LID or
+ * GID is.
  *
  * Addressing without configuration: the node takes the first IPv4
  * address of global scope on an interface that is up and not loopback

@@ -55,7 +55,7 @@
  * of 4.2 KiB (592 KiB with the rest) let 64 processes share Docker's
  * default 64 MiB /dev/shm, the most that does.  Latency and the bandwidth
  * of cross-memory attach do not depend on it; the packet path's does
- * (doc/design.md §8 has the figures).
+ * (doc/design.md §8 "The shared-memory transport" has the figures).
  */
 #define INBOX_SLOTS 128
 /*
@@ -241,7 +241,8 @@ static inline struct inbox_slot *inbox_next(struct inbox *ib,
 		 * first 32 bytes), and the next slot's two lines: in a
 		 * stream they are published already, and their transfers
 		 * from the producer's core overlap this packet's work
-		 * instead of stalling the next peek (doc/design.md §8). */
+		 * instead of stalling the next peek (doc/design.md §8
+		 * "The shared-memory transport"). */
 		const char *next = (const char *)&ib->slots[(head + 1) &
 							    (INBOX_SLOTS - 1)];
 

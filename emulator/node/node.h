@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The node segment: the state of one node's emulated HCA, shared by every
- * process of that node as a real HCA is (doc/design.md §6).
+ * process of that node as a real HCA is (doc/design.md §6 "The node
+ * segment").
  *
  * A node is a host or a network namespace.  Its segment is a file of the
  * user's shared-memory directory (shmfile.h) named for the network
@@ -155,16 +156,17 @@ struct node_fabric {
 	uint8_t prefix4; /* its subnet's prefix length */
 	uint8_t resv[3];
 	char ifname[16]; /* its interface */
-	uint16_t door_port; /* the node's door (tp_tcp.c), host order */
+	uint16_t door_port; /* the node's door (tcp_door.c), host order */
 	uint16_t nr_gids;
 	/* GID 0 = fe80::/64 + port GUID; then the node's IP addresses:
-	 * ::ffff:a.b.c.d for IPv4, IPv6 as is (doc/design.md §6). */
+	 * ::ffff:a.b.c.d for IPv4, IPv6 as is (doc/design.md §6, "The
+	 * node's place on the IP fabric"). */
 	uint8_t gids[IBEMU_GID_TBL_LEN][16];
 };
 
 /*
  * A TCP connection of one of the node's processes to a process of
- * another node (tp_tcp.c), published for `ibemu status`.  Lock rule: an
+ * another node (tcp_status.c), published for `ibemu status`.  Lock rule: an
  * entry is taken and freed under node_seg.lock; its owner alone writes
  * the rest, with relaxed stores; readers take it as a hint.
  */
@@ -201,7 +203,7 @@ struct node_seg {
 	char node_name[64];
 	struct node_fabric fabric;
 
-	/* The process that holds the node's door (tp_tcp.c): slot + 1 and
+	/* The process that holds the node's door (tcp_door.c): slot + 1 and
 	 * its token, 0 when none; set and cleared by that process. */
 	_Atomic uint32_t door_owner;
 	_Atomic uint64_t door_token;

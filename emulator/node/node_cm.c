@@ -4,7 +4,7 @@
  * process holds which port of which port space on which address, and
  * who listens.  The kernel's rdma_cm keeps these per network namespace;
  * here one table serves the node, and a connection request is sent to
- * the process this table names (cm.c).
+ * the process this table names (cm_conn.c).
  *
  * Lock rule: every entry is read and written under node_seg.lock.  Any
  * process of the node can write the segment, so an entry is copied and

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Packet capture (doc/design.md §15).  With IBEMU_PCAP=FILE every
- * packet this process sends is written to a pcap file as RoCEv2: Ethernet,
- * IPv4, UDP to port 4791 (IBA Annex A17), then the packet's own IB
- * transport headers and payload, its pad bytes and an ICRC, so Wireshark
- * and tshark dissect it as InfiniBand.  "%p" in FILE becomes the process
- * ID; without it ".PID" is appended, one file per process.
+ * Packet capture (doc/design.md §15 "Packet capture").  With
+ * IBEMU_PCAP=FILE every packet this process sends is written to a pcap file
+ * as RoCEv2: Ethernet, IPv4, UDP to port 4791 (IBA Annex A17), then the
+ * packet's own IB transport headers and payload, its pad bytes and an ICRC,
+ * so Wireshark and tshark dissect it as InfiniBand.  "%p" in FILE becomes
+ * the process ID; without it ".PID" is appended, one file per process.
  *
  * Addresses are made up from the LIDs (MAC 02:00:00:00:LID, IPv4
  * 127.0.LID): a node has no Ethernet or IP identity of its own.  The ICRC

@@ -61,7 +61,8 @@ static void ibemu_device_init(void)
 	snprintf(dev->dev_name, sizeof(dev->dev_name), "uverbs-%s",
 		 IBEMU_DEVICE_NAME);
 	/* No sysfs and no character device: ibv_open_device() then calls
-	 * alloc_context with cmd_fd -1 (doc/design.md §4). */
+	 * alloc_context with cmd_fd -1 (doc/design.md §4 "Device and
+	 * contexts"). */
 	dev->dev_path[0] = '\0';
 	dev->ibdev_path[0] = '\0';
 	ibemu_dev.vdev.ops = &ibemu_dev_ops;

@@ -3,9 +3,10 @@
  * The device node, as programs probe it.
  *
  * ibemu0 has no character device: libibverbs opens none for a device
- * without sysfs (doc/design.md §4).  Some verbs users check for one before
- * they take a device: UCX skips any device whose /dev/infiniband/<dev_name>
- * is not a character device it may read and write (uct_ib_device_is_
+ * without sysfs (doc/design.md §4 "Device and contexts").  Some verbs
+ * users check for one before they take a device: UCX skips any device
+ * whose /dev/infiniband/<dev_name> is not a character device it may read
+ * and write (uct_ib_device_is_
  * accessible).  Once the preload offers ibemu0, stat() and access() of
  * exactly that path answer as for a uverbs node of mode 0666; every other
  * path, and every call before ibemu0 is offered, goes to the C library.

@@ -6,7 +6,8 @@
  * This header declares, in ibemu's own words, the parts of PABI 34 that the
  * preload relies on.  PABI 34 is what rdma-core v35 through v57 export; a
  * layout change there bumps the IBVERBS_PRIVATE_ version, which the preload
- * checks at run time (doc/design.md §2) before touching any of this.
+ * checks at run time (doc/design.md §2 "The private ABI: pabi.h and
+ * run-time resolution") before touching any of this.
  *
  * Every structure is checked against the public <infiniband/verbs.h> with
  * static asserts on size and offsets, so a mismatch fails the build rather

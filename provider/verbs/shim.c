@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The device injection shim (doc/design.md §1).
+ * The device injection shim (doc/design.md §1 "The injection shim").
  *
  * libibverbs finds devices only through netlink/sysfs and opens them
  * through /dev/infiniband.  Loaded with LD_PRELOAD, this file interposes

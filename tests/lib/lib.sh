@@ -7,7 +7,7 @@ IBEMU=$IBEMU_BUILDDIR/ibemu
 # Every test gets its own emulated node, so parallel tests do not meet.
 IBEMU_NODE=${IBEMU_NODE:-check-$(basename "$0" .sh)-$$}
 export IBEMU_NODE
-# The node's files: the segment and the inboxes (emulator/shmfile.h).
+# The node's files: the segment and the inboxes (emulator/base/shmfile.h).
 IBEMU_SHM_USER_DIR=${IBEMU_SHM_DIR:-/dev/shm}/ibemu-$(id -u)
 ibemu_cleanup() { rm -f "$IBEMU_SHM_USER_DIR"/v*-"$IBEMU_NODE" "$IBEMU_SHM_USER_DIR"/v*-"$IBEMU_NODE"-p*; }
 trap ibemu_cleanup EXIT

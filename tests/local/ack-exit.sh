@@ -4,7 +4,7 @@
 # acknowledged every message it received: the requester's SENDs all
 # succeed (tests/progs/ack_exit.c); with 32-byte messages and with 64 KiB ones,
 # which ibemu's responder copies from the sender's memory and acknowledges
-# apart (doc/design.md §14).
+# apart (doc/design.md §14 "Large SENDs pulled by the responder").
 . "$(dirname "$0")/../lib/lib.sh"
 for len in 32 65536; do
 	for mode in exit destroy error idle; do

@@ -26,7 +26,8 @@ else
 fi
 
 # The responder executes the atomics only when the requester does not
-# place them itself (IBEMU_CMA=0; doc/design.md §13).
+# place them itself (IBEMU_CMA=0; doc/design.md §13 "Requester-placed
+# RDMA WRITE and READ").
 IBEMU_CMA=0 run "kill:atomic:3 kills the responder, the requester gets RETRY_EXC_ERR" "$prog" kill
 
 # A malformed IBEMU_FAULTS refuses the device, with the reason.

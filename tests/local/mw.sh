@@ -2,7 +2,7 @@
 # Memory windows on ibemu0: the device says it has type 1 and type 2B
 # windows (IBV_DEVICE_MEM_WINDOW, _TYPE_2B), so the conformance suite's mw
 # tests must all run, none skipped, and pass.  Window R_Keys are never
-# published for requester-placed RDMA (emulator/mw.c): the suite runs with
+# published for requester-placed RDMA (emulator/hca/mw.c): the suite runs with
 # placement on and off alike.
 . "$(dirname "$0")/../lib/lib.sh"
 out="$IBEMU_BUILDDIR/tests/local/mw.out"

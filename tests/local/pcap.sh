@@ -1,7 +1,8 @@
 #!/bin/bash
 # IBEMU_PCAP: the packets ibemu carries are real IB transport headers that
-# tshark dissects as RoCEv2 (doc/design.md §15): opcodes, PSNs, AETH,
-# RETH, AtomicETH/AtomicAckETH and DETH, and not one malformed packet.
+# tshark dissects as RoCEv2 (doc/design.md §15 "Packet capture"):
+# opcodes, PSNs, AETH, RETH, AtomicETH/AtomicAckETH and DETH, and not one
+# malformed packet.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/serverclient.sh"
 need tshark

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Programs started at the same instant share one HCA: same node GUID and
-# LID, distinct QPNs (doc/design.md §6).
+# LID, distinct QPNs (doc/design.md §6 "The node segment").
 . "$(dirname "$0")/../lib/lib.sh"
 probe=$IBEMU_BUILDDIR/tests/progs/qpn_probe
 dir=$(mktemp -d); trap 'rm -rf "$dir"; ibemu_cleanup' EXIT

@@ -2,7 +2,8 @@
 # The conformance suite with the peer of every two-process test on
 # another node: the parent in one network namespace, the peer moved into
 # another (ibemu-conformance -n), each with its own node, so every packet
-# between them crosses the TCP transport (doc/design.md §22).
+# between them crosses the TCP transport (doc/design.md §22 "Several
+# nodes: the TCP transport").
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/netns-lib.sh"
 netns_setup 2 --own-shm

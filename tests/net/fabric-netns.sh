@@ -1,5 +1,5 @@
 #!/bin/bash
-# The node's place on the IP fabric (emulator/fabric.c) in a network
+# The node's place on the IP fabric (emulator/node/fabric.c) in a network
 # namespace with a known address, 10.47.0.5/24 on a dummy interface:
 # `ibemu status` and `ibv_devinfo -v` show LID 5 (the host part) and GID 1
 # ::ffff:10.47.0.5; a fabric file (IBEMU_FABRIC) that lists the address

@@ -1,13 +1,14 @@
 #!/bin/bash
-# UD multicast across nodes (emulator/mcast_ip.c): three nodes, each a
-# network namespace with its own /dev/shm, joined by a bridge.  Receivers
-# in nodes 1 and 2, the sender and a receiver of its own node in node 3;
-# the group's MGID and MLID come on the command line (node 2 attaches with
-# another MLID: each node gives a group its own).  Every receiver gets
-# every datagram once, byte for byte (tests/progs/mcast_nodes.c); node 2's QP
-# attached to another group gets none.  A group named by its MLID alone
-# (no GRH) crosses too; rdma-core's mckey and the manual's multicast
-# example (examples/mc_example.c) run with receivers in two nodes.
+# UD multicast across nodes (emulator/transport/tcp/mcast_ip.c): three
+# nodes, each a network namespace with its own /dev/shm, joined by a
+# bridge.  Receivers in nodes 1 and 2, the sender and a receiver of its
+# own node in node 3; the group's MGID and MLID come on the command line
+# (node 2 attaches with another MLID: each node gives a group its own).
+# Every receiver gets every datagram once, byte for byte
+# (tests/progs/mcast_nodes.c); node 2's QP attached to another group gets
+# none.  A group named by its MLID alone (no GRH) crosses too; rdma-core's
+# mckey and the manual's multicast example (examples/mc_example.c) run with
+# receivers in two nodes.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/netns-lib.sh"
 netns_setup 3 --own-shm

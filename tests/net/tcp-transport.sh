@@ -1,8 +1,9 @@
 #!/bin/bash
-# The TCP transport itself (doc/design.md §22): on one node with
-# IBEMU_TRANSPORT=tcp, across two nodes after the door's holder died
-# (another process takes the door over), and with garbage sent to the
-# door and to a process's own port (the node stays up and serves).
+# The TCP transport itself (doc/design.md §22 "Several nodes: the TCP
+# transport"): on one node with IBEMU_TRANSPORT=tcp, across two nodes after
+# the door's holder died (another process takes the door over), and with
+# garbage sent to the door and to a process's own port (the node stays up
+# and serves).
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/netns-lib.sh"
 need ibv_rc_pingpong

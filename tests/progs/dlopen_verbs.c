@@ -2,7 +2,7 @@
 /*
  * A program without libibverbs that loads it itself with dlopen() and
  * takes its functions with dlsym() on that handle must see ibemu0 once
- * under the preload and its audit module (provider/audit.c).
+ * under the preload and its audit module (provider/verbs/audit.c).
  *
  * Exit: 0 ibemu0 listed once, 1 not.
  */

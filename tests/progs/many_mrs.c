@@ -213,7 +213,7 @@ static int target(int fd)
 		}
 		ti->rkey[i] = mrs[i]->rkey;
 	}
-	/* ibemu hands key indices out in order (emulator/mr.c): check the
+	/* ibemu hands key indices out in order (emulator/hca/mr.c): check the
 	 * last ones share the first ones' entries, or this tests nothing. */
 	first = mrs[0]->rkey >> 8;
 	if ((mrs[PUB_MRS]->rkey >> 8) - first != PUB_MRS)

@@ -4,13 +4,14 @@
  * kernel lets only one of them read the other's memory.
  *
  * From 64 KiB a SEND's data is pulled by the responder with cross-memory
- * attach (emulator/cma.c).  Who may read whom is the kernel's decision
- * and need not be symmetric: under Yama ptrace_scope 1 a parent may read
- * its child and not the reverse; a seccomp filter (Docker's default
- * profile without CAP_SYS_PTRACE) refuses process_vm_readv/writev to one
- * process only.  This test makes the asymmetry with a seccomp filter that
- * fails both calls with EPERM in one process, which a process may install
- * on itself without privileges and which acts whatever Yama says.
+ * attach (emulator/transport/shm/cma.c).  Who may read whom is the
+ * kernel's decision and need not be symmetric: under Yama ptrace_scope 1
+ * a parent may read its child and not the reverse; a seccomp filter
+ * (Docker's default profile without CAP_SYS_PTRACE) refuses
+ * process_vm_readv/writev to one process only.  This test makes the
+ * asymmetry with a seccomp filter that fails both calls with EPERM in one
+ * process, which a process may install on itself without privileges and
+ * which acts whatever Yama says.
  *
  * Each variant forks a parent and its child before either opens the
  * device: filter in neither, in the child (the parent->child SEND is the

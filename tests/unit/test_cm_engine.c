@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of the CM engine (emulator/cm.c) in one process: ids of
+ * Unit tests of the CM engine (emulator/cm/) in one process: ids of
  * both ends on one node, the events in order with what they carry
  * (private data of the sizes IBA 12.6 allows, responder resources and
  * initiator depth crossed, QPNs), refusals, address rules, a

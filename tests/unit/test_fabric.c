@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of the node's place on the IP fabric (emulator/fabric.c),
+ * Unit tests of the node's place on the IP fabric (emulator/node/fabric.c),
  * free of the host's interfaces: the LID derived from an address, the
  * choice of the node's address among interfaces built in memory, the GID
  * table, the fabric file's parser on a temporary file, and where

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The shared-memory inbox ring (emulator/inbox.h) alone: a packet goes
+ * The shared-memory inbox ring (emulator/node/inbox.h) alone: a packet goes
  * through claim, publish, peek and release; a full ring refuses a claim;
  * a ring a peer has scribbled on refuses a claim instead of making the
  * producer spin for good (nothing a peer writes may wedge another

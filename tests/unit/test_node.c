@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of the node segment (emulator/node.c): concurrent creation,
+ * Unit tests of the node segment (emulator/node/node.c): concurrent creation,
  * a lock holder killed with SIGKILL, stale and foreign segments, QPN
  * allocation, the sweep of dead processes, liveness that holds for
  * stopped processes, forked children and other pid namespaces, a QP

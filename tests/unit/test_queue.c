@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The work and completion rings (emulator/queue.[ch]): entries come back
+ * The work and completion rings (emulator/base/queue.[ch]): entries come back
  * in order and intact, a ring holds exactly its size, and all of it holds
  * across the wrap of the free-running counters at 2^32, with sizes that
  * are not powers of two (a QP's max_send_wr, a CQ's cqe are the user's).

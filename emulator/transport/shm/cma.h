@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One-sided operations placed by the requester, the shared-memory
- * transport's placement capability (transport.h, doc/design.md §13):
- * with cross-memory attach (process_vm_writev/readv) an RDMA WRITE or
- * READ moves its data in one copy and one system call, and lands while
- * the target process runs no verb at all.  The requester checks
- * everything the responder would (IBA 9.7.4.1.4, 10.6.3.2: QP state and
- * access, R_Key, PD, range, access right) against what the target
- * published; anything else, or any failure, takes the packet path, where
- * the responder produces the exact error.
+ * transport's placement capability (transport.h, doc/design.md §13
+ * "Requester-placed RDMA WRITE and READ"): with cross-memory attach
+ * (process_vm_writev/readv) an RDMA WRITE or READ moves its data in one
+ * copy and one system call, and lands while the target process runs no verb
+ * at all.  The requester checks everything the responder would (IBA
+ * 9.7.4.1.4, 10.6.3.2: QP state and access, R_Key, PD, range, access right)
+ * against what the target published; anything else, or any failure, takes
+ * the packet path, where the responder produces the exact error.
  *
  * Ordering (IBA 9.5): a WQE is placed this way only when nothing is in
  * flight on its QP, so it cannot overtake an earlier request.

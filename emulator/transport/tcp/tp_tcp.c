@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The TCP transport: packets between processes of different nodes
- * (doc/design.md §3), one TCP connection per pair of processes,
- * multiplexing their QPs, opened when a destination is first resolved
- * (tp_tcp.h).
+ * (doc/design.md §22 "Several nodes: the TCP transport"), one TCP
+ * connection per pair of processes, multiplexing their QPs, opened when a
+ * destination is first resolved (tp_tcp.h).
  *
  * Each frame (tp_frame.h) carries one packet exactly as the shared-memory
  * transport carries it.  Sending: the engine claims room and builds the

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The TCP transport's resolution of destinations on other nodes
- * (tp_tcp.c), the functions behind its tp_net_ops (transport.h), which
+ * (tcp_resolve.c), the functions behind its tp_net_ops (transport.h), which
  * is how the engine and the CM reach them.
  *
  * A node is reached at its address (fabric_locate) on its door port,
