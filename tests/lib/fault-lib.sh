@@ -1,6 +1,6 @@
 # Shared by the fault-injection tests (tests/local/fault-inject.sh,
 # tests/local/fault-inject-rc.sh): run tests/progs/fault_inject under the preload.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 prog=$IBEMU_BUILDDIR/tests/progs/fault_inject
 faults="drop:0.01,dup:0.01,reorder:0.01"
 tmp=$(mktemp -d)

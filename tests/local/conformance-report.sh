@@ -106,7 +106,7 @@ rc=$?
 [ "$rc" = 99 ] && grep -q "typo:2: ud/loopbak is no test of the suite" "$dir/typo.out" &&
 	pass "a list naming no test: exit 99, file:line" || fail "typo list: exit $rc"
 # The lists kept in the tree name tests that exist.
-for f in "$(dirname "$0")"/../conformance/expect/*.txt; do
+for f in "$(dirname "$0")"/../../conformance/expect/*.txt; do
 	"$conf" -E "$f" -l >/dev/null 2>"$dir/list.err" &&
 		pass "$(basename "$f"): every line a test and a reason" ||
 		fail "$(basename "$f"): $(cat "$dir/list.err")"
