@@ -214,6 +214,7 @@ int emu_qp_destroy(struct emu_qp *qp);
 /* Another handle on the XRC target QP qpn of domain xrcd (IBA A14). */
 int emu_qp_open(struct emu_hca *hca, struct emu_xrcd *xrcd, uint32_t qpn,
 		struct emu_qp **qp_p);
+/* mcast.c: multicast attachments of UD QPs (IBA 10.5) */
 int emu_mcast_attach(struct emu_qp *qp, const union ibv_gid *gid,
 		     uint16_t lid);
 int emu_mcast_detach(struct emu_qp *qp, const union ibv_gid *gid,

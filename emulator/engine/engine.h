@@ -240,7 +240,7 @@ static inline void comp_unqueued_locked(struct emu_qp *qp, uint64_t wr_id,
  * packets in, to tell congestion from loss when the timer expires. */
 void comp_blocked_locked(struct emu_qp *qp);
 
-/* Copy between a message and a list of local SGEs (MR-checked). */
+/* sge.c: copy between a message and a list of local SGEs (MR-checked). */
 int sge_span(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
 	     uint32_t offset, uint32_t len, struct iovec *iov);
 void iov_gather(void *buf, const struct iovec *iov, int nr);

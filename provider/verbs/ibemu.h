@@ -216,10 +216,10 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 
 /* device.c: devices and contexts */
 struct ibv_device *ibemu_device_get(void);
-/* devnode.c: ibemu0 is offered; its device node answers probes. */
-void ibemu_devnode_offer(void);
 /* Where events of an object of this context go. */
 struct emu_owner ibemu_owner(struct ibv_context *context, void *object);
+/* devnode.c: ibemu0 is offered; its device node answers probes. */
+void ibemu_devnode_offer(void);
 /* A non-blocking write descriptor for fd's pipe; -1 on failure. */
 int ibemu_fd_nonblock_writer(int fd);
 
@@ -261,6 +261,8 @@ const struct emu_buf_alloc *ibemu_pd_buf_alloc(struct ibv_pd *pd,
 					       struct emu_buf_alloc *a);
 
 /* mr.c */
+int ibemu_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+		   void *addr, size_t length, int access);
 struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			    uint64_t hca_va, int access);
 int ibemu_dereg_mr(struct verbs_mr *vmr);
@@ -281,8 +283,6 @@ struct ibv_pd *ibemu_import_pd(struct ibv_context *context,
 void ibemu_unimport_pd(struct ibv_pd *pd);
 struct ibv_mr *ibemu_import_mr(struct ibv_pd *pd, uint32_t mr_handle);
 void ibemu_unimport_mr(struct ibv_mr *mr);
-int ibemu_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
-		   void *addr, size_t length, int access);
 
 /* mw.c: memory windows */
 struct ibv_mw *ibemu_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
