@@ -20,7 +20,7 @@
 /* Queue pairs: QPN 0 and 1 are the SMI and GSI QPs (IBA 3.5.5). */
 #define IBEMU_MAX_QP 65536
 /* Bytes of a QP held for its transport's placement state (hca.h). */
-#define IBEMU_QP_PLACE_SIZE 160
+#define IBEMU_QP_PLACE_SIZE 128
 #define IBEMU_QPN_FIRST 0x11
 #define IBEMU_QPN_MASK 0xffffffu /* QPNs are 24 bits (IBA 9.2 BTH) */
 #define IBEMU_MAX_QP_WR 16384
@@ -88,7 +88,8 @@
 #define IBEMU_MAX_PROCS 1024
 /* Bound RDMA CM addresses of a node (node_cm.c): listeners and the
  * ports of connecting ids (40 bytes each in the node segment; a 3.5 MiB
- * /dev/shm must still hold the segment and one inbox, tests/local/small-shm.sh). */
+ * /dev/shm must still hold the segment and one inbox,
+ * tests/local/small-shm.sh). */
 #define IBEMU_MAX_CM_PORTS 1024
 /* Multicast memberships made through the RDMA CM (node_mcast.c), one per
  * join of an id: 32 bytes each in the node segment. */

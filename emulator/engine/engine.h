@@ -131,15 +131,6 @@ static inline void engine_qp_fence(struct engine *e, uint32_t qpn)
 	if (e && e->tp->place)
 		e->tp->place->qp_fence(e, qpn);
 }
-/* The WRITE fast path (transport.h); caller holds qp.lock. */
-static inline bool engine_post_write_locked(struct emu_qp *qp,
-					    const struct ibv_send_wr *wr)
-{
-	const struct engine *e = qp->hca->engine;
-	const struct tp_place_ops *pl = e ? e->tp->place : NULL;
-
-	return pl && pl->post_write && pl->post_write(qp, wr);
-}
 /* A region's pages made reachable by placement, and given back
  * (transport.h); w stays zero where they are not. */
 void engine_mr_share(struct emu_hca *hca, void *addr, size_t length,
@@ -154,7 +145,8 @@ bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 /* pkt_layout (hdr.h) with qp's addresses: pkt_begin's second half, and
  * the multicast datagrams, whose room is the caller's. */
 void pkt_layout_qp(struct pkt_out *out, struct emu_qp *qp, uint8_t opcode,
-		   uint32_t dst_qpn, uint32_t psn, bool ackreq, uint32_t paylen);
+		   uint32_t dst_qpn, uint32_t psn, bool ackreq,
+		   uint32_t paylen);
 void pkt_send(struct pkt_out *out);
 /* Receive one packet as the transport delivered it: parse it and hand it
  * to its QP's responder or completer (a malformed packet, or one for no

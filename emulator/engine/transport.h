@@ -45,7 +45,6 @@ struct engine;
 struct emu_qp;
 struct emu_hca;
 struct emu_mr;
-struct ibv_send_wr;
 struct mr_window;
 struct wqe;
 struct transport_ops;
@@ -60,7 +59,8 @@ struct tp_peer {
 /* Requester-placed RDMA (optional). */
 struct tp_place_ops {
 	/* The QP's peer (qp->peer, qp->peer_proc) was resolved or dropped,
-	 * under qp.lock: learn what placement it allows. */
+	 * under qp.lock: learn what placement it allows, and set or clear
+	 * the QP's WRITE fast path (qp->post_write, hca.h). */
 	void (*peer_bind)(struct emu_qp *qp);
 	/* Execute w (RDMA WRITE or READ) directly; true if done.  local:
 	 * the nl local iovecs of its checked SGEs (nl < 0: not resolved,
@@ -79,11 +79,6 @@ struct tp_place_ops {
 	void (*mr_publish)(struct engine *e, const struct emu_mr *mr);
 	void (*mr_withdraw)(struct engine *e, const struct emu_mr *mr);
 	void (*qp_fence)(struct engine *e, uint32_t qpn);
-	/* The WRITE fast path (optional), under qp.lock, the QP in RTS: a
-	 * lone RDMA WRITE placed at once where the requester may, as a
-	 * stream of WRITEs into one region is (true: done, completion
-	 * and all); false: the general path. */
-	bool (*post_write)(struct emu_qp *qp, const struct ibv_send_wr *wr);
 	/* Registration: make the whole pages of [addr, addr+length), a
 	 * region with access, reachable by the node's placement where it
 	 * can be (w: where; zero: not), and give that back. */

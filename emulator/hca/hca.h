@@ -314,7 +314,12 @@ struct emu_qp {
 	/* The placement state of this QP, the transport's (transport.h,
 	 * tp_place_ops; cma.c for shared memory), under qp.lock: zero
 	 * while no peer is bound. */
-	_Alignas(16) unsigned char place[IBEMU_QP_PLACE_SIZE];
+	_Alignas(8) unsigned char place[IBEMU_QP_PLACE_SIZE];
+	/* The transport's WRITE fast path for this QP, under qp.lock,
+	 * the QP in RTS (transport.h, peer_bind sets it): a lone RDMA
+	 * WRITE placed at once where the requester may (true: done,
+	 * completion and all); NULL or false: the general path. */
+	bool (*post_write)(struct emu_qp *qp, const struct ibv_send_wr *wr);
 
 	struct qp_req req;
 	struct qp_comp comp;

@@ -224,8 +224,8 @@ int emu_post_send(struct emu_qp *qp, struct ibv_send_wr *wr,
 {
 	emu_lock(&qp->lock);
 	/* The common case of a stream of RDMA WRITEs, placed at once. */
-	if (qp->state == IBV_QPS_RTS && !wr->next &&
-	    wr->opcode == IBV_WR_RDMA_WRITE && engine_post_write_locked(qp, wr)) {
+	if (qp->state == IBV_QPS_RTS && qp->post_write && !wr->next &&
+	    wr->opcode == IBV_WR_RDMA_WRITE && qp->post_write(qp, wr)) {
 		emu_unlock(&qp->lock);
 		return 0;
 	}

@@ -626,11 +626,11 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write,
 	remote.iov_base = (void *)(uintptr_t)addr;
 	remote.iov_len = w->length;
 	if (write)
-		n = process_vm_writev(cma_qp(qp)->pid, checked, (unsigned long)nl,
-				      &remote, 1, 0);
+		n = process_vm_writev(cma_qp(qp)->pid, checked,
+				      (unsigned long)nl, &remote, 1, 0);
 	else
-		n = process_vm_readv(cma_qp(qp)->pid, checked, (unsigned long)nl,
-				     &remote, 1, 0);
+		n = process_vm_readv(cma_qp(qp)->pid, checked,
+				     (unsigned long)nl, &remote, 1, 0);
 	return n;
 }
 
@@ -787,6 +787,7 @@ static bool cma_lean_toward(struct inbox *ib)
  */
 void cma_peer_bind(struct emu_qp *qp)
 {
+	struct cma_qp *cq = cma_qp(qp);
 	struct engine *e = qp->hca->engine;
 	struct node_proc_id id;
 	struct inbox *ib;
@@ -802,20 +803,23 @@ void cma_peer_bind(struct emu_qp *qp)
 		pid = id.pid;
 	/* Its memfd windows: the id in the memfd's name, published in its
 	 * inbox, proves whose it is. */
-	peer_map_put(cma_qp(qp)->window.map);
-	cma_qp(qp)->window.map = NULL;
-	cma_qp(qp)->window.last.map = NULL;
-	cma_qp(qp)->window.refused = false;
-	cma_qp(qp)->window.pid = near ? id.pid : 0;
-	cma_qp(qp)->refused = false;
+	peer_map_put(cq->window.map);
+	cq->window.map = NULL;
+	cq->window.last.map = NULL;
+	cq->window.refused = false;
+	cq->window.pid = near ? id.pid : 0;
+	cq->refused = false;
 	ib = near ? tp_shm_inbox(qp->peer) : NULL;
-	cma_qp(qp)->window.lean = ib && cma_lean_toward(ib);
-	cma_qp(qp)->window.placing = ib ? &ib->placing[qp->hca->node.proc_slot] : NULL;
+	cq->window.lean = ib && cma_lean_toward(ib);
+	cq->window.placing = ib ? &ib->placing[qp->hca->node.proc_slot] : NULL;
+	/* A stream of WRITEs into one region of a near peer is placed at
+	 * post time (cma_post_write_locked). */
+	qp->post_write = near ? cma_post_write_locked : NULL;
 	/* Nothing was published, nothing is: no write to shared memory
 	 * (a QP whose peer cannot be reached comes back here often). */
-	if (!pid && !cma_qp(qp)->pid)
+	if (!pid && !cq->pid)
 		return;
-	cma_qp(qp)->pid = pid;
+	cq->pid = pid;
 	node_qp_publish_pull(&qp->hca->node, qp->qpn, pid ? id.token : 0);
 }
 

@@ -352,7 +352,6 @@ static const struct tp_place_ops tp_shm_place_ops = {
 	.mr_publish = cma_publish_mr,
 	.mr_withdraw = cma_withdraw_mr,
 	.qp_fence = cma_fence_qp,
-	.post_write = cma_post_write_locked,
 	.mr_share = mr_memfd_share_region,
 	.mr_release = mr_memfd_release,
 };
