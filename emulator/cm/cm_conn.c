@@ -83,9 +83,10 @@ static void cm_ip_hdr_put(const struct emu_cm_id *id, uint8_t *p)
  * The process that listens on the id's destination on another node
  * (its door answers, the network transport's resolve_cm), reached over
  * the network: 0 with its slot and token, or a positive errno
- * (ECONNREFUSED: nobody listens there).  Called with cm.lock held; it is dropped while the door is
- * asked (which blocks, and the engine thread takes cm.lock to deliver
- * to us) and the id marked connecting meanwhile.  The caller checks
+ * (ECONNREFUSED: nobody listens there).  Called with cm.lock held; it
+ * is dropped while the door is asked (which blocks, and the engine
+ * thread takes cm.lock to deliver to us) and the id marked connecting
+ * meanwhile.  The caller checks
  * the id's state again.
  */
 static int cm_resolve_remote_locked(struct emu_cm_id *id, int32_t *slot_p,

@@ -8,7 +8,8 @@
  * still lives then, the pid was still its own when the descriptor was
  * opened.  A remote slot's descriptor is taken only while its
  * connection is up and to the process holding token (the transport's
- * peer_watch_fd checks both), so it watches that process's connection and no other.
+ * peer_watch_fd checks both), so it watches that process's connection
+ * and no other.
  */
 #include "config.h"
 

@@ -5,8 +5,8 @@
  * a process descriptor (pidfd) per peer process of this node, readable
  * once that process has exited; for a peer process of another node
  * (a remote slot, transport.h), a descriptor of the TCP connection to
- * it (the network transport's peer_watch_fd), which reports a hang-up once that process
- * has exited or its connection broke.  A peer whose pid means nothing
+ * it (the network transport's peer_watch_fd), which reports a hang-up
+ * once that process has exited or its connection broke.  A peer whose pid means nothing
  * in our pid namespace, a kernel without pidfds, or more remote peers
  * than CM_WATCH_REMOTE, is looked at every CM_LIVENESS_MS instead
  * (cm_timer.c).

@@ -429,7 +429,8 @@ static void comp_rnr(struct emu_qp *qp, uint32_t psn, uint8_t timer)
 	}
 	req_rewind_from_locked(qp, psn);
 	qp->comp.deadline = 0;
-	qp->comp.rnr_resume = clock_now_ns() + rnr_timer_us[timer & 31] * 1000ull;
+	qp->comp.rnr_resume =
+		clock_now_ns() + rnr_timer_us[timer & 31] * 1000ull;
 	engine_pending_add_locked(qp);
 }
 

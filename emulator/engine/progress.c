@@ -51,7 +51,8 @@ bool engine_peer_runs(struct engine *e, int32_t slot)
 /* ---- packets ---- */
 
 void pkt_layout_qp(struct pkt_out *out, struct emu_qp *qp, uint8_t opcode,
-		   uint32_t dst_qpn, uint32_t psn, bool ackreq, uint32_t paylen)
+		   uint32_t dst_qpn, uint32_t psn, bool ackreq,
+		   uint32_t paylen)
 {
 	const struct pkt_hdr link = {
 		.slid = qp->hca->node.seg->lid,

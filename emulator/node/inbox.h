@@ -2,9 +2,9 @@
 /*
  * The node's inboxes, which the shared-memory transport carries packets
  * in (tp_shm.c): every process of a node owns one inbox, a shared-memory
- * object into which any process of the node writes packets for it.  An inbox is a bounded multi-producer, single-consumer ring of
- * packet slots (a sequence number per slot, as in D. Vyukov's bounded
- * queue): producers claim a slot with one compare-and-swap on the tail,
+ * object into which any process of the node writes packets for it.  An
+ * inbox is a bounded multi-producer, single-consumer ring of packet
+ * slots (a sequence number per slot, as in D. Vyukov's bounded queue): producers claim a slot with one compare-and-swap on the tail,
  * write who claimed it, fill it and publish it by storing its sequence
  * number; the consumer (the owner's engine) reads slots in order.
  *

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "opcode.h"
+#include "params.h"
 #include "wire.h"
 
 struct engine;
@@ -71,12 +72,6 @@ struct pkt_out {
 	const struct opcode_info *op;
 };
 
-/* Lay out the link header (link's addresses; its len and flags are set
- * here) and BTH of a packet in the room out->pkt names (pkt.c). */
-void pkt_layout(struct pkt_out *out, const struct pkt_hdr *link,
-		uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
-		uint32_t paylen);
-
 static inline const void *pkt_hdr_at(const struct pkt *p, uint8_t off)
 {
 	return p->bth_base + off;
@@ -122,6 +117,33 @@ static inline void out_bth_init(struct pkt_out *out, uint8_t opcode,
 	bth->pkey = htobe16(pkey);
 	bth->qpn = htobe32(dst_qpn & BTH_QPN_MASK);
 	bth->apsn = htobe32((psn & BTH_PSN_MASK) | (ackreq ? BTH_ACKREQ : 0));
+}
+
+/* Lay out the link header (link's addresses; its len and flags are set
+ * here) and BTH of a packet in the room out->pkt names.  Nothing here
+ * knows QPs or transports: the engine says where a packet comes from and
+ * goes to (pkt_layout_qp), the CM lays out its MADs with it too. */
+static inline void pkt_layout(struct pkt_out *out,
+			      const struct pkt_hdr *link, uint8_t opcode,
+			      uint32_t dst_qpn, uint32_t psn, bool ackreq,
+			      uint32_t paylen)
+{
+	const struct opcode_info *op = opcode_get(opcode);
+	struct pkt_hdr *hdr;
+	uint32_t pad = (4 - (paylen & 3)) & 3;
+
+	out->op = op;
+	out->base = out->pkt.data;
+	hdr = out->pkt.hdr;
+	hdr->len = op->hdr_len + paylen;
+	hdr->slid = link->slid;
+	hdr->dlid = link->dlid;
+	hdr->src_qpn = link->src_qpn;
+	hdr->src_proc = link->src_proc;
+	hdr->flags = 0;
+	/* Pad to 4 bytes as the wire does (IBA 9.2.3). */
+	out_bth_init(out, opcode, pad, IBEMU_DEFAULT_PKEY, dst_qpn, psn,
+		     ackreq);
 }
 
 /* ---- RETH, IBA 9.3.3 ---- */

@@ -1,40 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * Packets on the wire: laying out a packet's link header and BTH in the
- * room a transport gave (struct pkt_out), and parsing a received one
- * (struct pkt) with the one copy of its headers out of the sender's
- * slot.  Nothing here knows QPs or transports: the engine says where a
- * packet comes from and goes to (the link header's fields), the CM lays
- * out its MADs with the same call.
+ * Packets on the wire: parsing a received one (struct pkt) with the one
+ * copy of its headers out of the sender's slot.  Its layout in the room
+ * a transport gave is hdr.h's pkt_layout, inline for the fast path.
+ * Nothing here knows QPs or transports.
  */
 #include "config.h"
 
 #include <string.h>
 
 #include "hdr.h"
-#include "params.h"
-
-void pkt_layout(struct pkt_out *out, const struct pkt_hdr *link,
-		uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
-		uint32_t paylen)
-{
-	const struct opcode_info *op = opcode_get(opcode);
-	struct pkt_hdr *hdr;
-	uint32_t pad = (4 - (paylen & 3)) & 3;
-
-	out->op = op;
-	out->base = out->pkt.data;
-	hdr = out->pkt.hdr;
-	hdr->len = op->hdr_len + paylen;
-	hdr->slid = link->slid;
-	hdr->dlid = link->dlid;
-	hdr->src_qpn = link->src_qpn;
-	hdr->src_proc = link->src_proc;
-	hdr->flags = 0;
-	/* Pad to 4 bytes as the wire does (IBA 9.2.3). */
-	out_bth_init(out, opcode, pad, IBEMU_DEFAULT_PKEY, dst_qpn, psn,
-		     ackreq);
-}
 
 bool pkt_parse(const struct tp_pkt *in, struct pkt *p)
 {
