@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Checked messages between the two RC QPs of tests/progs/net_break.c and
- * tests/progs/peer_kill.c.  An rc_side's buffer (rc_pair.h) holds MSG_DEPTH send
- * slots, then MSG_DEPTH receive slots, of MSG_LEN bytes each; message seq
+ * tests/progs/peer_kill.c.  An rc_side's buffer (rc_pair.h) holds
+ * MSG_DEPTH send slots, then MSG_DEPTH receive slots, of MSG_LEN bytes
+ * each; message seq
  * uses slot seq % MSG_DEPTH.  Its payload is a pattern of its round, its
  * direction and seq, so a receiver checks every byte.
  */
