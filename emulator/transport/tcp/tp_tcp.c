@@ -54,12 +54,7 @@
 #include "tcp_int.h"
 #include "tp_tcp.h"
 
-bool tp_tcp_enabled(struct engine *e)
-{
-	return e->net_priv != NULL;
-}
-
-bool tp_tcp_forced(struct engine *e)
+static bool tcp_forced(struct engine *e)
 {
 	return e->net_priv && tp_tcp(e)->forced;
 }
@@ -216,7 +211,7 @@ static bool tcp_peer_runs(struct engine *e, int32_t slot)
 }
 
 static const struct tp_net_ops tcp_net_ops = {
-	.forced = tp_tcp_forced,
+	.forced = tcp_forced,
 	.resolve_qpn = tp_tcp_resolve_qpn,
 	.resolve_cm = tp_tcp_resolve_cm,
 	.probe_node = tp_tcp_probe_node,

@@ -26,12 +26,6 @@
 struct engine;
 struct tp_peer_info;
 
-/* Whether this process reaches other nodes (the network is up) and
- * whether every packet, even to its own node, goes by TCP
- * (IBEMU_TRANSPORT=tcp). */
-bool tp_tcp_enabled(struct engine *e);
-bool tp_tcp_forced(struct engine *e);
-
 /*
  * The slot of the process owning qpn on the node at node_addr (port
  * ignored).  want_lid: the LID the sender addressed (0: by GID), checked
