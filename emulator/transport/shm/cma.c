@@ -688,7 +688,8 @@ bool cma_try(struct emu_qp *qp, struct wqe *w, const struct iovec *local,
  * reports what is wrong with it.  Caller holds qp.lock; the QP is in
  * RTS.
  */
-bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr)
+static bool cma_post_write_locked(struct emu_qp *qp,
+				  const struct ibv_send_wr *wr)
 {
 	const struct ibv_sge *sge = wr->sg_list;
 	uint32_t rkey = wr->wr.rdma.rkey;

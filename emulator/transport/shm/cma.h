@@ -28,15 +28,10 @@ struct wqe;
 /* qp's peer was resolved or dropped: what placement it allows. */
 void cma_peer_bind(struct emu_qp *qp);
 struct iovec;
-struct ibv_send_wr;
 /* Try to execute w (RDMA WRITE or READ) directly; true if done (local,
  * nl: tp_place_ops.rdma). */
 bool cma_try(struct emu_qp *qp, struct wqe *w, const struct iovec *local,
 	     int nl);
-/* A lone RDMA WRITE placed and completed from the work request, when the
- * send queue is idle and the target is the region placed into last;
- * false: nothing done (qp.lock held, RTS). */
-bool cma_post_write_locked(struct emu_qp *qp, const struct ibv_send_wr *wr);
 struct pull_desc_copy;
 /* Large SENDs: the requester describes, the responder pulls. */
 bool cma_pull_ok(struct emu_qp *qp, const struct wqe *w);

@@ -340,8 +340,8 @@ err:
 	return NULL;
 }
 
-void mr_memfd_share(struct emu_hca *hca, void *addr, size_t length,
-		    struct mr_window *out)
+static void mr_memfd_share(struct emu_hca *hca, void *addr,
+			   size_t length, struct mr_window *out)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t lo = ((uintptr_t)addr + page - 1) & ~(page - 1);

@@ -47,13 +47,11 @@ struct mr_window; /* hca.h */
  * its data may be pulled by the responder (cma.c, CMA_PULL_MIN). */
 #define MR_MEMFD_LOCAL_MIN (64 * 1024)
 
-/* Back the whole pages of [addr, addr+length) with the memfd, or find the
- * window that already does; *w is the window (len 0: the region keeps
- * cross-memory attach).  Call before the region is in the key table. */
-void mr_memfd_share(struct emu_hca *hca, void *addr, size_t length,
-		    struct mr_window *w);
-/* mr_share of the shared-memory transport (transport.h): by the
- * region's access and length, share it or leave w zero. */
+/* mr_share of the shared-memory transport (transport.h): a region that
+ * peers may reach, or of MR_MEMFD_LOCAL_MIN bytes or more, gets the whole
+ * pages of [addr, addr+length) backed by the memfd, or the window that
+ * already does; *w is the window (len 0: the region keeps cross-memory
+ * attach).  Call before the region is in the key table. */
 void mr_memfd_share_region(struct emu_hca *hca, void *addr, size_t length,
 			   int access, struct mr_window *w);
 /* A region (using the window w, or none: len 0) was deregistered and
