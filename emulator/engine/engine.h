@@ -64,7 +64,7 @@ struct engine {
 	 * state (its own lock); NULL: the node is alone, multicast stays
 	 * on it. */
 	const struct tp_mcast_ops *mcast;
-	struct mcast_ip *mcast_ip;
+	void *mcast_priv;
 };
 
 

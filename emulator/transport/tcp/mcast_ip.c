@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * UD multicast across nodes over IP multicast (mcast_ip.h; doc/design.md
- * §21, "Multicast across nodes").
+ * UD multicast across nodes over IP multicast (doc/design.md §21,
+ * "Multicast across nodes"): the engine's tp_mcast_ops (transport.h),
+ * tp_mcast_ip_ops below.
  *
  * A real subnet replicates a multicast packet in its switches to every
  * port with a member (IBA 10.5); here the IP network does: the nodes of
@@ -31,6 +32,11 @@
  * to the engine under engine.lock as a packet of no process of this node
  * (src_proc -1, PKT_F_FOREIGN), whose group is the MGID alone: each node
  * gives a group its own MLID (node_mcast.c).
+ *
+ * Lock rule: struct mcast_ip's lock guards its group table and its
+ * sockets; it is a leaf, taken under qp.lock (attach, detach, send) or
+ * alone (the receiving thread, which releases it before it takes
+ * engine.lock to deliver).
  */
 #include "config.h"
 
@@ -49,7 +55,6 @@
 
 #include "engine.h"
 #include "log.h"
-#include "mcast_ip.h"
 #include "node.h"
 #include "tp_frame.h"
 
@@ -109,6 +114,12 @@ struct mcast_ip {
 				TP_FRAME_MAX_LEN];
 };
 
+/* The state of e's multicast (engine.mcast_priv), NULL: none. */
+static inline struct mcast_ip *mcast_ip_of(const struct engine *e)
+{
+	return e->mcast_priv;
+}
+
 static uint32_t mcast_ip_group_addr(const uint8_t mgid[16])
 {
 	uint32_t h = 0x811c9dc5u; /* FNV-1a, 32 bits */
@@ -138,14 +149,14 @@ static int mcast_ip_ttl(void)
 	return (int)v;
 }
 
-int mcast_ip_open(struct engine *e)
+static int mcast_ip_open(struct engine *e)
 {
 	const struct node_seg *seg = e->hca->node.seg;
 	struct node_fabric f;
 	struct mcast_ip *m;
 	char ifname[IF_NAMESIZE];
 
-	e->mcast_ip = NULL;
+	e->mcast_priv = NULL;
 	f = seg->fabric;
 	/* IPv4 multicast: a node known by an IPv6 address alone keeps its
 	 * groups to itself. */
@@ -169,7 +180,7 @@ int mcast_ip_open(struct engine *e)
 	m->epfd = -1;
 	m->stopfd = -1;
 	atomic_init(&m->send_fd, -1);
-	e->mcast_ip = m;
+	e->mcast_priv = m;
 	return 0;
 }
 
@@ -441,9 +452,9 @@ static void *mcast_ip_thread(void *arg)
 
 /* ---- joining and leaving ---- */
 
-int mcast_ip_join(struct engine *e, const uint8_t mgid[16])
+static int mcast_ip_join(struct engine *e, const uint8_t mgid[16])
 {
-	struct mcast_ip *m = e->mcast_ip;
+	struct mcast_ip *m = mcast_ip_of(e);
 	struct mcast_ip_group *g, *grown;
 	uint32_t addr;
 	int idx = -1, ret = 0;
@@ -489,9 +500,9 @@ out:
 	return ret;
 }
 
-void mcast_ip_leave(struct engine *e, const uint8_t mgid[16])
+static void mcast_ip_leave(struct engine *e, const uint8_t mgid[16])
 {
-	struct mcast_ip *m = e->mcast_ip;
+	struct mcast_ip *m = mcast_ip_of(e);
 	struct mcast_ip_group *g, gone;
 
 	if (!m)
@@ -546,10 +557,10 @@ out:
 	return fd;
 }
 
-void mcast_ip_send(struct engine *e, const uint8_t mgid[16],
-		   const struct tp_pkt *pkt)
+static void mcast_ip_send(struct engine *e, const uint8_t mgid[16],
+			  const struct tp_pkt *pkt)
 {
-	struct mcast_ip *m = e->mcast_ip;
+	struct mcast_ip *m = mcast_ip_of(e);
 	const struct pkt_hdr *h = pkt->hdr;
 	struct sockaddr_in to = { .sin_family = AF_INET };
 	struct tp_frame_grh g;
@@ -621,14 +632,14 @@ static void mcast_ip_free(struct mcast_ip *m, bool fds)
 	free(m);
 }
 
-void mcast_ip_close(struct engine *e)
+static void mcast_ip_close(struct engine *e)
 {
-	struct mcast_ip *m = e->mcast_ip;
+	struct mcast_ip *m = mcast_ip_of(e);
 	uint64_t one = 1;
 
 	if (!m)
 		return;
-	e->mcast_ip = NULL;
+	e->mcast_priv = NULL;
 	if (m->thread_on) {
 		if (write(m->stopfd, &one, sizeof(one)) != sizeof(one))
 			ibemu_log_err("multicast across nodes: stop: %s",
@@ -640,13 +651,13 @@ void mcast_ip_close(struct engine *e)
 	mcast_ip_free(m, true);
 }
 
-void mcast_ip_forget(struct engine *e)
+static void mcast_ip_forget(struct engine *e)
 {
-	struct mcast_ip *m = e->mcast_ip;
+	struct mcast_ip *m = mcast_ip_of(e);
 
 	if (!m)
 		return;
-	e->mcast_ip = NULL;
+	e->mcast_priv = NULL;
 	/* The child's copies of the descriptors: closed, so the parent's
 	 * memberships end with the parent (the lock may be held by a
 	 * thread that is not here: not touched). */
@@ -655,7 +666,7 @@ void mcast_ip_forget(struct engine *e)
 
 static bool mcast_ip_active(const struct engine *e)
 {
-	return e->mcast_ip != NULL;
+	return mcast_ip_of(e) != NULL;
 }
 
 const struct tp_mcast_ops tp_mcast_ip_ops = {
