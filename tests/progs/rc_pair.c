@@ -30,10 +30,14 @@ int rc_xfer(int fd, void *buf, size_t len, int out)
 	ssize_t n;
 
 	while (done < len) {
-		if (out)
-			n = write(fd, (char *)buf + done, len - done);
-		else
+		if (out) {
+			n = send(fd, (char *)buf + done, len - done,
+				 MSG_NOSIGNAL);
+			if (n < 0 && errno == ENOTSOCK)
+				n = write(fd, (char *)buf + done, len - done);
+		} else {
 			n = read(fd, (char *)buf + done, len - done);
+		}
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)

@@ -53,8 +53,9 @@ struct rc_side {
 /* One line to stderr. */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Write (out) or read all len bytes of buf on fd.  0, or -1 on error or
- * end of file. */
+/* Write (out) or read all len bytes of buf on fd, a socket or a pipe.
+ * 0, or -1 on error or end of file; a write to a socket whose other side
+ * has gone fails with EPIPE rather than raising SIGPIPE. */
 int rc_xfer(int fd, void *buf, size_t len, int out);
 
 /* Fork the other side of a two-process test, joined to this one by a
