@@ -46,6 +46,8 @@ static void usage(FILE *out)
 		"run options:\n"
 		"  -n, --node NAME   join the emulated node NAME instead of the\n"
 		"                    one of this user and network namespace\n"
+		"  -N, --net         network mode: reach and be reached by the\n"
+		"                    nodes of the IP fabric (IBEMU_NET=1)\n"
 		"  -l, --lib PATH    the preload library to use\n"
 		"  -d, --debug       log the provider's decisions to stderr\n"
 		"  -q, --quiet       do not log warnings and errors\n"
@@ -53,6 +55,7 @@ static void usage(FILE *out)
 		"Environment: IBEMU_LIB (library path), IBEMU_NODE, IBEMU_DEBUG,\n"
 		"IBEMU_QUIET, IBEMU_CMA=0 (no requester-placed RDMA),\n"
 		"IBEMU_PCAP=FILE (packets as RoCEv2 pcap, %%p = process ID),\n"
+		"IBEMU_NET=1 (network mode; off: nothing another host can reach),\n"
 		"IBEMU_IFACE, IBEMU_SUBNET, IBEMU_FABRIC, IBEMU_TCP_PORT (the\n"
 		"node's address, LID and door on the IP fabric).\n"
 		"See ibemu(1) and ibemu(7).\n",
@@ -121,6 +124,7 @@ static int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "node", required_argument, NULL, 'n' },
+		{ "net", no_argument, NULL, 'N' },
 		{ "lib", required_argument, NULL, 'l' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -132,7 +136,7 @@ static int cmd_run(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+n:l:dqh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+n:Nl:dqh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (!*optarg || strchr(optarg, '/')) {
@@ -141,6 +145,9 @@ static int cmd_run(int argc, char **argv)
 				return 2;
 			}
 			setenv("IBEMU_NODE", optarg, 1);
+			break;
+		case 'N':
+			setenv("IBEMU_NET", "1", 1);
 			break;
 		case 'l':
 			setenv("IBEMU_LIB", optarg, 1);

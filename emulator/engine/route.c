@@ -12,12 +12,15 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "engine.h"
 #include "fabric.h"
+#include "log.h"
 #include "route.h"
 
 /* A destination located by its LID: no GRH, or a link-local GID, which
@@ -43,6 +46,26 @@ static void route_self_addr(struct emu_hca *hca, struct sockaddr_storage *ss)
 		in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 }
 
+/* A destination on another node while this process is not in network
+ * mode: said once a process, at warning level, as the cause of the
+ * RETRY_EXC_ERR or the lost datagrams that follow. */
+static void route_tell_net_off(uint16_t dlid,
+			       const struct sockaddr_storage *addr)
+{
+	static atomic_bool told;
+	char a[INET6_ADDRSTRLEN] = "?";
+	const void *ip = addr->ss_family == AF_INET
+		? (const void *)&((const struct sockaddr_in *)(const void *)addr)->sin_addr
+		: (const void *)&((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr;
+
+	if (atomic_exchange(&told, true))
+		return;
+	inet_ntop(addr->ss_family, ip, a, sizeof(a));
+	ibemu_log_warn("LID %u is a node at %s, and network mode is off: "
+		       "nothing is sent there (IBEMU_NET=1 on every node, "
+		       "or `ibemu run --net`)", dlid, a);
+}
+
 int route_qpn(struct emu_hca *hca, const struct ibv_ah_attr *av,
 	      uint32_t qpn, int32_t *slot_p)
 {
@@ -62,8 +85,10 @@ int route_qpn(struct emu_hca *hca, const struct ibv_ah_attr *av,
 		}
 		route_self_addr(hca, &addr);
 	}
-	if (!net)
+	if (!net) {
+		route_tell_net_off(av->dlid, &addr);
 		return ENETDOWN;
+	}
 	return net->resolve_qpn(e, &addr, route_by_lid(av) ? av->dlid : 0, qpn,
 				slot_p);
 }

@@ -26,7 +26,8 @@
 #       available; exits 99 when the network does not work.
 #   netns_exec I CMD [ARGS...]
 #       Run CMD in node I in the foreground, in the current directory,
-#       with the caller's environment; returns CMD's exit status.
+#       with the caller's environment and in network mode (IBEMU_NET=1,
+#       unless the caller set IBEMU_NET); returns CMD's exit status.
 #   netns_bg I CMD [ARGS...]
 #       The same in the background: sets NETNS_PID to the PID to wait for
 #       or kill (killing it ends CMD) and records it for teardown.
@@ -105,6 +106,8 @@ netns_argv()
 	else
 		NETNS_ARGV=(ip netns exec "$NETNS_PREFIX-$i")
 	fi
+	# The nodes are on the network: network mode, unless asked not.
+	NETNS_ARGV+=(env "IBEMU_NET=${IBEMU_NET-1}")
 }
 
 netns_exec()

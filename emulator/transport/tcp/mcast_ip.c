@@ -57,6 +57,7 @@
 #include "log.h"
 #include "node.h"
 #include "tp_frame.h"
+#include "tp_tcp.h"
 
 /* Receiving sockets a process opens at most: each holds the kernel's
  * igmp_max_memberships groups (20 by default), so this many cover
@@ -158,9 +159,9 @@ static int mcast_ip_open(struct engine *e)
 
 	e->mcast_priv = NULL;
 	f = seg->fabric;
-	/* IPv4 multicast: a node known by an IPv6 address alone keeps its
-	 * groups to itself. */
-	if (!(f.flags & NODE_FABRIC_MULTI) ||
+	/* Only in network mode (tp_tcp.h); IPv4 multicast: a node known
+	 * by an IPv6 address alone keeps its groups to itself. */
+	if (!tp_tcp_net_on() || !(f.flags & NODE_FABRIC_MULTI) ||
 	    !(f.ip4[0] | f.ip4[1] | f.ip4[2] | f.ip4[3]))
 		return 0;
 	memcpy(ifname, f.ifname, sizeof(ifname) - 1);

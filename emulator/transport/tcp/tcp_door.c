@@ -176,17 +176,18 @@ void tcp_door_try(struct tp_tcp *t)
 		tcp_door_watch(t);
 		return;
 	}
-	fd = tcp_listen_on(t->door_port, true, NULL);
+	fd = tcp_listen_on(&t->bind_addr, t->door_port, true, NULL);
 	if (fd < 0) {
-		/* Several nodes in one network namespace (IBEMU_NODE)
-		 * share its addresses: only one can be reached from
-		 * other hosts.  Said in debug and by `ibemu status`. */
+		/* Several nodes in one network namespace (IBEMU_NODE, or
+		 * two users) share its addresses: only one can be reached
+		 * from other hosts.  Said once, and by `ibemu status`. */
 		if (!t->door_foreign)
-			ibemu_log_dbg("the door port %u is held by a process "
-				      "of another node in this network "
-				      "namespace: this node is not reachable "
-				      "from other nodes (IBEMU_TCP_PORT)",
-				      t->door_port);
+			ibemu_log_warn("the door port %u is held by another "
+				       "node in this network namespace (of "
+				       "IBEMU_NODE or another user): this "
+				       "node is not reachable from other "
+				       "nodes; give each node its own "
+				       "IBEMU_TCP_PORT", t->door_port);
 		t->door_foreign = true;
 		return;
 	}

@@ -173,6 +173,9 @@ struct tcp_route {
 struct tp_tcp {
 	struct engine *e;
 	bool forced;
+	/* What the door and the data port listen on: the node's fabric
+	 * address in network mode, else loopback (tcp_wanted). */
+	struct sockaddr_storage bind_addr;
 	int ep, kick, lfd, door_fd, watch_fd;
 	uint16_t port, door_port;
 	struct tcp_ev kick_ev, listen_ev, door_ev, watch_ev;
@@ -217,7 +220,8 @@ void tcp_set_port(struct sockaddr_storage *ss, uint16_t port);
 const char *tcp_addr_str(const struct sockaddr_storage *ss, char *buf,
 			 size_t len);
 void tcp_sock_opts(int fd);
-int tcp_listen_on(uint16_t port, bool reuse, uint16_t *port_p);
+int tcp_listen_on(const struct sockaddr_storage *at, uint16_t port,
+		  bool reuse, uint16_t *port_p);
 int tcp_connect(const struct sockaddr_storage *addr, uint64_t deadline,
 		int *fd_p);
 void tcp_frame_init(struct tp_tcp *t, struct tp_frame_hdr *f, uint8_t type,
@@ -225,6 +229,11 @@ void tcp_frame_init(struct tp_tcp *t, struct tp_frame_hdr *f, uint8_t type,
 int tcp_exchange(struct tp_tcp *t, int fd, uint8_t type, const void *body,
 		 uint32_t len, uint8_t want, struct tp_frame_hdr *rf,
 		 void *rbody, uint32_t rlen, uint64_t deadline);
+
+/* tp_tcp.c */
+void tcp_node_addr(const struct tp_tcp *t,
+		   const struct sockaddr_storage *node_addr,
+		   struct sockaddr_storage *out);
 
 /* tcp_status.c: publication for `ibemu status` */
 void tcp_publish(struct tp_tcp *t, struct tcp_conn *c);

@@ -122,9 +122,11 @@ static struct tcp_route *tcp_route_find_locked(struct tp_tcp *t,
 }
 
 int tp_tcp_resolve_qpn(struct engine *e,
-		       const struct sockaddr_storage *node_addr,
+		       const struct sockaddr_storage *node_at,
 		       uint16_t want_lid, uint32_t qpn, int32_t *slot_p)
 {
+	const struct sockaddr_storage *node_addr = node_at;
+	struct sockaddr_storage na;
 	struct tp_tcp *t = tp_tcp(e);
 	struct tcp_lookup q = { .kind = htobe32(TCP_LOOKUP_QPN),
 				.qpn = htobe32(qpn) };
@@ -137,6 +139,8 @@ int tp_tcp_resolve_qpn(struct engine *e,
 
 	if (!t)
 		return ENETDOWN;
+	tcp_node_addr(t, node_at, &na);
+	node_addr = &na;
 	pthread_mutex_lock(&t->lock);
 	r = tcp_route_find_locked(t, node_addr, qpn);
 	if (r->qpn == qpn && tcp_same_node(&r->node, node_addr)) {
@@ -218,11 +222,13 @@ int tp_tcp_resolve_cm(struct engine *e,
 				.ps = htobe16(ps),
 				.port = htobe16(port),
 				.v4 = v4 };
+	struct sockaddr_storage na;
 
 	if (!t)
 		return ENETDOWN;
+	tcp_node_addr(t, node_addr, &na);
 	memcpy(q.addr, addr, 16);
-	return tcp_resolve(t, node_addr, 0, &q, slot_p);
+	return tcp_resolve(t, &na, 0, &q, slot_p);
 }
 
 int tp_tcp_probe_node(struct engine *e,
@@ -237,11 +243,13 @@ int tp_tcp_probe_node(struct engine *e,
 	uint64_t ms = timeout_ms > 0 && timeout_ms < TCP_RESOLVE_MS
 			      ? (uint64_t)timeout_ms
 			      : TCP_RESOLVE_MS;
+	struct sockaddr_storage na;
 	int err;
 
 	if (!t)
 		return ENETDOWN;
-	err = tcp_lookup(t, node_addr, &q, &r, tcp_now_ms() + ms);
+	tcp_node_addr(t, node_addr, &na);
+	err = tcp_lookup(t, &na, &q, &r, tcp_now_ms() + ms);
 	if (err == EHOSTUNREACH)
 		return err;
 	*lid_p = be16toh(r.lid);

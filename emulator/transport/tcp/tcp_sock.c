@@ -77,38 +77,27 @@ void tcp_sock_opts(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-/* A listening socket on every address of the node, port 0: any. */
-int tcp_listen_on(uint16_t port, bool reuse, uint16_t *port_p)
+/* A listening socket on at (its port ignored) and port, 0: any; the
+ * listening fd or -errno.  Never on every address: the transport's
+ * bind address is the node's fabric address or loopback (tp_tcp.c). */
+int tcp_listen_on(const struct sockaddr_storage *at, uint16_t port,
+		  bool reuse, uint16_t *port_p)
 {
-	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
-				   .sin6_port = htons(port),
-				   .sin6_addr = IN6ADDR_ANY_INIT };
-	struct sockaddr_in a4 = { .sin_family = AF_INET,
-				  .sin_port = htons(port),
-				  .sin_addr.s_addr = htonl(INADDR_ANY) };
-	struct sockaddr_storage got;
+	struct sockaddr_storage a = *at, got;
 	socklen_t len = sizeof(got);
-	int fd, one = 1, zero = 0, ret;
+	int fd, one = 1, ret;
 
-	fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd >= 0) {
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-		if (reuse)
-			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
-				   sizeof(one));
-		ret = bind(fd, (struct sockaddr *)&a6, sizeof(a6));
-	} else {
-		/* No IPv6 here: IPv4 alone. */
-		fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			    0);
-		if (fd < 0)
-			return -errno;
-		if (reuse)
-			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
-				   sizeof(one));
-		ret = bind(fd, (struct sockaddr *)&a4, sizeof(a4));
-	}
-	if (ret || listen(fd, 128)) {
+	tcp_set_port(&a, port);
+	fd = socket(a.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0)
+		return -errno;
+	if (a.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (reuse)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&a, sockaddr_len((struct sockaddr *)&a)) ||
+	    listen(fd, 128)) {
 		ret = -errno;
 		close(fd);
 		return ret;

@@ -43,6 +43,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -59,35 +60,89 @@ static bool tcp_forced(struct engine *e)
 	return e->net_priv && tp_tcp(e)->forced;
 }
 
-static bool tcp_wanted(struct engine *e, bool *forced)
+bool tp_tcp_net_on(void)
 {
+	const char *v = getenv("IBEMU_NET");
+
+	if (!v || !*v || !strcmp(v, "0"))
+		return false;
+	if (!strcmp(v, "1"))
+		return true;
+	ibemu_log_warn("IBEMU_NET=%s: not 0 or 1; network mode stays off", v);
+	return false;
+}
+
+/*
+ * Whether this process opens the transport, and on which address
+ * (doc/design.md §22, "Network mode"): in network mode (IBEMU_NET=1)
+ * on the node's fabric address alone; with IBEMU_TRANSPORT=tcp and no
+ * network mode on loopback, where no other host reaches it; else not
+ * at all, so a program not told to use the network opens no socket.
+ */
+static bool tcp_wanted(struct engine *e, bool *forced,
+		       struct sockaddr_storage *at)
+{
+	const struct node_fabric *f = &e->hca->node.seg->fabric;
 	const char *v = getenv("IBEMU_TRANSPORT");
-	const char *net = getenv("IBEMU_NET");
+	struct sockaddr_in *in = (struct sockaddr_in *)at;
+	bool net = tp_tcp_net_on();
 
 	*forced = v && !strcmp(v, "tcp");
 	if (v && *v && strcmp(v, "tcp") && strcmp(v, "shm"))
 		ibemu_log_warn("IBEMU_TRANSPORT=%s: not shm or tcp, ignored",
 			       v);
-	if (net && !strcmp(net, "0") && !*forced)
-		return false;
-	return *forced ||
-	       (e->hca->node.seg->fabric.flags & NODE_FABRIC_MULTI);
+	memset(at, 0, sizeof(*at));
+	in->sin_family = AF_INET;
+	in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (net && (f->flags & NODE_FABRIC_MULTI) &&
+	    (f->ip4[0] | f->ip4[1] | f->ip4[2] | f->ip4[3])) {
+		memcpy(&in->sin_addr, f->ip4, 4);
+		return true;
+	}
+	if (net && !*forced)
+		ibemu_log_warn("IBEMU_NET=1, but this node has no IPv4 "
+			       "address on the fabric (IBEMU_IFACE, "
+			       "IBEMU_SUBNET, IBEMU_FABRIC): it stays alone");
+	return *forced;
+}
+
+/* node_addr (port ignored) as the transport reaches it: this node's
+ * own address, or loopback, is the bind address (tcp_wanted). */
+void tcp_node_addr(const struct tp_tcp *t,
+		   const struct sockaddr_storage *node_addr,
+		   struct sockaddr_storage *out)
+{
+	const struct node_fabric *f = &t->e->hca->node.seg->fabric;
+	struct sockaddr_in self = { .sin_family = AF_INET };
+	struct sockaddr_storage ss = { 0 };
+	uint8_t a[16];
+
+	memcpy(&self.sin_addr, f->ip4, 4);
+	memcpy(&ss, &self, sizeof(self));
+	tcp_addr16(node_addr, a);
+	*out = *node_addr;
+	if (tcp_same_node(node_addr, &ss) ||
+	    (a[10] == 0xff && a[11] == 0xff && a[12] == 127))
+		*out = t->bind_addr;
+	tcp_set_port(out, 0);
 }
 
 static int tcp_open(struct engine *e)
 {
 	struct tp_tcp *t;
 	struct epoll_event ev = { .events = EPOLLIN };
+	struct sockaddr_storage at;
 	bool forced;
 	int ret;
 
-	if (!tcp_wanted(e, &forced))
+	if (!tcp_wanted(e, &forced, &at))
 		return 0;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return ENOMEM;
 	t->e = e;
 	t->forced = forced;
+	t->bind_addr = at;
 	t->door_fd = t->watch_fd = -1;
 	t->door_port = fabric_door_port();
 	pthread_mutex_init(&t->lock, NULL);
@@ -101,7 +156,7 @@ static int tcp_open(struct engine *e)
 		ret = errno;
 		goto err;
 	}
-	t->lfd = tcp_listen_on(0, false, &t->port);
+	t->lfd = tcp_listen_on(&t->bind_addr, 0, false, &t->port);
 	if (t->lfd < 0) {
 		ret = -t->lfd;
 		ibemu_log_err("tcp: cannot listen: %s", strerror(ret));

@@ -26,6 +26,10 @@
 struct engine;
 struct tp_peer_info;
 
+/* Network mode (IBEMU_NET=1, `ibemu run --net`): whether this process
+ * may open what another host can reach.  Off unless asked. */
+bool tp_tcp_net_on(void);
+
 /*
  * The slot of the process owning qpn on the node at node_addr (port
  * ignored).  want_lid: the LID the sender addressed (0: by GID), checked
