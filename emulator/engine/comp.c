@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "log.h"
+#include "route.h"
 
 /* The smallest retransmit timeout used, whatever the QP asks: a busy
  * 2-core machine may not schedule the peer within microseconds. */
@@ -557,7 +558,8 @@ static enum comp_outcome comp_classify(struct emu_qp *qp, const struct pkt *p)
 	 * (IBA 9.2, A14). */
 	if ((qp->type != IBV_QPT_RC && qp->type != IBV_QPT_XRC_SEND) ||
 	    !(p->op->mask & qp_opm_transport(qp)) ||
-	    p->hdr->src_qpn != qp->attr.dest_qp_num)
+	    p->hdr->src_qpn != qp->attr.dest_qp_num ||
+	    !route_from_peer_locked(qp, p->hdr->src_proc))
 		return COMP_IGNORED;
 	code = p->opcode & ~IB_OPCODE_MASK_PREFIX;
 	if (code == IB_OP_ATOMIC_ACKNOWLEDGE)

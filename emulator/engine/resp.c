@@ -30,6 +30,7 @@
 
 #include "engine.h"
 #include "log.h"
+#include "route.h"
 
 /* Pulled SENDs (doc/design.md §14 "Large SENDs pulled by the responder")
  * are acknowledged as soon as this many of their bytes have been copied,
@@ -1120,7 +1121,8 @@ static enum resp_check resp_check(struct emu_qp *qp, const struct pkt *p)
 		return RESP_DATAGRAM;
 	/* An XRC initiator has no responder (IBA A14). */
 	if (qp->type == IBV_QPT_XRC_SEND || !(mask & qp_opm_transport(qp)) ||
-	    p->hdr->src_qpn != qp->attr.dest_qp_num)
+	    p->hdr->src_qpn != qp->attr.dest_qp_num ||
+	    !route_from_peer_locked(qp, p->hdr->src_proc))
 		return RESP_DROP_FOREIGN;
 	c = resp_check_psn(qp, p);
 	if (c != RESP_EXECUTE && c != RESP_UC_RESYNC)

@@ -92,3 +92,26 @@ int route_qpn(struct emu_hca *hca, const struct ibv_ah_attr *av,
 	return net->resolve_qpn(e, &addr, route_by_lid(av) ? av->dlid : 0, qpn,
 				slot_p);
 }
+
+/*
+ * A connected QP has one peer, the QP its address vector and
+ * dest_qp_num name (IBA 9.6, the transport header checks; 9.7.1): a
+ * packet of any other process is not its, whatever QPN and PSN it
+ * carries.  src_proc is what the transport knows of the sender (a node
+ * slot, or the connection it came by, never a field of the packet), so
+ * an off-path host that learnt the QPN and PSN still cannot inject.
+ */
+bool route_from_peer_locked(struct emu_qp *qp, int32_t src_proc)
+{
+	struct engine *e = qp->hca->engine;
+	const struct tp_net_ops *net;
+
+	if (src_proc == qp->peer_proc && src_proc >= 0)
+		return true;
+	if (qp->peer_proc < 0 && req_resolve_peer_locked(qp) == 0 &&
+	    src_proc == qp->peer_proc)
+		return true;
+	net = engine_net(e);
+	return qp->peer_proc >= 0 && net && net->same_process &&
+	       net->same_process(e, src_proc, qp->peer_proc);
+}

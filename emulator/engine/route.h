@@ -7,16 +7,24 @@
 #ifndef IBEMU_ROUTE_H
 #define IBEMU_ROUTE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <infiniband/verbs.h>
 
 struct emu_hca;
+struct emu_qp;
 
 /* 0 and *slot_p, or a positive errno: ENOENT (no such QP),
  * EHOSTUNREACH (no such node), ENETDOWN (another node, no network),
  * EADDRNOTAVAIL (the LID names a node that has another). */
 int route_qpn(struct emu_hca *hca, const struct ibv_ah_attr *av,
 	      uint32_t qpn, int32_t *slot_p);
+
+/* Whether a packet that src_proc sent may be taken by the connected QP
+ * qp (qp.lock held): only if src_proc is the process its address
+ * vector names.  May resolve the QP's peer as req_resolve_peer_locked
+ * does. */
+bool route_from_peer_locked(struct emu_qp *qp, int32_t src_proc);
 
 #endif /* IBEMU_ROUTE_H */

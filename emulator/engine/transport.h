@@ -144,6 +144,10 @@ struct tp_net_ops {
 	 * connection's messages): resolve_qpn of it at that process's node
 	 * need not ask the node's door. */
 	void (*seed_qpn)(struct engine *e, int32_t slot, uint32_t qpn);
+	/* Whether slots a and b are connections to one remote process
+	 * (two processes that connected to each other at once hold two);
+	 * false for any slot that names no connection. */
+	bool (*same_process)(struct engine *e, int32_t a, int32_t b);
 };
 
 struct transport_ops {

@@ -258,6 +258,29 @@ bool tp_tcp_peer_info(struct engine *e, int32_t slot,
 	return ok;
 }
 
+/* Connections a and b (slots) were greeted by one process: the same
+ * node address, slot and token. */
+bool tcp_same_process(struct engine *e, int32_t a, int32_t b)
+{
+	struct tp_tcp *t = tp_tcp(e);
+	struct tcp_conn *x, *y;
+	bool same = false;
+
+	if (!t || !tp_slot_is_remote(a) || !tp_slot_is_remote(b) ||
+	    a - IBEMU_MAX_PROCS >= TCP_MAX_CONNS ||
+	    b - IBEMU_MAX_PROCS >= TCP_MAX_CONNS)
+		return false;
+	pthread_mutex_lock(&t->lock);
+	x = t->conns[a - IBEMU_MAX_PROCS];
+	y = t->conns[b - IBEMU_MAX_PROCS];
+	if (x && y && atomic_load(&x->state) != TCP_CONN_HELLO &&
+	    atomic_load(&y->state) != TCP_CONN_HELLO)
+		same = x->token == y->token && x->rslot == y->rslot &&
+		       tcp_same_node(&x->addr, &y->addr);
+	pthread_mutex_unlock(&t->lock);
+	return same;
+}
+
 int tp_tcp_peer_watch_fd(struct engine *e, int32_t slot, uint64_t token)
 {
 	struct tp_tcp *t = tp_tcp(e);

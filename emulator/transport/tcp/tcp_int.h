@@ -245,6 +245,7 @@ void tcp_conn_dead(struct tcp_conn *c, int err);
 struct tcp_conn *tcp_conn_new_locked(struct tp_tcp *t);
 bool tcp_conn_carries_data(struct tcp_conn *c);
 bool tcp_conn_live(struct tcp_conn *c);
+bool tcp_same_process(struct engine *e, int32_t a, int32_t b);
 void tcp_rearm(struct tp_tcp *t, struct tcp_conn *c);
 int tcp_conn_register(struct tp_tcp *t, struct tcp_conn *c, int fd);
 int32_t tcp_conn_to(struct tp_tcp *t, const struct sockaddr_storage *node_addr,

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fabric.h"
 #include "log.h"
 #include "tcp_int.h"
 
@@ -32,6 +33,7 @@ static bool tcp_deliver(struct tcp_conn *c, const struct tp_frame_hdr *f,
 	if (!self || !e->tp->pkt_claim(self, &pkt))
 		return false;
 	tp_frame_link_get(pkt.hdr, f, len, c->slot, grh ? PKT_F_GRH : 0);
+	pkt.hdr->slid = c->lid; /* the connection's, not the frame's */
 	if (grh) {
 		memcpy(&g, body, sizeof(g));
 		tp_frame_grh_get(pkt.grh, &g);
@@ -48,6 +50,8 @@ static void tcp_reply_hello(struct tcp_conn *c, const struct tp_frame_hdr *f,
 	struct tp_tcp *t = c->t;
 	struct tcp_hello h, mine = { 0 };
 	uint8_t buf[sizeof(struct tp_frame_hdr) + sizeof(mine)];
+	char a[INET6_ADDRSTRLEN];
+	uint16_t exp;
 	struct tp_frame_hdr out;
 
 	memcpy(&h, body, sizeof(h));
@@ -57,6 +61,17 @@ static void tcp_reply_hello(struct tcp_conn *c, const struct tp_frame_hdr *f,
 	c->lid = be16toh(h.lid);
 	tcp_set_port(&c->addr, be16toh(h.port));
 	tcp_lid_check(t, c->lid, c->guid, &c->addr);
+	/* The SLID of what comes by c is the one the fabric gives the
+	 * connection's address where it gives one (derived, or the fabric
+	 * file), not the one the peer claims. */
+	exp = fabric_expected_lid(&t->e->hca->node, &c->addr);
+	if (exp && exp != c->lid) {
+		ibemu_log_dbg("tcp: the node at %s greets with LID %u, its "
+			      "address gives %u: %u taken",
+			      tcp_addr_str(&c->addr, a, sizeof(a)), c->lid,
+			      exp, exp);
+		c->lid = exp;
+	}
 	mine.lid = htobe16(t->e->hca->node.seg->lid);
 	mine.port = htobe16(t->port);
 	tcp_frame_init(t, &out, TP_FRAME_HELLO, sizeof(mine), c->rslot);
@@ -83,7 +98,7 @@ static void tcp_dispatch(struct tcp_conn *c, const struct tp_frame_hdr *f,
 	struct tp_pkt in = { .hdr = &h, .grh = &pg };
 
 	h.len = be32toh(f->len) - (grh ? sizeof(struct tp_frame_grh) : 0);
-	h.slid = be16toh(f->slid);
+	h.slid = c->lid; /* the connection's, not the frame's */
 	h.dlid = be16toh(f->dlid);
 	h.src_qpn = be32toh(f->src_qpn) & BTH_QPN_MASK;
 	h.src_proc = c->slot;

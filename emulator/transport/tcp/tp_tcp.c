@@ -273,6 +273,7 @@ static const struct tp_net_ops tcp_net_ops = {
 	.peer_info = tp_tcp_peer_info,
 	.peer_watch_fd = tp_tcp_peer_watch_fd,
 	.seed_qpn = tp_tcp_seed_qpn,
+	.same_process = tcp_same_process,
 };
 
 const struct transport_ops tp_tcp_ops = {
