@@ -24,6 +24,7 @@ void tcp_conn_dead(struct tcp_conn *c, int err)
 
 	if (atomic_exchange(&c->state, TCP_CONN_DEAD) == TCP_CONN_DEAD)
 		return;
+	atomic_store(&c->t->reap_now, true);
 	ibemu_log_dbg("tcp: connection to %s slot %d lost: %s",
 		      tcp_addr_str(&c->addr, a, sizeof(a)), c->rslot,
 		      strerror(err));
@@ -32,7 +33,8 @@ void tcp_conn_dead(struct tcp_conn *c, int err)
 				      memory_order_relaxed);
 }
 
-/* A new entry in conns[] (tcp.lock held), fd not open yet. */
+/* A new entry in conns[] (tcp.lock held), fd not open yet, with the
+ * buffer of a greeting only (tcp_conn_buffers gives it the rest). */
 struct tcp_conn *tcp_conn_new_locked(struct tp_tcp *t)
 {
 	struct tcp_conn *c;
@@ -45,16 +47,15 @@ struct tcp_conn *tcp_conn_new_locked(struct tp_tcp *t)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	c->tx = malloc(TCP_TX_CAP);
-	c->rx = malloc(TCP_RX_CAP);
+	c->rx = malloc(TCP_RX_HELLO_CAP);
 	c->stage = malloc(sizeof(*c->stage));
-	if (!c->tx || !c->rx || !c->stage) {
-		free(c->tx);
+	if (!c->rx || !c->stage) {
 		free(c->rx);
 		free(c->stage);
 		free(c);
 		return NULL;
 	}
+	c->rx_cap = TCP_RX_HELLO_CAP;
 	c->base.tp = &tp_tcp_ops;
 	c->t = t;
 	c->ev.kind = TCP_EV_CONN;
@@ -62,9 +63,14 @@ struct tcp_conn *tcp_conn_new_locked(struct tp_tcp *t)
 	c->wev.kind = TCP_EV_CONN_OUT;
 	c->wev.ptr = c;
 	c->wfd = -1;
-	c->slot = IBEMU_MAX_PROCS + (int32_t)i;
+	/* The generation wraps long before the slot would overflow. */
+	t->gens[i] = (t->gens[i] + 1) & 0xfffff;
+	c->slot = IBEMU_MAX_PROCS + (int32_t)i +
+		  (int32_t)(t->gens[i] * TCP_MAX_CONNS);
 	c->fd = -1;
 	c->pub = -1;
+	c->hello_by = tcp_now_ms() + TCP_HELLO_MS;
+	atomic_init(&c->rx_at, tcp_now_ms());
 	atomic_init(&c->state, TCP_CONN_DEAD);
 	pthread_mutex_init(&c->tx_lock, NULL);
 	pthread_mutex_init(&c->rx_lock, NULL);
@@ -127,7 +133,7 @@ int tcp_conn_register(struct tp_tcp *t, struct tcp_conn *c, int fd)
 	return 0;
 }
 
-static void tcp_conn_close_fds(struct tp_tcp *t, struct tcp_conn *c)
+void tcp_conn_close_fds(struct tp_tcp *t, struct tcp_conn *c)
 {
 	if (c->fd >= 0) {
 		epoll_ctl(t->ep, EPOLL_CTL_DEL, c->fd, NULL);
@@ -154,13 +160,16 @@ static void tcp_conn_attach(struct tp_tcp *t, struct tcp_conn *c, int fd)
 	 * before using them. */
 	tcp_conn_close_fds(t, c);
 	c->fd = fd;
+	atomic_store(&c->rx_at, tcp_now_ms());
 	c->tx_head = c->tx_tail = 0;
 	c->tx_armed = false;
 	c->rx_len = 0;
 	c->rx_stalled = false;
 	c->parked = false;
 	atomic_store(&c->rx_drain, false);
-	if (tcp_conn_register(t, c, fd))
+	if (tcp_conn_buffers(c))
+		tcp_conn_dead(c, ENOMEM);
+	else if (tcp_conn_register(t, c, fd))
 		tcp_conn_dead(c, errno);
 	else
 		atomic_store(&c->state, TCP_CONN_UP);
@@ -177,6 +186,7 @@ int32_t tcp_conn_to(struct tp_tcp *t,
 		    uint16_t lid, uint64_t deadline)
 {
 	struct tcp_conn *c = NULL, *dead = NULL;
+	int32_t dead_slot = -1;
 	struct sockaddr_storage to = *node_addr;
 	struct tcp_hello hello = { 0 }, rh;
 	struct tp_frame_hdr rf;
@@ -191,11 +201,14 @@ int32_t tcp_conn_to(struct tp_tcp *t,
 		    !tcp_same_node(&c->addr, node_addr))
 			continue;
 		if (atomic_load(&c->state) == TCP_CONN_UP) {
+			atomic_store(&c->used, true);
 			pthread_mutex_unlock(&t->lock);
 			return c->slot;
 		}
-		if (atomic_load(&c->state) == TCP_CONN_DEAD)
+		if (atomic_load(&c->state) == TCP_CONN_DEAD) {
 			dead = c;
+			dead_slot = c->slot;
+		}
 	}
 	pthread_mutex_unlock(&t->lock);
 
@@ -214,8 +227,11 @@ int32_t tcp_conn_to(struct tp_tcp *t,
 		return err == ETIMEDOUT ? -EHOSTUNREACH : -ENOENT;
 	}
 	pthread_mutex_lock(&t->lock);
-	if (dead && atomic_load(&dead->state) != TCP_CONN_DEAD)
-		dead = NULL; /* another resolver revived it meanwhile */
+	/* Another resolver may have revived it meanwhile, or the network
+	 * thread given it back (tcp_reap): looked up again by its slot. */
+	if (dead && (tcp_conn_at(t, dead_slot) != dead ||
+		     atomic_load(&dead->state) != TCP_CONN_DEAD))
+		dead = NULL;
 	c = dead ? dead : tcp_conn_new_locked(t);
 	if (!c) {
 		pthread_mutex_unlock(&t->lock);
@@ -223,6 +239,7 @@ int32_t tcp_conn_to(struct tp_tcp *t,
 		return -ENOMEM;
 	}
 	atomic_store(&c->state, TCP_CONN_ATTACHING);
+	atomic_store(&c->used, true);
 	c->addr = to;
 	c->rslot = rslot;
 	c->token = token;
@@ -241,11 +258,10 @@ bool tp_tcp_peer_info(struct engine *e, int32_t slot,
 	struct tcp_conn *c;
 	bool ok = false;
 
-	if (!t || !tp_slot_is_remote(slot) ||
-	    slot - IBEMU_MAX_PROCS >= TCP_MAX_CONNS)
+	if (!t)
 		return false;
 	pthread_mutex_lock(&t->lock);
-	c = t->conns[slot - IBEMU_MAX_PROCS];
+	c = tcp_conn_at(t, slot);
 	if (c) {
 		info->lid = c->lid;
 		info->guid = c->guid;
@@ -266,13 +282,11 @@ bool tcp_same_process(struct engine *e, int32_t a, int32_t b)
 	struct tcp_conn *x, *y;
 	bool same = false;
 
-	if (!t || !tp_slot_is_remote(a) || !tp_slot_is_remote(b) ||
-	    a - IBEMU_MAX_PROCS >= TCP_MAX_CONNS ||
-	    b - IBEMU_MAX_PROCS >= TCP_MAX_CONNS)
+	if (!t)
 		return false;
 	pthread_mutex_lock(&t->lock);
-	x = t->conns[a - IBEMU_MAX_PROCS];
-	y = t->conns[b - IBEMU_MAX_PROCS];
+	x = tcp_conn_at(t, a);
+	y = tcp_conn_at(t, b);
 	if (x && y && atomic_load(&x->state) != TCP_CONN_HELLO &&
 	    atomic_load(&y->state) != TCP_CONN_HELLO)
 		same = x->token == y->token && x->rslot == y->rslot &&
@@ -288,11 +302,10 @@ int tp_tcp_peer_watch_fd(struct engine *e, int32_t slot, uint64_t token)
 	int fd = -1;
 
 	errno = ENOENT;
-	if (!t || !tp_slot_is_remote(slot) ||
-	    slot - IBEMU_MAX_PROCS >= TCP_MAX_CONNS)
+	if (!t)
 		return -1;
 	pthread_mutex_lock(&t->lock);
-	c = t->conns[slot - IBEMU_MAX_PROCS];
+	c = tcp_conn_at(t, slot);
 	if (c) {
 		/* tx_lock: the descriptor is replaced under it */
 		pthread_mutex_lock(&c->tx_lock);

@@ -60,16 +60,20 @@ static void tcp_door_answer(struct tp_tcp *t, const struct tcp_lookup *q,
 	r->lid = htobe16(node->seg->lid);
 }
 
-static void tcp_door_client_done(struct tp_tcp *t, struct tcp_door_client *d)
+/* Close d.  Its memory waits for tcp_reap: an event of the batch being
+ * served may still name it (d->fd -1 then says it is done). */
+void tcp_door_client_done(struct tp_tcp *t, struct tcp_door_client *d)
 {
 	unsigned int i;
 
 	epoll_ctl(t->ep, EPOLL_CTL_DEL, d->fd, NULL);
 	close(d->fd);
+	d->fd = -1;
 	for (i = 0; i < TCP_DOOR_CLIENTS; i++)
 		if (t->door_clients[i] == d)
 			t->door_clients[i] = NULL;
-	free(d);
+	d->next_done = t->door_done;
+	t->door_done = d;
 }
 
 void tcp_door_client_readable(struct tp_tcp *t,
@@ -82,6 +86,8 @@ void tcp_door_client_readable(struct tp_tcp *t,
 	struct tcp_lookup q;
 	ssize_t n;
 
+	if (d->fd < 0)
+		return;
 	n = recv(d->fd, d->buf + d->len, sizeof(d->buf) - d->len,
 		 MSG_DONTWAIT);
 	if (n <= 0) {
@@ -108,28 +114,71 @@ void tcp_door_client_readable(struct tp_tcp *t,
 	tcp_door_client_done(t, d);
 }
 
+/*
+ * The door table's entry for a client from `from`: a free one, else the
+ * oldest of that address when it holds TCP_DOOR_PER_SOURCE, else the
+ * oldest of all, whose client is closed (tcp_reap.c): clients that
+ * hold connections open cannot keep the door from one that asks.
+ */
+static unsigned int tcp_door_slot(struct tp_tcp *t,
+				  const struct sockaddr_storage *from)
+{
+	unsigned int i, free_i = TCP_DOOR_CLIENTS, old = 0, old_src = 0;
+	unsigned int n_src = 0;
+	struct tcp_door_client *d;
+
+	for (i = 0; i < TCP_DOOR_CLIENTS; i++) {
+		d = t->door_clients[i];
+		if (!d) {
+			if (free_i == TCP_DOOR_CLIENTS)
+				free_i = i;
+			continue;
+		}
+		if (!t->door_clients[old] ||
+		    d->by < t->door_clients[old]->by)
+			old = i;
+		if (tcp_same_node(&d->from, from) &&
+		    (!n_src++ || d->by < t->door_clients[old_src]->by))
+			old_src = i;
+	}
+	if (n_src >= TCP_DOOR_PER_SOURCE)
+		free_i = old_src;
+	else if (free_i == TCP_DOOR_CLIENTS)
+		free_i = old;
+	if (t->door_clients[free_i])
+		tcp_door_client_done(t, t->door_clients[free_i]);
+	return free_i;
+}
+
 void tcp_door_accept(struct tp_tcp *t)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
+	struct sockaddr_storage from;
 	struct tcp_door_client *d;
+	socklen_t len;
 	unsigned int i;
 	int fd;
 
 	for (;;) {
-		fd = accept4(t->door_fd, NULL, NULL,
+		len = sizeof(from);
+		fd = accept4(t->door_fd, (struct sockaddr *)&from, &len,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0) {
+			tcp_accept_pause(t, errno);
 			return;
-		for (i = 0; i < TCP_DOOR_CLIENTS && t->door_clients[i]; i++)
-			;
-		d = i < TCP_DOOR_CLIENTS ? calloc(1, sizeof(*d)) : NULL;
+		}
+		atomic_store(&t->reap_now, true); /* a deadline starts */
+		d = calloc(1, sizeof(*d));
 		if (!d) {
-			close(fd); /* busy: the asker retries */
+			close(fd); /* the asker retries */
 			continue;
 		}
+		i = tcp_door_slot(t, &from);
 		d->ev.kind = TCP_EV_DOOR_CLIENT;
 		d->ev.ptr = d;
 		d->fd = fd;
+		d->from = from;
+		d->by = tcp_now_ms() + TCP_DOOR_IDLE_MS;
 		t->door_clients[i] = d;
 		ev.data.ptr = &d->ev;
 		epoll_ctl(t->ep, EPOLL_CTL_ADD, fd, &ev);

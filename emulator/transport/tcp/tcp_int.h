@@ -42,6 +42,20 @@
 #define TCP_CHEAP_FAIL_NS (100ull * 1000 * 1000)
 #define TCP_ROUTES 512 /* (node, QPN) -> connection, a cache */
 #define TCP_DOOR_CLIENTS 16
+/* Bounds under hostile load (tcp_reap.c): a door client has this long
+ * to ask; an accepted connection to greet; a greeted one that no QP of
+ * this process uses is closed after this long without a frame; one
+ * address holds at most this many door clients, and this many
+ * connections no QP uses; a full descriptor table pauses accepting. */
+#define TCP_DOOR_IDLE_MS 2000
+#define TCP_HELLO_MS 2000
+#define TCP_UNUSED_IDLE_MS (30u * 1000)
+#define TCP_DOOR_PER_SOURCE 4
+#define TCP_UNUSED_PER_SOURCE 32
+#define TCP_ACCEPT_PAUSE_MS 100
+#define TCP_REAP_MS 250 /* freeing what a poll may still read */
+/* Before its greeting a connection reads into this much: a HELLO. */
+#define TCP_RX_HELLO_CAP 256
 #define TCP_DOOR_RETRY_MS 1000
 #define TCP_STALL_MS 1 /* a full inbox: read again this soon */
 #define TCP_APP_POLL_NS 5000 /* tcp_app_polling */
@@ -116,7 +130,17 @@ struct tcp_conn {
 	struct tp_peer base;
 	struct tp_tcp *t;
 	struct tcp_ev ev, wev;
-	int32_t slot; /* IBEMU_MAX_PROCS + index */
+	/* IBEMU_MAX_PROCS + index + TCP_MAX_CONNS * generation: a slot
+	 * number of an entry given back never names its successor
+	 * (tcp_conn_at). */
+	int32_t slot;
+	/* Some part of this process holds c (tcp_peer_get, a resolution):
+	 * never given back while the transport is open.  Set under
+	 * tcp.lock. */
+	atomic_bool used;
+	uint64_t hello_by; /* ms: greeted by then, or closed (tcp_reap) */
+	_Atomic uint64_t rx_at; /* ms: the last frame read */
+	struct tcp_conn *next_retired; /* tcp_reap's list */
 	_Atomic int state; /* enum tcp_conn_state */
 	/* The socket, registered for reading one event at a time
 	 * (EPOLLONESHOT, re-armed by the network thread), and a duplicate
@@ -142,7 +166,7 @@ struct tcp_conn {
 	 * poller's that gets the lock at once (tcp_poll). */
 	pthread_mutex_t rx_lock;
 	uint8_t *rx;
-	uint32_t rx_len;
+	uint32_t rx_len, rx_cap; /* TCP_RX_HELLO_CAP until greeted */
 	bool rx_stalled;
 	bool parked; /* a busy poller reads it: not re-armed (tcp_thread) */
 	/* A send failed while the socket may still hold what the peer sent
@@ -158,6 +182,9 @@ struct tcp_conn {
 struct tcp_door_client {
 	struct tcp_ev ev;
 	int fd;
+	uint64_t by; /* ms: asked by then, or closed */
+	struct sockaddr_storage from;
+	struct tcp_door_client *next_done; /* freed by tcp_reap */
 	uint32_t len;
 	uint8_t buf[sizeof(struct tp_frame_hdr) + sizeof(struct tcp_lookup)];
 };
@@ -187,6 +214,17 @@ struct tp_tcp {
 	struct tcp_route routes[TCP_ROUTES];
 	struct tcp_door_client *door_clients[TCP_DOOR_CLIENTS];
 	bool door_foreign; /* another node's process holds our door port */
+	/* Given back (tcp_reap.c), owned by the network thread: the slot
+	 * generations, entries taken out of conns[] and freed once no
+	 * application poll may still hold them (pollers), and the
+	 * accepting paused at the descriptor limit. */
+	uint32_t gens[TCP_MAX_CONNS];
+	struct tcp_conn *retired;
+	struct tcp_door_client *door_done;
+	atomic_int pollers;
+	atomic_bool reap_now; /* a connection died or came: look */
+	uint64_t reap_at, accept_paused_until;
+	bool accept_paused;
 	bool clash_told; /* a LID collision was reported */
 	/* The application polled the network since the thread last looked
 	 * (tcp_poll); the thread leaves connections to it meanwhile. */
@@ -248,6 +286,7 @@ bool tcp_conn_live(struct tcp_conn *c);
 bool tcp_same_process(struct engine *e, int32_t a, int32_t b);
 void tcp_rearm(struct tp_tcp *t, struct tcp_conn *c);
 int tcp_conn_register(struct tp_tcp *t, struct tcp_conn *c, int fd);
+void tcp_conn_close_fds(struct tp_tcp *t, struct tcp_conn *c);
 int32_t tcp_conn_to(struct tp_tcp *t, const struct sockaddr_storage *node_addr,
 		    int32_t rslot, uint64_t token, uint16_t port, uint16_t lid,
 		    uint64_t deadline);
@@ -278,11 +317,20 @@ void tcp_poll(struct engine *e);
 void tcp_conn_writable(struct tcp_conn *c);
 void tcp_accept(struct tp_tcp *t);
 
+/* tcp_reap.c: bounds under hostile load */
+struct tcp_conn *tcp_conn_at(struct tp_tcp *t, int32_t slot);
+bool tcp_source_full(struct tp_tcp *t, const struct sockaddr_storage *from);
+void tcp_accept_pause(struct tp_tcp *t, int err);
+int tcp_conn_buffers(struct tcp_conn *c);
+int tcp_reap(struct tp_tcp *t);
+void tcp_reap_free(struct tp_tcp *t);
+
 /* tcp_door.c: the door */
 void tcp_door_client_readable(struct tp_tcp *t, struct tcp_door_client *d);
 void tcp_door_accept(struct tp_tcp *t);
 void tcp_door_try(struct tp_tcp *t);
 void tcp_door_release(struct tp_tcp *t);
+void tcp_door_client_done(struct tp_tcp *t, struct tcp_door_client *d);
 
 /* tcp_thread.c: the network thread */
 void *tcp_thread(void *arg);

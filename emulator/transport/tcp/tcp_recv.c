@@ -55,6 +55,12 @@ static void tcp_reply_hello(struct tcp_conn *c, const struct tp_frame_hdr *f,
 	struct tp_frame_hdr out;
 
 	memcpy(&h, body, sizeof(h));
+	/* Buffers are the greeted's (the HELLO was read into a small one;
+	 * the caller reads c->rx afresh). */
+	if (tcp_conn_buffers(c)) {
+		tcp_conn_dead(c, ENOMEM);
+		return;
+	}
 	c->guid = be64toh(f->src_guid);
 	c->token = be64toh(f->src_token);
 	c->rslot = (int32_t)be32toh(f->src_slot);
@@ -197,14 +203,15 @@ static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 	if (atomic_load_explicit(&c->state, memory_order_relaxed) ==
 	    TCP_CONN_UP)
 		fault_point(FAULT_AT_NETREAD);
+	atomic_store_explicit(&c->rx_at, tcp_now_ms(), memory_order_relaxed);
 	while (!c->rx_stalled) {
-		if (c->rx_len == TCP_RX_CAP) {
+		if (c->rx_len == c->rx_cap) {
 			/* A frame is at most TCP_FRAME_ROOM: a full buffer
 			 * parses, or the peer is not speaking frames. */
 			err = EPROTO;
 			break;
 		}
-		n = recv(c->fd, c->rx + c->rx_len, TCP_RX_CAP - c->rx_len,
+		n = recv(c->fd, c->rx + c->rx_len, c->rx_cap - c->rx_len,
 			 MSG_DONTWAIT);
 		if (n == 0) {
 			err = ECONNRESET;
@@ -264,11 +271,14 @@ static __attribute__((noinline)) void tcp_poll_conns(struct engine *e)
 				      memory_order_relaxed);
 	tcp_flush_deferred(e);
 	tcp_app_draining = true;
-	/* Entries of conns[] are never freed while the transport is
-	 * open: the ones seen under the lock are read without it (the
-	 * engine the reading drives takes it). */
-	if (pthread_mutex_trylock(&t->lock))
+	/* The entries seen under the lock are read without it (the
+	 * engine the reading drives takes it): counted in pollers, they
+	 * are not freed meanwhile (tcp_reap). */
+	atomic_fetch_add(&t->pollers, 1);
+	if (pthread_mutex_trylock(&t->lock)) {
+		atomic_fetch_sub(&t->pollers, 1);
 		return;
+	}
 	/* At most TCP_POLL_CONNS a call, taking turns. */
 	for (i = n = 0; i < t->nr_conns && n < TCP_POLL_CONNS; i++) {
 		c = t->conns[(t->poll_next + i) % t->nr_conns];
@@ -285,6 +295,7 @@ static __attribute__((noinline)) void tcp_poll_conns(struct engine *e)
 			tcp_conn_readable_locked(t, c);
 		pthread_mutex_unlock(&c->rx_lock);
 	}
+	atomic_fetch_sub(&t->pollers, 1);
 }
 
 /* The application's poll (transport.h): read the connections nobody
@@ -312,6 +323,21 @@ void tcp_conn_writable(struct tcp_conn *c)
 		c->t->e->tp->wake(c->t->e);
 }
 
+/* A v4-mapped peer is an IPv4 node. */
+static void tcp_addr_unmap(struct sockaddr_storage *from)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET };
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)from;
+
+	if (from->ss_family != AF_INET6 ||
+	    !IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+		return;
+	in.sin_port = in6->sin6_port;
+	memcpy(&in.sin_addr, &in6->sin6_addr.s6_addr[12], 4);
+	memset(from, 0, sizeof(*from));
+	memcpy(from, &in, sizeof(in));
+}
+
 void tcp_accept(struct tp_tcp *t)
 {
 	struct sockaddr_storage from;
@@ -322,26 +348,20 @@ void tcp_accept(struct tp_tcp *t)
 	for (;;) {
 		fd = accept4(t->lfd, (struct sockaddr *)&from, &len,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0) {
+			tcp_accept_pause(t, errno);
 			return;
+		}
+		atomic_store(&t->reap_now, true); /* a deadline starts */
+		len = sizeof(from);
 		tcp_sock_opts(fd);
+		tcp_addr_unmap(&from);
 		pthread_mutex_lock(&t->lock);
-		c = tcp_conn_new_locked(t);
+		c = tcp_source_full(t, &from) ? NULL : tcp_conn_new_locked(t);
 		if (!c) {
 			pthread_mutex_unlock(&t->lock);
 			close(fd);
 			continue;
-		}
-		/* A v4-mapped peer is an IPv4 node. */
-		if (from.ss_family == AF_INET6 &&
-		    IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&from)->sin6_addr)) {
-			struct sockaddr_in in = { .sin_family = AF_INET };
-
-			memcpy(&in.sin_addr,
-			       &((struct sockaddr_in6 *)&from)->sin6_addr.s6_addr[12],
-			       4);
-			memset(&from, 0, sizeof(from));
-			memcpy(&from, &in, sizeof(in));
 		}
 		c->addr = from;
 		c->fd = fd;
@@ -349,6 +369,5 @@ void tcp_accept(struct tp_tcp *t)
 		if (tcp_conn_register(t, c, fd))
 			tcp_conn_dead(c, errno);
 		pthread_mutex_unlock(&t->lock);
-		len = sizeof(from);
 	}
 }

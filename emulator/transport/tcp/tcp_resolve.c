@@ -149,7 +149,7 @@ int tp_tcp_resolve_qpn(struct engine *e,
 			pthread_mutex_unlock(&t->lock);
 			return err;
 		}
-		c = r->slot >= 0 ? t->conns[r->slot - IBEMU_MAX_PROCS] : NULL;
+		c = r->slot >= 0 ? tcp_conn_at(t, r->slot) : NULL;
 		/* The LID the sender addressed is checked as a lookup
 		 * checks it (tcp_resolve): else the door is asked. */
 		if (c && atomic_load(&c->state) == TCP_CONN_UP &&
@@ -189,11 +189,12 @@ void tp_tcp_seed_qpn(struct engine *e, int32_t slot, uint32_t qpn)
 	struct tcp_route *r;
 	struct tcp_conn *c;
 
-	if (!t || !tp_slot_is_remote(slot) ||
-	    slot - IBEMU_MAX_PROCS >= TCP_MAX_CONNS)
+	if (!t)
 		return;
 	pthread_mutex_lock(&t->lock);
-	c = t->conns[slot - IBEMU_MAX_PROCS];
+	c = tcp_conn_at(t, slot);
+	if (c)
+		atomic_store(&c->used, true); /* the route cache names it */
 	/* Only where the connection's address is the one the fabric gives
 	 * for the LID its greeting named: what a door lookup at that
 	 * address would have found.  A peer behind another address (a

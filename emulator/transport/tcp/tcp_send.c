@@ -279,11 +279,12 @@ struct tp_peer *tcp_peer_get(struct engine *e, int32_t slot)
 	struct tp_tcp *t = tp_tcp(e);
 	struct tcp_conn *c;
 
-	if (!t || !tp_slot_is_remote(slot) ||
-	    slot - IBEMU_MAX_PROCS >= TCP_MAX_CONNS)
+	if (!t)
 		return NULL;
 	pthread_mutex_lock(&t->lock);
-	c = t->conns[slot - IBEMU_MAX_PROCS];
+	c = tcp_conn_at(t, slot);
+	if (c)
+		atomic_store(&c->used, true); /* the caller keeps &c->base */
 	pthread_mutex_unlock(&t->lock);
 	return c ? &c->base : NULL;
 }

@@ -142,13 +142,15 @@ void *tcp_thread(void *arg)
 	struct tp_tcp *t = arg;
 	struct epoll_event evs[32];
 	struct tcp_ev *ev;
-	int n, i, timeout;
+	int n, i, timeout, reap = -1;
 
 	tcp_probe_own_lid(t);
 	while (!atomic_load(&t->stop)) {
 		timeout = t->nr_stalled || t->nr_parked ? TCP_STALL_MS
 			  : t->door_fd < 0 && t->watch_fd < 0 ? TCP_DOOR_RETRY_MS
 							      : -1;
+		if (reap >= 0 && (timeout < 0 || reap < timeout))
+			timeout = reap;
 		n = epoll_wait(t->ep, evs, 32, timeout);
 		for (i = 0; i < n; i++) {
 			ev = evs[i].data.ptr;
@@ -192,6 +194,7 @@ void *tcp_thread(void *arg)
 			tcp_unpark(t);
 		if (t->door_fd < 0 && t->watch_fd < 0)
 			tcp_door_try(t);
+		reap = tcp_reap(t);
 	}
 	return NULL;
 }

@@ -220,6 +220,7 @@ static void tcp_free(struct engine *e, bool owner)
 		free(c->stage);
 		free(c);
 	}
+	tcp_reap_free(t);
 	if (t->door_fd >= 0)
 		close(t->door_fd);
 	if (t->watch_fd >= 0)
