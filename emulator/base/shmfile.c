@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,12 +30,193 @@ static const char *shmfile_base(void)
 	return env && *env ? env : SHMFILE_BASE_DEFAULT;
 }
 
-static int shmfile_dir_path(char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s/ibemu-%u", shmfile_base(),
-			 (unsigned int)getuid());
+/*
+ * The places the user's directory may be, in the order every process of
+ * the user walks them, so that all of a node's processes settle on the
+ * same one: BASE/ibemu-UID; if another user made that first, or it is
+ * not a private directory, BASE/ibemu-UID-1 .. -SHMFILE_DIR_SPARES; then
+ * $XDG_RUNTIME_DIR/ibemu, which no other user can take (shmfile.h).
+ */
+#define SHMFILE_DIR_SPARES 8
+#define SHMFILE_DIR_RUNTIME (SHMFILE_DIR_SPARES + 1)
 
+/* $XDG_RUNTIME_DIR if it is absolute and a directory only we may enter. */
+static const char *shmfile_runtime_dir(void)
+{
+	const char *env = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
+
+	if (!env || env[0] != '/' || lstat(env, &st))
+		return NULL;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+	    (st.st_mode & 077))
+		return NULL;
+	return env;
+}
+
+/*
+ * The path of place i: 0, -ENOENT when it is not to be tried (no usable
+ * $XDG_RUNTIME_DIR), -ERANGE past the last, or -ENAMETOOLONG.
+ */
+static int shmfile_dir_place(unsigned int i, char *buf, size_t len)
+{
+	unsigned int uid = (unsigned int)getuid();
+	const char *rt;
+	int n;
+
+	if (i == 0) {
+		n = snprintf(buf, len, "%s/ibemu-%u", shmfile_base(), uid);
+	} else if (i <= SHMFILE_DIR_SPARES) {
+		n = snprintf(buf, len, "%s/ibemu-%u-%u", shmfile_base(), uid,
+			     i);
+	} else if (i == SHMFILE_DIR_RUNTIME) {
+		rt = shmfile_runtime_dir();
+		if (!rt)
+			return -ENOENT;
+		n = snprintf(buf, len, "%s/ibemu", rt);
+	} else {
+		return -ERANGE;
+	}
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * Open the directory at path, making it (mode 0700) first if create.  A
+ * descriptor if it is a directory of ours that no one else may enter;
+ * -EPERM, with *st describing it, if it is something else (another
+ * user's, an open one, a symbolic link, a file); -ENOENT if it does not
+ * exist and !create; another -errno.
+ */
+static int shmfile_dir_try(const char *path, bool create, struct stat *st)
+{
+	int fd, err;
+
+	if (create && mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		/* A link, a file, a directory we may not read: not ours.
+		 * Anything else (EMFILE, ...) is no reason to move. */
+		if (err != ELOOP && err != ENOTDIR && err != EACCES)
+			return -err;
+		return lstat(path, st) ? -err : -EPERM;
+	}
+	if (fstat(fd, st)) {
+		err = errno;
+		close(fd);
+		return -err;
+	}
+	if (st->st_uid != getuid() || (st->st_mode & 077)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+/* What is wrong with the place st describes, for messages. */
+static void shmfile_dir_why(const struct stat *st, char *buf, size_t len)
+{
+	if (S_ISLNK(st->st_mode))
+		snprintf(buf, len, "is a symbolic link of uid %u",
+			 (unsigned int)st->st_uid);
+	else if (!S_ISDIR(st->st_mode))
+		snprintf(buf, len, "is not a directory (a file of uid %u)",
+			 (unsigned int)st->st_uid);
+	else if (st->st_uid != getuid())
+		snprintf(buf, len, "belongs to uid %u, not to uid %u",
+			 (unsigned int)st->st_uid, (unsigned int)getuid());
+	else
+		snprintf(buf, len, "has mode %03o: others may use it",
+			 (unsigned int)(st->st_mode & 0777));
+}
+
+/*
+ * The pid that last said where its node lives, so each process says it
+ * once (a child after fork says it again).  Any thread may swap it.
+ */
+static atomic_int shmfile_moved_pid;
+
+static void shmfile_dir_moved(const char *first, const struct stat *st,
+			      const char *path)
+{
+	int me = (int)getpid();
+	char why[96];
+
+	if (atomic_exchange(&shmfile_moved_pid, me) == me)
+		return;
+	shmfile_dir_why(st, why, sizeof(why));
+	ibemu_log_warn("%s %s (another user made it?): the node lives in %s "
+		       "instead", first, why, path);
+}
+
+/*
+ * Find, and open, the user's directory: the first place (above) that is
+ * a directory of ours or does not exist yet, made if create.  path gets
+ * its name (the first place's when none will do).  A descriptor or
+ * -errno (-ENOENT: none yet, and !create); failures logged unless quiet.
+ */
+static int shmfile_dir_find(char *path, size_t len, bool create, bool quiet)
+{
+	char first[PATH_MAX] = "";
+	struct stat st, first_st;
+	unsigned int i;
+	int ret;
+
+	for (i = 0;; i++) {
+		ret = shmfile_dir_place(i, path, len);
+		if (ret == -ENOENT)
+			continue;
+		if (ret == -ERANGE)
+			break;
+		if (ret) {
+			if (!quiet)
+				ibemu_log_err("IBEMU_SHM_DIR=%s: path too long",
+					      shmfile_base());
+			return ret;
+		}
+		ret = shmfile_dir_try(path, create, &st);
+		if (ret != -EPERM) {
+			if (ret >= 0 && first[0] && !quiet)
+				shmfile_dir_moved(first, &first_st, path);
+			if (ret < 0 && ret != -ENOENT && !quiet)
+				ibemu_log_err("cannot %s %s: %s",
+					      create ? "create" : "open", path,
+					      strerror(-ret));
+			return ret;
+		}
+		if (!first[0]) {
+			snprintf(first, sizeof(first), "%s", path);
+			first_st = st;
+		}
+	}
+	snprintf(path, len, "%s", first);
+	if (!quiet) {
+		char why[96];
+
+		shmfile_dir_why(&first_st, why, sizeof(why));
+		ibemu_log_err("%s %s, and %s-1 to -%u and $XDG_RUNTIME_DIR/"
+			      "ibemu will not do either: remove them (as "
+			      "root) or set IBEMU_SHM_DIR",
+			      first, why, first, SHMFILE_DIR_SPARES);
+	}
+	return -EPERM;
+}
+
+static int shmfile_dir_open(bool create, bool quiet)
+{
+	char path[PATH_MAX];
+
+	return shmfile_dir_find(path, sizeof(path), create, quiet);
+}
+
+int shmfile_dir(char *buf, size_t len)
+{
+	int fd = shmfile_dir_find(buf, len, false, true);
+
+	if (fd >= 0)
+		close(fd);
+	return fd == -ENAMETOOLONG ? fd : 0;
 }
 
 int shmfile_path(char *buf, size_t len, const char *name)
@@ -42,85 +224,17 @@ int shmfile_path(char *buf, size_t len, const char *name)
 	char dir[PATH_MAX];
 	int n;
 
-	if (shmfile_dir_path(dir, sizeof(dir)))
+	if (shmfile_dir(dir, sizeof(dir)))
 		return -ENAMETOOLONG;
 	n = snprintf(buf, len, "%s/%s", dir, name);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/*
- * Open the user's directory, creating it if create; a descriptor or
- * -errno.  Anything but a directory of ours that no one else may enter is
- * refused with a message naming it (unless quiet).
- */
-static int shmfile_dir_open(bool create, bool quiet)
-{
-	char path[PATH_MAX];
-	uid_t uid = getuid();
-	struct stat st;
-	int fd, err;
-
-	if (shmfile_dir_path(path, sizeof(path))) {
-		if (!quiet)
-			ibemu_log_err("IBEMU_SHM_DIR=%s: path too long",
-				      shmfile_base());
-		return -ENAMETOOLONG;
-	}
-	if (create && mkdir(path, 0700) && errno != EEXIST) {
-		err = errno;
-		if (!quiet)
-			ibemu_log_err("cannot create %s: %s", path,
-				      strerror(err));
-		return -err;
-	}
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		err = errno;
-		if (quiet)
-			return -err;
-		if (err == ELOOP || err == ENOTDIR) {
-			ibemu_log_err("%s is not a directory (a symbolic link "
-				      "or a file put there by someone): "
-				      "remove it, or set IBEMU_SHM_DIR",
-				      path);
-			return -EPERM;
-		}
-		ibemu_log_err("cannot open %s: %s", path, strerror(err));
-		return -err;
-	}
-	if (fstat(fd, &st)) {
-		err = errno;
-		close(fd);
-		return -err;
-	}
-	if (st.st_uid != uid) {
-		if (!quiet)
-			ibemu_log_err("%s belongs to uid %u, not to uid %u: "
-				      "another user made it; remove it (as "
-				      "root) or set IBEMU_SHM_DIR",
-				      path, (unsigned int)st.st_uid,
-				      (unsigned int)uid);
-		close(fd);
-		return -EPERM;
-	}
-	if (st.st_mode & 077) {
-		if (!quiet)
-			ibemu_log_err("%s has mode %03o: others may use it; "
-				      "chmod 700 it",
-				      path, (unsigned int)(st.st_mode & 0777));
-		close(fd);
-		return -EPERM;
-	}
-	return fd;
-}
-
 /* One line: what needed how much, and how much room there is. */
 static void shmfile_log_no_room(int dfd, const char *what, size_t size, int err)
 {
-	char path[PATH_MAX] = "";
 	struct statvfs sv;
 
-	shmfile_dir_path(path, sizeof(path));
 	if (fstatvfs(dfd, &sv)) {
 		ibemu_log_err("cannot allocate the %s (%zu KiB) in %s: %s",
 			      what, size >> 10, shmfile_base(), strerror(err));

@@ -10,10 +10,15 @@
  * user can create, replace or remove a name in it, so a name another user
  * creates first cannot deny the node, as a fixed name in the
  * world-writable /dev/shm could.  The directory is opened with O_NOFOLLOW
- * and O_DIRECTORY and refused, naming the culprit, unless the user owns it
- * and no one else may enter it.  Files are opened relative to it, with
- * O_NOFOLLOW, and refused unless they are regular files of the user with
- * mode 0600.
+ * and O_DIRECTORY and used only if the user owns it and no one else may
+ * enter it.  Anything else there (another user's directory, an open one,
+ * a symbolic link, a file) is left alone and the node lives in the first
+ * of ibemu-UID-1 .. ibemu-UID-8 (beside it) and $XDG_RUNTIME_DIR/ibemu
+ * that is a private directory of the user or can be made one, with one
+ * warning per process naming both.  Every process walks the same order,
+ * so the processes of a node meet in the same place.  Files are opened
+ * relative to it, with O_NOFOLLOW, and refused unless they are regular
+ * files of the user with mode 0600.
  *
  * Room: a file is allocated for real (posix_fallocate) before anyone maps
  * it.  A tmpfs too small for it fails the creation (ENOSPC) with one line
@@ -53,6 +58,13 @@ void shmfile_unlink(const char *name);
 void shmfile_unlink_node(const char *node);
 /* Remove name only if it still names the file behind fd. */
 void shmfile_unlink_if_same(const char *name, int fd);
+/*
+ * The user's directory, as above, for messages and tools: 0 or
+ * -ENAMETOOLONG.  Nothing is made and nothing logged: when it does not
+ * exist yet, the place that would be made; when no place will do, the
+ * first.
+ */
+int shmfile_dir(char *buf, size_t len);
 /* The full path of name, for messages and tools; 0 or -ENAMETOOLONG. */
 int shmfile_path(char *buf, size_t len, const char *name);
 

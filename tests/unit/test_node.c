@@ -270,9 +270,11 @@ static void test_segment_mode(void)
 
 /*
  * The user's directory (shmfile.h), under a private IBEMU_SHM_DIR: made
- * 0700; refused, and nothing written through it, when it is a symbolic
- * link or others may enter it; a symbolic link at the segment's name is
- * not followed.
+ * 0700; a symbolic link, an open directory or a file in its place is left
+ * alone and the node lives in the next place (ibemu-UID-1, ...,
+ * $XDG_RUNTIME_DIR/ibemu), the same for every process; with no place left
+ * the open fails (EPERM); a symbolic link at the segment's name is not
+ * followed.
  */
 static char shm_base[64];
 
@@ -281,6 +283,7 @@ static void use_private_base(void)
 	snprintf(shm_base, sizeof(shm_base), "/tmp/ibemu-unit-XXXXXX");
 	CU_ASSERT_FATAL(mkdtemp(shm_base) != NULL);
 	setenv("IBEMU_SHM_DIR", shm_base, 1);
+	unsetenv("XDG_RUNTIME_DIR");
 }
 
 static void drop_private_base(void)
@@ -288,13 +291,37 @@ static void drop_private_base(void)
 	char cmd[128];
 
 	unsetenv("IBEMU_SHM_DIR");
+	unsetenv("XDG_RUNTIME_DIR");
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", shm_base);
 	CU_ASSERT(system(cmd) == 0);
 }
 
+/* Place i of the user's directory under shm_base: 0 ibemu-UID, else -i. */
+static void user_dir_n(char *buf, size_t len, unsigned int i)
+{
+	if (i)
+		snprintf(buf, len, "%s/ibemu-%u-%u", shm_base,
+			 (unsigned int)getuid(), i);
+	else
+		snprintf(buf, len, "%s/ibemu-%u", shm_base,
+			 (unsigned int)getuid());
+}
+
 static void user_dir(char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/ibemu-%u", shm_base, (unsigned int)getuid());
+	user_dir_n(buf, len, 0);
+}
+
+/* Does the node's segment live in directory dir? */
+static bool segment_in(const struct node *node, const char *dir)
+{
+	char want[256], path[256];
+	struct stat st;
+
+	snprintf(want, sizeof(want), "%s/%s", dir, node->name);
+	if (shmfile_path(path, sizeof(path), node->name) || strcmp(path, want))
+		return false;
+	return lstat(want, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 static void test_dir_private(void)
@@ -310,41 +337,82 @@ static void test_dir_private(void)
 	CU_ASSERT(lstat(dir, &st) == 0 && S_ISDIR(st.st_mode));
 	CU_ASSERT_EQUAL(st.st_mode & 0777, 0700);
 	CU_ASSERT_EQUAL(st.st_uid, getuid());
+	CU_ASSERT(segment_in(&node, dir));
 	node_close(&node);
 	drop_private_base();
 }
 
-static void test_dir_symlink_refused(void)
+static void test_dir_symlink_avoided(void)
 {
 	struct node node;
-	char dir[128], real[128];
+	char dir[128], next[128], real[128];
 
 	use_private_base();
 	use_fresh_node("dirlink");
 	user_dir(dir, sizeof(dir));
+	user_dir_n(next, sizeof(next), 1);
 	snprintf(real, sizeof(real), "%s/elsewhere", shm_base);
 	CU_ASSERT_FATAL(mkdir(real, 0700) == 0);
 	CU_ASSERT_FATAL(symlink(real, dir) == 0);
 	setenv("IBEMU_QUIET", "1", 1);
-	CU_ASSERT_EQUAL(node_open(&node), -EPERM);
+	CU_ASSERT_FATAL(node_open(&node) == 0);
 	unsetenv("IBEMU_QUIET");
+	CU_ASSERT(segment_in(&node, next));
+	node_close(&node);
 	CU_ASSERT(rmdir(real) == 0); /* still empty */
 	drop_private_base();
 }
 
-static void test_dir_mode_refused(void)
+static void test_dir_mode_avoided(void)
 {
 	struct node node;
-	char dir[128];
+	char dir[128], next[128];
+	struct stat st;
 
 	use_private_base();
 	use_fresh_node("dirmode");
 	user_dir(dir, sizeof(dir));
+	user_dir_n(next, sizeof(next), 1);
 	CU_ASSERT_FATAL(mkdir(dir, 0700) == 0);
 	CU_ASSERT_FATAL(chmod(dir, 0755) == 0);
 	setenv("IBEMU_QUIET", "1", 1);
-	CU_ASSERT_EQUAL(node_open(&node), -EPERM);
+	CU_ASSERT_FATAL(node_open(&node) == 0);
 	unsetenv("IBEMU_QUIET");
+	CU_ASSERT(segment_in(&node, next));
+	CU_ASSERT(lstat(next, &st) == 0 && (st.st_mode & 0777) == 0700);
+	CU_ASSERT(rmdir(dir) == 0); /* still empty, still 0755 */
+	node_close(&node);
+	drop_private_base();
+}
+
+/* Every place under shm_base taken by a file: $XDG_RUNTIME_DIR or none. */
+static void test_dir_runtime_fallback(void)
+{
+	char path[128], run[128];
+	struct node node;
+	unsigned int i;
+	int fd;
+
+	use_private_base();
+	use_fresh_node("dirrun");
+	for (i = 0; i <= 8; i++) {
+		user_dir_n(path, sizeof(path), i);
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+		CU_ASSERT_FATAL(fd >= 0);
+		close(fd);
+	}
+	setenv("IBEMU_QUIET", "1", 1);
+	CU_ASSERT_EQUAL(node_open(&node), -EPERM);
+	snprintf(run, sizeof(run), "%s/run", shm_base);
+	CU_ASSERT_FATAL(mkdir(run, 0755) == 0);
+	setenv("XDG_RUNTIME_DIR", run, 1);
+	CU_ASSERT_EQUAL(node_open(&node), -EPERM); /* others may enter */
+	CU_ASSERT_FATAL(chmod(run, 0700) == 0);
+	CU_ASSERT_FATAL(node_open(&node) == 0);
+	unsetenv("IBEMU_QUIET");
+	snprintf(path, sizeof(path), "%s/ibemu", run);
+	CU_ASSERT(segment_in(&node, path));
+	node_close(&node);
 	drop_private_base();
 }
 
@@ -751,8 +819,9 @@ int main(void)
 		{ "foreign_mode_refused", test_foreign_mode_refused },
 		{ "segment_mode", test_segment_mode },
 		{ "dir_private", test_dir_private },
-		{ "dir_symlink_refused", test_dir_symlink_refused },
-		{ "dir_mode_refused", test_dir_mode_refused },
+		{ "dir_symlink_avoided", test_dir_symlink_avoided },
+		{ "dir_mode_avoided", test_dir_mode_avoided },
+		{ "dir_runtime_fallback", test_dir_runtime_fallback },
 		{ "segment_symlink_not_followed",
 		  test_segment_symlink_not_followed },
 		{ "qpn_allocation", test_qpn_allocation },
