@@ -10,7 +10,9 @@ bench_setup()
 	IBEMU_NODE=$1-$$
 	export IBEMU_NODE
 	dir=$(mktemp -d)
-	shmdir=${IBEMU_SHM_DIR:-/dev/shm}/ibemu-$(id -u)
+	# The node's directory (ibemu(1), dir).
+	shmdir=$("$IBEMU" dir 2>/dev/null) ||
+		shmdir=${IBEMU_SHM_DIR:-/dev/shm}/ibemu-$(id -u)
 	trap 'sc_cleanup; rm -rf "$dir"; rm -f "$shmdir"/v*-"$IBEMU_NODE"* "$shmdir"/v*-bench-idle-$$*' EXIT
 	trap 'exit 130' INT TERM
 	[ -n "${BENCH_OUT:-}" ] && mkdir -p "$BENCH_OUT"

@@ -52,6 +52,8 @@ if [ "$rc" = 0 ] && grep -Eq "^CHOICE: .* crashes" "$out"; then
 	rc=1
 fi
 rm -f "$out"
-shmdir=${IBEMU_SHM_DIR:-/dev/shm}/ibemu-$(id -u)
+# The node's directory (ibemu(1), dir).
+shmdir=$("$builddir/ibemu" dir 2>/dev/null) ||
+	shmdir=${IBEMU_SHM_DIR:-/dev/shm}/ibemu-$(id -u)
 rm -f "$shmdir"/v*-"$IBEMU_NODE" "$shmdir"/v*-"$IBEMU_NODE"-p*
 exit $rc

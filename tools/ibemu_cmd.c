@@ -38,6 +38,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: ibemu run [options] -- COMMAND [ARGS...]\n"
 		"       ibemu status\n"
+		"       ibemu dir\n"
 		"       ibemu --help | --version\n"
 		"\n"
 		"Run a program written for libibverbs with ibemu's software\n"
@@ -384,6 +385,19 @@ static int cmd_status(void)
 	return 0;
 }
 
+/* Where this user's node files are, or would be made (shmfile.h). */
+static int cmd_dir(void)
+{
+	char path[PATH_MAX];
+
+	if (shmfile_dir(path, sizeof(path))) {
+		fprintf(stderr, "ibemu: IBEMU_SHM_DIR is too long\n");
+		return 1;
+	}
+	printf("%s\n", path);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -404,6 +418,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "status"))
 		return cmd_status();
+	if (!strcmp(argv[1], "dir"))
+		return cmd_dir();
 	fprintf(stderr, "ibemu: unknown command '%s' (try ibemu --help)\n",
 		argv[1]);
 	return 2;

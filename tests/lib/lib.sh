@@ -7,9 +7,11 @@ IBEMU=$IBEMU_BUILDDIR/ibemu
 # Every test gets its own emulated node, so parallel tests do not meet.
 IBEMU_NODE=${IBEMU_NODE:-check-$(basename "$0" .sh)-$$}
 export IBEMU_NODE
-# The node's files: the segment and the inboxes (emulator/base/shmfile.h).
-IBEMU_SHM_USER_DIR=${IBEMU_SHM_DIR:-/dev/shm}/ibemu-$(id -u)
-ibemu_cleanup() { rm -f "$IBEMU_SHM_USER_DIR"/v*-"$IBEMU_NODE" "$IBEMU_SHM_USER_DIR"/v*-"$IBEMU_NODE"-p*; }
+# The node's files, the segment and the inboxes, are in the directory
+# `ibemu dir` names (emulator/base/shmfile.h): /dev/shm/ibemu-UID unless
+# another user made that first.
+ibemu_shm_dir() { "$IBEMU" dir 2>/dev/null || echo "${IBEMU_SHM_DIR:-/dev/shm}/ibemu-$(id -u)"; }
+ibemu_cleanup() { local d; d=$(ibemu_shm_dir); rm -f "$d"/v*-"$IBEMU_NODE" "$d"/v*-"$IBEMU_NODE"-p*; }
 trap ibemu_cleanup EXIT
 fails=0
 pass() { echo "ok: $*"; }

@@ -33,7 +33,7 @@ cleanup()
 {
 	ip netns del "$ns" 2>/dev/null
 	rm -rf "$dir"
-	rm -f "$IBEMU_SHM_USER_DIR"/v*-"$IBEMU_NODE"-*
+	rm -f "$(ibemu_shm_dir)"/v*-"$IBEMU_NODE"-*
 	ibemu_cleanup
 }
 trap cleanup EXIT
