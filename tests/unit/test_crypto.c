@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * SHA-256 (emulator/base/sha256.[ch]): the digests of FIPS 180-4's
- * examples, whole and fed in odd pieces.
+ * SHA-256 and HMAC-SHA-256 (emulator/base/sha256.[ch], hmac.[ch]): the
+ * digests of FIPS 180-4's examples and the MACs of RFC 4231's test cases,
+ * whole and fed in odd pieces.
  */
 #include "config.h"
 
@@ -11,6 +12,7 @@
 
 #include "unit.h"
 
+#include "hmac.h"
 #include "sha256.h"
 
 /* hex, 2 digits a byte, into out. */
@@ -124,12 +126,110 @@ static void test_sha256_padding(void)
 	}
 }
 
+/* The MAC of data under key, in one call and a byte at a time. */
+static void check_hmac(const void *key, size_t keylen, const void *data,
+		       size_t len, const char *hex)
+{
+	uint8_t out[HMAC_SHA256_LEN];
+	struct hmac_sha256_ctx c;
+	const uint8_t *p = data;
+	size_t i;
+
+	hmac_sha256(key, keylen, data, len, out);
+	check_digest(out, hex);
+	hmac_sha256_init(&c, key, keylen);
+	for (i = 0; i < len; i++)
+		hmac_sha256_update(&c, p + i, 1);
+	hmac_sha256_final(&c, out);
+	check_digest(out, hex);
+}
+
+/* RFC 4231 §4.2-4.5: keys shorter than the hash, data of bytes >= 0x80. */
+static void test_hmac_rfc4231_short_keys(void)
+{
+	uint8_t key[25], data[50];
+	size_t i;
+
+	memset(key, 0x0b, 20);
+	check_hmac(key, 20, "Hi There", 8,
+		   "b0344c61d8db38535ca8afceaf0bf12b"
+		   "881dc200c9833da726e9376c2e32cff7");
+	check_hmac("Jefe", 4, "what do ya want for nothing?", 28,
+		   "5bdcc146bf60754e6a042426089575c7"
+		   "5a003f089d2739839dec58b964ec3843");
+	memset(key, 0xaa, 20);
+	memset(data, 0xdd, 50);
+	check_hmac(key, 20, data, 50,
+		   "773ea91e36800e46854db8ebd09181a7"
+		   "2959098b3ef8c122d9635514ced565fe");
+	for (i = 0; i < 25; i++)
+		key[i] = (uint8_t)(i + 1);
+	memset(data, 0xcd, 50);
+	check_hmac(key, 25, data, 50,
+		   "82558a389a443c0ea4cc819899f2083a"
+		   "85f0faa3e578f8077a2e3ff46729665b");
+}
+
+/* RFC 4231 §4.7-4.8: a key longer than a block, which is hashed first,
+ * and data longer than a block. */
+static void test_hmac_rfc4231_long_key(void)
+{
+	static const char d6[] =
+		"Test Using Larger Than Block-Size Key - Hash Key First";
+	static const char d7[] =
+		"This is a test using a larger than block-size key and a "
+		"larger than block-size data. The key needs to be hashed "
+		"before being used by the HMAC algorithm.";
+	uint8_t key[131];
+
+	memset(key, 0xaa, sizeof(key));
+	check_hmac(key, sizeof(key), d6, strlen(d6),
+		   "60e431591ee0b67f0d8a26aacbf5b77f"
+		   "8e0bc6213728c5140546040f0ee37f54");
+	check_hmac(key, sizeof(key), d7, strlen(d7),
+		   "9b09ffa71b942fcb27635fbcd5b0e944"
+		   "bfdc63644f0713938a7f51535c3a35e2");
+}
+
+static void test_crypto_equal(void)
+{
+	uint8_t a[32], b[32];
+
+	memset(a, 0x5a, sizeof(a));
+	memcpy(b, a, sizeof(b));
+	CU_ASSERT_TRUE(crypto_equal(a, b, sizeof(a)));
+	CU_ASSERT_TRUE(crypto_equal(a, b, 0));
+	b[0] ^= 1;
+	CU_ASSERT_FALSE(crypto_equal(a, b, sizeof(a)));
+	b[0] ^= 1;
+	b[31] ^= 0x80;
+	CU_ASSERT_FALSE(crypto_equal(a, b, sizeof(a)));
+	CU_ASSERT_TRUE(crypto_equal(a, b, 31));
+}
+
+static void test_crypto_random(void)
+{
+	uint8_t a[32], b[32], big[1000];
+
+	memset(a, 0, sizeof(a));
+	memset(b, 0, sizeof(b));
+	CU_ASSERT_EQUAL(crypto_random(a, sizeof(a)), 0);
+	CU_ASSERT_EQUAL(crypto_random(b, sizeof(b)), 0);
+	CU_ASSERT(memcmp(a, b, sizeof(a)) != 0);
+	CU_ASSERT_EQUAL(crypto_random(big, sizeof(big)), 0);
+	CU_ASSERT_EQUAL(crypto_random(big, 0), 0);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
 		{ "sha256_short", test_sha256_short },
 		{ "sha256_million", test_sha256_million },
 		{ "sha256_padding", test_sha256_padding },
+		{ "hmac_rfc4231_short_keys", test_hmac_rfc4231_short_keys },
+		{ "hmac_rfc4231_long_key", test_hmac_rfc4231_long_key },
+		{ "crypto_equal", test_crypto_equal },
+		{ "crypto_random", test_crypto_random },
 		{ NULL, NULL },
 	};
 
