@@ -1,17 +1,23 @@
 // SPDX-License-Identifier: MIT
 /*
- * SHA-256 and HMAC-SHA-256 (emulator/base/sha256.[ch], hmac.[ch]): the
- * digests of FIPS 180-4's examples and the MACs of RFC 4231's test cases,
- * whole and fed in odd pieces.
+ * SHA-256, HMAC-SHA-256 and the fabric key (emulator/base/sha256.[ch],
+ * hmac.[ch], fabric_key.[ch]): the digests of FIPS 180-4's examples and
+ * the MACs of RFC 4231's test cases, whole and fed in odd pieces; the
+ * fabric key from the environment and from key files, each bad setting
+ * refused with one line; proofs that change with the label and the key.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "unit.h"
 
+#include "fabric_key.h"
 #include "hmac.h"
 #include "sha256.h"
 
@@ -220,6 +226,240 @@ static void test_crypto_random(void)
 	CU_ASSERT_EQUAL(crypto_random(big, 0), 0);
 }
 
+/* The fabric key's tests work in a directory of their own. */
+static char key_dir[64];
+static char key_path[128];
+
+static void key_dir_make(void)
+{
+	strcpy(key_dir, "/tmp/ibemu-test-crypto-XXXXXX");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(key_dir));
+	snprintf(key_path, sizeof(key_path), "%s/key", key_dir);
+}
+
+static void key_dir_remove(void)
+{
+	unlink(key_path);
+	CU_ASSERT_EQUAL(rmdir(key_dir), 0);
+}
+
+/* Write len bytes to the key file, mode mode. */
+static void key_file_write(const void *data, size_t len, mode_t mode)
+{
+	FILE *f;
+
+	unlink(key_path);
+	f = fopen(key_path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(fwrite(data, 1, len, f), len);
+	CU_ASSERT_EQUAL(fclose(f), 0);
+	CU_ASSERT_EQUAL_FATAL(chmod(key_path, mode), 0);
+}
+
+static void key_env(const char *text, const char *path)
+{
+	unsetenv("IBEMU_QUIET");
+	if (text)
+		setenv("IBEMU_FABRIC_KEY", text, 1);
+	else
+		unsetenv("IBEMU_FABRIC_KEY");
+	if (path)
+		setenv("IBEMU_FABRIC_KEY_FILE", path, 1);
+	else
+		unsetenv("IBEMU_FABRIC_KEY_FILE");
+}
+
+/* fabric_key_load, with what it writes to stderr in log; returns its
+ * result, and the number of lines written in *lines_p. */
+static int key_load(struct fabric_key *k, char *log, size_t size,
+		    int *lines_p)
+{
+	FILE *tmp = tmpfile();
+	int saved, err, c;
+	size_t n = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
+	fflush(stderr);
+	saved = dup(STDERR_FILENO);
+	CU_ASSERT_FATAL(saved >= 0);
+	CU_ASSERT_FATAL(dup2(fileno(tmp), STDERR_FILENO) >= 0);
+	memset(k, 0xee, sizeof(*k));
+	err = fabric_key_load(k);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(tmp);
+	*lines_p = 0;
+	while ((c = fgetc(tmp)) != EOF) {
+		if (c == '\n')
+			(*lines_p)++;
+		if (n + 1 < size)
+			log[n++] = (char)c;
+	}
+	log[n] = '\0';
+	fclose(tmp);
+	return err;
+}
+
+/* The setting loads the key whose SHA-256 hex names, logging nothing. */
+static void check_loads(const char *text)
+{
+	struct fabric_key k;
+	uint8_t want[SHA256_DIGEST_LEN];
+	char log[512];
+	int lines;
+
+	sha256(text, strlen(text), want);
+	CU_ASSERT_EQUAL(key_load(&k, log, sizeof(log), &lines), 0);
+	CU_ASSERT_TRUE(k.set);
+	CU_ASSERT(memcmp(k.key, want, sizeof(want)) == 0);
+	CU_ASSERT_EQUAL(lines, 0);
+}
+
+/* The setting is refused with err and one line that holds what. */
+static void check_refused(int err, const char *what)
+{
+	struct fabric_key k;
+	char log[512];
+	int lines;
+
+	CU_ASSERT_EQUAL(key_load(&k, log, sizeof(log), &lines), err);
+	CU_ASSERT_FALSE(k.set);
+	CU_ASSERT_EQUAL(lines, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(log, what));
+	CU_ASSERT_PTR_NOT_NULL(strstr(log, "error"));
+}
+
+static const char key_text[] = "a fabric key of 28 bytes ...";
+
+static void test_fabric_key_env(void)
+{
+	struct fabric_key k;
+	char log[512];
+	int lines;
+
+	key_env(NULL, NULL);
+	CU_ASSERT_EQUAL(key_load(&k, log, sizeof(log), &lines), 0);
+	CU_ASSERT_FALSE(k.set);
+	CU_ASSERT_EQUAL(lines, 0);
+	key_env(key_text, NULL);
+	check_loads(key_text);
+	key_env("0123456789abcdef", NULL);
+	check_loads("0123456789abcdef");
+	key_env("0123456789abcde", NULL); /* 15 bytes */
+	check_refused(EINVAL, "at least 16");
+	key_env("", NULL);
+	check_refused(EINVAL, "IBEMU_FABRIC_KEY");
+	key_env("file:", NULL);
+	check_refused(EINVAL, "names no key file");
+	key_env(NULL, "");
+	check_refused(EINVAL, "names no key file");
+}
+
+/* Mode 0600 (or 0400, 0700) is ours alone; the content less one final
+ * line end is the key, so a file written with echo holds the same key. */
+static void test_fabric_key_file(void)
+{
+	char spec[160];
+	char big[FABRIC_KEY_FILE_MAX + 1];
+
+	key_dir_make();
+	snprintf(spec, sizeof(spec), "file:%s", key_path);
+	key_file_write(key_text, strlen(key_text), 0600);
+	key_env(NULL, key_path);
+	check_loads(key_text);
+	key_env(spec, NULL);
+	check_loads(key_text);
+	key_file_write("a fabric key of 28 bytes ...\n", 29, 0400);
+	check_loads(key_text);
+	key_file_write("a fabric key of 28 bytes ...\r\n", 30, 0700);
+	check_loads(key_text);
+	key_file_write("a fabric key of 28 bytes ...\n\n", 30, 0600);
+	check_loads("a fabric key of 28 bytes ...\n");
+	memset(big, 'k', sizeof(big));
+	key_file_write(big, FABRIC_KEY_FILE_MAX, 0600);
+	big[FABRIC_KEY_FILE_MAX] = '\0';
+	check_loads(big);
+	key_dir_remove();
+}
+
+static void test_fabric_key_file_refused(void)
+{
+	static const mode_t open_modes[] = { 0644, 0640, 0604, 0602, 0620,
+					     0610, 0601 };
+	char big[FABRIC_KEY_FILE_MAX + 1];
+	size_t i;
+
+	key_dir_make();
+	key_env(NULL, key_path);
+	for (i = 0; i < sizeof(open_modes) / sizeof(open_modes[0]); i++) {
+		key_file_write(key_text, strlen(key_text), open_modes[i]);
+		check_refused(EACCES, key_path);
+	}
+	key_file_write("0123456789abcde\n", 16, 0600); /* 15 bytes of key */
+	check_refused(EINVAL, "at least 16");
+	memset(big, 'k', sizeof(big));
+	key_file_write(big, sizeof(big), 0600);
+	check_refused(EFBIG, "longer than 4096");
+	if (geteuid() == 0) { /* a file of another user */
+		key_file_write(key_text, strlen(key_text), 0600);
+		CU_ASSERT_EQUAL(chown(key_path, 65534, 65534), 0);
+		check_refused(EACCES, "uid 65534");
+	}
+	unlink(key_path);
+	check_refused(ENOENT, key_path);
+	key_env(NULL, key_dir); /* a directory */
+	check_refused(EINVAL, "not a regular file");
+	key_env(key_text, key_path); /* which one? */
+	check_refused(EINVAL, "both set");
+	key_dir_remove();
+}
+
+static void key_of(struct fabric_key *k, const char *text)
+{
+	char log[512];
+	int lines;
+
+	key_env(text, NULL);
+	CU_ASSERT_EQUAL_FATAL(key_load(k, log, sizeof(log), &lines), 0);
+	CU_ASSERT_FATAL(k->set);
+}
+
+/* A proof is HMAC(key, label NUL a b): another label, another key or
+ * another challenge gives another proof. */
+static void test_fabric_key_proof(void)
+{
+	static const uint8_t a[16] = { 1, 2, 3 }, b[16] = { 4, 5, 6 };
+	uint8_t p1[FABRIC_KEY_LEN], p2[FABRIC_KEY_LEN], want[HMAC_SHA256_LEN];
+	struct fabric_key k1, k2;
+	struct hmac_sha256_ctx c;
+
+	key_of(&k1, key_text);
+	key_of(&k2, "another fabric key of 32 bytes..");
+	fabric_key_proof(&k1, "server", a, sizeof(a), b, sizeof(b), p1);
+	hmac_sha256_init(&c, k1.key, sizeof(k1.key));
+	hmac_sha256_update(&c, "server", 7);
+	hmac_sha256_update(&c, a, sizeof(a));
+	hmac_sha256_update(&c, b, sizeof(b));
+	hmac_sha256_final(&c, want);
+	CU_ASSERT(memcmp(p1, want, sizeof(want)) == 0);
+	fabric_key_proof(&k1, "server", a, sizeof(a), b, sizeof(b), p2);
+	CU_ASSERT(crypto_equal(p1, p2, sizeof(p1)));
+	fabric_key_proof(&k1, "client", a, sizeof(a), b, sizeof(b), p2);
+	CU_ASSERT_FALSE(crypto_equal(p1, p2, sizeof(p1)));
+	fabric_key_proof(&k2, "server", a, sizeof(a), b, sizeof(b), p2);
+	CU_ASSERT_FALSE(crypto_equal(p1, p2, sizeof(p1)));
+	fabric_key_proof(&k1, "server", b, sizeof(b), a, sizeof(a), p2);
+	CU_ASSERT_FALSE(crypto_equal(p1, p2, sizeof(p1)));
+	/* "serve" with a challenge starting "r" is not "server" */
+	fabric_key_proof(&k1, "serve", "r", 1, a, sizeof(a), p1);
+	fabric_key_proof(&k1, "server", NULL, 0, a, sizeof(a), p2);
+	CU_ASSERT_FALSE(crypto_equal(p1, p2, sizeof(p1)));
+	fabric_key_clear(&k1);
+	CU_ASSERT_FALSE(k1.set);
+	key_env(NULL, NULL);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -230,6 +470,10 @@ int main(void)
 		{ "hmac_rfc4231_long_key", test_hmac_rfc4231_long_key },
 		{ "crypto_equal", test_crypto_equal },
 		{ "crypto_random", test_crypto_random },
+		{ "fabric_key_env", test_fabric_key_env },
+		{ "fabric_key_file", test_fabric_key_file },
+		{ "fabric_key_file_refused", test_fabric_key_file_refused },
+		{ "fabric_key_proof", test_fabric_key_proof },
 		{ NULL, NULL },
 	};
 
