@@ -388,7 +388,7 @@ static void test_dir_mode_avoided(void)
 /* Every place under shm_base taken by a file: $XDG_RUNTIME_DIR or none. */
 static void test_dir_runtime_fallback(void)
 {
-	char path[128], run[128];
+	char path[160], run[128];
 	struct node node;
 	unsigned int i;
 	int fd;
