@@ -188,7 +188,7 @@ int32_t tcp_conn_to(struct tp_tcp *t,
 	struct tcp_conn *c = NULL, *dead = NULL;
 	int32_t dead_slot = -1;
 	struct sockaddr_storage to = *node_addr;
-	struct tcp_hello hello = { 0 }, rh;
+	struct tcp_hello hello = { 0 }, rh, proof;
 	struct tp_frame_hdr rf;
 	unsigned int i;
 	int fd, err;
@@ -218,13 +218,23 @@ int32_t tcp_conn_to(struct tp_tcp *t,
 		return -EHOSTUNREACH;
 	hello.lid = htobe16(t->e->hca->node.seg->lid);
 	hello.port = htobe16(t->port);
-	err = tcp_exchange(t, fd, TP_FRAME_HELLO, &hello, sizeof(hello),
-			   TP_FRAME_HELLO, &rf, &rh, sizeof(rh), deadline);
+	err = tcp_key_hello_out(t, &hello);
+	if (!err)
+		err = tcp_exchange(t, fd, TP_FRAME_HELLO, &hello,
+				   sizeof(hello), TP_FRAME_HELLO, &rf, &rh,
+				   sizeof(rh), deadline);
 	if (err || be64toh(rf.src_token) != token ||
 	    (int32_t)be32toh(rf.src_slot) != rslot) {
 		/* Not the process the door named: it went meanwhile. */
 		close(fd);
 		return err == ETIMEDOUT ? -EHOSTUNREACH : -ENOENT;
+	}
+	/* With a fabric key, both prove it before any data (tcp_key.c). */
+	if (!tcp_key_connected(t, &to, &hello, &rh, &proof) ||
+	    (t->key.set && tcp_send_frame(t, fd, TP_FRAME_HELLO, &proof,
+					  sizeof(proof), deadline))) {
+		close(fd);
+		return -EHOSTUNREACH;
 	}
 	pthread_mutex_lock(&t->lock);
 	/* Another resolver may have revived it meanwhile, or the network

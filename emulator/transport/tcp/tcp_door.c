@@ -104,6 +104,7 @@ void tcp_door_client_readable(struct tp_tcp *t,
 	if (tp_frame_check(&f) && f.type == TP_FRAME_LOOKUP &&
 	    be32toh(f.len) == sizeof(q)) {
 		tcp_door_answer(t, &q, &r);
+		tcp_key_door_reply(t, &q, &r);
 		tcp_frame_init(t, &f, TP_FRAME_LOOKUP_REPLY, sizeof(r), -1);
 		memcpy(out, &f, sizeof(f));
 		memcpy(out + sizeof(f), &r, sizeof(r));

@@ -26,6 +26,7 @@
 
 #include "clock.h"
 #include "engine.h"
+#include "fabric_key.h"
 #include "tp_frame.h"
 
 #define TCP_MAX_CONNS 1024 /* remote processes one process talks to */
@@ -88,11 +89,25 @@ struct tcp_ev {
 	void *ptr;
 };
 
-/* The HELLO each side sends first; the LOOKUP and its reply. */
+/*
+ * The HELLO each side sends first; the LOOKUP and its reply.  With a
+ * fabric key (tcp_key.c) each carries a fresh challenge (nonce) and the
+ * answers prove the key on the other's challenge: the connecting side's
+ * HELLO (nonce_c), the accepting side's (nonce_a, proof of nonce_c and
+ * nonce_a), then a second HELLO of the connecting side (proof of
+ * nonce_a and nonce_c), before any data; a LOOKUP's nonce, and its
+ * reply's proof over the nonce and the reply.
+ */
+#define TCP_NONCE_LEN 16
+#define TCP_F_KEY 1u /* the sender has a fabric key */
+
 struct tcp_hello {
 	__be16 lid;
 	__be16 port; /* the sender's own TCP port */
-	__be32 resv;
+	uint8_t flags; /* TCP_F_* */
+	uint8_t resv[3];
+	uint8_t nonce[TCP_NONCE_LEN];
+	uint8_t proof[FABRIC_KEY_LEN];
 };
 
 enum tcp_lookup_kind {
@@ -105,8 +120,10 @@ struct tcp_lookup {
 	__be32 qpn;
 	__be16 ps, port;
 	uint8_t v4;
-	uint8_t resv[3];
+	uint8_t flags; /* TCP_F_* */
+	uint8_t resv[2];
 	uint8_t addr[16];
+	uint8_t nonce[TCP_NONCE_LEN];
 };
 
 struct tcp_lookup_reply {
@@ -115,8 +132,15 @@ struct tcp_lookup_reply {
 	__be64 token;
 	__be16 port;
 	__be16 lid;
-	__be32 resv;
+	uint8_t flags; /* TCP_F_* */
+	uint8_t resv[3];
+	uint8_t proof[FABRIC_KEY_LEN]; /* over the nonce and the above */
 };
+
+#define TCP_CTRL_MAX                                                           \
+	(sizeof(struct tcp_hello) > sizeof(struct tcp_lookup)                  \
+		 ? sizeof(struct tcp_hello)                                    \
+		 : sizeof(struct tcp_lookup))
 
 struct tcp_stage {
 	struct pkt_hdr hdr;
@@ -152,6 +176,10 @@ struct tcp_conn {
 	uint64_t guid, token;
 	int32_t rslot;
 	uint16_t lid;
+	/* An accepted connection greeted with the fabric key: the
+	 * challenges, until the connecting side's proof (tcp_key.c). */
+	bool await_proof;
+	uint8_t nonce_c[TCP_NONCE_LEN], nonce_a[TCP_NONCE_LEN];
 	/* Sending, under tx_lock. */
 	pthread_mutex_t tx_lock;
 	uint8_t *tx;
@@ -200,6 +228,8 @@ struct tcp_route {
 struct tp_tcp {
 	struct engine *e;
 	bool forced;
+	struct fabric_key key; /* IBEMU_FABRIC_KEY: fixed once open */
+	bool key_told; /* a key mismatch was said */
 	/* What the door and the data port listen on: the node's fabric
 	 * address in network mode, else loopback (tcp_wanted). */
 	struct sockaddr_storage bind_addr;
@@ -267,6 +297,27 @@ void tcp_frame_init(struct tp_tcp *t, struct tp_frame_hdr *f, uint8_t type,
 int tcp_exchange(struct tp_tcp *t, int fd, uint8_t type, const void *body,
 		 uint32_t len, uint8_t want, struct tp_frame_hdr *rf,
 		 void *rbody, uint32_t rlen, uint64_t deadline);
+int tcp_send_frame(struct tp_tcp *t, int fd, uint8_t type, const void *body,
+		   uint32_t len, uint64_t deadline);
+
+/* tcp_key.c: the fabric key at the greeting and at the door */
+int tcp_key_open(struct tp_tcp *t);
+void tcp_key_say(struct tp_tcp *t, const struct sockaddr_storage *addr,
+		 const char *what);
+int tcp_key_hello_out(struct tp_tcp *t, struct tcp_hello *h);
+bool tcp_key_accept(struct tp_tcp *t, struct tcp_conn *c,
+		    const struct tcp_hello *in, struct tcp_hello *out);
+bool tcp_key_connected(struct tp_tcp *t, const struct sockaddr_storage *addr,
+		       const struct tcp_hello *mine,
+		       const struct tcp_hello *theirs, struct tcp_hello *proof);
+bool tcp_key_proven(struct tp_tcp *t, struct tcp_conn *c,
+		    const struct tcp_hello *h);
+int tcp_key_lookup_out(struct tp_tcp *t, struct tcp_lookup *q);
+void tcp_key_door_reply(struct tp_tcp *t, const struct tcp_lookup *q,
+			struct tcp_lookup_reply *r);
+bool tcp_key_reply_ok(struct tp_tcp *t, const struct sockaddr_storage *addr,
+		      const struct tcp_lookup *q,
+		      const struct tcp_lookup_reply *r);
 
 /* tp_tcp.c */
 void tcp_node_addr(const struct tp_tcp *t,

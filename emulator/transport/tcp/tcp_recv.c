@@ -80,6 +80,10 @@ static void tcp_reply_hello(struct tcp_conn *c, const struct tp_frame_hdr *f,
 	}
 	mine.lid = htobe16(t->e->hca->node.seg->lid);
 	mine.port = htobe16(t->port);
+	if (!tcp_key_accept(t, c, &h, &mine)) {
+		tcp_conn_dead(c, EACCES);
+		return;
+	}
 	tcp_frame_init(t, &out, TP_FRAME_HELLO, sizeof(mine), c->rslot);
 	memcpy(buf, &out, sizeof(out));
 	memcpy(buf + sizeof(out), &mine, sizeof(mine));
@@ -89,8 +93,24 @@ static void tcp_reply_hello(struct tcp_conn *c, const struct tp_frame_hdr *f,
 		tcp_conn_dead(c, errno ? errno : EPROTO);
 		return;
 	}
+	if (c->await_proof)
+		return; /* UP at its proof (tcp_hello_proof) */
 	atomic_store(&c->state, TCP_CONN_UP);
 	tcp_publish(t, c);
+}
+
+/* The connecting side's second HELLO, its proof of the fabric key. */
+static void tcp_hello_proof(struct tcp_conn *c, const uint8_t *body)
+{
+	struct tcp_hello h;
+
+	memcpy(&h, body, sizeof(h));
+	if (!tcp_key_proven(c->t, c, &h)) {
+		tcp_conn_dead(c, EACCES);
+		return;
+	}
+	atomic_store(&c->state, TCP_CONN_UP);
+	tcp_publish(c->t, c);
 }
 
 /* Hand one checked DATA frame to the engine (engine_deliver_begin). */
@@ -163,7 +183,14 @@ static bool tcp_parse(struct tcp_conn *c, bool direct)
 		} else if (f.type == TP_FRAME_HELLO &&
 			   atomic_load(&c->state) == TCP_CONN_HELLO &&
 			   be32toh(f.len) == sizeof(struct tcp_hello)) {
-			tcp_reply_hello(c, &f, c->rx + off + sizeof(f));
+			if (c->await_proof)
+				tcp_hello_proof(c, c->rx + off + sizeof(f));
+			else
+				tcp_reply_hello(c, &f, c->rx + off + sizeof(f));
+			if (atomic_load(&c->state) == TCP_CONN_DEAD) {
+				ok = false;
+				break;
+			}
 		} else {
 			ok = false; /* not this connection's to send */
 			break;

@@ -49,14 +49,17 @@ static const char *tcp_lookup_kind(const struct tcp_lookup *q)
 
 /* Ask the door of the node at node_addr; 0 or a positive errno. */
 int tcp_lookup(struct tp_tcp *t, const struct sockaddr_storage *node_addr,
-	       const struct tcp_lookup *q, struct tcp_lookup_reply *r,
+	       const struct tcp_lookup *ask, struct tcp_lookup_reply *r,
 	       uint64_t deadline)
 {
 	struct sockaddr_storage door = *node_addr;
+	struct tcp_lookup q_copy = *ask, *q = &q_copy;
 	char a[INET6_ADDRSTRLEN];
 	struct tp_frame_hdr rf;
 	int fd, err;
 
+	if (tcp_key_lookup_out(t, q))
+		return EHOSTUNREACH;
 	tcp_set_port(&door, t->door_port);
 	/* Said for each lookup: the tests count them (a connection through
 	 * the CM needs at most one per side). */
@@ -68,7 +71,9 @@ int tcp_lookup(struct tp_tcp *t, const struct sockaddr_storage *node_addr,
 	err = tcp_exchange(t, fd, TP_FRAME_LOOKUP, q, sizeof(*q),
 			   TP_FRAME_LOOKUP_REPLY, &rf, r, sizeof(*r), deadline);
 	close(fd);
-	if (err)
+	/* A reply not proven with the fabric key is not believed: the
+	 * node is unreachable for this one (said by tcp_key_reply_ok). */
+	if (err || !tcp_key_reply_ok(t, node_addr, q, r))
 		return EHOSTUNREACH;
 	tcp_lid_check(t, be16toh(r->lid), be64toh(rf.src_guid), node_addr);
 	return (int)be32toh(r->status);

@@ -228,6 +228,21 @@ void tcp_frame_init(struct tp_tcp *t, struct tp_frame_hdr *f,
 	f->src_token = htobe64(node->token);
 }
 
+/* Send one control frame (a body of at most TCP_CTRL_MAX bytes). */
+int tcp_send_frame(struct tp_tcp *t, int fd, uint8_t type, const void *body,
+		   uint32_t len, uint64_t deadline)
+{
+	uint8_t buf[sizeof(struct tp_frame_hdr) + TCP_CTRL_MAX];
+	struct tp_frame_hdr f;
+
+	if (len > TCP_CTRL_MAX)
+		return EINVAL;
+	tcp_frame_init(t, &f, type, len, -1);
+	memcpy(buf, &f, sizeof(f));
+	memcpy(buf + sizeof(f), body, len);
+	return tcp_send_all(fd, buf, sizeof(f) + len, deadline);
+}
+
 /* Send one control frame and read the answer of the same size class:
  * the synchronous exchanges of HELLO and LOOKUP. */
 int tcp_exchange(struct tp_tcp *t, int fd, uint8_t type,
@@ -235,14 +250,9 @@ int tcp_exchange(struct tp_tcp *t, int fd, uint8_t type,
 		 struct tp_frame_hdr *rf, void *rbody, uint32_t rlen,
 		 uint64_t deadline)
 {
-	uint8_t buf[sizeof(struct tp_frame_hdr) + sizeof(struct tcp_lookup)];
-	struct tp_frame_hdr f;
 	int err;
 
-	tcp_frame_init(t, &f, type, len, -1);
-	memcpy(buf, &f, sizeof(f));
-	memcpy(buf + sizeof(f), body, len);
-	err = tcp_send_all(fd, buf, sizeof(f) + len, deadline);
+	err = tcp_send_frame(t, fd, type, body, len, deadline);
 	if (!err)
 		err = tcp_recv_all(fd, rf, sizeof(*rf), deadline);
 	if (err)

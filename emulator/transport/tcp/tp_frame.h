@@ -21,7 +21,7 @@
 #include "wire.h"
 
 #define TP_FRAME_MAGIC 0x69626d66u /* "ibmf" */
-#define TP_FRAME_VERSION 1
+#define TP_FRAME_VERSION 2 /* 2: HELLO and LOOKUP carry the key's challenges */
 
 enum tp_frame_type {
 	TP_FRAME_DATA = 1, /* one packet */

@@ -156,6 +156,10 @@ static int tcp_open(struct engine *e)
 		ret = errno;
 		goto err;
 	}
+	t->lfd = -1;
+	ret = tcp_key_open(t);
+	if (ret)
+		goto err;
 	t->lfd = tcp_listen_on(&t->bind_addr, 0, false, &t->port);
 	if (t->lfd < 0) {
 		ret = -t->lfd;
@@ -178,7 +182,7 @@ static int tcp_open(struct engine *e)
 	}
 	return 0;
 err:
-	if (t->lfd > 0)
+	if (t->lfd >= 0)
 		close(t->lfd);
 	if (t->kick >= 0)
 		close(t->kick);
@@ -228,6 +232,7 @@ static void tcp_free(struct engine *e, bool owner)
 	close(t->lfd);
 	close(t->kick);
 	close(t->ep);
+	fabric_key_clear(&t->key);
 	free(t);
 	e->net_priv = NULL;
 }
