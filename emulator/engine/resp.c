@@ -6,8 +6,9 @@
  *
  *   state      RESET/INIT/ERR drop the packet (IBA 10.3.1)
  *   source     not the connected QP: dropped
- *   PSN        duplicate -> re-answer (9.7.4.1.2); ahead -> one sequence
- *              NAK per gap (9.7.5.2.1)
+ *   PSN        duplicate -> answered again from what was saved, else
+ *              dropped (9.7.4.1.2, 9.7.5.2); ahead -> one sequence NAK
+ *              per gap (9.7.5.2.1)
  *   sequence   MIDDLE/LAST without FIRST, or FIRST inside a message ->
  *              NAK invalid request, QP_REQ_ERR (manual 6.1.3)
  *   QP access  the QP does not allow the operation -> NAK invalid request
@@ -702,6 +703,25 @@ static void resp_read_abort(struct emu_qp *qp, struct pkt_out *out,
 	qp_error_locked(qp);
 }
 
+/*
+ * The region a duplicate READ is answered from went away since it was
+ * accepted (a window rebound meanwhile): a duplicate never fails the QP
+ * (IBA 9.7.5.2), so the rest of its answer is given up and the packet
+ * built for it carries the ACK of what was executed instead, which the
+ * requester may take again at no cost (IBA 9.7.5.1.1).
+ */
+static void resp_read_dup_lost(struct emu_qp *qp, struct pkt_out *out)
+{
+	uint32_t psn = psn_add(qp->resp.epsn, BTH_PSN_MASK);
+
+	out->op = opcode_get(resp_opcode(qp, IB_OP_ACKNOWLEDGE));
+	out->pkt.hdr->len = out->op->hdr_len;
+	out_bth_init(out, resp_opcode(qp, IB_OP_ACKNOWLEDGE), 0,
+		     IBEMU_DEFAULT_PKEY, qp->attr.dest_qp_num, psn, false);
+	out_set_aeth(out, AETH_ACK | AETH_ACK_UNLIMITED, qp->resp.msn);
+	pkt_send(out);
+}
+
 /* An atomic's acknowledgement (IBA 9.7.5.1.4); false if the inbox is full. */
 static bool resp_atomic_ack_send(struct emu_qp *qp, struct tp_peer *dst,
 				 const struct resp_reply *r)
@@ -743,6 +763,11 @@ static bool resp_read_packet(struct emu_qp *qp, struct tp_peer *dst,
 		out_set_aeth(&out, AETH_ACK | AETH_ACK_UNLIMITED, r->msn);
 	if (paylen && !resp_rkey_copy(qp, r->rkey, r->va, out_payload(&out),
 				      paylen, false)) {
+		if (r->dup) {
+			resp_read_dup_lost(qp, &out);
+			r->left = 0;
+			return true;
+		}
 		resp_read_abort(qp, &out, r);
 		return false;
 	}
@@ -792,8 +817,9 @@ full:
  * A duplicate READ or atomic request at psn: the requester has given up
  * the responses from psn on, and resends every request after it.  The
  * responses still owed from there are dropped, the duplicate taking
- * their place (IBA 9.7.4.1.2: a duplicate READ is answered anew, a
- * duplicate atomic with its saved result), so that re-issued requests
+ * their place (IBA 9.7.4.1.2: a duplicate READ is answered anew from what
+ * its saved READ covers, a duplicate atomic with its saved result), so
+ * that re-issued requests
  * never hold more responder resources than max_dest_rd_atomic and a new
  * READ is not refused for want of them.  The ring is in PSN order: every
  * reply is pushed after the cancelling of those from its PSN on.
@@ -820,13 +846,86 @@ static void resp_replies_cancel_from(struct emu_qp *qp, uint32_t psn)
 	qp->resp.replies_tail = i;
 }
 
-/* Execute a READ request: check it and queue its responses.  A
- * duplicate that finds the queue full is dropped: the requester resends. */
-static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
-			   bool dup)
+/*
+ * The slot the READ or atomic being executed is saved in, for its
+ * duplicates: as many as the responder resources granted
+ * (max_dest_rd_atomic, IBA 9.7.4.1.5), the oldest replaced first.  The
+ * requester has no more outstanding, so no request it may still resend
+ * is forgotten.  NULL without memory: a duplicate of it then goes
+ * unanswered and the requester gives up in time.
+ */
+static struct resp_res *resp_res_take(struct emu_qp *qp, const struct pkt *p)
+{
+	uint32_t n = qp->attr.max_dest_rd_atomic ? qp->attr.max_dest_rd_atomic
+						 : 1;
+	struct resp_res *r;
+
+	if (!qp->resp.res)
+		qp->resp.res = calloc(IBEMU_MAX_QP_INIT_RD_ATOM,
+				      sizeof(*qp->resp.res));
+	if (!qp->resp.res)
+		return NULL;
+	r = &qp->resp.res[qp->resp.res_next++ % n];
+	memset(r, 0, sizeof(*r));
+	r->valid = true;
+	r->psn = p->psn;
+	r->npkts = 1;
+	return r;
+}
+
+/*
+ * Whether the duplicate READ p asks for what r, a saved READ, covered:
+ * the same R_Key, a first PSN within r's, the range within r's and its
+ * responses within r's PSNs.  A resent READ may start inside the saved
+ * one (IBA 9.7.5.2: the requester resends from the first response it
+ * lacks), so a subset is accepted.
+ */
+static bool resp_res_covers_read(const struct emu_qp *qp,
+				 const struct resp_res *r, const struct pkt *p)
+{
+	uint32_t len = pkt_reth_len(p), k = psn_add(p->psn, -r->psn);
+	uint64_t va = pkt_reth_va(p);
+
+	if (!r->valid || r->atomic || pkt_reth_rkey(p) != r->rkey ||
+	    k >= r->npkts)
+		return false;
+	if (va < r->va || va - r->va > r->len || len > r->len - (va - r->va))
+		return false;
+	return k + psn_span(len, qp->mtu) <= r->npkts;
+}
+
+/* Whether the duplicate atomic p is the one r saved: its PSN, R_Key and
+ * address (IBA 9.7.4.1.6). */
+static bool resp_res_is_atomic(const struct resp_res *r, const struct pkt *p)
+{
+	return r->valid && r->atomic && r->psn == p->psn &&
+	       r->rkey == pkt_atmeth_rkey(p) && r->va == pkt_atmeth_va(p);
+}
+
+/* The saved READ or atomic the duplicate p asks again, or NULL. */
+static const struct resp_res *resp_res_find(const struct emu_qp *qp,
+					    const struct pkt *p)
+{
+	bool read = p->op->mask & OPM_READ;
+	const struct resp_res *r;
+	uint32_t i;
+
+	for (i = 0; qp->resp.res && i < IBEMU_MAX_QP_INIT_RD_ATOM; i++) {
+		r = &qp->resp.res[i];
+		if (read ? resp_res_covers_read(qp, r, p)
+			 : resp_res_is_atomic(r, p))
+			return r;
+	}
+	return NULL;
+}
+
+/* Execute a READ request: check it, save it for its duplicates and queue
+ * its responses. */
+static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p)
 {
 	uint32_t len = pkt_reth_len(p);
 	uint64_t va = pkt_reth_va(p);
+	struct resp_res *r;
 
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ)) {
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_REQ_ERR,
@@ -841,20 +940,21 @@ static bool resp_read_exec(struct emu_qp *qp, const struct pkt *p,
 			return false;
 		}
 	}
-	if (dup)
-		resp_replies_cancel_from(qp, p->psn);
 	/* More outstanding reads than the responder resources granted
 	 * (max_dest_rd_atomic, manual 6.1.4) are refused.  The READ's
-	 * AETHs carry the MSN it completes (IBA 9.7.5.1.3); a duplicate's,
-	 * the current one. */
+	 * AETHs carry the MSN it completes (IBA 9.7.5.1.3). */
 	if (!qp->attr.max_dest_rd_atomic ||
-	    !resp_read_queue(qp, p, va, len,
-			     dup ? qp->resp.msn : qp->resp.msn + 1, dup)) {
-		if (dup && qp->attr.max_dest_rd_atomic)
-			return false;
+	    !resp_read_queue(qp, p, va, len, qp->resp.msn + 1, false)) {
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, IBV_EVENT_QP_ACCESS_ERR,
 			  IBV_WC_SUCCESS);
 		return false;
+	}
+	r = resp_res_take(qp, p);
+	if (r) {
+		r->npkts = psn_span(len, qp->mtu);
+		r->rkey = pkt_reth_rkey(p);
+		r->va = va;
+		r->len = len;
 	}
 	return true;
 }
@@ -864,7 +964,7 @@ static void resp_read(struct emu_qp *qp, const struct pkt *p)
 	uint32_t len = pkt_reth_len(p);
 	uint32_t npkts = psn_span(len, qp->mtu);
 
-	if (!resp_read_exec(qp, p, false))
+	if (!resp_read_exec(qp, p))
 		return;
 	qp->resp.epsn = psn_add(qp->resp.epsn, npkts);
 	qp->resp.msn++;
@@ -887,40 +987,20 @@ static void resp_atomic_reply(struct emu_qp *qp, uint32_t psn, uint32_t msn,
 	resp_replies_send(qp);
 }
 
-/*
- * Remember an executed atomic for its duplicates: as many as the
- * responder resources granted (max_dest_rd_atomic, IBA 9.7.4.1.5), the
- * oldest replaced first.  Without memory it is not remembered: a
- * duplicate then goes unanswered and the requester gives up in time.
- */
-static void resp_atomic_save(struct emu_qp *qp, uint32_t psn, uint64_t orig)
+/* Save an executed atomic for its duplicates (IBA 9.7.4.1.6: they are
+ * answered with its result, never executed again). */
+static void resp_atomic_save(struct emu_qp *qp, const struct pkt *p,
+			     uint64_t orig)
 {
-	uint32_t n = qp->attr.max_dest_rd_atomic ? qp->attr.max_dest_rd_atomic
-						 : 1;
-	struct resp_atomic *a;
+	struct resp_res *r = resp_res_take(qp, p);
 
-	if (!qp->resp.atomics)
-		qp->resp.atomics = calloc(IBEMU_MAX_QP_INIT_RD_ATOM,
-					  sizeof(*qp->resp.atomics));
-	if (!qp->resp.atomics)
+	if (!r)
 		return;
-	a = &qp->resp.atomics[qp->resp.atomics_next++ % n];
-	a->psn = psn;
-	a->msn = qp->resp.msn;
-	a->orig = orig;
-	a->valid = true;
-}
-
-static const struct resp_atomic *resp_atomic_find(const struct emu_qp *qp,
-						  uint32_t psn)
-{
-	uint32_t i;
-
-	for (i = 0; qp->resp.atomics && i < IBEMU_MAX_QP_INIT_RD_ATOM; i++)
-		if (qp->resp.atomics[i].valid &&
-		    qp->resp.atomics[i].psn == psn)
-			return &qp->resp.atomics[i];
-	return NULL;
+	r->atomic = true;
+	r->msn = qp->resp.msn;
+	r->rkey = pkt_atmeth_rkey(p);
+	r->va = pkt_atmeth_va(p);
+	r->orig = orig;
 }
 
 static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
@@ -973,29 +1053,63 @@ static void resp_atomic(struct emu_qp *qp, const struct pkt *p)
 	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
 	qp->resp.msn++;
 	fault_point(FAULT_AT_ATOMIC);
-	resp_atomic_save(qp, p->psn, orig);
+	resp_atomic_save(qp, p, orig);
 	resp_atomic_reply(qp, p->psn, qp->resp.msn, orig, false);
 }
 
-/* A request we have seen: answer again, execute nothing twice except a
- * READ, which has no side effect (IBA 9.7.4.1.2). */
+/*
+ * A duplicate READ asking what a saved READ covered: answered again, from
+ * the memory that READ named, if its R_Key still grants it (IBA 9.7.4.1.2).
+ * The responses owed from its PSN on give way to it (see
+ * resp_replies_cancel_from); its AETHs carry the current MSN.  With no
+ * room for it, or no right to the memory any more, nothing is answered
+ * and the QP stays as it is: the requester resends or gives up.
+ */
+static void resp_dup_read(struct emu_qp *qp, const struct pkt *p)
+{
+	uint32_t len = pkt_reth_len(p);
+	uint64_t va = pkt_reth_va(p);
+
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) ||
+	    !qp->attr.max_dest_rd_atomic ||
+	    (len && !resp_rkey_ok(qp, pkt_reth_rkey(p), va, len,
+				  IBV_ACCESS_REMOTE_READ)))
+		return;
+	resp_replies_cancel_from(qp, p->psn);
+	if (resp_read_queue(qp, p, va, len, qp->resp.msn, true))
+		resp_replies_send(qp);
+}
+
+/*
+ * A request behind the expected PSN (IBA 9.7.4.1.2, 9.7.5.2): executed
+ * already, so it is answered again from what the responder saved and
+ * never executed twice.  A READ or atomic that asks anything but what a
+ * saved one asked is not ours to answer (a stale or forged packet) and is
+ * dropped without a word: a duplicate never NAKs, never moves the QP to
+ * the error state, and touches no memory but what its saved READ read.
+ * A SEND or WRITE is acknowledged again.
+ */
 static void resp_duplicate(struct emu_qp *qp, const struct pkt *p)
 {
+	const struct resp_res *r;
+
 	if (!qp_is_rc(qp))
 		return;
-	if (p->op->mask & OPM_READ) {
-		if (resp_read_exec(qp, p, true))
-			resp_replies_send(qp);
-	} else if (p->op->mask & OPM_ATOMIC) {
-		const struct resp_atomic *a = resp_atomic_find(qp, p->psn);
-
-		/* As a duplicate READ: the requester resends from here,
-		 * the replies owed from this PSN on give way to the
-		 * saved answer, and the owed ring stays in PSN order,
-		 * which resp_replies_cancel_from relies on. */
-		if (a) {
+	if (p->op->mask & (OPM_READ | OPM_ATOMIC)) {
+		r = resp_res_find(qp, p);
+		if (!r) {
+			ibemu_trace("resp qp %#x psn %#x: duplicate %s matches "
+				    "nothing saved: dropped",
+				    qp->qpn, p->psn, p->op->name);
+		} else if (!r->atomic) {
+			resp_dup_read(qp, p);
+		} else {
+			/* As a duplicate READ: the replies owed from this
+			 * PSN on give way to the saved answer, and the owed
+			 * ring stays in PSN order, which
+			 * resp_replies_cancel_from relies on. */
 			resp_replies_cancel_from(qp, p->psn);
-			resp_atomic_reply(qp, a->psn, a->msn, a->orig, true);
+			resp_atomic_reply(qp, r->psn, r->msn, r->orig, true);
 		}
 	} else if (pkt_ackreq(p)) {
 		resp_ack(qp);

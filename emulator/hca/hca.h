@@ -238,14 +238,24 @@ struct resp_reply {
 	uint64_t orig; /* atomic: the original remote value */
 };
 
-/* An atomic's response as sent, for its duplicates (resp.c). */
-struct resp_atomic {
-	uint32_t psn;
-	uint32_t msn; /* the MSN its acknowledgement carried */
-	uint64_t orig;
+/*
+ * A READ or atomic the responder executed, saved for its duplicates: a
+ * responder resource (IBA 9.7.4.1.5).  A duplicate READ or atomic is
+ * answered only from one of these, and only if it asks what the saved one
+ * asked (IBA 9.7.4.1.2, 9.7.5.2); anything else behind the expected PSN
+ * is dropped (resp.c).
+ */
+struct resp_res {
 	bool valid;
+	bool atomic; /* else a READ */
+	uint32_t psn; /* its first PSN */
+	uint32_t npkts; /* PSNs it took: its READ responses, or 1 */
+	uint32_t msn; /* atomic: the MSN its acknowledgement carried */
+	uint32_t rkey; /* as its RETH or AtomicETH named them */
+	uint64_t va;
+	uint32_t len; /* READ: bytes asked for */
+	uint64_t orig; /* atomic: the original remote value */
 };
-
 /* The responder's state (resp.c). */
 struct qp_resp {
 	uint32_t epsn; /* expected PSN */
@@ -269,11 +279,12 @@ struct qp_resp {
 	struct resp_reply *replies;
 	uint32_t replies_head, replies_tail, replies_size;
 	uint32_t replies_dups; /* of them, owed to duplicates */
-	/* the results of the last atomics, replayed on a duplicate (IBA
-	 * 9.7.4.1.6): one per responder resource, IBEMU_MAX_QP_INIT_RD_ATOM
-	 * entries, allocated at the first atomic */
-	struct resp_atomic *atomics;
-	uint32_t atomics_next; /* entries written */
+	/* the last READs and atomics executed, for their duplicates (IBA
+	 * 9.7.4.1.5, 9.7.4.1.6): one per responder resource (of
+	 * max_dest_rd_atomic), IBEMU_MAX_QP_INIT_RD_ATOM entries,
+	 * allocated at the first READ or atomic */
+	struct resp_res *res;
+	uint32_t res_next; /* entries written */
 };
 
 /*

@@ -170,7 +170,7 @@ static void qp_free_queues(struct emu_qp *qp)
 	wqe_ring_fini(&qp->sq);
 	free(qp->resp.wqe);
 	free(qp->resp.replies);
-	free(qp->resp.atomics);
+	free(qp->resp.res);
 	free(qp->mcast);
 }
 
@@ -495,10 +495,10 @@ static void qp_reset_locked(struct emu_qp *qp)
 		qp->rq.ring.head = qp->rq.ring.tail;
 	qp_engine_idle_locked(qp);
 	qp->resp.comm_est = false;
-	if (qp->resp.atomics)
-		memset(qp->resp.atomics, 0,
-		       IBEMU_MAX_QP_INIT_RD_ATOM * sizeof(*qp->resp.atomics));
-	qp->resp.atomics_next = 0;
+	if (qp->resp.res)
+		memset(qp->resp.res, 0,
+		       IBEMU_MAX_QP_INIT_RD_ATOM * sizeof(*qp->resp.res));
+	qp->resp.res_next = 0;
 	qp_drop_peer_locked(qp);
 	qp_attr_defaults(qp);
 }

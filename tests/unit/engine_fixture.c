@@ -358,6 +358,14 @@ void expect_event(struct fixture *f, enum ibv_event_type type)
 	CU_ASSERT_EQUAL(d.element, 2);
 }
 
+/* The QP raised no async event. */
+void expect_no_event(struct fixture *f)
+{
+	struct emu_event_desc d;
+
+	CU_ASSERT_EQUAL(read(f->async[0], &d, sizeof(d)), -1);
+}
+
 void fill(uint8_t *buf, uint32_t len, uint8_t seed)
 {
 	uint32_t i;

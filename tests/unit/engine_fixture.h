@@ -90,6 +90,7 @@ void expect_send_wc(struct fixture *f, uint64_t wr_id,
 		    enum ibv_wc_status status,
 		    enum ibv_wc_opcode opcode, uint32_t byte_len);
 void expect_event(struct fixture *f, enum ibv_event_type type);
+void expect_no_event(struct fixture *f);
 void fill(uint8_t *buf, uint32_t len, uint8_t seed);
 
 /* test_engine_resp.c: the responder */
@@ -110,6 +111,9 @@ void test_resp_ack_behind_read(void);
 void test_resp_atomic_ack_full(void);
 void test_resp_duplicate_atomic_then_read(void);
 void test_resp_duplicate_reply_holds_no_resource(void);
+void test_resp_duplicate_read_foreign(void);
+void test_resp_duplicate_read_saved(void);
+void test_resp_duplicate_atomic_foreign(void);
 
 /* test_engine_comp.c: the completer */
 void test_comp_ack(void);

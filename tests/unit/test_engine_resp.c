@@ -305,7 +305,7 @@ static void expect_read_responses(struct fixture *f, uint32_t psn,
  * IBA 9.7.4.1.5 RDMA READ: a request for 2500 bytes at MTU 1024 is
  * answered FIRST/MIDDLE/LAST, one PSN each from the request's PSN across
  * the 24-bit wrap (9.7.1), and the next request is expected after them;
- * a duplicate READ is executed again (9.7.4.1.2).
+ * a duplicate READ is answered again (9.7.4.1.2).
  */
 void test_resp_read(void)
 {
@@ -551,5 +551,152 @@ void test_resp_duplicate_reply_holds_no_resource(void)
 	}
 	expect_quiet();
 	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_RTS);
+	fx_teardown(&f);
+}
+
+/* A READ request of len bytes at (va, rkey), PSN psn. */
+static void inject_read(struct fixture *f, uint32_t psn, uint64_t va,
+			uint32_t rkey, uint32_t len)
+{
+	struct loop_pkt p;
+
+	craft(&p, f, IB_OP_READ_REQUEST, psn, true, NULL, 0);
+	set_reth(&p, va, rkey, len);
+	loop_inject(&p);
+}
+
+/*
+ * IBA 9.7.4.1.2, 9.7.5.2: a request behind the expected PSN is answered
+ * only from what the responder saved.  After a READ of 2500 bytes at
+ * RQ_PSN (PSNs RQ_PSN..RQ_PSN+2), requests behind the expected PSN that
+ * ask anything else are dropped without a word: the same PSN under a bad
+ * R_Key (it used to be executed again: NAK remote access error and the QP
+ * in error, from two packets of anyone who reaches the QP), a PSN inside
+ * it whose range runs past the saved one, another range under the right
+ * key, a PSN before it that no READ took.  The QP stays in RTS, raises nothing,
+ * and the next requests in order are executed.
+ */
+void test_resp_duplicate_read_foreign(void)
+{
+	uint32_t len = 2500;
+	struct fixture f;
+	uint8_t msg[8];
+	struct loop_pkt *r;
+	uint64_t va;
+
+	fx_setup(&f, &default_params);
+	va = fx_va(&f, TARGET_OFF);
+	fill(f.buf + TARGET_OFF, 8192, 81);
+	inject_read(&f, RQ_PSN, va, f.key, len);
+	expect_read_responses(&f, RQ_PSN, f.buf + TARGET_OFF, len, 1);
+	inject_read(&f, RQ_PSN, va, f.key ^ 0x80, len);
+	inject_read(&f, RQ_PSN, va, f.key ^ 0x80, 0);
+	inject_read(&f, RQ_PSN + 1, va + MTU, f.key, len);
+	inject_read(&f, RQ_PSN, fx_va(&f, RECV_OFF), f.key, len);
+	inject_read(&f, RQ_PSN - 1, va, f.key, 8);
+	expect_quiet();
+	expect_no_event(&f);
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_RTS);
+	fill(msg, sizeof(msg), 82);
+	fx_post_recv(&f, 81, RECV_OFF, 256);
+	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN + 3, msg, sizeof(msg));
+	expect_recv(&f, 81, IBV_WC_SUCCESS, sizeof(msg));
+	expect_ack(&f, RQ_PSN + 3, AETH_ACK | AETH_ACK_UNLIMITED, 2);
+	inject_read(&f, RQ_PSN + 4, va + 64, f.key, 8);
+	r = expect_pkt(&f, IB_OP_READ_RESPONSE_ONLY, RQ_PSN + 4);
+	expect_aeth(r, AETH_ACK | AETH_ACK_UNLIMITED, 3);
+	CU_ASSERT_EQUAL(pkt_paylen(r), 8);
+	CU_ASSERT(memcmp(pkt_data(r), f.buf + TARGET_OFF + 64, 8) == 0);
+	free(r);
+	expect_quiet();
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_RTS);
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 9.7.4.1.2, 9.7.5.2: a duplicate READ that asks what a saved READ
+ * covered is answered again with the region's data: the whole READ, and
+ * a resend from its second response on (the requester asks for what it
+ * still lacks: address and length moved on by one MTU), answered from
+ * that PSN.
+ */
+void test_resp_duplicate_read_saved(void)
+{
+	uint32_t len = 2500;
+	const uint8_t *data;
+	struct fixture f;
+	struct loop_pkt *r;
+	uint64_t va;
+
+	fx_setup(&f, &default_params);
+	va = fx_va(&f, TARGET_OFF);
+	data = f.buf + TARGET_OFF;
+	fill(f.buf + TARGET_OFF, len, 83);
+	inject_read(&f, RQ_PSN, va, f.key, len);
+	expect_read_responses(&f, RQ_PSN, data, len, 1);
+	inject_read(&f, RQ_PSN, va, f.key, len);
+	expect_read_responses(&f, RQ_PSN, data, len, 1);
+	inject_read(&f, RQ_PSN + 1, va + MTU, f.key, len - MTU);
+	r = expect_pkt(&f, IB_OP_READ_RESPONSE_FIRST, RQ_PSN + 1);
+	expect_aeth(r, AETH_ACK | AETH_ACK_UNLIMITED, 1);
+	CU_ASSERT_EQUAL(pkt_paylen(r), MTU);
+	CU_ASSERT(memcmp(pkt_data(r), data + MTU, MTU) == 0);
+	free(r);
+	r = expect_pkt(&f, IB_OP_READ_RESPONSE_LAST, RQ_PSN + 2);
+	expect_aeth(r, AETH_ACK | AETH_ACK_UNLIMITED, 1);
+	CU_ASSERT_EQUAL(pkt_paylen(r), len - 2 * MTU);
+	CU_ASSERT(memcmp(pkt_data(r), data + 2 * MTU, len - 2 * MTU) == 0);
+	free(r);
+	expect_quiet();
+	expect_no_event(&f);
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_RTS);
+	fx_teardown(&f);
+}
+
+/* A FETCH_ADD at psn under rkey. */
+static void inject_fetch_add_key(struct fixture *f, uint32_t psn,
+				 uint64_t va, uint32_t rkey, uint64_t add)
+{
+	struct loop_pkt p;
+	struct atmeth *a;
+
+	craft(&p, f, IB_OP_FETCH_ADD, psn, true, NULL, 0);
+	a = ext(&p, opcode_get(IB_OP_FETCH_ADD)->atmeth);
+	a->va = htobe64(va);
+	a->rkey = htobe32(rkey);
+	a->swap_add = htobe64(add);
+	a->compare = 0;
+	loop_inject(&p);
+}
+
+/*
+ * IBA 9.7.4.1.6, 9.7.5.2: a duplicate atomic is answered from the saved
+ * result only, never executed again; one that names another word or
+ * another key than the saved one is dropped, and so is one at a PSN no
+ * atomic took.  The word is added to once, the QP stays in RTS, and the
+ * true duplicate still gets the saved original value.
+ */
+void test_resp_duplicate_atomic_foreign(void)
+{
+	uint64_t *target, va;
+	struct fixture f;
+
+	fx_setup(&f, &default_params);
+	target = (uint64_t *)(f.buf + TARGET_OFF + 64);
+	va = fx_va(&f, TARGET_OFF + 64);
+	*target = 100;
+	inject_fetch_add_key(&f, RQ_PSN, va, f.key, 5);
+	expect_atomic_ack(&f, RQ_PSN, 100, 1);
+	inject_fetch_add_key(&f, RQ_PSN, va, f.key ^ 0x80, 5);
+	inject_fetch_add_key(&f, RQ_PSN, va + 8, f.key, 5);
+	inject_fetch_add_key(&f, RQ_PSN - 1, va, f.key, 5);
+	expect_quiet();
+	expect_no_event(&f);
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_RTS);
+	inject_fetch_add_key(&f, RQ_PSN, va, f.key, 5);
+	expect_atomic_ack(&f, RQ_PSN, 100, 1);
+	expect_quiet();
+	CU_ASSERT_EQUAL(__atomic_load_n(target, __ATOMIC_SEQ_CST), 105);
+	CU_ASSERT_EQUAL(*(uint64_t *)(f.buf + TARGET_OFF + 72), 0);
 	fx_teardown(&f);
 }
