@@ -444,8 +444,9 @@ void mr_table_fini(struct emu_hca *hca);
  * lock of the HCA. */
 static inline struct emu_mr *mr_lookup(struct emu_hca *hca, uint32_t key)
 {
-	/* Key 0 names no index (the subtraction wraps past the table). */
-	struct emu_mr *mr = key_table_get(&hca->mrs, (key >> 8) - 1);
+	/* Number 0 names no index (the subtraction wraps past the
+	 * table); the whole key must match, tag and variant too. */
+	struct emu_mr *mr = key_table_get(&hca->mrs, key_num(key) - 1);
 
 	return mr && mr->key == key ? mr : NULL;
 }

@@ -2,12 +2,14 @@
 /*
  * The memory translation and protection table (IBA 10.6).
  *
- * Keys: a key is (index + 1) << 8 | variant.  The index names a slot of
- * the process's table; the 8-bit variant is the "key" part of IBA
- * 10.6.3.1 and changes every time the slot is reused, and slots are handed
- * out round robin, so a deregistered region's keys stop working and are
- * not handed out again until the whole table and all 256 variants
- * wrapped.  lkey == rkey, as on rxe.
+ * Keys: a key's number is index + 1 (key_table.h); the index names a slot
+ * of the process's table.  The rest is the "key" part of IBA 10.6.3.1: an
+ * 8-bit variant that changes every time the slot is reused, and a tag
+ * drawn at random for each registration.  Slots are handed out round
+ * robin from a random start, so a deregistered region's keys stop working
+ * and are not handed out again until the whole table and all 256 variants
+ * wrapped and the tag came out the same, and no region's key can be told
+ * in advance.  A lookup compares the whole key.  lkey == rkey, as on rxe.
  *
  * Lock rule: hca.lock serialises changes to the table (mr_table,
  * mr_variant, mr_cursor, nr_mrs).  The engines look keys up without it,
@@ -51,18 +53,17 @@ void mr_table_fini(struct emu_hca *hca)
 
 static int mr_key_alloc(struct emu_hca *hca, struct emu_mr *mr)
 {
-	uint32_t idx;
-	uint8_t variant;
+	uint32_t idx, part;
 
 	pthread_mutex_lock(&hca->lock);
-	if (key_table_find(&hca->mrs, &idx, &variant)) {
+	if (key_table_find(&hca->mrs, &idx, &part)) {
 		pthread_mutex_unlock(&hca->lock);
 		ibemu_log_dbg("reg_mr: all %d memory regions in use",
 			      IBEMU_MAX_MR);
 		return ENOMEM;
 	}
 	mr->index = idx;
-	mr->key = (idx + 1) << 8 | variant;
+	mr->key = key_table_key(idx + 1, part);
 	/* Published last: lookups run without the lock. */
 	key_table_take(&hca->mrs, idx, mr);
 	pthread_mutex_unlock(&hca->lock);

@@ -9,12 +9,15 @@
  * a Send with Invalidate, and only through the QP that bound it).  No
  * zero-based windows (IBA 10.6.7.2.1 makes them optional).
  *
- * Keys: a window's R_Key is (IBEMU_MAX_MR + index + 1) << 8 | key, past
- * every region key, so the two never meet (mr_lookup() finds no region
- * for a window's key).  The low 8 bits are the "key" of IBA 10.6.7.2.3:
- * the HCA chooses them at allocation (a variant that changes each time
- * the slot is reused), a type 1 bind takes the next one (ibv_inc_rkey),
- * a type 2 bind takes the consumer's.
+ * Keys: a window's R_Key has the number IBEMU_MAX_MR + index + 1
+ * (key_table.h), past every region's, so the two never meet (mr_lookup()
+ * finds no region for a window's key).  The low 8 bits are the "key" of
+ * IBA 10.6.7.2.3: the HCA chooses them at allocation (a variant that
+ * changes each time the slot is reused), a type 1 bind takes the next one
+ * (ibv_inc_rkey), a type 2 bind takes the consumer's.  The tag above the
+ * number is drawn at random at allocation and kept by every bind, so no
+ * window's key can be told in advance; every check compares the whole
+ * key.
  *
  * Windows are never published for requester-placed RDMA (cma.c): no
  * region of the inbox's table carries a window's key, so a WRITE or READ
@@ -60,9 +63,12 @@ void mw_table_fini(struct emu_hca *hca)
 	key_table_fini(&hca->mws);
 }
 
+_Static_assert(IBEMU_MAX_MR + IBEMU_MAX_MW < 1u << KEY_NUM_BITS,
+	       "region and window numbers fit a key");
+
 bool mw_key_is_window(uint32_t key)
 {
-	uint32_t n = key >> 8;
+	uint32_t n = key_num(key);
 
 	return n > IBEMU_MAX_MR && n <= IBEMU_MAX_MR + IBEMU_MAX_MW;
 }
@@ -72,15 +78,14 @@ static struct emu_mw *mw_by_index_locked(struct emu_hca *hca, uint32_t key)
 {
 	if (!mw_key_is_window(key))
 		return NULL;
-	return key_table_get(&hca->mws, (key >> 8) - IBEMU_MAX_MR - 1);
+	return key_table_get(&hca->mws, key_num(key) - IBEMU_MAX_MR - 1);
 }
 
 int emu_mw_alloc(struct emu_hca *hca, uint64_t pd_id, enum ibv_mw_type type,
 		 struct emu_mw **mw_p, uint32_t *key_p)
 {
 	struct emu_mw *mw;
-	uint8_t variant;
-	uint32_t idx;
+	uint32_t idx, part;
 
 	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
 		ibemu_log_dbg("alloc_mw: no window type %d", (int)type);
@@ -93,9 +98,9 @@ int emu_mw_alloc(struct emu_hca *hca, uint64_t pd_id, enum ibv_mw_type type,
 	mw->pd_id = pd_id;
 	mw->type = type;
 	pthread_mutex_lock(&hca->mw_lock);
-	if (!key_table_find(&hca->mws, &idx, &variant)) {
+	if (!key_table_find(&hca->mws, &idx, &part)) {
 		mw->index = idx;
-		mw->key = (IBEMU_MAX_MR + idx + 1) << 8 | variant;
+		mw->key = key_table_key(IBEMU_MAX_MR + idx + 1, part);
 		key_table_take(&hca->mws, idx, mw);
 		pthread_mutex_unlock(&hca->mw_lock);
 		*mw_p = mw;
@@ -206,7 +211,8 @@ enum ibv_wc_status mw_bind_locked(struct emu_qp *qp, const struct wqe_bind *b)
 	}
 	/* The key part of the R_Key is the next one (type 1, the
 	 * provider's ibv_inc_rkey) or the consumer's (type 2). */
-	mw->key = (mw->key & ~0xffu) | (b->new_key & 0xff);
+	mw->key = (mw->key & ~KEY_VARIANT_MASK) |
+		  (b->new_key & KEY_VARIANT_MASK);
 	mw_unbind_locked(hca, mw);
 	mw->bound = b->length != 0;
 	if (mw->bound && mw->type == IBV_MW_TYPE_2)

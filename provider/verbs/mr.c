@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "ibemu.h"
+#include "key_table.h"
 #include "log.h"
 
 struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
@@ -43,7 +44,7 @@ struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 	mr->vmr.ibv_mr.length = length;
 	mr->vmr.ibv_mr.lkey = key;
 	mr->vmr.ibv_mr.rkey = key;
-	mr->vmr.ibv_mr.handle = (key >> 8) - 1;
+	mr->vmr.ibv_mr.handle = key_num(key) - 1;
 	if (ibemu_mr_share_new(mr)) {
 		emu_mr_dereg(mr->emr);
 		free(mr);

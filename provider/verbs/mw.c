@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ibemu.h"
+#include "key_table.h"
 #include "log.h"
 
 struct ibv_mw *ibemu_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
@@ -39,7 +40,7 @@ struct ibv_mw *ibemu_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 	mw->ibv_mw.context = pd->context;
 	mw->ibv_mw.pd = pd;
 	mw->ibv_mw.rkey = key;
-	mw->ibv_mw.handle = (key >> 8) - 1;
+	mw->ibv_mw.handle = key_num(key) - 1;
 	mw->ibv_mw.type = type;
 	atomic_fetch_add(&to_epd(pd)->usecnt, 1);
 	return &mw->ibv_mw;

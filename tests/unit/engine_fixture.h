@@ -114,6 +114,9 @@ void test_resp_duplicate_reply_holds_no_resource(void);
 void test_resp_duplicate_read_foreign(void);
 void test_resp_duplicate_read_saved(void);
 void test_resp_duplicate_atomic_foreign(void);
+void test_resp_key_wrong_part(void);
+void test_req_lkey_wrong_part(void);
+void test_keys_not_bare_index(void);
 
 /* test_engine_comp.c: the completer */
 void test_comp_ack(void);

@@ -5,6 +5,7 @@
 #include "unit.h"
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "engine_fixture.h"
@@ -699,4 +700,104 @@ void test_resp_duplicate_atomic_foreign(void)
 	CU_ASSERT_EQUAL(__atomic_load_n(target, __ATOMIC_SEQ_CST), 105);
 	CU_ASSERT_EQUAL(*(uint64_t *)(f.buf + TARGET_OFF + 72), 0);
 	fx_teardown(&f);
+}
+
+/* ---- keys ---- */
+
+/* key with its tag (the random bits above its number) changed. */
+static uint32_t key_other_tag(uint32_t key)
+{
+	return key ^ 1u << KEY_TAG_SHIFT;
+}
+
+/*
+ * IBA 10.6.3.1 / C9-88: an R_Key is an index plus a key part, and the
+ * whole of it is checked.  A WRITE under a key with the region's number
+ * but another tag, and one under the bare number with a key part of 0
+ * (what a guess from the index alone would be), are NAKed remote access
+ * error exactly as a wrong key; nothing is written.
+ */
+void test_resp_key_wrong_part(void)
+{
+	struct fixture f;
+	uint32_t bare;
+
+	fx_setup(&f, &default_params);
+	write_refused(&f, fx_va(&f, TARGET_OFF), key_other_tag(f.key), 64,
+		      AETH_NAK_REM_ACC_ERR, IBV_EVENT_QP_ACCESS_ERR);
+	fx_teardown(&f);
+	fx_setup(&f, &default_params);
+	bare = key_table_key(key_num(f.key), 0);
+	if (bare == f.key)
+		bare ^= 1;
+	write_refused(&f, fx_va(&f, TARGET_OFF), bare, 64,
+		      AETH_NAK_REM_ACC_ERR, IBV_EVENT_QP_ACCESS_ERR);
+	fx_teardown(&f);
+}
+
+/*
+ * IBA 10.6.3.1, 10.8.3.1: the same for an L_Key.  A SEND whose segment
+ * names the region by its number with another tag completes with a local
+ * protection error and sends nothing.
+ */
+void test_req_lkey_wrong_part(void)
+{
+	struct ibv_send_wr wr = { .wr_id = 91, .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr *bad;
+	struct ibv_sge sge;
+	struct fixture f;
+
+	fx_setup(&f, &default_params);
+	sge = (struct ibv_sge){ .addr = fx_va(&f, LOCAL_OFF), .length = 64,
+				.lkey = key_other_tag(f.key) };
+	wr.sg_list = &sge;
+	CU_ASSERT_FATAL(emu_post_send(f.qp, &wr, &bad, false) == 0);
+	expect_send_wc(&f, 91, IBV_WC_LOC_PROT_ERR, IBV_WC_SEND, 0);
+	expect_quiet();
+	fx_teardown(&f);
+}
+
+#define KEYS_N 16
+
+/*
+ * IBA 10.6.3.1: the key part of an L_Key/R_Key is the HCA's to choose,
+ * and ibemu chooses it at random (key_table.h), so that no key can be
+ * told from its index (the first region of every process used to be
+ * 0x100).  Of 16 regions and 16 windows, each key carries its number,
+ * and some carry a tag and some a variant other than 0: with random
+ * parts, all 0 by chance has a probability of 2^-96 or less.
+ */
+void test_keys_not_bare_index(void)
+{
+	uint32_t key, tags = 0, variants = 0, wtags = 0, i;
+	struct emu_mr *mr[KEYS_N];
+	struct emu_mw *mw[KEYS_N];
+	uint8_t *buf;
+
+	buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CU_ASSERT_FATAL(buf != MAP_FAILED);
+	for (i = 0; i < KEYS_N; i++) {
+		CU_ASSERT_FATAL(emu_mr_reg(hca, 1, buf, 4096, (uintptr_t)buf,
+					   IBV_ACCESS_LOCAL_WRITE, &mr[i],
+					   &key) == 0);
+		CU_ASSERT_EQUAL(key_num(key), mr[i]->index + 1);
+		tags |= key >> KEY_TAG_SHIFT;
+		variants |= key & KEY_VARIANT_MASK;
+		CU_ASSERT_FATAL(emu_mw_alloc(hca, 1, IBV_MW_TYPE_1, &mw[i],
+					     &key) == 0);
+		CU_ASSERT_EQUAL(key_num(key),
+				IBEMU_MAX_MR + mw[i]->index + 1);
+		wtags |= key >> KEY_TAG_SHIFT;
+	}
+	CU_ASSERT(tags != 0);
+	CU_ASSERT(variants != 0);
+	CU_ASSERT(wtags != 0);
+	for (i = 0; i < KEYS_N; i++) {
+		CU_ASSERT(emu_mr_dereg(mr[i]) == 0);
+		CU_ASSERT(emu_mw_dealloc(mw[i]) == 0);
+	}
+	munmap(buf, 4096);
 }

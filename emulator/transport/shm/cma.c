@@ -106,9 +106,9 @@ static inline bool cma_enabled(void)
 /* The entry a key is published in, if any (inbox.h). */
 static struct pub_mr *pub_slot(struct inbox *ib, uint32_t key)
 {
-	if ((key >> 8) == 0)
+	if (key_num(key) == 0)
 		return NULL;
-	return &ib->mrs[((key >> 8) - 1) & (INBOX_PUB_MRS - 1)];
+	return &ib->mrs[(key_num(key) - 1) & (INBOX_PUB_MRS - 1)];
 }
 
 /*
