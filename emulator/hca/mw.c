@@ -182,6 +182,13 @@ static bool mw_bind_ok(const struct emu_qp *qp, const struct emu_mw *mw,
 		/* Length 0 unbinds it (IBA 10.6.7.2.1). */
 		return !b->length || mw_bind_region_ok(mw, mr, b);
 	}
+	/* A type 2 window is named by its key but for the consumer's 8
+	 * bits, and its new key keeps the rest (IBA 10.6.7.2.3: the
+	 * consumer owns only the key part): a stale or guessed key with
+	 * the right number names nothing. */
+	if ((b->mw_key ^ mw->key) & ~KEY_VARIANT_MASK ||
+	    (b->new_key ^ mw->key) & ~KEY_VARIANT_MASK)
+		return false;
 	/* o10-37.2.30: a type 2 window is bound only while free
 	 * (invalidated or never bound); C10-72: through a QP of its PD;
 	 * o10-37.2.40: to a region, never with length 0. */

@@ -117,6 +117,7 @@ void test_resp_duplicate_atomic_foreign(void);
 void test_resp_key_wrong_part(void);
 void test_req_lkey_wrong_part(void);
 void test_keys_not_bare_index(void);
+void test_mw_type2_key_part(void);
 
 /* test_engine_comp.c: the completer */
 void test_comp_ack(void);

@@ -211,6 +211,7 @@ int main(void)
 		{ "resp_key_wrong_part", test_resp_key_wrong_part },
 		{ "req_lkey_wrong_part", test_req_lkey_wrong_part },
 		{ "keys_not_bare_index", test_keys_not_bare_index },
+		{ "mw_type2_key_part", test_mw_type2_key_part },
 		{ "engine_stop_before_sleep", test_engine_stop_before_sleep },
 		{ "qp_destroy_drops_its_completions",
 		  test_qp_destroy_drops_its_completions },

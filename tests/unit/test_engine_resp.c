@@ -801,3 +801,90 @@ void test_keys_not_bare_index(void)
 	}
 	munmap(buf, 4096);
 }
+
+/* Post a BIND_MW of the QP under test binding the type 2 window mwkey
+ * names to 256 bytes at TARGET_OFF of the region mr_lkey names, for
+ * remote reads, with new_key; the bind's completion is status. */
+static void bind_mw(struct fixture *f, uint32_t mwkey, uint32_t mr_lkey,
+		    uint32_t new_key, enum ibv_wc_status status)
+{
+	struct ibv_mr mr = { .lkey = mr_lkey };
+	struct ibv_mw mw = { .rkey = mwkey, .type = IBV_MW_TYPE_2 };
+	struct ibv_send_wr wr = { .wr_id = 95, .opcode = IBV_WR_BIND_MW,
+				  .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr *bad;
+
+	wr.bind_mw.mw = &mw;
+	wr.bind_mw.rkey = new_key;
+	wr.bind_mw.bind_info.mr = &mr;
+	wr.bind_mw.bind_info.addr = fx_va(f, TARGET_OFF);
+	wr.bind_mw.bind_info.length = 256;
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+	CU_ASSERT_FATAL(emu_post_send(f->qp, &wr, &bad, false) == 0);
+	expect_send_wc(f, 95, status, IBV_WC_BIND_MW, 0);
+}
+
+/*
+ * IBA 10.6.7.2.3: the consumer owns only the 8-bit key of a type 2
+ * window's R_Key; the rest is the HCA's.  A bind that names the window
+ * with another tag, or asks for a new key with another tag, fails with
+ * MW_BIND_ERR; one that changes only the 8 bits binds, and a READ
+ * through the window under its key with another tag is NAKed remote
+ * access error, while the key itself reads.
+ */
+void test_mw_type2_key_part(void)
+{
+	uint32_t mrkey, mwkey, key;
+	struct emu_mr *mr;
+	struct emu_mw *mw;
+	struct fixture f;
+	struct loop_pkt *r;
+
+	fx_setup(&f, &default_params);
+	fill(f.buf + TARGET_OFF, 256, 97);
+	CU_ASSERT_FATAL(emu_mr_reg(hca, 1, f.buf, BUF_LEN, (uintptr_t)f.buf,
+				   IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_MW_BIND, &mr, &mrkey) == 0);
+	CU_ASSERT_FATAL(emu_mw_alloc(hca, 1, IBV_MW_TYPE_2, &mw,
+				     &mwkey) == 0);
+	key = (mwkey & ~KEY_VARIANT_MASK) | ((mwkey + 1) & KEY_VARIANT_MASK);
+	bind_mw(&f, mwkey, mrkey, key_other_tag(key), IBV_WC_MW_BIND_ERR);
+	emu_mw_dealloc(mw);
+	emu_mr_dereg(mr);
+	fx_teardown(&f);
+
+	fx_setup(&f, &default_params);
+	fill(f.buf + TARGET_OFF, 256, 98);
+	CU_ASSERT_FATAL(emu_mr_reg(hca, 1, f.buf, BUF_LEN, (uintptr_t)f.buf,
+				   IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_MW_BIND, &mr, &mrkey) == 0);
+	CU_ASSERT_FATAL(emu_mw_alloc(hca, 1, IBV_MW_TYPE_2, &mw,
+				     &mwkey) == 0);
+	key = (mwkey & ~KEY_VARIANT_MASK) | ((mwkey + 1) & KEY_VARIANT_MASK);
+	bind_mw(&f, key_other_tag(mwkey), mrkey, key, IBV_WC_MW_BIND_ERR);
+	emu_mw_dealloc(mw);
+	emu_mr_dereg(mr);
+	fx_teardown(&f);
+
+	fx_setup(&f, &default_params);
+	fill(f.buf + TARGET_OFF, 256, 99);
+	CU_ASSERT_FATAL(emu_mr_reg(hca, 1, f.buf, BUF_LEN, (uintptr_t)f.buf,
+				   IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_MW_BIND, &mr, &mrkey) == 0);
+	CU_ASSERT_FATAL(emu_mw_alloc(hca, 1, IBV_MW_TYPE_2, &mw,
+				     &mwkey) == 0);
+	key = (mwkey & ~KEY_VARIANT_MASK) | ((mwkey + 1) & KEY_VARIANT_MASK);
+	bind_mw(&f, mwkey, mrkey, key, IBV_WC_SUCCESS);
+	inject_read(&f, RQ_PSN, fx_va(&f, TARGET_OFF), key, 64);
+	r = expect_pkt(&f, IB_OP_READ_RESPONSE_ONLY, RQ_PSN);
+	CU_ASSERT(memcmp(pkt_data(r), f.buf + TARGET_OFF, 64) == 0);
+	free(r);
+	inject_read(&f, RQ_PSN + 1, fx_va(&f, TARGET_OFF), key_other_tag(key),
+		    64);
+	expect_ack(&f, RQ_PSN + 1, AETH_NAK | AETH_NAK_REM_ACC_ERR, 1);
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_ERR);
+	expect_event(&f, IBV_EVENT_QP_ACCESS_ERR);
+	emu_mw_dealloc(mw);
+	emu_mr_dereg(mr);
+	fx_teardown(&f);
+}
