@@ -36,3 +36,16 @@ both_placements() {
 		esac
 	done
 }
+# own_mount_ns WHAT "$@": re-run this script in a mount namespace of its
+# own (root only), to mount over /dev/shm without touching the host's;
+# skip, naming WHAT, where that cannot be.
+own_mount_ns() {
+	local what=$1
+	shift
+	[ -n "${IBEMU_OWN_MOUNT_NS:-}" ] && return 0
+	[ "$(id -u)" = 0 ] || { echo "SKIP: $what needs root"; exit 77; }
+	need unshare
+	unshare -m --propagation private true 2>/dev/null ||
+		{ echo "SKIP: unshare -m (a mount namespace) is not allowed here"; exit 77; }
+	IBEMU_OWN_MOUNT_NS=1 exec unshare -m --propagation private bash "$0" "$@"
+}

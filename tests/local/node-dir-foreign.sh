@@ -19,14 +19,7 @@
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/serverclient.sh"
 need timeout
-if [ -z "${IBEMU_NODEDIR_TEST_NS:-}" ]; then
-	[ "$(id -u)" = 0 ] ||
-		{ echo "SKIP: making another user's directory needs root"; exit 77; }
-	need unshare
-	unshare -m --propagation private true 2>/dev/null ||
-		{ echo "SKIP: unshare -m (a mount namespace) is not allowed here"; exit 77; }
-	IBEMU_NODEDIR_TEST_NS=1 exec unshare -m --propagation private bash "$0" "$@"
-fi
+own_mount_ns "making another user's directory" "$@"
 need ibv_devinfo
 need ibv_rc_pingpong
 unset IBEMU_SHM_DIR XDG_RUNTIME_DIR

@@ -20,13 +20,7 @@
 . "$(dirname "$0")/../lib/serverclient.sh"
 need timeout
 holder=$IBEMU_BUILDDIR/tests/progs/shm_holder
-if [ -z "${IBEMU_SHM_TEST_NS:-}" ]; then
-	[ "$(id -u)" = 0 ] || { echo "SKIP: mounting a small /dev/shm needs root"; exit 77; }
-	need unshare
-	unshare -m --propagation private true 2>/dev/null ||
-		{ echo "SKIP: unshare -m (a mount namespace) is not allowed here"; exit 77; }
-	IBEMU_SHM_TEST_NS=1 exec unshare -m --propagation private bash "$0" "$@"
-fi
+own_mount_ns "mounting a small /dev/shm" "$@"
 need setpriv
 need ibv_devinfo
 need ibv_rc_pingpong

@@ -8,8 +8,8 @@
 # (tests/lib/netns-lib.sh), 10.47.0.1 and 10.47.0.2, in network mode.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/netns-lib.sh"
-need ibv_rc_pingpong
 need timeout
+need ibv_rc_pingpong
 netns_setup 2 --own-shm
 dir=$NETNS_DIR
 srv=$(netns_addr 1)

@@ -13,10 +13,10 @@
 need ibv_rc_pingpong
 need ss
 need timeout
-netns_setup 2 --own-shm
-dir=$NETNS_DIR
 port=18515
 addr=$(netns_addr 1)
+netns_setup 2 --own-shm
+dir=$NETNS_DIR
 
 # listening NAME ENV...: the server with ENV in node 1; its listening
 # sockets other than its own port, one "proto local-address" a line, in

@@ -832,6 +832,34 @@ static void bind_mw(struct fixture *f, uint32_t mwkey, uint32_t mr_lkey,
  * through the window under its key with another tag is NAKed remote
  * access error, while the key itself reads.
  */
+/* A fixture with an MR and a type 2 window on it, the target filled
+ * with seed; the window's key and the key it may bind to (the next
+ * 8-bit key) in *mwkey_p and *key_p. */
+static void mw_type2_setup(struct fixture *f, uint8_t seed,
+			   struct emu_mr **mr_p, struct emu_mw **mw_p,
+			   uint32_t *mrkey_p, uint32_t *mwkey_p,
+			   uint32_t *key_p)
+{
+	fx_setup(f, &default_params);
+	fill(f->buf + TARGET_OFF, 256, seed);
+	CU_ASSERT_FATAL(emu_mr_reg(hca, 1, f->buf, BUF_LEN,
+				   (uintptr_t)f->buf,
+				   IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_MW_BIND, mr_p, mrkey_p) == 0);
+	CU_ASSERT_FATAL(emu_mw_alloc(hca, 1, IBV_MW_TYPE_2, mw_p,
+				     mwkey_p) == 0);
+	*key_p = (*mwkey_p & ~KEY_VARIANT_MASK) |
+		 ((*mwkey_p + 1) & KEY_VARIANT_MASK);
+}
+
+static void mw_type2_teardown(struct fixture *f, struct emu_mr *mr,
+			      struct emu_mw *mw)
+{
+	emu_mw_dealloc(mw);
+	emu_mr_dereg(mr);
+	fx_teardown(f);
+}
+
 void test_mw_type2_key_part(void)
 {
 	uint32_t mrkey, mwkey, key;
@@ -840,40 +868,18 @@ void test_mw_type2_key_part(void)
 	struct fixture f;
 	struct loop_pkt *r;
 
-	fx_setup(&f, &default_params);
-	fill(f.buf + TARGET_OFF, 256, 97);
-	CU_ASSERT_FATAL(emu_mr_reg(hca, 1, f.buf, BUF_LEN, (uintptr_t)f.buf,
-				   IBV_ACCESS_LOCAL_WRITE |
-				   IBV_ACCESS_MW_BIND, &mr, &mrkey) == 0);
-	CU_ASSERT_FATAL(emu_mw_alloc(hca, 1, IBV_MW_TYPE_2, &mw,
-				     &mwkey) == 0);
-	key = (mwkey & ~KEY_VARIANT_MASK) | ((mwkey + 1) & KEY_VARIANT_MASK);
+	/* A new key with another tag. */
+	mw_type2_setup(&f, 97, &mr, &mw, &mrkey, &mwkey, &key);
 	bind_mw(&f, mwkey, mrkey, key_other_tag(key), IBV_WC_MW_BIND_ERR);
-	emu_mw_dealloc(mw);
-	emu_mr_dereg(mr);
-	fx_teardown(&f);
+	mw_type2_teardown(&f, mr, mw);
 
-	fx_setup(&f, &default_params);
-	fill(f.buf + TARGET_OFF, 256, 98);
-	CU_ASSERT_FATAL(emu_mr_reg(hca, 1, f.buf, BUF_LEN, (uintptr_t)f.buf,
-				   IBV_ACCESS_LOCAL_WRITE |
-				   IBV_ACCESS_MW_BIND, &mr, &mrkey) == 0);
-	CU_ASSERT_FATAL(emu_mw_alloc(hca, 1, IBV_MW_TYPE_2, &mw,
-				     &mwkey) == 0);
-	key = (mwkey & ~KEY_VARIANT_MASK) | ((mwkey + 1) & KEY_VARIANT_MASK);
+	/* The window named with another tag. */
+	mw_type2_setup(&f, 98, &mr, &mw, &mrkey, &mwkey, &key);
 	bind_mw(&f, key_other_tag(mwkey), mrkey, key, IBV_WC_MW_BIND_ERR);
-	emu_mw_dealloc(mw);
-	emu_mr_dereg(mr);
-	fx_teardown(&f);
+	mw_type2_teardown(&f, mr, mw);
 
-	fx_setup(&f, &default_params);
-	fill(f.buf + TARGET_OFF, 256, 99);
-	CU_ASSERT_FATAL(emu_mr_reg(hca, 1, f.buf, BUF_LEN, (uintptr_t)f.buf,
-				   IBV_ACCESS_LOCAL_WRITE |
-				   IBV_ACCESS_MW_BIND, &mr, &mrkey) == 0);
-	CU_ASSERT_FATAL(emu_mw_alloc(hca, 1, IBV_MW_TYPE_2, &mw,
-				     &mwkey) == 0);
-	key = (mwkey & ~KEY_VARIANT_MASK) | ((mwkey + 1) & KEY_VARIANT_MASK);
+	/* Only the 8 bits: it binds, and reads under that key alone. */
+	mw_type2_setup(&f, 99, &mr, &mw, &mrkey, &mwkey, &key);
 	bind_mw(&f, mwkey, mrkey, key, IBV_WC_SUCCESS);
 	inject_read(&f, RQ_PSN, fx_va(&f, TARGET_OFF), key, 64);
 	r = expect_pkt(&f, IB_OP_READ_RESPONSE_ONLY, RQ_PSN);
@@ -884,7 +890,5 @@ void test_mw_type2_key_part(void)
 	expect_ack(&f, RQ_PSN + 1, AETH_NAK | AETH_NAK_REM_ACC_ERR, 1);
 	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_ERR);
 	expect_event(&f, IBV_EVENT_QP_ACCESS_ERR);
-	emu_mw_dealloc(mw);
-	emu_mr_dereg(mr);
-	fx_teardown(&f);
+	mw_type2_teardown(&f, mr, mw);
 }

@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "hmac.h"
@@ -59,6 +60,26 @@ void tcp_key_say(struct tp_tcp *t, const struct sockaddr_storage *addr,
 	ibemu_log_warn("tcp: the node at %s %s; every node of a fabric needs "
 		       "the same IBEMU_FABRIC_KEY, or none",
 		       tcp_addr_str(addr, a, sizeof(a)), what);
+}
+
+/* What the other side's TCP_F_KEY says, before any proof: 1, neither
+ * side has a key (nothing to prove); 0, both have one (the proof
+ * decides); -1, one side only (refused, said with verdict). */
+static int tcp_key_sides(struct tp_tcp *t, const struct sockaddr_storage *addr,
+			 uint8_t flags, const char *verdict)
+{
+	char what[96];
+
+	if (!t->key.set && !(flags & TCP_F_KEY))
+		return 1;
+	if (t->key.set && (flags & TCP_F_KEY))
+		return 0;
+	snprintf(what, sizeof(what), "%s: %s",
+		 t->key.set ? "has no fabric key"
+			    : "has a fabric key and this process none",
+		 verdict);
+	tcp_key_say(t, addr, what);
+	return -1;
 }
 
 /* The flags and a fresh challenge of a HELLO this side sends first. */
@@ -105,17 +126,10 @@ bool tcp_key_connected(struct tp_tcp *t, const struct sockaddr_storage *addr,
 		       const struct tcp_hello *theirs, struct tcp_hello *proof)
 {
 	uint8_t want[FABRIC_KEY_LEN];
+	int sides = tcp_key_sides(t, addr, theirs->flags, "refused");
 
-	if (!t->key.set) {
-		if (theirs->flags & TCP_F_KEY)
-			tcp_key_say(t, addr, "has a fabric key and this "
-					     "process none: refused");
-		return !(theirs->flags & TCP_F_KEY);
-	}
-	if (!(theirs->flags & TCP_F_KEY)) {
-		tcp_key_say(t, addr, "has no fabric key: refused");
-		return false;
-	}
+	if (sides)
+		return sides > 0;
 	fabric_key_proof(&t->key, TCP_KEY_ACCEPT, mine->nonce,
 			 sizeof(mine->nonce), theirs->nonce,
 			 sizeof(theirs->nonce), want);
@@ -197,17 +211,10 @@ bool tcp_key_reply_ok(struct tp_tcp *t, const struct sockaddr_storage *addr,
 		      const struct tcp_lookup_reply *r)
 {
 	uint8_t want[FABRIC_KEY_LEN];
+	int sides = tcp_key_sides(t, addr, r->flags, "not believed");
 
-	if (!t->key.set) {
-		if (r->flags & TCP_F_KEY)
-			tcp_key_say(t, addr, "has a fabric key and this "
-					     "process none: refused");
-		return !(r->flags & TCP_F_KEY);
-	}
-	if (!(r->flags & TCP_F_KEY)) {
-		tcp_key_say(t, addr, "has no fabric key: not believed");
-		return false;
-	}
+	if (sides)
+		return sides > 0;
 	tcp_key_reply_proof(t, q, r, want);
 	if (crypto_equal(want, r->proof, sizeof(want)))
 		return true;
