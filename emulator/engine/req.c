@@ -43,6 +43,8 @@ int req_resolve_peer_locked(struct emu_qp *qp)
 	place = engine_place(qp->hca->engine);
 	qp->peer = engine_peer(qp->hca->engine, slot);
 	qp->peer_proc = slot;
+	if (qp->type != IBV_QPT_UD)
+		route_publish_peer_locked(qp);
 	if (place)
 		place->peer_bind(qp);
 	return qp->peer ? 0 : -ENOENT;

@@ -27,4 +27,8 @@ int route_qpn(struct emu_hca *hca, const struct ibv_ah_attr *av,
  * does. */
 bool route_from_peer_locked(struct emu_qp *qp, int32_t src_proc);
 
+/* Publish the node of the connected QP's peer (node_qp_publish_peer),
+ * which its node's door then answers alone; qp.lock held. */
+void route_publish_peer_locked(struct emu_qp *qp);
+
 #endif /* IBEMU_ROUTE_H */

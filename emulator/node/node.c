@@ -427,6 +427,8 @@ static void node_qp_unpublish(struct node_qp *q)
 	SEQ_SET(q->access, 0);
 	SEQ_SET(q->pd_id, 0);
 	SEQ_SET(q->pull_from, 0);
+	SEQ_SET(q->peer_addr[0], 0);
+	SEQ_SET(q->peer_addr[1], 0);
 	seq_write_end(&q->seq);
 }
 
@@ -651,6 +653,50 @@ void node_qp_publish(struct node *node, uint32_t qpn, uint32_t state,
 	SEQ_SET(q->access, access);
 	SEQ_SET(q->pd_id, pd_id);
 	seq_write_end(&q->seq);
+}
+
+void node_qp_publish_peer(struct node *node, uint32_t qpn,
+			  const uint8_t addr[16])
+{
+	struct node_qp *q = node_qp_entry(node, qpn);
+	uint64_t w[2];
+
+	if (!q)
+		return;
+	memcpy(w, addr, sizeof(w));
+	seq_write_begin(&q->seq);
+	SEQ_SET(q->peer_addr[0], w[0]);
+	SEQ_SET(q->peer_addr[1], w[1]);
+	seq_write_end(&q->seq);
+}
+
+/* A connected QP answers lookups of its peer's node only (IBA 9.7.1:
+ * one connection, one peer), so a stranger learns neither that it
+ * exists nor where its owner takes connections. */
+bool node_qp_reachable(struct node *node, uint32_t qpn,
+		       const uint8_t asker[16])
+{
+	struct node_qp *q = node_qp_entry(node, qpn);
+	uint32_t start, type, state;
+	uint64_t w[2];
+
+	if (!q)
+		return true;
+	do {
+		start = seq_read_begin(&q->seq);
+		state = SEQ_GET(q->state);
+		w[0] = SEQ_GET(q->peer_addr[0]);
+		w[1] = SEQ_GET(q->peer_addr[1]);
+	} while (!seq_read_ok(&q->seq, start));
+	type = q->qp_type;
+	if (type != IBV_QPT_RC && type != IBV_QPT_UC &&
+	    type != IBV_QPT_XRC_RECV && type != IBV_QPT_XRC_SEND)
+		return true;
+	if ((state != IBV_QPS_RTR && state != IBV_QPS_RTS &&
+	     state != IBV_QPS_SQD && state != IBV_QPS_SQE) ||
+	    (!w[0] && !w[1]))
+		return true;
+	return !memcmp(w, asker, sizeof(w));
 }
 
 void node_qp_publish_pull(struct node *node, uint32_t qpn, uint64_t pull_from)

@@ -43,7 +43,7 @@
 #include "params.h"
 
 #define IBEMU_NODE_MAGIC 0x6962656d756e6f64ull /* "ibemunod" */
-#define IBEMU_NODE_LAYOUT 9
+#define IBEMU_NODE_LAYOUT 10
 
 /* Byte offsets of the liveness locks in the segment's file (advisory:
  * they do not touch the mapped data). */
@@ -84,6 +84,11 @@ struct node_qp {
 	 * (its connected peer): a SEND to this QP may leave its data for
 	 * the owner to pull (cma.c).  0: none.  Same seqlock. */
 	_Atomic uint64_t pull_from;
+	/* A connected QP's peer node once it has one (RTR): its address
+	 * as 16 bytes (IPv6, or ::ffff:a.b.c.d), in two words; zero:
+	 * none.  The node's door answers for the QP to that node alone
+	 * (node_qp_reachable).  Same seqlock. */
+	_Atomic uint64_t peer_addr[2];
 };
 
 /* node_qp.qp_type of a number that names an XRC SRQ (emulator/xrc.c):
@@ -261,6 +266,15 @@ void node_qp_publish_pull(struct node *node, uint32_t qpn,
 			  uint64_t pull_from);
 /* The owner's slot in procs[], or -1. */
 int32_t node_qpn_owner_slot(struct node *node, uint32_t qpn);
+/* The connected QP qpn's peer node is at addr (16 bytes, as node_qp
+ * has it); by its owner, under its QP lock. */
+void node_qp_publish_peer(struct node *node, uint32_t qpn,
+			  const uint8_t addr[16]);
+/* Whether the node at asker (16 bytes) may be told who owns qpn: any
+ * node for a QP that is not connected (UD, or before RTR), only its
+ * peer's for a connected one. */
+bool node_qp_reachable(struct node *node, uint32_t qpn,
+		       const uint8_t asker[16]);
 
 /* Drop every entry of processes that no longer exist; caller holds lock. */
 unsigned int node_sweep_dead_locked(struct node *node);

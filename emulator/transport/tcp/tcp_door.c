@@ -17,9 +17,24 @@
 #include "log.h"
 #include "tcp_int.h"
 
+/* The asker's node as a connected QP's peer is published
+ * (node_qp_publish_peer): loopback is this node's own address. */
+static void tcp_door_asker(const struct tp_tcp *t,
+			   const struct sockaddr_storage *from, uint8_t a[16])
+{
+	const struct node_fabric *f = &t->e->hca->node.seg->fabric;
+
+	tcp_addr16(from, a);
+	if (a[10] == 0xff && a[11] == 0xff && a[12] == 127 &&
+	    (f->flags & NODE_FABRIC_MULTI))
+		memcpy(a + 12, f->ip4, 4);
+}
+
 static void tcp_door_answer(struct tp_tcp *t, const struct tcp_lookup *q,
+			    const struct sockaddr_storage *from,
 			    struct tcp_lookup_reply *r)
 {
+	uint8_t asker[16];
 	struct node *node = &t->e->hca->node;
 	int32_t slot = -1;
 	uint64_t token = 0;
@@ -30,7 +45,11 @@ static void tcp_door_answer(struct tp_tcp *t, const struct tcp_lookup *q,
 	switch (be32toh(q->kind)) {
 	case TCP_LOOKUP_QPN:
 		slot = node_qpn_owner_slot(node, be32toh(q->qpn) & BTH_QPN_MASK);
-		if (slot < 0)
+		tcp_door_asker(t, from, asker);
+		/* A connected QP is its peer's business alone. */
+		if (slot < 0 ||
+		    !node_qp_reachable(node, be32toh(q->qpn) & BTH_QPN_MASK,
+				       asker))
 			err = ENOENT;
 		break;
 	case TCP_LOOKUP_CM:
@@ -103,7 +122,7 @@ void tcp_door_client_readable(struct tp_tcp *t,
 	memcpy(&q, d->buf + sizeof(f), sizeof(q));
 	if (tp_frame_check(&f) && f.type == TP_FRAME_LOOKUP &&
 	    be32toh(f.len) == sizeof(q)) {
-		tcp_door_answer(t, &q, &r);
+		tcp_door_answer(t, &q, &d->from, &r);
 		tcp_key_door_reply(t, &q, &r);
 		tcp_frame_init(t, &f, TP_FRAME_LOOKUP_REPLY, sizeof(r), -1);
 		memcpy(out, &f, sizeof(f));
