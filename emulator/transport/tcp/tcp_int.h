@@ -229,7 +229,8 @@ struct tp_tcp {
 	struct engine *e;
 	bool forced;
 	struct fabric_key key; /* IBEMU_FABRIC_KEY: fixed once open */
-	bool key_told; /* a key mismatch was said */
+	atomic_bool key_told; /* a key mismatch was said */
+	atomic_bool door_told; /* another user's door was said */
 	/* What the door and the data port listen on: the node's fabric
 	 * address in network mode, else loopback (tcp_wanted). */
 	struct sockaddr_storage bind_addr;

@@ -18,7 +18,7 @@
  * (route_from_peer_locked) is what holds, as on RoCE.
  *
  * Lock rule: t->key is written once at open, read after; key_told is
- * a hint, raced benignly (at worst said twice).
+ * atomic.
  */
 #include "config.h"
 
@@ -54,9 +54,8 @@ void tcp_key_say(struct tp_tcp *t, const struct sockaddr_storage *addr,
 {
 	char a[INET6_ADDRSTRLEN];
 
-	if (t->key_told)
+	if (atomic_exchange(&t->key_told, true))
 		return;
-	t->key_told = true;
 	ibemu_log_warn("tcp: the node at %s %s; every node of a fabric needs "
 		       "the same IBEMU_FABRIC_KEY, or none",
 		       tcp_addr_str(addr, a, sizeof(a)), what);
