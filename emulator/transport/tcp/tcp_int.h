@@ -32,6 +32,7 @@
 #define TCP_MAX_CONNS 1024 /* remote processes one process talks to */
 #define TCP_TX_CAP (1u << 20) /* bytes queued per connection */
 #define TCP_RX_CAP (256u << 10)
+#define TCP_READ_BUDGET (256u << 10) /* read of one connection a call */
 #define TCP_RESOLVE_MS 2000
 /* How long a failed resolution is believed: one that cost its caller a
  * wait (a node that does not answer: up to TCP_RESOLVE_MS each try) for
@@ -170,7 +171,7 @@ struct tcp_conn {
 	 * (EPOLLONESHOT, re-armed by the network thread), and a duplicate
 	 * registered for writing while the queue is not empty. */
 	int fd, wfd;
-	int pub; /* its net_peers entry, -1: none */
+	_Atomic int pub; /* its net_peers entry, -1: none */
 	/* The remote process; set before UP, fixed while UP. */
 	struct sockaddr_storage addr; /* its node's address, its port */
 	uint64_t guid, token;
@@ -252,6 +253,7 @@ struct tp_tcp {
 	uint32_t gens[TCP_MAX_CONNS];
 	struct tcp_conn *retired;
 	struct tcp_door_client *door_done;
+	struct tcp_conn *reap_seen[TCP_MAX_CONNS]; /* tcp_reap's snapshot */
 	atomic_int pollers;
 	atomic_bool reap_now; /* a connection died or came: look */
 	uint64_t reap_at, accept_paused_until;

@@ -266,8 +266,9 @@ static uint64_t min_ms(uint64_t a, uint64_t b)
  * (ms), -1: none, so an idle process is not woken. */
 int tcp_reap(struct tp_tcp *t)
 {
+	struct tcp_conn **seen = t->reap_seen;
 	uint64_t now = tcp_now_ms(), next;
-	unsigned int i;
+	unsigned int i, n;
 
 	if (now < t->reap_at && !atomic_exchange(&t->reap_now, false))
 		return t->reap_at == UINT64_MAX
@@ -280,9 +281,15 @@ int tcp_reap(struct tp_tcp *t)
 	tcp_accept_resume(t, now);
 	if (t->accept_paused)
 		next = min_ms(next, t->accept_paused_until);
-	for (i = 0; i < t->nr_conns; i++)
+	/* Resolvers add entries under tcp.lock; only this thread takes
+	 * them out, so the ones seen stay while they are looked at. */
+	pthread_mutex_lock(&t->lock);
+	for (i = n = 0; i < t->nr_conns; i++)
 		if (t->conns[i])
-			next = min_ms(next, tcp_conn_check(t, t->conns[i], now));
+			seen[n++] = t->conns[i];
+	pthread_mutex_unlock(&t->lock);
+	for (i = 0; i < n; i++)
+		next = min_ms(next, tcp_conn_check(t, seen[i], now));
 	tcp_retire(t);
 	if (t->retired || t->door_done)
 		next = min_ms(next, now + TCP_REAP_MS);

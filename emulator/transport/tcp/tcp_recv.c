@@ -61,11 +61,14 @@ static void tcp_reply_hello(struct tcp_conn *c, const struct tp_frame_hdr *f,
 		tcp_conn_dead(c, ENOMEM);
 		return;
 	}
+	/* Who greeted: read by resolvers under tcp.lock (tcp_conn_to). */
+	pthread_mutex_lock(&t->lock);
 	c->guid = be64toh(f->src_guid);
 	c->token = be64toh(f->src_token);
 	c->rslot = (int32_t)be32toh(f->src_slot);
 	c->lid = be16toh(h.lid);
 	tcp_set_port(&c->addr, be16toh(h.port));
+	pthread_mutex_unlock(&t->lock);
 	tcp_lid_check(t, c->lid, c->guid, &c->addr);
 	/* The SLID of what comes by c is the one the fabric gives the
 	 * connection's address where it gives one (derived, or the fabric
@@ -222,6 +225,7 @@ void tcp_room(struct engine *e)
 static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 {
 	bool direct = false, tried = false;
+	uint32_t taken = 0;
 	ssize_t n;
 	int err = 0;
 
@@ -231,7 +235,10 @@ static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 	    TCP_CONN_UP)
 		fault_point(FAULT_AT_NETREAD);
 	atomic_store_explicit(&c->rx_at, tcp_now_ms(), memory_order_relaxed);
-	while (!c->rx_stalled) {
+	/* At most TCP_READ_BUDGET a call: a peer that never stops
+	 * sending (a flood) leaves the thread to the other connections;
+	 * it is read again at its next event (EPOLLONESHOT, re-armed). */
+	while (!c->rx_stalled && taken < TCP_READ_BUDGET) {
 		if (c->rx_len == c->rx_cap) {
 			/* A frame is at most TCP_FRAME_ROOM: a full buffer
 			 * parses, or the peer is not speaking frames. */
@@ -252,6 +259,7 @@ static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 			break;
 		}
 		c->rx_len += (uint32_t)n;
+		taken += (uint32_t)n;
 		/* Data came: the engine takes it straight from here when it
 		 * can (no inbox copy), once per read of the connection. */
 		if (!tried) {
