@@ -232,6 +232,7 @@ struct tp_tcp {
 	struct fabric_key key; /* IBEMU_FABRIC_KEY: fixed once open */
 	atomic_bool key_told; /* a key mismatch was said */
 	atomic_bool door_told; /* another user's door was said */
+	atomic_bool twin_told; /* two nodes at one address were said */
 	/* What the door and the data port listen on: the node's fabric
 	 * address in network mode, else loopback (tcp_wanted). */
 	struct sockaddr_storage bind_addr;
@@ -302,6 +303,12 @@ int tcp_exchange(struct tp_tcp *t, int fd, uint8_t type, const void *body,
 		 void *rbody, uint32_t rlen, uint64_t deadline);
 int tcp_send_frame(struct tp_tcp *t, int fd, uint8_t type, const void *body,
 		   uint32_t len, uint64_t deadline);
+
+/* tcp_trust.c: whom a door's answer is believed from */
+bool tcp_door_ours(struct tp_tcp *t, const struct sockaddr_storage *door);
+bool tcp_door_one_node(struct tp_tcp *t,
+		       const struct sockaddr_storage *node_addr, uint16_t lid,
+		       uint64_t guid);
 
 /* tcp_key.c: the fabric key at the greeting and at the door */
 int tcp_key_open(struct tp_tcp *t);

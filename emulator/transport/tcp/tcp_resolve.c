@@ -7,8 +7,6 @@
 
 #include <errno.h>
 #include <netinet/in.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -49,83 +47,6 @@ static const char *tcp_lookup_kind(const struct tcp_lookup *q)
 	return q->qpn ? "qpn" : "probe";
 }
 
-/* Whether hex (as /proc/net/tcp{,6} print an address: the raw 32-bit
- * words, each as %08X) is the address a (16 bytes, IPv4 mapped), or a
- * wildcard. */
-static bool tcp_proc_addr_is(const char *hex, const uint8_t a[16])
-{
-	uint8_t got[16] = { 0 }, any[16] = { 0 };
-	size_t n = strlen(hex), i;
-	char w[9] = { 0 };
-	uint32_t v;
-
-	if (n != 8 && n != 32)
-		return false;
-	for (i = 0; i < n / 8; i++) {
-		memcpy(w, hex + 8 * i, 8);
-		v = (uint32_t)strtoul(w, NULL, 16);
-		memcpy(got + (n == 8 ? 12 : 4 * i), &v, 4);
-	}
-	if (n == 8) {
-		got[10] = got[11] = 0xff;
-		any[10] = any[11] = 0xff;
-	}
-	return !memcmp(got, a, 16) || !memcmp(got, any, 16);
-}
-
-/* The user of the socket that listens on TCP port at a in this network
- * namespace, or -1 if none does. */
-static long tcp_listener_uid(const char *file, const uint8_t a[16],
-			     uint16_t port)
-{
-	char line[256], hex[40];
-	unsigned int lport, st;
-	unsigned long uid;
-	long found = -1;
-	FILE *f = fopen(file, "r");
-
-	if (!f)
-		return -1;
-	while (found < 0 && fgets(line, sizeof(line), f))
-		if (sscanf(line, " %*u: %39[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x "
-				 "%x %*x:%*x %*x:%*x %*x %lu",
-			   hex, &lport, &st, &uid) == 4 &&
-		    st == 0x0a && lport == port && tcp_proc_addr_is(hex, a))
-			found = (long)uid;
-	fclose(f);
-	return found;
-}
-
-/*
- * A door on this host (this node's address, or loopback) held by a
- * socket of another user is not this node's: whoever bound the port
- * first in the namespace would answer for it.  Not believed, said once.
- * Doors of other hosts cannot be told apart so: the fabric key does.
- */
-static bool tcp_door_ours(struct tp_tcp *t, const struct sockaddr_storage *door)
-{
-	char a[INET6_ADDRSTRLEN];
-	uint8_t a16[16];
-	long uid;
-
-	if (!tcp_same_node(door, &t->bind_addr))
-		return true;
-	tcp_addr16(door, a16);
-	uid = tcp_listener_uid(door->ss_family == AF_INET ? "/proc/net/tcp"
-							  : "/proc/net/tcp6",
-			       a16, t->door_port);
-	if (uid < 0 && door->ss_family == AF_INET)
-		uid = tcp_listener_uid("/proc/net/tcp6", a16, t->door_port);
-	if (uid < 0 || (uid_t)uid == getuid())
-		return true;
-	if (!atomic_exchange(&t->door_told, true))
-		ibemu_log_warn("tcp: the door at %s port %u is held by uid %ld, "
-			       "not by this user: not believed",
-			       tcp_addr_str(door, a, sizeof(a)), t->door_port,
-			       uid);
-	return false;
-}
-
 /* Ask the door of the node at node_addr; 0 or a positive errno. */
 int tcp_lookup(struct tp_tcp *t, const struct sockaddr_storage *node_addr,
 	       const struct tcp_lookup *ask, struct tcp_lookup_reply *r,
@@ -157,6 +78,9 @@ int tcp_lookup(struct tp_tcp *t, const struct sockaddr_storage *node_addr,
 	if (err || !tcp_key_reply_ok(t, node_addr, q, r))
 		return EHOSTUNREACH;
 	tcp_lid_check(t, be16toh(r->lid), be64toh(rf.src_guid), node_addr);
+	if (!tcp_door_one_node(t, node_addr, be16toh(r->lid),
+			       be64toh(rf.src_guid)))
+		return EADDRNOTAVAIL;
 	return (int)be32toh(r->status);
 }
 
