@@ -116,6 +116,41 @@ static void tcp_hello_proof(struct tcp_conn *c, const uint8_t *body)
 	tcp_publish(c->t, c);
 }
 
+/*
+ * Whether a DATA frame's GRH names, as its source, the node its
+ * connection greeted from: a v4-mapped SGID must be the connection's
+ * IPv4 address, a link-local one (fe80::/64 + port GUID, IBA 4.1.1) the
+ * greeted node's port GUID (over loopback: one of this node's GIDs).
+ * A global IPv6 SGID, one of the node's
+ * further addresses, is taken as it is.  Frames without a GRH name no
+ * source beyond the connection.
+ */
+static bool tcp_frame_src_ok(const struct tcp_conn *c,
+			     const struct tp_frame_hdr *f, const uint8_t *body)
+{
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	struct tp_frame_grh g;
+	uint8_t a[16];
+	uint64_t iid;
+
+	if (!(f->flags & TP_FRAME_F_GRH))
+		return true;
+	memcpy(&g, body, sizeof(g));
+	if (!memcmp(g.sgid, v4mapped, sizeof(v4mapped))) {
+		tcp_addr16(&c->addr, a);
+		/* Over loopback: this node's processes, by its GIDs. */
+		if (a[12] == 127)
+			return fabric_gid_is_local(&c->t->e->hca->node,
+						   g.sgid);
+		return !memcmp(g.sgid, a, 16);
+	}
+	if (g.sgid[0] == 0xfe && (g.sgid[1] & 0xc0) == 0x80) {
+		iid = htobe64(c->guid);
+		return !memcmp(g.sgid + 8, &iid, 8);
+	}
+	return true;
+}
+
 /* Hand one checked DATA frame to the engine (engine_deliver_begin). */
 static void tcp_dispatch(struct tcp_conn *c, const struct tp_frame_hdr *f,
 			 const uint8_t *body)
@@ -161,6 +196,12 @@ static bool tcp_parse(struct tcp_conn *c, bool direct)
 		flen = (uint32_t)sizeof(f) + be32toh(f.len);
 		if (c->rx_len - off < flen)
 			break;
+		/* A frame whose GRH names another source is dropped. */
+		if (f.type == TP_FRAME_DATA &&
+		    !tcp_frame_src_ok(c, &f, c->rx + off + sizeof(f))) {
+			off += flen;
+			continue;
+		}
 		/* Straight to the engine only while UP: a resolver holding
 		 * a QP lock may wait for rx_lock to put a new socket under
 		 * a draining c, and the engine takes QP locks. */
