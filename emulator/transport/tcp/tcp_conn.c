@@ -167,12 +167,18 @@ static void tcp_conn_attach(struct tp_tcp *t, struct tcp_conn *c, int fd)
 	c->rx_stalled = false;
 	c->parked = false;
 	atomic_store(&c->rx_drain, false);
-	if (tcp_conn_buffers(c))
+	if (tcp_conn_buffers(c)) {
 		tcp_conn_dead(c, ENOMEM);
-	else if (tcp_conn_register(t, c, fd))
-		tcp_conn_dead(c, errno);
-	else
+	} else {
+		/* UP before the socket is registered: its first event may
+		 * come at once (the peer wrote, or went, as it greeted),
+		 * and one that finds c not live is dropped without a
+		 * re-arm (EPOLLONESHOT), leaving c deaf.  The reader it
+		 * wakes waits for rx_lock, held here. */
 		atomic_store(&c->state, TCP_CONN_UP);
+		if (tcp_conn_register(t, c, fd))
+			tcp_conn_dead(c, errno);
+	}
 	pthread_mutex_unlock(&c->tx_lock);
 	pthread_mutex_unlock(&c->rx_lock);
 	tcp_publish(t, c);
