@@ -428,6 +428,47 @@ static void sock_drain(struct mcast_ip *m, int fd)
 	}
 }
 
+#ifdef IBEMU_FUZZ
+/*
+ * For fuzz/fuzz_mcast_ip.c alone: IBEMU_FUZZ is defined by fuzz/run-fuzz,
+ * never by the library's build.  The receiving thread's work (sock_drain)
+ * on the datagrams waiting on fd, for e, as if this process had joined
+ * the n groups of mgids; no socket joins anything.  One thread at a time.
+ */
+void mcast_ip_fuzz_drain(struct engine *e, const uint8_t (*mgids)[16],
+			 unsigned int n, int fd);
+
+void mcast_ip_fuzz_drain(struct engine *e, const uint8_t (*mgids)[16],
+			 unsigned int n, int fd)
+{
+	static struct mcast_ip *m;
+	unsigned int i;
+
+	if (!m) {
+		m = calloc(1, sizeof(*m));
+		if (!m)
+			abort();
+		pthread_mutex_init(&m->lock, NULL);
+		m->epfd = m->stopfd = -1;
+		atomic_init(&m->send_fd, -1);
+		m->groups = calloc(IBEMU_MAX_MCAST_GRP, sizeof(*m->groups));
+		if (!m->groups)
+			abort();
+	}
+	m->e = e;
+	m->port_guid = e->hca->node.seg->port_guid;
+	m->proc_slot = e->hca->node.proc_slot;
+	m->nr_groups = n < IBEMU_MAX_MCAST_GRP ? n : IBEMU_MAX_MCAST_GRP;
+	for (i = 0; i < m->nr_groups; i++) {
+		memcpy(m->groups[i].mgid, mgids[i], 16);
+		m->groups[i].refs = 1;
+		m->groups[i].addr = mcast_ip_group_addr(mgids[i]);
+		m->groups[i].sock = 0;
+	}
+	sock_drain(m, fd);
+}
+#endif
+
 static void *mcast_ip_thread(void *arg)
 {
 	struct mcast_ip *m = arg;
