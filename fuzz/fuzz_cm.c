@@ -64,98 +64,9 @@
 #define SEL_DISCONNECT 0x40u
 #define SEL_ESTABLISH 0x80u
 
-/* ---- the transport: swallows everything, delivers nothing ---- */
+/* ---- the transport (fuzz_transport.h), and a remote slot ---- */
 
-static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool woken;
-} fz = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.cond = PTHREAD_COND_INITIALIZER,
-};
-
-static const struct transport_ops fuzz_ops;
-static struct tp_peer fz_peer = { .tp = &fuzz_ops };
-static __thread struct {
-	struct pkt_hdr hdr;
-	uint8_t data[PKT_MAX_LEN];
-	struct pkt_grh grh;
-} fz_out;
-
-static int fz_open(struct engine *e)
-{
-	e->tp_priv = NULL;
-	return 0;
-}
-
-static void fz_close(struct engine *e)
-{
-}
-
-static struct tp_peer *fz_peer_get(struct engine *e, int32_t slot)
-{
-	return &fz_peer;
-}
-
-static bool fz_peer_is_self(struct engine *e, const struct tp_peer *peer)
-{
-	return false;
-}
-
-static bool fz_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
-{
-	pkt->hdr = &fz_out.hdr;
-	pkt->data = fz_out.data;
-	pkt->grh = &fz_out.grh;
-	pkt->slot = &fz_out;
-	pkt->pos = 0;
-	return true;
-}
-
-static void fz_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
-{
-	if (pkt->hdr->len > PKT_MAX_LEN)
-		abort();
-}
-
-static bool fz_pkt_peek(struct engine *e, struct tp_pkt *pkt)
-{
-	return false;
-}
-
-static void fz_pkt_release(struct engine *e, struct tp_pkt *pkt)
-{
-}
-
-static void fz_sleep(struct engine *e, uint64_t timeout_ns,
-		     atomic_bool *more)
-{
-	pthread_mutex_lock(&fz.lock);
-	while (!fz.woken)
-		pthread_cond_wait(&fz.cond, &fz.lock);
-	pthread_mutex_unlock(&fz.lock);
-}
-
-static void fz_nap(struct engine *e, uint64_t timeout_ns)
-{
-	fz_sleep(e, timeout_ns, NULL);
-}
-
-static void fz_wake(struct engine *e)
-{
-	if (!atomic_load(&e->stop))
-		return;
-	pthread_mutex_lock(&fz.lock);
-	fz.woken = true;
-	pthread_cond_broadcast(&fz.cond);
-	pthread_mutex_unlock(&fz.lock);
-}
-
-static bool fz_is_sleeping(struct engine *e)
-{
-	return false;
-}
+#include "fuzz_transport.h"
 
 /* The remote slot: a process of another node at 192.0.2.7. */
 static bool fz_peer_info(struct engine *e, int32_t slot,
@@ -206,20 +117,7 @@ static const struct tp_net_ops fz_net = {
 };
 
 static const struct transport_ops fuzz_ops = {
-	.name = "fuzz",
-	.open = fz_open,
-	.close = fz_close,
-	.forget = fz_close,
-	.peer_get = fz_peer_get,
-	.peer_is_self = fz_peer_is_self,
-	.pkt_claim = fz_pkt_claim,
-	.pkt_send = fz_pkt_send,
-	.pkt_peek = fz_pkt_peek,
-	.pkt_release = fz_pkt_release,
-	.sleep = fz_sleep,
-	.nap = fz_nap,
-	.wake = fz_wake,
-	.is_sleeping = fz_is_sleeping,
+	FZ_TRANSPORT_OPS,
 	.flush = fz_flush,
 	.poll = fz_poll,
 	.poll_done = fz_poll,
