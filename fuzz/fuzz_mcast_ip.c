@@ -196,22 +196,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static uint8_t d[FZ_BUF];
 	struct emu_qp *a, *b;
 	struct ibv_wc wc[16];
+	struct input in = { .p = data, .n = size };
 	unsigned int records = 0;
+	const uint8_t *rec;
 	uint16_t n;
 	uint8_t sel;
 
 	a = qp_new(0, 0, 0);
 	b = qp_new(0, 1, 1);
-	while (size >= 3 && records++ < FZ_MAX_RECORDS) {
-		sel = data[0];
-		n = (uint16_t)(data[1] | data[2] << 8);
-		data += 3;
-		size -= 3;
-		if (n > size)
-			n = (uint16_t)size;
-		memcpy(d, data, n);
-		data += n;
-		size -= n;
+	while (records++ < FZ_MAX_RECORDS && take_record(&in, &sel, &rec, &n)) {
+		memcpy(d, rec, n);
 		aim(sel, d, n);
 		if (send(sv[1], d, n, MSG_DONTWAIT) == (ssize_t)n)
 			mcast_ip_fuzz_drain(hca->engine, joined, 2, sv[0]);

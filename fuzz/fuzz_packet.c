@@ -75,6 +75,7 @@ enum { FZ_RC, FZ_UC, FZ_UD, FZ_SRQ, FZ_NR_QPS };
 
 /* ---- the transport (fuzz_transport.h) ---- */
 
+#include "fuzz_input.h"
 #include "fuzz_transport.h"
 
 static const struct transport_ops fuzz_ops = {
@@ -527,23 +528,16 @@ static void deliver(uint8_t sel, const uint8_t *bytes, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct input in = { .p = data, .n = size };
 	unsigned int records = 0;
+	const uint8_t *rec;
 	uint16_t n;
 	uint8_t sel;
 
 	memset(rw.buf, 0, FZ_BUF_LEN);
 	qps_create();
-	while (size >= 3 && records++ < FZ_MAX_RECORDS) {
-		sel = data[0];
-		n = (uint16_t)(data[1] | data[2] << 8);
-		data += 3;
-		size -= 3;
-		if (n > size)
-			n = (uint16_t)size;
-		deliver(sel, data, n);
-		data += n;
-		size -= n;
-	}
+	while (records++ < FZ_MAX_RECORDS && take_record(&in, &sel, &rec, &n))
+		deliver(sel, rec, n);
 	qps_destroy();
 	return 0;
 }

@@ -7,11 +7,11 @@
 # number), gets no connection and no packet from node 2.
 . "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/netns-lib.sh"
-need timeout
 need ibv_rc_pingpong
+need timeout
+srv=$(netns_addr 1)
 netns_setup 2 --own-shm
 dir=$NETNS_DIR
-srv=$(netns_addr 1)
 pp=(env LD_PRELOAD="$IBEMU_LIB_PATH" timeout 20 ibv_rc_pingpong -d ibemu0
 	-n 20)
 
