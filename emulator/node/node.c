@@ -33,6 +33,7 @@
 
 #include "clock.h"
 #include "fabric.h"
+#include "hmac.h"
 #include "inbox.h"
 #include "log.h"
 #include "node.h"
@@ -182,6 +183,8 @@ static void node_identity_init(struct node_seg *seg, const char *name)
 	seg->node_guid = (h & 0x00ffffffffffff00ull) | (0x02ull << 56);
 	seg->port_guid = seg->node_guid | 1;
 	seg->gid_prefix = 0xfe80000000000000ull; /* link-local, IBA 4.1.1 */
+	if (crypto_random(seg->peer_key, sizeof(seg->peer_key)))
+		memcpy(seg->peer_key, &h, sizeof(h)); /* logged; best left */
 	seg->lid = (uint16_t)(1 + (h >> 16) % IBEMU_LID_UNICAST_MAX);
 	/* A one-node fabric is its own subnet manager. */
 	seg->sm_lid = seg->lid;
@@ -427,8 +430,7 @@ static void node_qp_unpublish(struct node_qp *q)
 	SEQ_SET(q->access, 0);
 	SEQ_SET(q->pd_id, 0);
 	SEQ_SET(q->pull_from, 0);
-	SEQ_SET(q->peer_addr[0], 0);
-	SEQ_SET(q->peer_addr[1], 0);
+	SEQ_SET(q->peer_tag, 0);
 	seq_write_end(&q->seq);
 }
 
@@ -655,18 +657,29 @@ void node_qp_publish(struct node *node, uint32_t qpn, uint32_t state,
 	seq_write_end(&q->seq);
 }
 
+/* The tag of a peer address (16 bytes) under this node's key; never 0. */
+static uint32_t node_peer_tag(const struct node *node, const uint8_t addr[16])
+{
+	uint8_t mac[HMAC_SHA256_LEN];
+	uint32_t tag;
+
+	hmac_sha256(node->seg->peer_key, sizeof(node->seg->peer_key), addr,
+		    16, mac);
+	memcpy(&tag, mac, sizeof(tag));
+	return tag ? tag : 1;
+}
+
 void node_qp_publish_peer(struct node *node, uint32_t qpn,
 			  const uint8_t addr[16])
 {
 	struct node_qp *q = node_qp_entry(node, qpn);
-	uint64_t w[2];
+	uint32_t tag;
 
 	if (!q)
 		return;
-	memcpy(w, addr, sizeof(w));
+	tag = node_peer_tag(node, addr);
 	seq_write_begin(&q->seq);
-	SEQ_SET(q->peer_addr[0], w[0]);
-	SEQ_SET(q->peer_addr[1], w[1]);
+	SEQ_SET(q->peer_tag, tag);
 	seq_write_end(&q->seq);
 }
 
@@ -677,16 +690,14 @@ bool node_qp_reachable(struct node *node, uint32_t qpn,
 		       const uint8_t asker[16])
 {
 	struct node_qp *q = node_qp_entry(node, qpn);
-	uint32_t start, type, state;
-	uint64_t w[2];
+	uint32_t start, type, state, tag;
 
 	if (!q)
 		return true;
 	do {
 		start = seq_read_begin(&q->seq);
 		state = SEQ_GET(q->state);
-		w[0] = SEQ_GET(q->peer_addr[0]);
-		w[1] = SEQ_GET(q->peer_addr[1]);
+		tag = SEQ_GET(q->peer_tag);
 	} while (!seq_read_ok(&q->seq, start));
 	type = q->qp_type;
 	if (type != IBV_QPT_RC && type != IBV_QPT_UC &&
@@ -694,9 +705,9 @@ bool node_qp_reachable(struct node *node, uint32_t qpn,
 		return true;
 	if ((state != IBV_QPS_RTR && state != IBV_QPS_RTS &&
 	     state != IBV_QPS_SQD && state != IBV_QPS_SQE) ||
-	    (!w[0] && !w[1]))
+	    !tag)
 		return true;
-	return !memcmp(w, asker, sizeof(w));
+	return tag == node_peer_tag(node, asker);
 }
 
 void node_qp_publish_pull(struct node *node, uint32_t qpn, uint64_t pull_from)

@@ -79,16 +79,17 @@ struct node_qp {
 	_Atomic uint32_t seq;
 	_Atomic uint32_t state; /* enum ibv_qp_state */
 	_Atomic uint32_t access; /* qp_access_flags */
+	/* A connected QP's peer node once it has one (RTR): a tag of its
+	 * address, 32 bits of HMAC-SHA-256 under the node's peer_key (a
+	 * stranger can only guess, one lookup a try); 0: none.  The
+	 * node's door answers for the QP to that node alone
+	 * (node_qp_reachable).  Same seqlock. */
+	_Atomic uint32_t peer_tag;
 	_Atomic uint64_t pd_id; /* the owner's PD, as the owner names it */
 	/* The token of the process this QP's owner verified it can read
 	 * (its connected peer): a SEND to this QP may leave its data for
 	 * the owner to pull (cma.c).  0: none.  Same seqlock. */
 	_Atomic uint64_t pull_from;
-	/* A connected QP's peer node once it has one (RTR): its address
-	 * as 16 bytes (IPv6, or ::ffff:a.b.c.d), in two words; zero:
-	 * none.  The node's door answers for the QP to that node alone
-	 * (node_qp_reachable).  Same seqlock. */
-	_Atomic uint64_t peer_addr[2];
 };
 
 /* node_qp.qp_type of a number that names an XRC SRQ (emulator/xrc.c):
@@ -202,6 +203,7 @@ struct node_seg {
 	uint64_t node_guid; /* host order */
 	uint64_t port_guid; /* host order; GID 0 = fe80::/64 + port_guid */
 	uint64_t gid_prefix; /* host order, fe80:0000:0000:0000 */
+	uint8_t peer_key[16]; /* random, for node_qp.peer_tag */
 	uint16_t lid;
 	uint16_t sm_lid;
 	uint16_t pkeys[IBEMU_PKEY_TBL_LEN];
