@@ -354,6 +354,19 @@ static void stress_fill(uint32_t *w, uint32_t id, uint32_t seq)
 		w[k] = (id * 2654435761u) ^ (seq * 40503u) ^ k;
 }
 
+/* The consumer's abandoned count, for the stopping producer. */
+static _Atomic uint64_t stress_abandons;
+
+static void stress_stop(void)
+{
+	uint64_t seen = atomic_load(&stress_abandons);
+	unsigned int ms;
+
+	sleep_ms(60);
+	for (ms = 60; ms < 2000 && atomic_load(&stress_abandons) == seen; ms++)
+		sleep_ms(1);
+}
+
 static void *stress_produce(void *arg)
 {
 	struct stress_producer *p = arg;
@@ -375,9 +388,11 @@ static void *stress_produce(void *arg)
 		}
 		full_since = 0;
 		/* Stopped past the grace period, then it writes its slot:
-		 * skipped or not, nobody else's. */
+		 * skipped or not, nobody else's.  It stays stopped until
+		 * the consumer, which may be far behind on a loaded
+		 * machine, has passed over a slot (2 s at most). */
 		if (p->stops && seq % 20000 == 19999)
-			sleep_ms(60);
+			stress_stop();
 		stress_fill(w, p->id, seq);
 		memcpy(s->data, w, sizeof(w));
 		inbox_publish(ib, s, pos);
@@ -401,8 +416,11 @@ static void test_stress(void)
 		CU_ASSERT_FATAL(pthread_create(&prod[i].th, NULL,
 					       stress_produce, &prod[i]) == 0);
 	alarm(120);
+	atomic_store(&stress_abandons, 0);
 	while (idle < 100) {
 		s = inbox_next(ib, &cons);
+		atomic_store_explicit(&stress_abandons, cons.abandoned,
+				      memory_order_relaxed);
 		if (!s) {
 			/* Done once both are and nothing comes for 100 ms. */
 			if (atomic_load(&stress_done) == 2) {
