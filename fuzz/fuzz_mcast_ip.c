@@ -17,8 +17,11 @@
  *   sel bit 0: aim: the frame header's magic, version, type (DATA) and
  *              length made right, and its GRH flag set
  *       bit 1: aim the GRH's DGID at the first group (bit 2: the
- *              second), the BTH at the multicast QP (IBA 10.5.2.2), the
- *              DLID at the group's MLID
+ *              second), its SGID at the sender's IPv4 address, the BTH
+ *              at the multicast QP (IBA 10.5.2.2), the DLID at the
+ *              group's MLID
+ * Every datagram comes from FZ_SRC4 at LID FZ_SLID, as the kernel's
+ * envelope would say for a sender of the node's subnet.
  */
 #include "config.h"
 
@@ -37,11 +40,13 @@
 
 #define FZ_QKEY 0x11111111u
 #define FZ_MLID 0xc001
+#define FZ_SRC4 0x0a000002u /* 10.0.0.2, host order */
+#define FZ_SLID 2
 #define FZ_MAX_RECORDS 32
 #define FZ_BUF 65536 /* a datagram longer than a frame too */
 
 void mcast_ip_fuzz_drain(struct engine *e, const uint8_t (*mgids)[16],
-			 unsigned int n, int fd);
+			 unsigned int n, int fd, uint32_t src4, uint16_t slid);
 
 static const uint8_t mgids[3][16] = {
 	{ 0xff, 0x0e, [15] = 1 },
@@ -164,6 +169,7 @@ static void aim(uint8_t sel, uint8_t *d, size_t n)
 	struct tp_frame_hdr f;
 	struct tp_frame_grh g;
 	struct bth b;
+	uint32_t src4;
 	size_t off = sizeof(f) + sizeof(g);
 	int grp = sel & 4 ? 1 : 0;
 
@@ -182,6 +188,10 @@ static void aim(uint8_t sel, uint8_t *d, size_t n)
 	if (sel & 2) {
 		g.next_hdr = TP_FRAME_GRH_NEXT_BTH;
 		memcpy(g.dgid, mgids[grp], 16);
+		memset(g.sgid, 0, 10);
+		g.sgid[10] = g.sgid[11] = 0xff;
+		src4 = htobe32(FZ_SRC4);
+		memcpy(g.sgid + 12, &src4, 4);
 		b.qpn = htobe32((be32toh(b.qpn) & ~BTH_QPN_MASK) |
 				BTH_QPN_MULTICAST);
 		f.dlid = htobe16((uint16_t)(FZ_MLID + grp));
@@ -208,7 +218,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(d, rec, n);
 		aim(sel, d, n);
 		if (send(sv[1], d, n, MSG_DONTWAIT) == (ssize_t)n)
-			mcast_ip_fuzz_drain(hca->engine, joined, 2, sv[0]);
+			mcast_ip_fuzz_drain(hca->engine, joined, 2, sv[0],
+					    htobe32(FZ_SRC4), FZ_SLID);
 	}
 	qp_free(a, 0, 0);
 	qp_free(b, 0, 1);

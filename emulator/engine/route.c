@@ -22,6 +22,7 @@
 #include "fabric.h"
 #include "log.h"
 #include "route.h"
+#include "sockaddr.h"
 
 /* A destination located by its LID: no GRH, or a link-local GID, which
  * names a port of the sender's subnet (IBA 4.1.1). */
@@ -93,22 +94,6 @@ int route_qpn(struct emu_hca *hca, const struct ibv_ah_attr *av,
 				slot_p);
 }
 
-/* addr (AF_INET or AF_INET6) as 16 bytes: IPv6, or ::ffff:a.b.c.d. */
-static void route_addr16(const struct sockaddr_storage *ss, uint8_t out[16])
-{
-	memset(out, 0, 16);
-	if (ss->ss_family == AF_INET) {
-		out[10] = out[11] = 0xff;
-		memcpy(out + 12,
-		       &((const struct sockaddr_in *)(const void *)ss)->sin_addr,
-		       4);
-	} else if (ss->ss_family == AF_INET6) {
-		memcpy(out,
-		       &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr,
-		       16);
-	}
-}
-
 void route_publish_peer_locked(struct emu_qp *qp)
 {
 	const struct ibv_ah_attr *av = &qp->attr.ah_attr;
@@ -120,7 +105,7 @@ void route_publish_peer_locked(struct emu_qp *qp)
 			  av->is_global ? av->grh.dgid.raw : NULL,
 			  &addr) == FABRIC_HERE)
 		route_self_addr(hca, &addr);
-	route_addr16(&addr, a16);
+	sockaddr_addr16(&addr, a16);
 	node_qp_publish_peer(&hca->node, qp->qpn, a16);
 }
 

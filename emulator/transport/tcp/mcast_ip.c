@@ -17,6 +17,11 @@
  *    SO_REUSEADDR so that every process of the node can bind it,
  *    IP_MULTICAST_ALL off so that each gets only the groups it joined;
  *    the memberships are made on the node's interface and address.  A
+ *    socket bound so also takes unicast datagrams to that port: each
+ *    datagram's destination and interface (IP_PKTINFO) must be a group
+ *    we joined, on the node's interface, and its source an address of
+ *    the node's subnet (fabric_expected_lid, which also gives the SLID:
+ *    the frame's own is not believed).  A
  *    socket holds as many as the kernel allows (igmp_max_memberships),
  *    further ones open further sockets.  One thread per process waits on
  *    them all (epoll; an idle process uses no CPU), started at the first
@@ -25,6 +30,16 @@
  *    TTL 1 (the subnet; IBEMU_MCAST_TTL for more), loop off: the
  *    processes of this node have their copies from the node's own
  *    fan-out (req.c), and a frame whose src_guid is ours is dropped too.
+ *
+ * With a fabric key (fabric_key.h) every datagram carries a MAC over
+ * all of it (TP_FRAME_F_MAC, HMAC-SHA-256 truncated to 16 bytes, as
+ * RFC 2104 section 5 allows), and one without it, or with a MAC of
+ * another key, is dropped: no host without the key can send to a
+ * group.  One that has the key and sees a datagram can send it again;
+ * a UD datagram may arrive twice (IBA 9.8.3 makes UD unreliable), and
+ * doc/ibemu.7 says so.  Without a key, a datagram with a MAC is
+ * dropped, and a host of the subnet may send to any group, as on an
+ * InfiniBand subnet without partitions.
  *
  * A received datagram is copied once into the thread's own buffer and
  * checked (tp_frame_check, a UD SEND to DestQP 0xFFFFFF with a multicast
@@ -54,6 +69,9 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "fabric.h"
+#include "fabric_key.h"
+#include "hmac.h"
 #include "log.h"
 #include "node.h"
 #include "tp_frame.h"
@@ -70,6 +88,8 @@
  * the thread is not scheduled (a sender has no flow control to slow
  * it); the kernel caps it at net.core.rmem_max unless we may force it. */
 #define MCAST_IP_RCVBUF (4 << 20)
+/* What the MAC of a datagram starts from (fabric_key.h). */
+#define MCAST_IP_MAC_LABEL "ibemu mcast datagram"
 
 /* An MGID the process's QPs are attached to, and the IP group it maps
  * to; refs: the attachments (QPs, and MLIDs of one QP). */
@@ -98,6 +118,8 @@ struct mcast_ip {
 	uint64_t port_guid; /* host order: our own frames */
 	int32_t proc_slot;
 	uint64_t token;
+	struct fabric_key key; /* fixed at open */
+	atomic_bool key_told; /* a datagram of another key: said once */
 
 	pthread_mutex_t lock; /* everything below but send_fd's reads */
 	struct mcast_ip_group *groups;
@@ -112,7 +134,7 @@ struct mcast_ip {
 
 	/* The thread's own: one datagram, copied out of the socket. */
 	_Alignas(8) uint8_t buf[sizeof(struct tp_frame_hdr) +
-				TP_FRAME_MAX_LEN];
+				TP_FRAME_MAX_LEN + TP_FRAME_MAC_LEN];
 };
 
 /* The state of e's multicast (engine.mcast_priv), NULL: none. */
@@ -169,6 +191,12 @@ static int mcast_ip_open(struct engine *e)
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return ENOMEM;
+	/* A key setting that cannot be used refuses network mode (the
+	 * TCP transport says so): no multicast across nodes either. */
+	if (fabric_key_load(&m->key)) {
+		free(m);
+		return 0;
+	}
 	m->e = e;
 	memcpy(&m->ip4, f.ip4, 4);
 	m->ifindex = (int)if_nametoindex(ifname);
@@ -289,6 +317,9 @@ static int recv_sock_open_locked(struct mcast_ip *m, int *idx_p)
 	if (!ret)
 		ret = sock_opt(fd, IPPROTO_IP, IP_MULTICAST_ALL, &zero,
 			       sizeof(zero), "IP_MULTICAST_ALL");
+	if (!ret)
+		ret = sock_opt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one),
+			       "IP_PKTINFO");
 	if (!ret && bind(fd, (struct sockaddr *)&sin, sizeof(sin))) {
 		ret = errno;
 		ibemu_log_err("multicast across nodes: bind to UDP port %u: "
@@ -351,28 +382,80 @@ static int join_locked(struct mcast_ip *m, uint32_t addr, int *idx_p)
 
 /* ---- receiving ---- */
 
+/* The MAC of a datagram made of pieces (fabric_key.h, TP_FRAME_F_MAC):
+ * HMAC-SHA-256 under the fabric key, of the label and the pieces in
+ * order, truncated to its first TP_FRAME_MAC_LEN bytes. */
+static void datagram_mac(const struct mcast_ip *m, const struct iovec *iov,
+			 size_t n, uint8_t out[TP_FRAME_MAC_LEN])
+{
+	struct hmac_sha256_ctx c;
+	uint8_t full[HMAC_SHA256_LEN];
+	size_t i;
+
+	hmac_sha256_init(&c, m->key.key, sizeof(m->key.key));
+	hmac_sha256_update(&c, MCAST_IP_MAC_LABEL, sizeof(MCAST_IP_MAC_LABEL));
+	for (i = 0; i < n; i++)
+		hmac_sha256_update(&c, iov[i].iov_base, iov[i].iov_len);
+	hmac_sha256_final(&c, full);
+	memcpy(out, full, TP_FRAME_MAC_LEN);
+	explicit_bzero(full, sizeof(full));
+}
+
+/* Whether the n bytes in m->buf, a frame of len bytes after its header,
+ * carry what the fabric key asks: a MAC of the key when one is set,
+ * none when not.  A mismatch is said once. */
+static bool datagram_keyed(struct mcast_ip *m, const struct tp_frame_hdr *f,
+			   size_t n, uint32_t len)
+{
+	size_t body = sizeof(*f) + len;
+	uint8_t mac[TP_FRAME_MAC_LEN];
+	struct iovec iov = { .iov_base = m->buf, .iov_len = body };
+	bool has = f->flags & TP_FRAME_F_MAC;
+
+	if (!m->key.set && !has && n == body)
+		return true;
+	if (m->key.set && has && n == body + TP_FRAME_MAC_LEN) {
+		datagram_mac(m, &iov, 1, mac);
+		if (crypto_equal(mac, m->buf + body, sizeof(mac)))
+			return true;
+	}
+	if (!atomic_exchange(&m->key_told, true))
+		ibemu_log_warn("multicast across nodes: a datagram %s dropped; "
+			       "every node of a fabric needs the same "
+			       "IBEMU_FABRIC_KEY, or none",
+			       m->key.set ? "without this fabric key"
+					  : "with a fabric key");
+	return false;
+}
+
 /*
- * Check a datagram (n bytes in m->buf, private memory) and make it a
- * packet for the engine: a DATA frame of another node, a UD SEND or
- * SEND with immediate to DestQP 0xFFFFFF and a multicast DLID (IBA
- * 10.5), to an MGID we joined when it has a GRH.  False: dropped.
+ * Check a datagram (n bytes in m->buf, private memory) from the IPv4
+ * address src4 (network order), whose LID is slid, and make it a packet
+ * for the engine: a DATA frame of another node, keyed as we are
+ * (datagram_keyed), a UD SEND or SEND with immediate to DestQP 0xFFFFFF
+ * and a multicast DLID (IBA 10.5), to an MGID we joined when it has a
+ * GRH, whose SGID, when an IPv4 one, is src4's.  False: dropped.
  */
-static bool frame_accept(struct mcast_ip *m, size_t n, struct pkt_hdr *hdr,
+static bool frame_accept(struct mcast_ip *m, size_t n, uint32_t src4,
+			 uint16_t slid, struct pkt_hdr *hdr,
 			 struct pkt_grh *grh, struct tp_pkt *in)
 {
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
 	struct tp_frame_hdr f;
 	struct tp_frame_grh g;
 	const struct opcode_info *op;
 	const struct bth *bth;
 	size_t off = sizeof(f);
+	uint32_t len;
 	bool known;
 
 	if (n < sizeof(f))
 		return false;
 	memcpy(&f, m->buf, sizeof(f));
+	len = be32toh(f.len);
 	if (!tp_frame_check(&f) || f.type != TP_FRAME_DATA ||
-	    be32toh(f.len) != n - sizeof(f) ||
-	    be64toh(f.src_guid) == m->port_guid)
+	    len > n - sizeof(f) || be64toh(f.src_guid) == m->port_guid ||
+	    !datagram_keyed(m, &f, n, len))
 		return false;
 	memset(hdr, 0, sizeof(*hdr));
 	if (f.flags & TP_FRAME_F_GRH) {
@@ -380,6 +463,9 @@ static bool frame_accept(struct mcast_ip *m, size_t n, struct pkt_hdr *hdr,
 		off += sizeof(g);
 		if (g.next_hdr != TP_FRAME_GRH_NEXT_BTH || g.dgid[0] != 0xff)
 			return false;
+		if (!memcmp(g.sgid, v4mapped, sizeof(v4mapped)) &&
+		    memcmp(g.sgid + 12, &src4, 4))
+			return false; /* another node's IPv4 GID */
 		pthread_mutex_lock(&m->lock);
 		known = group_find_locked(m, g.dgid) != NULL;
 		pthread_mutex_unlock(&m->lock);
@@ -393,9 +479,10 @@ static bool frame_accept(struct mcast_ip *m, size_t n, struct pkt_hdr *hdr,
 	if (!(op->mask & OPM_UD) || bth_qpn(bth) != BTH_QPN_MULTICAST ||
 	    !lid_is_multicast(be16toh(f.dlid)))
 		return false;
-	/* From no process of this node. */
-	tp_frame_link_get(hdr, &f, (uint32_t)(n - off), -1,
+	/* From no process of this node, with the LID of its address. */
+	tp_frame_link_get(hdr, &f, len - (uint32_t)(off - sizeof(f)), -1,
 			  hdr->flags | PKT_F_FOREIGN);
+	hdr->slid = slid;
 	memset(in, 0, sizeof(*in));
 	in->hdr = hdr;
 	in->grh = grh;
@@ -404,45 +491,109 @@ static bool frame_accept(struct mcast_ip *m, size_t n, struct pkt_hdr *hdr,
 	return true;
 }
 
+/*
+ * Whether a datagram's envelope, as the kernel gives it, is one of the
+ * fabric's: sent to an IP group we joined (not to an address of ours:
+ * the socket is bound to any), on the node's interface, from an address
+ * of the node's subnet; *slid_p its LID.
+ */
+static bool envelope_ok(struct mcast_ip *m, struct msghdr *msg,
+			const struct sockaddr_in *src, uint16_t *slid_p)
+{
+	struct sockaddr_storage ss;
+	struct in_pktinfo pi;
+	struct cmsghdr *cm;
+	bool joined = false;
+
+	if (msg->msg_namelen != sizeof(*src) || src->sin_family != AF_INET)
+		return false;
+	for (cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
+		if (cm->cmsg_level != IPPROTO_IP ||
+		    cm->cmsg_type != IP_PKTINFO ||
+		    cm->cmsg_len < CMSG_LEN(sizeof(pi)))
+			continue;
+		memcpy(&pi, CMSG_DATA(cm), sizeof(pi));
+		if (m->ifindex && pi.ipi_ifindex != m->ifindex)
+			return false;
+		pthread_mutex_lock(&m->lock);
+		joined = group_by_addr_locked(m, pi.ipi_addr.s_addr) != NULL;
+		pthread_mutex_unlock(&m->lock);
+	}
+	if (!joined)
+		return false;
+	memset(&ss, 0, sizeof(ss));
+	memcpy(&ss, src, sizeof(*src));
+	*slid_p = fabric_expected_lid(&m->e->hca->node, &ss);
+	return *slid_p != 0;
+}
+
+static void deliver(struct mcast_ip *m, struct tp_pkt *in)
+{
+	struct engine *e = m->e;
+
+	emu_lock(&e->lock);
+	engine_recv_locked(e, in);
+	engine_flush_acks_locked(e);
+	emu_unlock(&e->lock);
+}
+
 /* Take what one socket holds (up to a batch) and deliver it. */
 static void sock_drain(struct mcast_ip *m, int fd)
 {
-	struct engine *e = m->e;
+	union {
+		struct cmsghdr align;
+		uint8_t b[CMSG_SPACE(sizeof(struct in_pktinfo)) * 2];
+	} ctl;
+	struct sockaddr_in src;
+	struct iovec iov = { .iov_base = m->buf, .iov_len = sizeof(m->buf) };
+	struct msghdr msg;
 	struct pkt_hdr hdr;
 	struct pkt_grh grh;
 	struct tp_pkt in;
 	unsigned int i;
+	uint16_t slid;
 	ssize_t n;
 
 	for (i = 0; i < MCAST_IP_BATCH; i++) {
-		n = recv(fd, m->buf, sizeof(m->buf), MSG_DONTWAIT | MSG_TRUNC);
+		memset(&msg, 0, sizeof(msg));
+		msg.msg_name = &src;
+		msg.msg_namelen = sizeof(src);
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		msg.msg_control = &ctl;
+		msg.msg_controllen = sizeof(ctl);
+		n = recvmsg(fd, &msg, MSG_DONTWAIT);
 		if (n < 0)
 			return;
-		if ((size_t)n > sizeof(m->buf) ||
-		    !frame_accept(m, (size_t)n, &hdr, &grh, &in))
+		if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+		    !envelope_ok(m, &msg, &src, &slid) ||
+		    !frame_accept(m, (size_t)n, src.sin_addr.s_addr, slid,
+				  &hdr, &grh, &in))
 			continue;
-		emu_lock(&e->lock);
-		engine_recv_locked(e, &in);
-		engine_flush_acks_locked(e);
-		emu_unlock(&e->lock);
+		deliver(m, &in);
 	}
 }
 
 #ifdef IBEMU_FUZZ
 /*
  * For fuzz/fuzz_mcast_ip.c alone: IBEMU_FUZZ is defined by fuzz/run-fuzz,
- * never by the library's build.  The receiving thread's work (sock_drain)
- * on the datagrams waiting on fd, for e, as if this process had joined
- * the n groups of mgids; no socket joins anything.  One thread at a time.
+ * never by the library's build.  The receiving thread's work on the
+ * datagrams waiting on fd (a local datagram socket: no envelope, taken
+ * as from src4 at slid), for e, as if this process had joined the n
+ * groups of mgids; no socket joins anything.  One thread at a time.
  */
 void mcast_ip_fuzz_drain(struct engine *e, const uint8_t (*mgids)[16],
-			 unsigned int n, int fd);
+			 unsigned int n, int fd, uint32_t src4, uint16_t slid);
 
 void mcast_ip_fuzz_drain(struct engine *e, const uint8_t (*mgids)[16],
-			 unsigned int n, int fd)
+			 unsigned int n, int fd, uint32_t src4, uint16_t slid)
 {
 	static struct mcast_ip *m;
+	struct pkt_hdr hdr;
+	struct pkt_grh grh;
+	struct tp_pkt in;
 	unsigned int i;
+	ssize_t len;
 
 	if (!m) {
 		m = calloc(1, sizeof(*m));
@@ -465,7 +616,14 @@ void mcast_ip_fuzz_drain(struct engine *e, const uint8_t (*mgids)[16],
 		m->groups[i].addr = mcast_ip_group_addr(mgids[i]);
 		m->groups[i].sock = 0;
 	}
-	sock_drain(m, fd);
+	for (i = 0; i < MCAST_IP_BATCH; i++) {
+		len = recv(fd, m->buf, sizeof(m->buf), MSG_DONTWAIT | MSG_TRUNC);
+		if (len < 0)
+			return;
+		if ((size_t)len <= sizeof(m->buf) &&
+		    frame_accept(m, (size_t)len, src4, slid, &hdr, &grh, &in))
+			deliver(m, &in);
+	}
 }
 #endif
 
@@ -607,7 +765,8 @@ static void mcast_ip_send(struct engine *e, const uint8_t mgid[16],
 	struct sockaddr_in to = { .sin_family = AF_INET };
 	struct tp_frame_grh g;
 	struct tp_frame_hdr f;
-	struct iovec iov[3];
+	uint8_t mac[TP_FRAME_MAC_LEN];
+	struct iovec iov[4];
 	struct msghdr msg = { .msg_name = &to, .msg_namelen = sizeof(to),
 			      .msg_iov = iov };
 	uint32_t grh_len = 0;
@@ -642,6 +801,12 @@ static void mcast_ip_send(struct engine *e, const uint8_t mgid[16],
 	iov[msg.msg_iovlen].iov_base = pkt->data;
 	iov[msg.msg_iovlen++].iov_len = h->len;
 	f.len = htobe32(grh_len + h->len);
+	if (m->key.set) {
+		f.flags |= TP_FRAME_F_MAC;
+		datagram_mac(m, iov, msg.msg_iovlen, mac);
+		iov[msg.msg_iovlen].iov_base = mac;
+		iov[msg.msg_iovlen++].iov_len = sizeof(mac);
+	}
 	if (sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
 		return;
 	/* A full buffer: the datagram is lost, as a UD datagram may be
@@ -670,6 +835,7 @@ static void mcast_ip_free(struct mcast_ip *m, bool fds)
 		if (fd >= 0)
 			close(fd);
 	}
+	fabric_key_clear(&m->key);
 	free(m->groups);
 	free(m);
 }

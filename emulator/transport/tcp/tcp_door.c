@@ -24,7 +24,7 @@ static void tcp_door_asker(const struct tp_tcp *t,
 {
 	const struct node_fabric *f = &t->e->hca->node.seg->fabric;
 
-	tcp_addr16(from, a);
+	sockaddr_addr16(from, a);
 	if (a[10] == 0xff && a[11] == 0xff && a[12] == 127 &&
 	    (f->flags & NODE_FABRIC_MULTI))
 		memcpy(a + 12, f->ip4, 4);

@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "fabric_key.h"
+#include "sockaddr.h"
 #include "tp_frame.h"
 
 #define TCP_MAX_CONNS 1024 /* remote processes one process talks to */
@@ -285,7 +286,6 @@ static inline uint64_t tcp_now_ms(void)
 }
 
 /* tcp_sock.c: addresses, sockets, frames */
-void tcp_addr16(const struct sockaddr_storage *ss, uint8_t out[16]);
 bool tcp_same_node(const struct sockaddr_storage *a,
 		   const struct sockaddr_storage *b);
 void tcp_set_port(struct sockaddr_storage *ss, uint16_t port);

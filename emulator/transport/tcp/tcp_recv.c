@@ -137,7 +137,7 @@ static bool tcp_frame_src_ok(const struct tcp_conn *c,
 		return true;
 	memcpy(&g, body, sizeof(g));
 	if (!memcmp(g.sgid, v4mapped, sizeof(v4mapped))) {
-		tcp_addr16(&c->addr, a);
+		sockaddr_addr16(&c->addr, a);
 		/* Over loopback: this node's processes, by its GIDs. */
 		if (a[12] == 127)
 			return fabric_gid_is_local(&c->t->e->hca->node,

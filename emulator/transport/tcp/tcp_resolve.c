@@ -125,7 +125,7 @@ static struct tcp_route *tcp_route_find_locked(struct tp_tcp *t,
 	uint32_t h = qpn * 2654435761u;
 	unsigned int i;
 
-	tcp_addr16(node, a);
+	sockaddr_addr16(node, a);
 	for (i = 0; i < 16; i++)
 		h = (h ^ a[i]) * 16777619u;
 	return &t->routes[h % TCP_ROUTES];

@@ -22,29 +22,13 @@
 
 /* ---- addresses ---- */
 
-/* addr as 16 bytes: IPv6, or ::ffff:a.b.c.d. */
-void tcp_addr16(const struct sockaddr_storage *ss, uint8_t out[16])
-{
-	memset(out, 0, 16);
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const void *)ss;
-
-		out[10] = out[11] = 0xff;
-		memcpy(out + 12, &in->sin_addr, 4);
-	} else if (ss->ss_family == AF_INET6) {
-		memcpy(out, &((const struct sockaddr_in6 *)(const void *)ss)
-				     ->sin6_addr,
-		       16);
-	}
-}
-
 bool tcp_same_node(const struct sockaddr_storage *a,
 		   const struct sockaddr_storage *b)
 {
 	uint8_t x[16], y[16];
 
-	tcp_addr16(a, x);
-	tcp_addr16(b, y);
+	sockaddr_addr16(a, x);
+	sockaddr_addr16(b, y);
 	return !memcmp(x, y, 16);
 }
 

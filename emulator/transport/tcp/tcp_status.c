@@ -34,7 +34,7 @@ void tcp_publish(struct tp_tcp *t, struct tcp_conn *c)
 			return;
 	}
 	p = &node->seg->net_peers[c->pub];
-	tcp_addr16(&c->addr, p->addr);
+	sockaddr_addr16(&c->addr, p->addr);
 	p->port = ntohs(c->addr.ss_family == AF_INET
 				? ((struct sockaddr_in *)&c->addr)->sin_port
 				: ((struct sockaddr_in6 *)&c->addr)->sin6_port);

@@ -88,7 +88,7 @@ bool tcp_door_ours(struct tp_tcp *t, const struct sockaddr_storage *door)
 
 	if (!tcp_same_node(door, &t->bind_addr))
 		return true;
-	tcp_addr16(door, a16);
+	sockaddr_addr16(door, a16);
 	uid = tcp_listener_uid(door->ss_family == AF_INET ? "/proc/net/tcp"
 							  : "/proc/net/tcp6",
 			       a16, t->door_port);

@@ -31,6 +31,10 @@ enum tp_frame_type {
 };
 
 #define TP_FRAME_F_GRH 1u /* a GRH follows the link header */
+/* A multicast datagram ends in TP_FRAME_MAC_LEN bytes of its MAC under
+ * the fabric key (mcast_ip.c), not counted in len. */
+#define TP_FRAME_F_MAC 2u
+#define TP_FRAME_MAC_LEN 16
 
 struct tp_frame_hdr {
 	__be32 magic;

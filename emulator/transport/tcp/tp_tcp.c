@@ -119,7 +119,7 @@ void tcp_node_addr(const struct tp_tcp *t,
 
 	memcpy(&self.sin_addr, f->ip4, 4);
 	memcpy(&ss, &self, sizeof(self));
-	tcp_addr16(node_addr, a);
+	sockaddr_addr16(node_addr, a);
 	*out = *node_addr;
 	if (tcp_same_node(node_addr, &ss) ||
 	    (a[10] == 0xff && a[11] == 0xff && a[12] == 127))
