@@ -22,7 +22,9 @@
 #              within 32 of where they were, a new client still served
 #   enum       door lookups of 4096 QPNs (how many answered is said)
 #   udspoof    a UD SEND to a UD victim claiming another LID: its wc.slid
-#              is the attacker's node's LID
+#              is the attacker's node's LID; two before it with GRHs
+#              naming other sources (a global IPv6 SGID over IPv4,
+#              another node's IPv4 address) are dropped
 #   attack.sh [CHECK...]   runs the given checks (default, or "all":
 #   every one).  Where the door does not answer for the victim's QP (it
 #   answers a connected QP to its peer's node alone), the attacker is
@@ -245,7 +247,8 @@ ud_spoof()
 	local name=udspoof vpid vrc
 	rm -f "$dir"/*.out "$dir/info"
 	arc=-
-	netns_bg 1 "${run[@]}" ud "$dir/info" 20 2 >"$dir/victim.out" 2>&1
+	netns_bg 1 "${run[@]}" ud "$dir/info" 20 2 "$(netns_addr 2)" \
+		>"$dir/victim.out" 2>&1
 	vpid=$NETNS_PID
 	wait_for "$dir/info" "" "$vpid" 20 &&
 		attack udspoof "$dir/info" "$srv" 3

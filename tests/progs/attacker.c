@@ -25,7 +25,9 @@
  *   attacker enum INFO SECS COUNT  door lookups of COUNT QPNs from the
  *       first: how many the door answers
  *   attacker udspoof INFO ADDR LID a UD SEND to the victim's UD QP at
- *       ADDR, its HELLO and frames claiming LID and a made-up source QP
+ *       ADDR, its HELLO and frames claiming LID and a made-up source QP;
+ *       the first two with a GRH whose SGID is not the connection's
+ *       address (SPOOF_SGID6, SPOOF_SGID4)
  *
  * It prints what it did; it exits 0 when it could do it (reached the
  * door and data port it needed), 1 otherwise.  Every loop is bounded in
@@ -58,6 +60,9 @@
 #define BEHIND 2048 /* PSNs behind the victim's for dupread */
 #define MARKER "ATTACKER-MARKER-0123456789abcdef" /* 32 bytes */
 #define MARKER_LEN 32
+/* SGIDs udspoof's GRHs claim: none is the attacker's connection's. */
+#define SPOOF_SGID6 "2001:db8::66"
+#define SPOOF_SGID4 "::ffff:10.47.0.99"
 #define OUT_CAP (64u << 10)
 
 /* What the victim's INFO says. */
@@ -381,20 +386,33 @@ static void conn_pace(const struct conn *c, double deadline)
 }
 
 /* Queue a DATA frame of pkt (len bytes: BTH onwards) from src_qpn. */
-static void conn_data(struct conn *c, const void *pkt, uint32_t len,
-		      uint32_t src_qpn, double deadline)
+/* Queue a DATA frame of pkt, after the GRH g when g is not NULL. */
+static void conn_data_grh(struct conn *c, const struct tp_frame_grh *g,
+			  const void *pkt, uint32_t len, uint32_t src_qpn,
+			  double deadline)
 {
+	uint32_t glen = g ? (uint32_t)sizeof(*g) : 0;
 	struct tp_frame_hdr f;
 
-	if (c->len + sizeof(f) + len > OUT_CAP) {
+	if (c->len + sizeof(f) + glen + len > OUT_CAP) {
 		conn_flush(c, deadline);
 		conn_pace(c, deadline);
 	}
-	conn_hdr(c, &f, TP_FRAME_DATA, len, src_qpn);
+	conn_hdr(c, &f, TP_FRAME_DATA, glen + len, src_qpn);
+	if (g)
+		f.flags = TP_FRAME_F_GRH;
 	memcpy(c->out + c->len, &f, sizeof(f));
-	memcpy(c->out + c->len + sizeof(f), pkt, len);
-	c->len += (uint32_t)sizeof(f) + len;
+	if (g)
+		memcpy(c->out + c->len + sizeof(f), g, glen);
+	memcpy(c->out + c->len + sizeof(f) + glen, pkt, len);
+	c->len += (uint32_t)sizeof(f) + glen + len;
 	c->frames++;
+}
+
+static void conn_data(struct conn *c, const void *pkt, uint32_t len,
+		      uint32_t src_qpn, double deadline)
+{
+	conn_data_grh(c, NULL, pkt, len, src_qpn, deadline);
 }
 
 static void bth_put(struct bth *b, uint8_t opcode, uint32_t dqpn,
@@ -635,6 +653,7 @@ static int udspoof_main(const struct info *in, const char *addr,
 	struct deth d = { .qkey = htobe32(in->qkey),
 			  .sqp = htobe32(0xabcde) };
 	struct conn *c = calloc(1, sizeof(*c));
+	struct tp_frame_grh g;
 	double end = now_s() + IO_S;
 	int k;
 
@@ -652,12 +671,29 @@ static int udspoof_main(const struct info *in, const char *addr,
 	bth_put((struct bth *)p, IB_OPCODE_UD | IB_OP_SEND_ONLY, in->qpn, 0);
 	memcpy(p + sizeof(struct bth), &d, sizeof(d));
 	memcpy(p + sizeof(struct bth) + sizeof(d), MARKER, MARKER_LEN);
+	/* First with GRHs naming sources the connection is not: a global
+	 * IPv6 address (over IPv4) and another node's IPv4 address. */
+	memset(&g, 0, sizeof(g));
+	g.ver_tclass_flow = htobe32(6u << 28);
+	g.paylen = htobe16((uint16_t)sizeof(p));
+	g.next_hdr = TP_FRAME_GRH_NEXT_BTH;
+	g.hop_limit = 64;
+	g.dgid[10] = g.dgid[11] = 0xff;
+	if (inet_pton(AF_INET, addr, g.dgid + 12) != 1 ||
+	    inet_pton(AF_INET6, SPOOF_SGID6, g.sgid) != 1)
+		return 1;
+	conn_data_grh(c, &g, p, sizeof(p), 0xabcde, end);
+	if (inet_pton(AF_INET6, SPOOF_SGID4, g.sgid) != 1)
+		return 1;
+	conn_data_grh(c, &g, p, sizeof(p), 0xabcde, end);
 	for (k = 0; k < 3; k++)
 		conn_data(c, p, sizeof(p), 0xabcde, end);
 	conn_flush(c, end);
 	usleep(500000);
 	printf("udspoof: %llu UD SENDs to QPN %u claiming LID %u, source QP "
-	       "0xabcde\n", (unsigned long long)c->frames, in->qpn, lid);
+	       "0xabcde, 2 with the SGIDs %s and %s\n",
+	       (unsigned long long)c->frames, in->qpn, lid, SPOOF_SGID6,
+	       SPOOF_SGID4);
 	close(c->fd);
 	free(c);
 	return 0;

@@ -7,7 +7,7 @@
  *
  *   victim server PORT INFO SECS [CLIENTS]
  *   victim client HOST PORT SECS
- *   victim ud INFO SECS SLID
+ *   victim ud INFO SECS SLID FROM
  *
  * The server registers a remote-writable region of known content, then
  * serves CLIENTS clients (1 by default) one after the other, each on a
@@ -33,7 +33,8 @@
  *
  * The ud mode opens a UD QP (Q_Key 0x11111111), writes INFO (pid, lid,
  * qpn, qkey) and waits up to SECS for one datagram: its wc.slid must be
- * SLID (the node it came from, whatever the sender claimed).
+ * SLID (the node it came from, whatever the sender claimed), and its
+ * GRH, if it has one, must name the IPv4 address FROM as its source.
  *
  * Exit: 0 pass, 1 fail, 77 no device.  An alarm ends a process that
  * overstays.
@@ -729,23 +730,46 @@ static int ud_info(const char *path, uint16_t lid, uint32_t qpn)
 
 /* The datagram's sender as the victim sees it. */
 static int ud_judge(struct victim *v, const struct ibv_wc *wc,
-		    unsigned int want)
+		    unsigned int want, const uint8_t from4[4])
 {
-	printf("ud: slid %u src_qp 0x%x, %u bytes: \"%.32s\"\n", wc->slid,
-	       wc->src_qp, wc->byte_len, (const char *)v->mbuf + M_RECV + 40);
-	if (wc->slid == want)
-		return 0;
-	say("the datagram's wc.slid is %u, its sender's node's LID is %u",
-	    wc->slid, want);
-	return -1;
+	const uint8_t *grh = (const uint8_t *)v->mbuf + M_RECV;
+	char sgid[INET6_ADDRSTRLEN] = "none";
+
+	if ((wc->wc_flags & IBV_WC_GRH) &&
+	    !inet_ntop(AF_INET6, grh + 8, sgid, sizeof(sgid)))
+		strcpy(sgid, "?");
+	printf("ud: slid %u src_qp 0x%x sgid %s, %u bytes: \"%.32s\"\n",
+	       wc->slid, wc->src_qp, sgid, wc->byte_len,
+	       (const char *)v->mbuf + M_RECV + 40);
+	if (wc->slid != want) {
+		say("the datagram's wc.slid is %u, its sender's node's LID is "
+		    "%u", wc->slid, want);
+		return -1;
+	}
+	/* A GRH's SGID (IBA 8.3.1) names the sender: the address it came
+	 * from, over IPv4 (the attacker's frames claim others). */
+	if ((wc->wc_flags & IBV_WC_GRH) &&
+	    (!IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)(grh + 8)) ||
+	     memcmp(grh + 20, from4, 4))) {
+		say("the datagram's GRH names the source %s", sgid);
+		return -1;
+	}
+	return 0;
 }
 
-static int ud_main(const char *info, double secs, unsigned int want)
+static int ud_main(const char *info, double secs, unsigned int want,
+		   const char *from)
 {
+	uint8_t from4[4];
+
 	struct victim v = { 0 };
 	struct ibv_wc wc;
 	int ret;
 
+	if (inet_pton(AF_INET, from, from4) != 1) {
+		say("%s: not an IPv4 address", from);
+		return 1;
+	}
 	ret = v_open(&v, false);
 	if (ret) {
 		v_close(&v);
@@ -755,7 +779,7 @@ static int ud_main(const char *info, double secs, unsigned int want)
 	v.deadline = now_s() + secs;
 	if (!v.s.qp || post_recv(&v, 0) ||
 	    ud_info(info, v.s.me.lid, v.s.qp->qp_num) || next_wc(&v, &wc) ||
-	    ud_judge(&v, &wc, want))
+	    ud_judge(&v, &wc, want, from4))
 		v.bad = true;
 	v_close(&v);
 	return v.bad ? 1 : 0;
@@ -770,12 +794,12 @@ int main(int argc, char **argv)
 				   argc == 6 ? atoi(argv[5]) : 1);
 	if (argc == 5 && !strcmp(argv[1], "client"))
 		return client_main(argv[2], argv[3], atof(argv[4]));
-	if (argc == 5 && !strcmp(argv[1], "ud"))
+	if (argc == 6 && !strcmp(argv[1], "ud"))
 		return ud_main(argv[2], atof(argv[3]),
-			       (unsigned int)atoi(argv[4]));
+			       (unsigned int)atoi(argv[4]), argv[5]);
 	fprintf(stderr, "usage: %s server PORT INFO SECS [CLIENTS]\n"
 			"       %s client HOST PORT SECS\n"
-			"       %s ud INFO SECS SLID\n",
+			"       %s ud INFO SECS SLID FROM\n",
 		argv[0], argv[0], argv[0]);
 	return 2;
 }

@@ -118,17 +118,20 @@ static void tcp_hello_proof(struct tcp_conn *c, const uint8_t *body)
 
 /*
  * Whether a DATA frame's GRH names, as its source, the node its
- * connection greeted from: a v4-mapped SGID must be the connection's
- * IPv4 address, a link-local one (fe80::/64 + port GUID, IBA 4.1.1) the
- * greeted node's port GUID (over loopback: one of this node's GIDs).
- * A global IPv6 SGID, one of the node's
- * further addresses, is taken as it is.  Frames without a GRH name no
- * source beyond the connection.
+ * connection greeted from.  A link-local SGID (fe80::/64 + port GUID,
+ * IBA 4.1.1) must carry the greeted node's port GUID.  An IP one must be
+ * the connection's own remote address, as RoCEv2 carries the SGID as the
+ * IP source address (IBA Annex A17, RoCEv2): a v4-mapped SGID over an IPv4
+ * connection, a global IPv6 one over an IPv6 connection (over loopback:
+ * one of this node's GIDs).  An IPv6 SGID over an IPv4 connection, or the
+ * reverse, names no address the connection proved, and is dropped.
+ * Frames without a GRH name no source beyond the connection.
  */
 static bool tcp_frame_src_ok(const struct tcp_conn *c,
 			     const struct tp_frame_hdr *f, const uint8_t *body)
 {
 	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t v6loop[16] = { [15] = 1 };
 	struct tp_frame_grh g;
 	uint8_t a[16];
 	uint64_t iid;
@@ -136,19 +139,16 @@ static bool tcp_frame_src_ok(const struct tcp_conn *c,
 	if (!(f->flags & TP_FRAME_F_GRH))
 		return true;
 	memcpy(&g, body, sizeof(g));
-	if (!memcmp(g.sgid, v4mapped, sizeof(v4mapped))) {
-		sockaddr_addr16(&c->addr, a);
-		/* Over loopback: this node's processes, by its GIDs. */
-		if (a[12] == 127)
-			return fabric_gid_is_local(&c->t->e->hca->node,
-						   g.sgid);
-		return !memcmp(g.sgid, a, 16);
-	}
 	if (g.sgid[0] == 0xfe && (g.sgid[1] & 0xc0) == 0x80) {
 		iid = htobe64(c->guid);
 		return !memcmp(g.sgid + 8, &iid, 8);
 	}
-	return true;
+	sockaddr_addr16(&c->addr, a);
+	/* Over loopback: this node's processes, by its GIDs. */
+	if ((!memcmp(a, v4mapped, sizeof(v4mapped)) && a[12] == 127) ||
+	    !memcmp(a, v6loop, sizeof(v6loop)))
+		return fabric_gid_is_local(&c->t->e->hca->node, g.sgid);
+	return !memcmp(g.sgid, a, 16);
 }
 
 /* Hand one checked DATA frame to the engine (engine_deliver_begin). */
@@ -186,7 +186,7 @@ static bool tcp_parse(struct tcp_conn *c, bool direct)
 	struct tp_frame_hdr f;
 	bool ok = true;
 
-	c->rx_stalled = false;
+	atomic_store_explicit(&c->rx_stalled, false, memory_order_relaxed);
 	while (c->rx_len - off >= sizeof(f)) {
 		memcpy(&f, c->rx + off, sizeof(f));
 		if (!tp_frame_check(&f)) {
@@ -217,7 +217,8 @@ static bool tcp_parse(struct tcp_conn *c, bool direct)
 			if (!tcp_deliver(c, &f, c->rx + off + sizeof(f))) {
 				ibemu_log_dbg("tcp: inbox full, slot %d waits",
 					      c->slot);
-				c->rx_stalled = true;
+				atomic_store_explicit(&c->rx_stalled, true,
+						      memory_order_relaxed);
 				break;
 			}
 			if (tcp_pub(c)) {
@@ -279,7 +280,8 @@ static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 	/* At most TCP_READ_BUDGET a call: a peer that never stops
 	 * sending (a flood) leaves the thread to the other connections;
 	 * it is read again at its next event (EPOLLONESHOT, re-armed). */
-	while (!c->rx_stalled && taken < TCP_READ_BUDGET) {
+	while (!atomic_load_explicit(&c->rx_stalled, memory_order_relaxed) &&
+	       taken < TCP_READ_BUDGET) {
 		if (c->rx_len == c->rx_cap) {
 			/* A frame is at most TCP_FRAME_ROOM: a full buffer
 			 * parses, or the peer is not speaking frames. */
@@ -313,7 +315,8 @@ static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 			break;
 		}
 	}
-	if (c->rx_stalled && !err) {
+	if (atomic_load_explicit(&c->rx_stalled, memory_order_relaxed) &&
+	    !err) {
 		tcp_want_room(t);
 		if (!tcp_parse(c, false))
 			err = EPROTO;
@@ -327,12 +330,18 @@ static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 	}
 }
 
-void tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c)
+bool tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c)
 {
+	bool stalled = false;
+
 	pthread_mutex_lock(&c->rx_lock);
-	if (tcp_conn_live(c))
+	if (tcp_conn_live(c)) {
 		tcp_conn_readable_locked(t, c);
+		stalled = atomic_load_explicit(&c->rx_stalled,
+					       memory_order_relaxed);
+	}
 	pthread_mutex_unlock(&c->rx_lock);
+	return stalled;
 }
 
 /* tcp_poll, on a transport with connections. */
