@@ -164,7 +164,7 @@ static void tcp_conn_attach(struct tp_tcp *t, struct tcp_conn *c, int fd)
 	c->tx_head = c->tx_tail = 0;
 	c->tx_armed = false;
 	c->rx_len = 0;
-	c->rx_stalled = false;
+	atomic_store_explicit(&c->rx_stalled, false, memory_order_relaxed);
 	c->parked = false;
 	atomic_store(&c->rx_drain, false);
 	if (tcp_conn_buffers(c)) {

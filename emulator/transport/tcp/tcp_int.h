@@ -197,7 +197,9 @@ struct tcp_conn {
 	pthread_mutex_t rx_lock;
 	uint8_t *rx;
 	uint32_t rx_len, rx_cap; /* TCP_RX_HELLO_CAP until greeted */
-	bool rx_stalled;
+	/* Written under rx_lock; read without it as a hint (the thread's
+	 * retry sweep), so atomic. */
+	atomic_bool rx_stalled;
 	bool parked; /* a busy poller reads it: not re-armed (tcp_thread) */
 	/* A send failed while the socket may still hold what the peer sent
 	 * before it went (an ACK it flushed just before closing): DEAD (or
@@ -373,7 +375,9 @@ bool tcp_peer_is_self(struct engine *e, const struct tp_peer *peer);
 
 /* tcp_recv.c: receiving */
 void tcp_room(struct engine *e);
-void tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c);
+/* Read what c has, under its rx_lock; whether it is left stalled (the
+ * engine's inbox full), as seen under that lock. */
+bool tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c);
 void tcp_poll(struct engine *e);
 void tcp_conn_writable(struct tcp_conn *c);
 void tcp_accept(struct tp_tcp *t);

@@ -144,7 +144,8 @@ static void tcp_conn_give_back(struct tp_tcp *t, struct tcp_conn *c)
 		c->tx = c->rx = NULL;
 		c->rx_cap = c->rx_len = 0;
 		c->tx_head = c->tx_tail = 0;
-		c->rx_stalled = false;
+		atomic_store_explicit(&c->rx_stalled, false,
+				      memory_order_relaxed);
 		if (c->parked) {
 			c->parked = false;
 			t->nr_parked--;

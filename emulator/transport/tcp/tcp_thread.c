@@ -23,11 +23,12 @@ static void tcp_retry_stalled(struct tp_tcp *t)
 
 	for (i = 0; i < t->nr_conns; i++) {
 		c = t->conns[i];
-		if (!c || !c->rx_stalled ||
+		if (!c ||
+		    !atomic_load_explicit(&c->rx_stalled,
+					  memory_order_relaxed) ||
 		    !tcp_conn_live(c))
 			continue;
-		tcp_conn_readable(t, c);
-		if (c->rx_stalled)
+		if (tcp_conn_readable(t, c))
 			stalled++;
 		else
 			tcp_rearm(t, c);
@@ -98,8 +99,7 @@ static void tcp_conn_event(struct tp_tcp *t, struct tcp_conn *c)
 		}
 		return;
 	}
-	tcp_conn_readable(t, c);
-	if (c->rx_stalled)
+	if (tcp_conn_readable(t, c))
 		t->nr_stalled++;
 	else
 		tcp_rearm(t, c);
