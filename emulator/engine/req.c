@@ -81,7 +81,7 @@ static uint8_t req_opcode(const struct emu_qp *qp, const struct wqe *w,
 		return base + IB_OP_COMPARE_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return base + IB_OP_FETCH_ADD;
-	case IBV_WR_ATOMIC_WRITE:
+	case EMU_WR_ATOMIC_WRITE:
 		return base + IB_OP_ATOMIC_WRITE;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:

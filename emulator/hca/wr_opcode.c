@@ -38,8 +38,8 @@ const struct wr_opcode_info wr_opcode_table[WR_OPCODE_MAX] = {
 				   IBV_WC_SEND },
 	/* The 8 bytes to store are its payload (IBA 1.5 RDMA ATOMIC
 	 * WRITE); no responder resource, acknowledged as a WRITE. */
-	[IBV_WR_ATOMIC_WRITE] = { "ATOMIC_WRITE",
+	[EMU_WR_ATOMIC_WRITE] = { "ATOMIC_WRITE",
 				  WR_WRITE | WR_ATOMIC_WRITE | WR_PAYLOAD |
 					  WR_RC,
-				  IBV_WC_ATOMIC_WRITE },
+				  EMU_WC_ATOMIC_WRITE },
 };

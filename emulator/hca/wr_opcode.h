@@ -13,6 +13,23 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+/*
+ * RDMA ATOMIC WRITE (IBA 1.5) came to libibverbs with rdma-core 44
+ * (IBV_WR_ATOMIC_WRITE, IBV_WC_ATOMIC_WRITE).  The HCA serves it whatever
+ * headers it is built with, under rdma-core's values: its enums are ABI
+ * and never renumbered.  Whether it is offered to a program is the
+ * provider's decision (provider/verbs/qp_ex.c).
+ */
+#if HAVE_DECL_IBV_WR_ATOMIC_WRITE
+#define EMU_WR_ATOMIC_WRITE IBV_WR_ATOMIC_WRITE
+#define EMU_WC_ATOMIC_WRITE IBV_WC_ATOMIC_WRITE
+_Static_assert(IBV_WR_ATOMIC_WRITE == 15 && IBV_WC_ATOMIC_WRITE == 9,
+	       "rdma-core's atomic write opcodes");
+#else
+#define EMU_WR_ATOMIC_WRITE ((enum ibv_wr_opcode)15)
+#define EMU_WC_ATOMIC_WRITE ((enum ibv_wc_opcode)9)
+#endif
+
 enum wr_mask {
 	WR_SEND = 1 << 0,
 	WR_WRITE = 1 << 1,

@@ -22,13 +22,24 @@
 #include "ibemu.h"
 #include "log.h"
 
+/*
+ * RDMA ATOMIC WRITE came with rdma-core 44 (IBV_WR_ATOMIC_WRITE, and
+ * wr_atomic_write at the end of struct ibv_qp_ex): built against older
+ * headers ibemu does not offer it.
+ */
+#if HAVE_DECL_IBV_WR_ATOMIC_WRITE
+#define QP_EX_WITH_ATOMIC_WRITE IBV_QP_EX_WITH_ATOMIC_WRITE
+#else
+#define QP_EX_WITH_ATOMIC_WRITE 0
+#endif
+
 #define QP_EX_OPS_SUPPORTED                                                    \
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |      \
 	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |                  \
 	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |       \
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_BIND_MW |       \
 	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |              \
-	 IBV_QP_EX_WITH_ATOMIC_WRITE)
+	 QP_EX_WITH_ATOMIC_WRITE)
 
 /* The word an ATOMIC WRITE stores, copied at once, as inline data. */
 struct wr_word {
@@ -351,6 +362,7 @@ static void wr_abort(struct ibv_qp_ex *qpx)
 	pthread_mutex_unlock(&st->lock);
 }
 
+#if HAVE_DECL_IBV_WR_ATOMIC_WRITE
 /*
  * RDMA ATOMIC WRITE (IBA 1.5, ibv_wr_atomic_write(3)): the 8 bytes at
  * atomic_wr are stored at once at remote_addr, which must be aligned to
@@ -381,6 +393,7 @@ static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
 	wr->num_sge = 1;
 	wr->send_flags |= IBV_SEND_INLINE;
 }
+#endif
 
 static int qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags)
 {
@@ -394,7 +407,7 @@ static int qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags)
 			       IBV_QP_EX_WITH_SEND_WITH_INV |
 			       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 			       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-			       IBV_QP_EX_WITH_ATOMIC_WRITE)))
+			       QP_EX_WITH_ATOMIC_WRITE)))
 		return EINVAL;
 	if (type == IBV_QPT_UD &&
 	    (send_ops_flags & (IBV_QP_EX_WITH_RDMA_WRITE |
@@ -472,7 +485,9 @@ int ibemu_qp_ex_init(struct ibemu_qp *qp, uint64_t send_ops_flags)
 	qpx->wr_rdma_read = wr_rdma_read;
 	qpx->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	qpx->wr_atomic_fetch_add = wr_atomic_fetch_add;
+#if HAVE_DECL_IBV_WR_ATOMIC_WRITE
 	qpx->wr_atomic_write = wr_atomic_write;
+#endif
 	qpx->wr_set_sge = wr_set_sge;
 	qpx->wr_set_sge_list = wr_set_sge_list;
 	qpx->wr_set_inline_data = wr_set_inline_data;

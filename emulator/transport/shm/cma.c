@@ -394,7 +394,7 @@ static bool cma_is_atomic(const struct wqe *w)
 {
 	return w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 	       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
-	       w->opcode == IBV_WR_ATOMIC_WRITE;
+	       w->opcode == EMU_WR_ATOMIC_WRITE;
 }
 
 /*
@@ -409,7 +409,7 @@ static ssize_t cma_window_atomic(const struct wqe *w, uint64_t *p,
 {
 	uint64_t v = w->compare_add;
 
-	if (w->opcode == IBV_WR_ATOMIC_WRITE) {
+	if (w->opcode == EMU_WR_ATOMIC_WRITE) {
 		if (!(w->send_flags & IBV_SEND_INLINE)) {
 			if (nl != 1 || local[0].iov_len != 8)
 				return -1;
@@ -579,7 +579,7 @@ static ssize_t cma_place(struct emu_qp *qp, struct wqe *w, bool write,
 			 const struct iovec *checked, int nl)
 {
 	bool atomic = cma_is_atomic(w);
-	uint32_t need = atomic && w->opcode != IBV_WR_ATOMIC_WRITE
+	uint32_t need = atomic && w->opcode != EMU_WR_ATOMIC_WRITE
 				? IBV_ACCESS_REMOTE_ATOMIC
 			: write || atomic ? IBV_ACCESS_REMOTE_WRITE
 					  : IBV_ACCESS_REMOTE_READ;
