@@ -88,7 +88,8 @@ static void ibemu_uninit_device(struct verbs_device *vdev)
 	/* Static storage; the permanent reference keeps us from here. */
 }
 
-static const struct verbs_context_ops ibemu_ctx_ops = {
+/* Laid out as the process's libibverbs has them by pabi_set_ops(). */
+static const struct pabi_ops ibemu_ctx_ops = {
 	.alloc_mw = ibemu_alloc_mw,
 	.alloc_parent_domain = ibemu_alloc_parent_domain,
 	.alloc_pd = ibemu_alloc_pd,
@@ -162,7 +163,7 @@ static int ibemu_async_fd_open(struct ibemu_context *ctx)
 		close(fd);
 		return ret;
 	}
-	ctx->vctx.context.async_fd = fd;
+	ctx->pctx.vctx.context.async_fd = fd;
 	return 0;
 }
 
@@ -191,9 +192,13 @@ static struct verbs_context *ibemu_alloc_context(struct ibv_device *device,
 		errno = -cmd_fd;
 		return NULL;
 	}
-	ctx = pabi.init_and_alloc_context(device, cmd_fd, sizeof(*ctx),
-					  &((struct ibemu_context *)NULL)->vctx,
-					  0 /* RDMA_DRIVER_UNKNOWN */);
+	/* libibverbs lays its verbs_context out from that offset, as large
+	 * as its release has it, within ctx->pctx (pabi.h). */
+	ctx = pabi.init_and_alloc_context(
+		device, cmd_fd, sizeof(*ctx),
+		(struct verbs_context *)(uintptr_t)pabi_vctx_offset(
+			offsetof(struct ibemu_context, pctx)),
+		0 /* RDMA_DRIVER_UNKNOWN */);
 	if (!ctx) {
 		if (import_fd < 0)
 			close(cmd_fd);
@@ -213,17 +218,17 @@ static struct verbs_context *ibemu_alloc_context(struct ibv_device *device,
 			      strerror(-ret));
 		goto err_put;
 	}
-	ctx->vctx.context.num_comp_vectors = IBEMU_NUM_COMP_VECTORS;
-	pabi.set_ops(&ctx->vctx, &ibemu_ctx_ops);
-	return &ctx->vctx;
+	ctx->pctx.vctx.context.num_comp_vectors = IBEMU_NUM_COMP_VECTORS;
+	pabi_set_ops(pabi_lib_vctx(&ctx->pctx), &ibemu_ctx_ops);
+	return pabi_lib_vctx(&ctx->pctx);
 
 err_put:
 	emu_hca_put(ctx->hca);
 err_uninit:
 	/* A failed import leaves the caller's fd open. */
 	if (import_fd >= 0)
-		ctx->vctx.context.cmd_fd = -1;
-	pabi.uninit_context(&ctx->vctx);
+		ctx->pctx.vctx.context.cmd_fd = -1;
+	pabi.uninit_context(pabi_lib_vctx(&ctx->pctx));
 	free(ctx);
 	errno = -ret;
 	return NULL;
@@ -239,6 +244,6 @@ static void ibemu_free_context(struct ibv_context *context)
 	if (!ibemu_ctx_stale(context))
 		emu_hca_put(ctx->hca);
 	/* Closes async_fd and drops the device reference. */
-	pabi.uninit_context(&ctx->vctx);
+	pabi.uninit_context(pabi_lib_vctx(&ctx->pctx));
 	free(ctx);
 }

@@ -17,7 +17,7 @@
 #include <infiniband/verbs.h>
 
 #include "emu.h"
-#include "pabi.h"
+#include "layout.h"
 #include "params.h"
 
 #define IBEMU_EXPORT __attribute__((visibility("default")))
@@ -36,8 +36,13 @@ struct ibemu_device {
 	int port_count;
 };
 
+/*
+ * pctx first: libibverbs' verbs_context, however large the process's
+ * release has it, ends where pctx.vctx.context does (pabi.h), before the
+ * fields that follow.
+ */
 struct ibemu_context {
-	struct verbs_context vctx;
+	struct pabi_context pctx;
 	pid_t pid; /* the process that opened it */
 	struct emu_hca *hca;
 	int async_wfd; /* non-blocking write end of context.async_fd */
@@ -138,7 +143,7 @@ struct ibemu_ah {
  */
 static inline bool ibemu_ctx_stale(const struct ibv_context *c)
 {
-	return container_of(c, struct ibemu_context, vctx.context)->pid !=
+	return container_of(c, struct ibemu_context, pctx.vctx.context)->pid !=
 	       ibemu_pid;
 }
 
@@ -148,7 +153,7 @@ static inline struct ibemu_device *to_edev(struct ibv_device *d)
 }
 static inline struct ibemu_context *to_ectx(struct ibv_context *c)
 {
-	return container_of(c, struct ibemu_context, vctx.context);
+	return container_of(c, struct ibemu_context, pctx.vctx.context);
 }
 static inline struct ibemu_pd *to_epd(struct ibv_pd *pd)
 {
@@ -195,13 +200,7 @@ static inline struct ibemu_ah *to_eah(struct ibv_ah *ah)
 	return container_of(ah, struct ibemu_ah, ibv_ah);
 }
 
-/* shim.c: the run-time link to libibverbs' private ABI */
-struct pabi_funcs {
-	pabi_init_and_alloc_context_fn init_and_alloc_context;
-	pabi_set_ops_fn set_ops;
-	pabi_uninit_context_fn uninit_context;
-};
-extern struct pabi_funcs pabi;
+/* shim.c: the interposers' link to libibverbs */
 bool ibemu_is_ours(const struct ibv_context *context);
 /* A stock libibverbs function, found in libibverbs's scope (shim.c);
  * NULL when libibverbs is not in the process. */
@@ -210,9 +209,6 @@ void *ibemu_verbs_sym(const char *name, const char *version);
 int ibemu_set_nonblock(int fd);
 bool ibemu_shim_enabled(void);
 int ibemu_pipe_rdwr(int *fd_p);
-/* PABI 34's ibv_query_gid_type(), interposed; type is enum ibv_gid_type_sysfs */
-int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
-		       unsigned int index, int *type);
 
 /* device.c: devices and contexts */
 struct ibv_device *ibemu_device_get(void);

@@ -60,8 +60,8 @@ static void qp_init_verbs(struct ibemu_qp *qp, struct ibv_context *context,
 		ibqp->srq = a->srq;
 	}
 	if (a->qp_type == IBV_QPT_XRC_RECV) {
-		qp->vqp.comp_mask |= PABI_VERBS_QP_XRCD;
-		qp->vqp.xrcd = &to_exrcd(a->xrcd)->vxrcd;
+		pabi_qp_tail(&qp->vqp)->comp_mask |= PABI_VERBS_QP_XRCD;
+		pabi_qp_tail(&qp->vqp)->xrcd = &to_exrcd(a->xrcd)->vxrcd;
 	}
 	ibqp->handle = qpn;
 	ibqp->qp_num = qpn;

@@ -25,7 +25,8 @@
 /*
  * RDMA ATOMIC WRITE came with rdma-core 44 (IBV_WR_ATOMIC_WRITE, and
  * wr_atomic_write at the end of struct ibv_qp_ex): built against older
- * headers ibemu does not offer it.
+ * headers ibemu does not offer it, and built against newer ones it offers
+ * it only where the process's libibverbs has that member (pabi_qp_ex_has).
  */
 #if HAVE_DECL_IBV_WR_ATOMIC_WRITE
 #define QP_EX_WITH_ATOMIC_WRITE IBV_QP_EX_WITH_ATOMIC_WRITE
@@ -395,9 +396,21 @@ static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
 }
 #endif
 
+/* The send_ops_flags ibemu offers in this process. */
+static uint64_t qp_ex_ops_offered(void)
+{
+	uint64_t ops = QP_EX_OPS_SUPPORTED;
+
+#if HAVE_DECL_IBV_WR_ATOMIC_WRITE
+	if (!pabi_qp_ex_has(offsetof(struct ibv_qp_ex, wr_atomic_write)))
+		ops &= ~(uint64_t)IBV_QP_EX_WITH_ATOMIC_WRITE;
+#endif
+	return ops;
+}
+
 static int qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags)
 {
-	if (send_ops_flags & ~(uint64_t)QP_EX_OPS_SUPPORTED) {
+	if (send_ops_flags & ~qp_ex_ops_offered()) {
 		ibemu_log_dbg("create_qp_ex: send_ops_flags %#llx not offered",
 			      (unsigned long long)send_ops_flags);
 		return EOPNOTSUPP;
@@ -470,7 +483,6 @@ int ibemu_qp_ex_init(struct ibemu_qp *qp, uint64_t send_ops_flags)
 	if (!qp->stage)
 		return ENOMEM;
 	qp->stage->send_ops_flags = send_ops_flags;
-	qp->vqp.comp_mask |= PABI_VERBS_QP_EX;
 	qpx->comp_mask = 0;
 	qpx->wr_start = wr_start;
 	qpx->wr_complete = wr_complete;
@@ -486,7 +498,8 @@ int ibemu_qp_ex_init(struct ibemu_qp *qp, uint64_t send_ops_flags)
 	qpx->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	qpx->wr_atomic_fetch_add = wr_atomic_fetch_add;
 #if HAVE_DECL_IBV_WR_ATOMIC_WRITE
-	qpx->wr_atomic_write = wr_atomic_write;
+	if (pabi_qp_ex_has(offsetof(struct ibv_qp_ex, wr_atomic_write)))
+		qpx->wr_atomic_write = wr_atomic_write;
 #endif
 	qpx->wr_set_sge = wr_set_sge;
 	qpx->wr_set_sge_list = wr_set_sge_list;
@@ -494,5 +507,8 @@ int ibemu_qp_ex_init(struct ibemu_qp *qp, uint64_t send_ops_flags)
 	qpx->wr_set_inline_data_list = wr_set_inline_data_list;
 	qpx->wr_set_ud_addr = wr_set_ud_addr;
 	qpx->wr_set_xrc_srqn = wr_set_xrc_srqn;
+	/* After the members: where libibverbs' ibv_qp_ex is shorter than
+	 * the headers', its comp_mask is where their last members are. */
+	pabi_qp_tail(&qp->vqp)->comp_mask |= PABI_VERBS_QP_EX;
 	return 0;
 }

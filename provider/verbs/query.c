@@ -135,7 +135,11 @@ int ibemu_query_port(struct ibv_context *context, uint8_t port_num,
 	if (!emu_port_valid(port_num) || !pa)
 		return EINVAL;
 	info = ctx_port_info(context);
-	memset(pa, 0, sizeof(*pa));
+	/* Only the members every release has: libibverbs hands the provider
+	 * its own struct ibv_port_attr, zeroed, and from rdma-core 49 on it
+	 * has active_speed_ex after these (4 bytes more than before), which
+	 * headers newer than the process's libibverbs would overrun. */
+	memset(pa, 0, PABI_PORT_ATTR_SIZE_36);
 	pa->state = IBV_PORT_ACTIVE;
 	pa->max_mtu = IBEMU_MAX_MTU;
 	pa->active_mtu = IBEMU_MAX_MTU;

@@ -13,15 +13,15 @@
  * with dlvsym() in libibverbs's scope (verbs_scope_find), when the object
  * is not ibemu's.
  *
- * The private ABI is resolved at run time: if this libibverbs does not
- * export IBVERBS_PRIVATE_34, nothing is injected and the program runs as
- * if ibemu were absent, after one line on stderr saying why.
+ * The private ABI is resolved at run time (pabi/select.c): if this
+ * libibverbs has a layout ibemu does not carry, nothing is injected and
+ * the program runs as if ibemu were absent, after one line on stderr
+ * saying why.
  */
 #include "config.h"
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,9 +32,8 @@
 #include <endian.h>
 
 #include "ibemu.h"
+#include "layout.h"
 #include "log.h"
-
-struct pabi_funcs pabi;
 
 typedef struct ibv_device **(*get_device_list_fn)(int *num);
 typedef struct ibv_comp_channel *(*create_comp_channel_fn)(
@@ -53,8 +52,6 @@ typedef ssize_t (*query_gid_table_fn)(struct ibv_context *context,
 				      struct ibv_gid_entry *entries,
 				      size_t max_entries, uint32_t flags,
 				      size_t entry_size);
-typedef int (*query_gid_type_fn)(struct ibv_context *context, uint8_t port_num,
-				 unsigned int index, int *type);
 
 /* The stock functions the interposers stand for. */
 static struct {
@@ -67,7 +64,6 @@ static struct {
 	get_device_guid_fn get_device_guid;
 	query_gid_ex_fn query_gid_ex;
 	query_gid_table_fn query_gid_table;
-	query_gid_type_fn query_gid_type;
 } real;
 
 /*
@@ -111,37 +107,8 @@ static void *real_sym(const char *name, const char *version)
 	return dlvsym(verbs_scope, name, version);
 }
 
-/* "44.0" from libibverbs.so.1.14.44.0, for the one-line refusal. */
-static void rdma_core_version(void *sym, char *buf, size_t len)
-{
-	char path[PATH_MAX];
-	const char *base;
-	Dl_info info;
-	int dots = 0;
-
-	snprintf(buf, len, "unknown");
-	if (!sym || !dladdr(sym, &info) || !info.dli_fname)
-		return;
-	if (!realpath(info.dli_fname, path))
-		snprintf(path, sizeof(path), "%s", info.dli_fname);
-	base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	/* libibverbs.so.1.ABI.MAJOR.MINOR: the package version is last two */
-	for (const char *p = base; *p; p++) {
-		if (*p == '.' && ++dots == 4) {
-			snprintf(buf, len, "%s (%s)", p + 1, path);
-			return;
-		}
-	}
-	snprintf(buf, len, "of %s", path);
-}
-
 static void shim_init(void)
 {
-	const char *pabi_name = IBEMU_PABI_VERSION_NAME;
-	const char *forced = getenv("IBEMU_TEST_PABI_VERSION");
-	char version[PATH_MAX + 32];
-
 	verbs_scope_find();
 	real.get_device_list = real_sym("ibv_get_device_list", "IBVERBS_1.1");
 	real.create_comp_channel =
@@ -153,31 +120,9 @@ static void shim_init(void)
 	real.get_device_guid = real_sym("ibv_get_device_guid", "IBVERBS_1.1");
 	real.query_gid_ex = real_sym("_ibv_query_gid_ex", "IBVERBS_1.11");
 	real.query_gid_table = real_sym("_ibv_query_gid_table", "IBVERBS_1.11");
-
-	/* A test knob: resolve another private version to prove that the
-	 * preload then stands aside. */
-	if (forced && *forced)
-		pabi_name = forced;
-	real.query_gid_type = real_sym("ibv_query_gid_type", pabi_name);
-	pabi.init_and_alloc_context =
-		real_sym("_verbs_init_and_alloc_context", pabi_name);
-	pabi.set_ops = real_sym("verbs_set_ops", pabi_name);
-	pabi.uninit_context = real_sym("verbs_uninit_context", pabi_name);
-
 	if (!real.get_device_list)
 		return; /* libibverbs is not in this process */
-	if (!pabi.init_and_alloc_context || !pabi.set_ops ||
-	    !pabi.uninit_context) {
-		rdma_core_version((void *)real.get_device_list, version,
-				  sizeof(version));
-		fprintf(stderr,
-			"ibemu: rdma-core %s does not export %s; ibemu supports "
-			"rdma-core %d to %d; no ibemu device is offered\n",
-			version, pabi_name, IBEMU_PABI_RDMA_CORE_MIN,
-			IBEMU_PABI_RDMA_CORE_MAX);
-		return;
-	}
-	shim_enabled = true;
+	shim_enabled = pabi_select(real_sym, (void *)real.get_device_list);
 }
 
 /* Whether libibverbs is in the process (real and pabi are then set). */
@@ -468,39 +413,6 @@ IBEMU_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
 		}
 	}
 	return n;
-}
-
-/* Private (PABI 34) but called by librdmacm. */
-IBEMU_EXPORT int ibv_query_gid_type(struct ibv_context *context,
-				    uint8_t port_num, unsigned int index,
-				    int *type)
-{
-	struct ibv_gid_entry e;
-	int ret;
-
-	if (!shim_ensure_init()) {
-		errno = ENOSYS;
-		return -1;
-	}
-	if (!ibemu_is_ours(context)) {
-		if (!real.query_gid_type) {
-			errno = ENOSYS;
-			return -1;
-		}
-		return real.query_gid_type(context, port_num, index, type);
-	}
-	ret = ibemu_query_gid_entry(context, port_num, index, &e);
-	if (ret == ENODATA) {
-		*type = 0;
-		return 0;
-	}
-	if (ret) {
-		errno = ret;
-		return -1;
-	}
-	/* IBV_GID_TYPE_SYSFS_IB_ROCE_V1 (0) for IB and RoCE v1 GIDs */
-	*type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
-	return 0;
 }
 
 bool ibemu_shim_enabled(void)

@@ -244,8 +244,8 @@ struct ibv_qp *ibemu_open_qp(struct ibv_context *context,
 	ibqp->state = IBV_QPS_UNKNOWN;
 	pthread_mutex_init(&ibqp->mutex, NULL);
 	pthread_cond_init(&ibqp->cond, NULL);
-	qp->vqp.comp_mask = PABI_VERBS_QP_XRCD;
-	qp->vqp.xrcd = &to_exrcd(a->xrcd)->vxrcd;
+	pabi_qp_tail(&qp->vqp)->comp_mask = PABI_VERBS_QP_XRCD;
+	pabi_qp_tail(&qp->vqp)->xrcd = &to_exrcd(a->xrcd)->vxrcd;
 	return ibqp;
 
 err_count:
