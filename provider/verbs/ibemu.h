@@ -223,6 +223,9 @@ int ibemu_fd_nonblock_writer(int fd);
 int ibemu_query_device_ex(struct ibv_context *context,
 			  const struct ibv_query_device_ex_input *input,
 			  struct ibv_device_attr_ex *attr, size_t attr_size);
+/* open_own.c: open ibemu's device where libibverbs cannot (rdma-core
+ * 36: pabi/layout.h, open_needs_sysfs). */
+struct ibv_context *ibemu_open_own(struct ibv_device *device);
 int ibemu_query_port(struct ibv_context *context, uint8_t port_num,
 		     struct ibv_port_attr *port_attr);
 int ibemu_query_gid_entry(struct ibv_context *context, uint32_t port_num,

@@ -45,6 +45,7 @@ typedef int (*query_gid_fn)(struct ibv_context *context, uint8_t port_num,
 typedef int (*query_pkey_fn)(struct ibv_context *context, uint8_t port_num,
 			     int index, __be16 *pkey);
 typedef __be64 (*get_device_guid_fn)(struct ibv_device *device);
+typedef int (*get_device_index_fn)(struct ibv_device *device);
 typedef int (*query_gid_ex_fn)(struct ibv_context *context, uint32_t port_num,
 			       uint32_t gid_index, struct ibv_gid_entry *entry,
 			       uint32_t flags, size_t entry_size);
@@ -62,6 +63,7 @@ static struct {
 	query_gid_fn query_gid;
 	query_pkey_fn query_pkey;
 	get_device_guid_fn get_device_guid;
+	get_device_index_fn get_device_index;
 	query_gid_ex_fn query_gid_ex;
 	query_gid_table_fn query_gid_table;
 } real;
@@ -118,6 +120,7 @@ static void shim_init(void)
 	real.query_gid = real_sym("ibv_query_gid", "IBVERBS_1.1");
 	real.query_pkey = real_sym("ibv_query_pkey", "IBVERBS_1.1");
 	real.get_device_guid = real_sym("ibv_get_device_guid", "IBVERBS_1.1");
+	real.get_device_index = real_sym("ibv_get_device_index", "IBVERBS_1.9");
 	real.query_gid_ex = real_sym("_ibv_query_gid_ex", "IBVERBS_1.11");
 	real.query_gid_table = real_sym("_ibv_query_gid_table", "IBVERBS_1.11");
 	if (!real.get_device_list)
@@ -196,6 +199,43 @@ real_only:
 	return list;
 }
 
+/*
+ * ibv_open_device: ibemu's device is opened by libibverbs, except where
+ * the process's libibverbs cannot open a device without sysfs (rdma-core
+ * 36, open_own.c).
+ */
+static struct ibv_context *shim_open(struct ibv_device *device)
+{
+	if (shim_enabled && pabi.layout->open_needs_sysfs && device &&
+	    device == ibemu_device_get())
+		return ibemu_open_own(device);
+	if (!real.open_device) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	return real.open_device(device);
+}
+
+IBEMU_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	if (!shim_ensure_init()) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	return shim_open(device);
+}
+
+/* rdma-core 36 reads the index from the device's sysfs description;
+ * 37 on answer -1 for a device without one, as here. */
+IBEMU_EXPORT int ibv_get_device_index(struct ibv_device *device)
+{
+	if (!shim_ensure_init())
+		return -1;
+	if (device && device == ibemu_device_get())
+		return -1;
+	return real.get_device_index ? real.get_device_index(device) : -1;
+}
+
 IBEMU_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
 	struct ibv_context *ctx;
@@ -205,8 +245,8 @@ IBEMU_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 		return NULL;
 	}
 	/* An ibemu context's command fd (provider/import.c). */
-	if (shim_enabled && real.open_device) {
-		ctx = ibemu_import_device(cmd_fd, real.open_device);
+	if (shim_enabled) {
+		ctx = ibemu_import_device(cmd_fd, shim_open);
 		if (ctx || errno != EBADF)
 			return ctx;
 	}

@@ -11,7 +11,7 @@
 need ibv_devices
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"; ibemu_cleanup' EXIT
-supported="ibemu supports rdma-core 37 to 64 and the main branch (65); no ibemu device is offered"
+supported="ibemu supports rdma-core 36 to 64 and the main branch (65); no ibemu device is offered"
 
 # fake NAME FILE: the stand-in NAME as DIR/NAME/FILE, as libibverbs.so.1
 fake() {
@@ -20,6 +20,7 @@ fake() {
 		ln -s "$2" "$dir/$1/libibverbs.so.1"
 }
 fake 35 libibverbs.so.1.13.35.0 &&
+	fake 36 libibverbs.so.1.14.36.0 &&
 	fake 37 libibverbs.so.1.14.37.0 &&
 	fake 65_new libibverbs.so.1.19.66.0 &&
 	fake 66 libibverbs.so.1.19.66.0 || { echo "no stand-ins"; exit 99; }
@@ -60,6 +61,12 @@ run 37
 grep -q ibemu0 "$dir/with.out" && [ "$rc_with" = 0 ] && ! grep -q . "$dir/with.err" &&
 	pass "37's nodes: ibemu0 listed, nothing called" ||
 	fail "37's nodes: exit $rc_with: $(cat "$dir/with.out" "$dir/with.err")"
+# 36: 37's nodes without __verbs_log and its ibv_qp_ex (20 wr ops), the
+# row where ibemu opens its own device; it is chosen, nothing is called.
+run 36 FAKE_VERBS_QP_EX_WR_OPS=20
+grep -q ibemu0 "$dir/with.out" && [ "$rc_with" = 0 ] && ! grep -q . "$dir/with.err" &&
+	pass "36's nodes: ibemu0 listed, nothing called" ||
+	fail "36's nodes: exit $rc_with: $(cat "$dir/with.out" "$dir/with.err")"
 for n in 20 21; do
 	run 37 FAKE_VERBS_QP_EX_WR_OPS=$n
 	grep -q ibemu0 "$dir/with.out" && [ "$rc_with" = 0 ] &&

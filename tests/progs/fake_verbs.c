@@ -67,6 +67,10 @@ FAKE_EXPORT void *_verbs_init_and_alloc_context(void);
 FAKE_EXPORT void verbs_set_ops(void);
 FAKE_EXPORT void verbs_uninit_context(void);
 FAKE_EXPORT void __verbs_log(void);
+FAKE_EXPORT void verbs_init_cq(void);
+/* Named so under other C names: <infiniband/verbs.h> declares both. */
+FAKE_EXPORT void fake_query_port(void) __asm__("ibv_query_port");
+FAKE_EXPORT void fake_query_device(void) __asm__("ibv_query_device");
 
 FAKE_EXPORT void *_verbs_init_and_alloc_context(void)
 {
@@ -87,4 +91,19 @@ FAKE_EXPORT void verbs_uninit_context(void)
 FAKE_EXPORT void __verbs_log(void)
 {
 	fake_called("__verbs_log");
+}
+
+FAKE_EXPORT void verbs_init_cq(void)
+{
+	fake_called("verbs_init_cq");
+}
+
+FAKE_EXPORT void fake_query_port(void)
+{
+	fake_called("ibv_query_port");
+}
+
+FAKE_EXPORT void fake_query_device(void)
+{
+	fake_called("ibv_query_device");
 }

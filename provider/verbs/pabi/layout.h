@@ -8,7 +8,7 @@
  *
  *   releases  private node          newest public  ops  verbs_context
  *   35        IBVERBS_PRIVATE_34    IBVERBS_1.13    75  40 words (refused)
- *   36        IBVERBS_PRIVATE_34    IBVERBS_1.14    76  40 words (refused)
+ *   36        IBVERBS_PRIVATE_34    IBVERBS_1.14    76  40 words (own open)
  *   37-56     IBVERBS_PRIVATE_34    IBVERBS_1.14    76  40 words
  *   57-58     IBVERBS_PRIVATE_57    IBVERBS_1.14    76  40 words
  *   59-61     IBVERBS_PRIVATE_59    IBVERBS_1.15    79  43 words
@@ -23,7 +23,8 @@
  * them does: a process's layout is the row whose private node and newest
  * public node its libibverbs defines, and a libibverbs that defines a
  * pair no row has, older or newer, is not one ibemu knows.  36 has 37's
- * layout but cannot open a device without sysfs, which ibemu's is; it is
+ * layout, but its ibv_open_device() cannot open a device without sysfs,
+ * which ibemu's is: there ibemu opens its own device (open_own.c).  It is
  * told from 37 by a private function 37 added (layouts.c).
  *
  * struct ibv_qp_ex grew inside the row 37-56 with no node to show it (20
@@ -60,6 +61,9 @@ struct pabi_layout {
 	/* a private function the row's first release added, which tells it
 	 * from an older one of the same nodes; or NULL */
 	const char *private_since;
+	/* its ibv_open_device() opens the device's sysfs character device
+	 * first, and ibemu opens its own device (../open_own.c) */
+	bool open_needs_sysfs;
 };
 
 extern const struct pabi_layout pabi_layouts[];
@@ -76,20 +80,29 @@ struct pabi {
 	pabi_init_and_alloc_context_fn init_and_alloc_context;
 	pabi_set_ops_fn set_ops;
 	pabi_uninit_context_fn uninit_context;
+	/* Where the row opens its own device (open_needs_sysfs): libibverbs'
+	 * verbs_init_cq, and the compat entry points set_lib_ops() installs
+	 * (ibv_query_port and ibv_query_device at IBVERBS_1.1). */
+	pabi_init_cq_fn init_cq;
+	void (*compat_query_port)(void);
+	void (*compat_query_device)(void);
 };
 extern struct pabi pabi;
 
 /* layouts.c */
 
-/* The row for this private node and newest public node, or NULL. */
-const struct pabi_layout *pabi_layout_find(const char *private_node,
-					   int public_minor);
+/* The newest row for this private node and newest public node whose
+ * private_since, if any, sym(name, version) finds (sym NULL: as if it
+ * found every one); or NULL. */
+const struct pabi_layout *pabi_layout_find(
+	const char *private_node, int public_minor,
+	void *(*sym)(const char *name, const char *version));
 /* Where member `name` is in l's verbs_context_ops, or -1: not in it. */
 int pabi_op_slot(const struct pabi_layout *l, const char *name);
 /* ibemu's ops, laid out as the process's libibverbs has them, installed
  * on its context vctx (libibverbs' own, pabi_lib_vctx) with verbs_set_ops. */
 void pabi_set_ops(struct verbs_context *vctx, const struct pabi_ops *ops);
-/* "rdma-core 37 to 64 and the main branch (65)" */
+/* "rdma-core 36 to 64 and the main branch (65)" */
 void pabi_supported(char *buf, size_t len);
 
 /* select.c */

@@ -15,13 +15,18 @@ struct pabi pabi;
 
 /*
  * Oldest first; the rows' releases follow on from each other.  rdma-core
- * 36 has the first row's layout, but its ibv_open_device() opens the
+ * 36 has the second row's layout, but its ibv_open_device() opens the
  * device's sysfs character device before the provider is asked, and
- * crashes on a device without sysfs; 37 opens none for such a device
- * (rdma-core commit 9b239d0e0) and added __verbs_log to the private node
- * in the same release: the row requires it.
+ * crashes on a device without sysfs: ibemu opens its own device there
+ * (../open_own.c).  37 opens none for such a device (rdma-core commit
+ * 9b239d0e0) and added __verbs_log to the private node in the same
+ * release: the second row requires it, which tells 37 from 36.
  */
 const struct pabi_layout pabi_layouts[] = {
+	{ .first = 36, .last = 36, .private_node = "IBVERBS_PRIVATE_34",
+	  .public_minor = 14, .ops_release = 36, .nr_ops = 76,
+	  .vctx_words = 40, .qp_ex_wr_ops = { 20 },
+	  .open_needs_sysfs = true },
 	{ .first = 37, .last = 56, .private_node = "IBVERBS_PRIVATE_34",
 	  .public_minor = 14, .ops_release = 36, .nr_ops = 76,
 	  .vctx_words = 40, .qp_ex_wr_ops = { 20, 21, 22 },
@@ -63,14 +68,18 @@ _Static_assert(0 PABI_CONTEXT_OPS(PABI_OP_AT_36) == 76,
 _Static_assert(sizeof(struct pabi_ops) == 76 * sizeof(pabi_op_fn),
 	       "struct pabi_ops holds the members of rdma-core 36");
 
-const struct pabi_layout *pabi_layout_find(const char *private_node,
-					   int public_minor)
+const struct pabi_layout *pabi_layout_find(
+	const char *private_node, int public_minor,
+	void *(*sym)(const char *name, const char *version))
 {
-	for (unsigned int i = 0; i < pabi_nr_layouts; i++) {
+	for (unsigned int i = pabi_nr_layouts; i-- > 0;) {
 		const struct pabi_layout *l = &pabi_layouts[i];
 
-		if (!strcmp(l->private_node, private_node) &&
-		    l->public_minor == public_minor)
+		if (strcmp(l->private_node, private_node) ||
+		    l->public_minor != public_minor)
+			continue;
+		if (!l->private_since || !sym ||
+		    sym(l->private_since, l->private_node))
 			return l;
 	}
 	return NULL;

@@ -191,6 +191,9 @@ typedef void *(*pabi_init_and_alloc_context_fn)(
 /* ops: a struct verbs_context_ops in the process's layout (pabi_set_ops). */
 typedef void (*pabi_set_ops_fn)(struct verbs_context *vctx, const void *ops);
 typedef void (*pabi_uninit_context_fn)(struct verbs_context *vctx);
+typedef void (*pabi_init_cq_fn)(struct ibv_cq *cq, struct ibv_context *context,
+				struct ibv_comp_channel *channel,
+				void *cq_context);
 
 /* Layout checks, on LP64 (x86_64, aarch64, ppc64le, s390x). */
 _Static_assert(sizeof(void *) == 8, "the layouts are checked for LP64");

@@ -110,7 +110,9 @@ static size_t pabi_qp_ex_measure(const struct pabi_layout *l,
 	return found;
 }
 
-static const struct pabi_layout *pabi_layout_of(const void *anchor)
+static const struct pabi_layout *
+pabi_layout_of(void *(*sym)(const char *name, const char *version),
+	       const void *anchor)
 {
 	struct pabi_nodes n = { .public_minor = -1 };
 	const struct pabi_layout *l;
@@ -121,7 +123,7 @@ static const struct pabi_layout *pabi_layout_of(const void *anchor)
 		return NULL;
 	}
 	l = n.nr_private == 1 && !n.unknown[0]
-		    ? pabi_layout_find(n.private_node, n.public_minor)
+		    ? pabi_layout_find(n.private_node, n.public_minor, sym)
 		    : NULL;
 	if (l)
 		return l;
@@ -142,7 +144,7 @@ static const struct pabi_layout *pabi_layout_of(const void *anchor)
 bool pabi_select(void *(*sym)(const char *name, const char *version),
 		 const void *anchor)
 {
-	const struct pabi_layout *l = pabi_layout_of(anchor);
+	const struct pabi_layout *l = pabi_layout_of(sym, anchor);
 	pabi_qp_to_qp_ex_fn to_qp_ex;
 	struct pabi found = { .layout = l };
 	const char *missing = NULL;
@@ -167,12 +169,19 @@ bool pabi_select(void *(*sym)(const char *name, const char *version),
 		pabi_refuse(anchor, why);
 		return false;
 	}
-	if (l->private_since && !sym(l->private_since, l->private_node)) {
-		snprintf(why, sizeof(why), "is older than rdma-core %d (it "
-			 "exports no %s at %s)", l->first, l->private_since,
-			 l->private_node);
-		pabi_refuse(anchor, why);
-		return false;
+	if (l->open_needs_sysfs) {
+		found.init_cq = sym("verbs_init_cq", l->private_node);
+		found.compat_query_port =
+			(void (*)(void))sym("ibv_query_port", "IBVERBS_1.1");
+		found.compat_query_device =
+			(void (*)(void))sym("ibv_query_device", "IBVERBS_1.1");
+		if (!found.init_cq || !found.compat_query_port ||
+		    !found.compat_query_device) {
+			pabi_refuse(anchor, "does not export verbs_init_cq, "
+					    "ibv_query_port or "
+					    "ibv_query_device");
+			return false;
+		}
 	}
 	found.qp_ex_size = to_qp_ex ? pabi_qp_ex_measure(l, to_qp_ex) : 0;
 	if (!found.qp_ex_size) {
