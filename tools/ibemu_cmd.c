@@ -17,6 +17,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,7 +211,8 @@ static const char *mr_count(struct node *node, const struct node_proc *p)
 	if (inbox_map(node->name, p->token, &ib))
 		return "?";
 	for (i = 0; i < INBOX_PUB_MRS; i++)
-		if (__atomic_load_n(&ib->mrs[i].key, __ATOMIC_RELAXED))
+		if (atomic_load_explicit(&ib->mrs[i].key,
+					 memory_order_relaxed))
 			n++;
 	inbox_unmap(ib);
 	snprintf(buf, sizeof(buf), "%u", n);
