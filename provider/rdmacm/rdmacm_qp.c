@@ -385,6 +385,7 @@ IBEMU_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 static int face_create_xrc_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 			       struct ibv_srq_init_attr_ex *attr)
 {
+	struct verbs_context *vctx;
 	struct ibv_srq *srq;
 	bool own_cq = false;
 	int ret;
@@ -406,7 +407,14 @@ static int face_create_xrc_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 	attr->pd = pd;
 	attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
 			   IBV_SRQ_INIT_ATTR_CQ;
-	srq = ibv_create_srq_ex(id->verbs, attr);
+	/* The context's op, as verbs.h's ibv_create_srq_ex() calls it for
+	 * an XRC SRQ.  Not that inline itself: its basic-SRQ branch calls
+	 * ibv_create_srq, which the preload does not link (face_init finds
+	 * it with dlvsym), and without optimisation the call stays in. */
+	vctx = verbs_get_ctx_op(id->verbs, create_srq_ex);
+	srq = vctx ? vctx->create_srq_ex(id->verbs, attr) : NULL;
+	if (!vctx)
+		errno = EOPNOTSUPP;
 	if (!srq) {
 		ret = errno;
 		if (own_cq)
