@@ -80,11 +80,68 @@ static int join_path(char *buf, size_t len, const char *dir, const char *rel)
 	return 0;
 }
 
-/* The preload: $IBEMU_LIB, the build tree, beside us, the install. */
+/* Append n bytes of s to buf, which holds *used of len; -1 if they do
+ * not fit. */
+static int append(char *buf, size_t len, size_t *used, const char *s,
+		  size_t n)
+{
+	if (*used + n + 1 > len)
+		return -1;
+	memcpy(buf + *used, s, n);
+	*used += n;
+	buf[*used] = '\0';
+	return 0;
+}
+
+/* The length of the next component of the path at *p, past its leading
+ * slashes; 0 at the end. */
+static size_t next_component(const char **p)
+{
+	while (**p == '/')
+		(*p)++;
+	return strcspn(*p, "/");
+}
+
+/*
+ * libdir as seen from bindir, both as configured ("../lib/" by default,
+ * "../lib/x86_64-linux-gnu/" in a Debian package), into buf with a
+ * trailing '/' unless empty; -1 if it does not fit.  From where this
+ * executable is, it names the libraries installed with it, also when the
+ * whole tree was moved (DESTDIR, a copied prefix), and never those of
+ * another install.
+ */
+static int libdir_from_bindir(char *buf, size_t len)
+{
+	const char *b = IBEMU_BINDIR, *l = IBEMU_LIBDIR;
+	size_t bn, ln, used = 0;
+
+	buf[0] = '\0';
+	/* Past the components the two share... */
+	for (;;) {
+		bn = next_component(&b);
+		ln = next_component(&l);
+		if (!bn || bn != ln || memcmp(b, l, bn))
+			break;
+		b += bn;
+		l += ln;
+	}
+	/* ...up out of each of bindir's others, down into libdir's. */
+	for (; bn; b += bn, bn = next_component(&b))
+		if (append(buf, len, &used, "../", 3))
+			return -1;
+	for (; ln; l += ln, ln = next_component(&l))
+		if (append(buf, len, &used, l, ln) ||
+		    append(buf, len, &used, "/", 1))
+			return -1;
+	return 0;
+}
+
+/* The preload: $IBEMU_LIB, the build tree (.libs beside the ibemu built
+ * there), the libdir of the install we are part of, the configured one. */
 static int find_library(char *buf, size_t len)
 {
 	const char *env = getenv("IBEMU_LIB");
-	char exe[PATH_MAX], *slash;
+	char exe[PATH_MAX], rel[PATH_MAX], *slash;
 	ssize_t n;
 
 	if (env && *env) {
@@ -105,7 +162,9 @@ static int find_library(char *buf, size_t len)
 			if (join_path(buf, len, exe, ".libs/" LIB_NAME) == 0 &&
 			    readable(buf))
 				return 0;
-			if (join_path(buf, len, exe, "../lib/" LIB_NAME) == 0 &&
+			if (libdir_from_bindir(rel, sizeof(rel)) == 0 &&
+			    snprintf(buf, len, "%s%s%s", exe, rel, LIB_NAME) <
+				    (int)len &&
 			    readable(buf) && realpath(buf, exe)) {
 				snprintf(buf, len, "%s", exe);
 				return 0;
@@ -116,8 +175,8 @@ static int find_library(char *buf, size_t len)
 	if (readable(buf))
 		return 0;
 	fprintf(stderr,
-		"ibemu: cannot find %s (looked in the build tree, beside the "
-		"ibemu command and in %s); set IBEMU_LIB\n",
+		"ibemu: cannot find %s (looked in the build tree, in the "
+		"libdir beside the ibemu command and in %s); set IBEMU_LIB\n",
 		LIB_NAME, IBEMU_LIBDIR);
 	return -1;
 }
