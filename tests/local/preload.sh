@@ -21,6 +21,13 @@ echo "$info" | grep -q "GID\[  0\]:.*fe80:0000:0000:0000:" && pass "GID 0 is fe8
 dguid=$(echo "$info" | awk '/node_guid:/ { gsub(":", "", $2); print $2 }')
 [ "$dguid" = "$guid" ] && pass "node_guid matches ibv_devices" || fail "node_guid $dguid != $guid"
 
+# The device node UCX probes, through the program's own stat and access:
+# the interposers carry this architecture's C library versions.
+probe=$IBEMU_BUILDDIR/tests/progs/devnode_probe
+out=$("$IBEMU" run -- "$probe" 2>&1) && pass "devnode_probe: $out" || fail "devnode_probe: $out"
+"$probe" >/dev/null 2>&1 && fail "devnode_probe passes without the preload" ||
+	pass "no device node without the preload"
+
 # The command line.
 "$IBEMU" --version | grep -q "^ibemu [0-9]" && pass "ibemu --version" || fail "--version"
 "$IBEMU" --help | grep -q "ibemu run" && pass "ibemu --help" || fail "--help"
