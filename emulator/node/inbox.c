@@ -49,8 +49,7 @@ int inbox_create(const char *node_name, uint64_t token, bool fence_issuer,
 	atomic_init(&ib->tail, 0);
 	for (i = 0; i < INBOX_SLOTS; i++)
 		atomic_init(&ib->slots[i].seq, i);
-	atomic_thread_fence(memory_order_release);
-	ib->magic = INBOX_MAGIC;
+	atomic_store_explicit(&ib->magic, INBOX_MAGIC, memory_order_release);
 	*ib_p = ib;
 	return 0;
 }
@@ -73,7 +72,9 @@ int inbox_map(const char *node_name, uint64_t token, struct inbox **ib_p)
 	if (ret)
 		return ret == -EAGAIN ? -EPERM : ret;
 	ib = map;
-	if (ib->magic != INBOX_MAGIC || ib->token != token) {
+	if (atomic_load_explicit(&ib->magic, memory_order_acquire) !=
+		    INBOX_MAGIC ||
+	    ib->token != token) {
 		munmap(ib, sizeof(*ib));
 		return -EAGAIN;
 	}

@@ -131,7 +131,12 @@ struct pub_mr {
 };
 
 struct inbox {
-	uint64_t magic;
+	/* Stored last by the owner, with release order (inbox_create);
+	 * read first by a peer, with acquire order (inbox_map): a peer that
+	 * maps an inbox still being made (it is sized before it is filled)
+	 * sees no magic, or every field stored before it.  On x86 both are
+	 * plain moves; on arm64 a store-release and a load-acquire. */
+	_Atomic uint64_t magic;
 	uint64_t token; /* the owner's (node.h), which names the inbox */
 	/* Written once by the owner before magic: non-zero if its placement
 	 * fence issues a remote fence (remote_fence.h, cma.c). */
