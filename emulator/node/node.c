@@ -117,9 +117,12 @@ static int node_new_token(uint64_t *token_p)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n != (ssize_t)sizeof(t)) {
+			int err = n < 0 ? errno : 0;
+
 			ibemu_log_err("getrandom: %s",
-				      n < 0 ? strerror(errno) : "short read");
-			return n < 0 ? -errno : -EIO;
+				      err ? strerror(err) : "short read");
+			/* Never 0 here: the caller then has no token. */
+			return err ? -err : -EIO;
 		}
 	}
 	if (!t)
