@@ -29,9 +29,14 @@
 #include "ibemu.h"
 #include "layout.h"
 
-static struct verbs_context *open_own_vctx(struct ibv_context *context)
+/* The headers' view of the context whose libibverbs verbs_context
+ * starts at lib: its ibv_context is the row's vctx_words after lib
+ * (pabi_lib_vctx, the other way), whatever size these headers give. */
+static struct verbs_context *open_own_vctx(struct verbs_context *lib)
 {
-	return (struct verbs_context *)((char *)context -
+	char *context = (char *)lib + pabi.layout->vctx_words * sizeof(void *);
+
+	return (struct verbs_context *)(context -
 					offsetof(struct verbs_context,
 						 context));
 }
@@ -79,7 +84,7 @@ struct ibv_context *ibemu_open_own(struct ibv_device *device)
 	lib = vdev->ops->alloc_context(device, -1, NULL);
 	if (!lib)
 		return NULL;
-	vctx = open_own_vctx(&lib->context);
+	vctx = open_own_vctx(lib);
 	vctx->create_cq_ex = open_own_create_cq_ex;
 	vctx->query_port = open_own_query_port;
 	vctx->context.ops._compat_query_port =
