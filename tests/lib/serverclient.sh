@@ -13,8 +13,16 @@
 #       exited 0.
 #   sc_cm_pair DIR SECS SERVER-ARGV... ::: CLIENT-ARGV...
 #       sc_pair with both sides under `$IBEMU run`, meeting through the
-#       RDMA CM (no TCP port): the client is run again while it finds
-#       nobody listening yet (REJECTED, refused, UNREACHABLE).
+#       RDMA CM (no TCP port).  When the server is given "-p PORT", the
+#       client starts once `$IBEMU status` lists an RDMA CM listener on
+#       PORT: a client of several connections (ucmatose -c 4) that met
+#       the listener halfway through its connects would fail one of them
+#       and leave the server waiting on another.  Otherwise, and besides,
+#       the client is run again while it finds nobody listening yet
+#       (REJECTED, refused, UNREACHABLE).
+#   sc_wait_cm_listen PORT PID SECS [PREFIX...]
+#       wait up to SECS for an RDMA CM listener on PORT in the node where
+#       PREFIX runs a program, while process PID lives
 #   sc_check SUMMARY NAME PROGRAM [ARGS...]
 #       PROGRAM as server and client under `$IBEMU run` (see below)
 #   sc_fail_pair WHAT          fail WHAT with the exit statuses of the last
@@ -72,6 +80,19 @@ sc_wait_listen()
 	return 1
 }
 
+sc_wait_cm_listen()
+{
+	local port=$1 pid=$2 secs=$3 i
+	shift 3
+	for i in $(seq $((secs * 10))); do
+		"$@" "$IBEMU" status 2>/dev/null |
+			grep -qE "^ +listen .* port $port, pid " && return 0
+		[ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null && return 1
+		sleep 0.1
+	done
+	return 1
+}
+
 sc_cleanup()
 {
 	if [ -n "$SC_SERVER_PID" ] && kill -0 "$SC_SERVER_PID" 2>/dev/null; then
@@ -103,7 +124,12 @@ sc_pair()
 	SC_SERVER_PID=$!
 	SC_CLIENT_RC=125
 	if [ "$port" = - ] ||
-	   sc_wait_listen "$port" "$SC_SERVER_PID" 20 "${SC_SERVER_IN[@]}"; then
+	   { [ "${port#cm:}" != "$port" ] &&
+	     sc_wait_cm_listen "${port#cm:}" "$SC_SERVER_PID" 20 \
+		"${SC_SERVER_IN[@]}"; } ||
+	   { [ "${port#cm:}" = "$port" ] &&
+	     sc_wait_listen "$port" "$SC_SERVER_PID" 20 \
+		"${SC_SERVER_IN[@]}"; }; then
 		for try in $(seq 20); do
 			"${SC_CLIENT_IN[@]}" timeout -k 5 "$secs" "${pre[@]}" \
 				"${cli[@]}" >"$dir/client.out" 2>&1 </dev/null
@@ -158,13 +184,19 @@ sc_fail_pair()
 
 sc_cm_pair()
 {
-	local dir=$1 secs=$2 a
+	local dir=$1 secs=$2 a prev= port=- client=0
 	local -a args=("$IBEMU" run --)
 	shift 2
 	for a in "$@"; do
 		args+=("$a")
-		[ "$a" = ":::" ] && args+=("$IBEMU" run --)
+		if [ "$a" = ":::" ]; then
+			args+=("$IBEMU" run --)
+			client=1
+		fi
+		[ $client = 0 ] && [ "$prev" = -p ] &&
+			[ -n "$a" ] && [ -z "${a//[0-9]/}" ] && port=cm:$a
+		prev=$a
 	done
-	SC_RETRY_RE="REJECTED|refused|UNREACHABLE" sc_pair "$dir" "$secs" - \
-		"${args[@]}"
+	SC_RETRY_RE="REJECTED|refused|UNREACHABLE" sc_pair "$dir" "$secs" \
+		"$port" "${args[@]}"
 }
