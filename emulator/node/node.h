@@ -73,7 +73,7 @@ struct node_qp {
 	_Atomic int32_t owner; /* index in procs[] + 1; 0: free */
 	uint32_t qp_type; /* enum ibv_qp_type, or NODE_QPT_XRC_SRQ */
 	/* Published by the owner for requesters that place RDMA data
-	 * themselves (emulator/cma.c).  Lock rule: seqlock.h; one writer
+	 * themselves (emulator/transport/shm/cma.c).  Lock rule: seqlock.h; one writer
 	 * (the owner under its QP lock, or a locker of the segment when
 	 * the entry changes hands). */
 	_Atomic uint32_t seq;
@@ -92,7 +92,7 @@ struct node_qp {
 	_Atomic uint64_t pull_from;
 };
 
-/* node_qp.qp_type of a number that names an XRC SRQ (emulator/xrc.c):
+/* node_qp.qp_type of a number that names an XRC SRQ (emulator/hca/xrc.c):
  * XRC SRQ numbers come from the same space, so each is unique on the
  * node and its owner known. */
 #define NODE_QPT_XRC_SRQ 0x100u

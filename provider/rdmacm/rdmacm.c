@@ -2,7 +2,7 @@
 /*
  * The librdmacm face (doc/design.md, "The RDMA CM"): the public
  * librdmacm API (rdma_cma.h, and through it the inline helpers of
- * rdma_verbs.h) on top of the emulator's CM (emulator/cm.h).
+ * rdma_verbs.h) on top of the emulator's CM (emulator/cm/cm.h).
  *
  * librdmacm cannot be extended: it talks to /dev/infiniband/rdma_cm.
  * libibemu therefore exports every public rdma_* function at librdmacm's

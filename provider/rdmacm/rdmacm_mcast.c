@@ -2,7 +2,7 @@
 /*
  * Multicast through the librdmacm face (rdma_cma.h): rdma_join_multicast,
  * rdma_join_multicast_ex and rdma_leave_multicast for ibemu ids, on the
- * emulator's joins (emulator/cm_mcast.c).  As librdmacm does for its
+ * emulator's joins (emulator/cm/cm_mcast.c).  As librdmacm does for its
  * user QPs, the id's QP is attached to the group when the application
  * reads MULTICAST_JOIN (ucma_process_join; not for a send-only member),
  * and detached when it leaves the group (or destroys the id).

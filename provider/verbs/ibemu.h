@@ -259,7 +259,7 @@ const struct emu_buf_alloc *ibemu_pd_buf_alloc(struct ibv_pd *pd,
 					       uint64_t type,
 					       struct emu_buf_alloc *a);
 
-/* mr.c */
+/* verbs_mr.c */
 int ibemu_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		   void *addr, size_t length, int access);
 struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
@@ -283,13 +283,13 @@ void ibemu_unimport_pd(struct ibv_pd *pd);
 struct ibv_mr *ibemu_import_mr(struct ibv_pd *pd, uint32_t mr_handle);
 void ibemu_unimport_mr(struct ibv_mr *mr);
 
-/* mw.c: memory windows */
+/* verbs_mw.c: memory windows */
 struct ibv_mw *ibemu_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int ibemu_dealloc_mw(struct ibv_mw *mw);
 int ibemu_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 		  struct ibv_mw_bind *mw_bind);
 
-/* cq.c */
+/* verbs_cq.c */
 struct ibv_cq *ibemu_create_cq(struct ibv_context *context, int cqe,
 			       struct ibv_comp_channel *channel,
 			       int comp_vector);
@@ -301,7 +301,7 @@ int ibemu_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 int ibemu_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 void ibemu_cq_event(struct ibv_cq *cq);
 
-/* srq.c */
+/* verbs_srq.c */
 struct ibv_srq *ibemu_create_srq(struct ibv_pd *pd,
 				 struct ibv_srq_init_attr *attr);
 int ibemu_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
@@ -311,7 +311,7 @@ int ibemu_destroy_srq(struct ibv_srq *srq);
 int ibemu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			struct ibv_recv_wr **bad_wr);
 
-/* xrc.c: XRC domains, XRC SRQs, opening XRC target QPs (IBA A14) */
+/* verbs_xrc.c: XRC domains, XRC SRQs, opening XRC target QPs (IBA A14) */
 struct ibv_xrcd *ibemu_open_xrcd(struct ibv_context *context,
 				 struct ibv_xrcd_init_attr *attr);
 int ibemu_close_xrcd(struct ibv_xrcd *xrcd);
@@ -321,7 +321,7 @@ int ibemu_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 struct ibv_qp *ibemu_open_qp(struct ibv_context *context,
 			     struct ibv_qp_open_attr *attr);
 
-/* qp.c */
+/* verbs_qp.c */
 struct ibv_qp *ibemu_create_qp(struct ibv_pd *pd,
 			       struct ibv_qp_init_attr *attr);
 struct ibv_qp *ibemu_create_qp_ex(struct ibv_context *context,
@@ -345,7 +345,7 @@ int ibemu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 int ibemu_qp_ex_init(struct ibemu_qp *qp, uint64_t send_ops_flags);
 void ibemu_qp_ex_fini(struct ibemu_qp *qp);
 
-/* ah.c */
+/* verbs_ah.c */
 struct ibv_ah *ibemu_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int ibemu_destroy_ah(struct ibv_ah *ah);
 

@@ -7,7 +7,7 @@
  * that gets a dup of it (SCM_RIGHTS, fork) imports the context and finds
  * its objects by their kernel handles.  An ibemu context's cmd_fd is a
  * sealed memfd that says which HCA attachment made it: the node's GUID
- * and the attachment's token (emulator/node.c: random, never reused,
+ * and the attachment's token (emulator/node/node.c: random, never reused,
  * alive while its process holds the node).  ibv_import_device reads it
  * once, checks it, and opens a context of the calling process that names
  * that attachment's objects:

@@ -187,7 +187,7 @@ int ibemu_query_gid_entry(struct ibv_context *context, uint32_t port_num,
 		memcpy(&entry->gid.raw[0], &prefix, 8);
 		memcpy(&entry->gid.raw[8], &guid, 8);
 	} else {
-		/* Then the node's IP addresses (emulator/fabric.h), still
+		/* Then the node's IP addresses (emulator/node/fabric.h), still
 		 * GIDs of an InfiniBand port: the link layer is IB. */
 		ret = emu_hca_gid(to_ectx(context)->hca, index,
 				  entry->gid.raw);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Memory regions as libibverbs sees them (manual 3.3.10-3.3.12): the
- * HCA's translation and protection table (emulator/mr.c) does the work;
+ * HCA's translation and protection table (emulator/hca/mr.c) does the work;
  * here are the verbs objects and the PD's use count.
  */
 #include "config.h"

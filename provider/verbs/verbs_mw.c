@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Memory windows as libibverbs sees them (ibv_alloc_mw(3), ibv_bind_mw(3)):
- * the HCA's window table (emulator/mw.c) does the work; here are the verbs
+ * the HCA's window table (emulator/hca/mw.c) does the work; here are the verbs
  * objects, the PD's use count and the type 1 Bind Memory Window verb,
  * which is a BIND_MW work request posted on the QP.
  */

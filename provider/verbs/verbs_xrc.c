@@ -2,8 +2,8 @@
 /*
  * XRC as libibverbs sees it (IBA Annex A14; ibv_open_xrcd(3),
  * ibv_create_srq_ex(3), ibv_get_srq_num(3), ibv_open_qp(3)): argument
- * checks and translation to the HCA's domains and SRQs (emulator/xrc.c).
- * XRC send and receive QPs are created by ibv_create_qp_ex (qp.c).
+ * checks and translation to the HCA's domains and SRQs (emulator/hca/xrc.c).
+ * XRC send and receive QPs are created by ibv_create_qp_ex (verbs_qp.c).
  */
 #include "config.h"
 

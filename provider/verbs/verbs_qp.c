@@ -2,7 +2,7 @@
 /*
  * Queue pairs as libibverbs sees them (manual 3.4.3, 3.5, 3.6): the
  * argument checks of the verbs man pages, translation to the HCA's QP
- * (emulator/qp.c), which owns the state machine and every attribute.
+ * (emulator/hca/qp.c), which owns the state machine and every attribute.
  */
 #include "config.h"
 

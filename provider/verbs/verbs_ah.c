@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Address handles as libibverbs sees them (manual 3.6.11-3.6.12): the
- * HCA keeps the address vector (emulator/ah.c); ibv_ah.handle names it.
+ * HCA keeps the address vector (emulator/hca/ah.c); ibv_ah.handle names it.
  */
 #include "config.h"
 
