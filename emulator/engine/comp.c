@@ -170,6 +170,11 @@ void comp_retire_locked(struct emu_qp *qp)
 		}
 		qp->sq.head++;
 		progress = true;
+		/* An acknowledgement that passed a rewind's resend
+		 * (comp_ack_upto) retires WQEs at and after req.next:
+		 * the resend resumes behind them. */
+		if (qp->req.next - qp->sq.head > qp->sq.tail - qp->sq.head)
+			qp->req.next = qp->sq.head;
 		/* Built only for a completion that is wanted. */
 		if (!comp_wanted(qp, w->send_flags))
 			continue;
@@ -242,14 +247,17 @@ static bool comp_progress(struct emu_qp *qp, uint32_t psn)
  * Reads and atomics complete with their responses only: one that an
  * acknowledgement passes had its responses lost, since a responder
  * answers in request order (IBA 9.7.5.1.3, "implied NAK"); it is
- * returned, and nothing after it is acknowledged.
+ * returned, and nothing after it is acknowledged.  An acknowledgement
+ * is good for any PSN up to the most recent one sent (IBA 9.7.5.1),
+ * also one that a rewind has not come back to yet: a responder that
+ * had executed them answers the packets sent before the rewind.
  */
 static struct wqe *comp_ack_upto(struct emu_qp *qp, uint32_t psn)
 {
+	uint32_t i, end = req_sent_end(qp);
 	struct wqe *w;
-	uint32_t i;
 
-	for (i = qp->sq.head; i != qp->req.next; i++) {
+	for (i = qp->sq.head; i != end; i++) {
 		w = wqe_ring_at(&qp->sq, i);
 		if (w->state == WQE_DONE || w->state == WQE_ERROR)
 			continue;

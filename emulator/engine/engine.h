@@ -171,6 +171,7 @@ void engine_set_qp1_handler(engine_qp1_fn *fn);
 void req_run_locked(struct emu_qp *qp);
 void req_rewind_locked(struct emu_qp *qp);
 void req_rewind_from_locked(struct emu_qp *qp, uint32_t psn);
+uint32_t req_sent_end(const struct emu_qp *qp);
 int req_resolve_peer_locked(struct emu_qp *qp);
 
 /* resp.c */

@@ -762,6 +762,21 @@ void req_run_locked(struct emu_qp *qp)
 }
 
 /*
+ * The SQ position past the last WQE sent whole at least once: req.next,
+ * unless a rewind moved it back over WQEs sent before (their packets may
+ * still be answered, IBA 9.7.5.1).  Every WQE before req.next has been
+ * sent whole or is done: req.next passes a WQE only once it is.
+ */
+uint32_t req_sent_end(const struct emu_qp *qp)
+{
+	uint32_t head = qp->sq.head, far = qp->req.sent_end - head,
+		 next = qp->req.next - head;
+
+	return far <= qp->sq.tail - head && far > next ? qp->req.sent_end
+						       : qp->req.next;
+}
+
+/*
  * Resend from psn, with the same PSNs: a sequence-error or RNR NAK names
  * the first request to resend (IBA 9.7.5.2.1, 9.7.5.2.8).  The WQE that
  * holds psn resumes at that packet, the responder being inside its
@@ -790,8 +805,12 @@ void req_rewind_from_locked(struct emu_qp *qp, uint32_t psn)
 		    psn_cmp(psn, w->first_psn) > 0)
 			w->sent = (uint32_t)psn_cmp(psn, w->first_psn) * qp->mtu;
 	}
-	if (first != qp->sq.tail)
+	if (first != qp->sq.tail) {
+		/* What was sent before the rewind stays acknowledgeable
+		 * (comp.c, comp_ack_upto). */
+		qp->req.sent_end = req_sent_end(qp);
 		qp->req.next = first;
+	}
 }
 
 /* Resend from the oldest WQE not yet answered, with the same PSNs, from

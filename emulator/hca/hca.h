@@ -174,6 +174,9 @@ struct emu_mcast {
 struct qp_req {
 	uint32_t psn; /* PSN of the next new packet */
 	uint32_t next; /* SQ position of the next WQE to (re)send */
+	/* SQ position past the last WQE sent whole, as far as a rewind
+	 * moved next back from (req.c); meaningless once behind sq.head */
+	uint32_t sent_end;
 	uint32_t rd_atomic; /* READ/ATOMIC outstanding */
 	bool blocked; /* the peer's inbox was full */
 	uint64_t ud_full_since; /* UD: destinations full since (ns), 0: no */

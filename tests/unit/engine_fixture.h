@@ -134,5 +134,6 @@ void test_comp_stale_response_past_reissued_read(void);
 void test_comp_nak_between_implied_naks(void);
 void test_comp_read_progress_restores_retries(void);
 void test_comp_blocked_times_out(void);
+void test_comp_ack_past_resend(void);
 
 #endif /* IBEMU_ENGINE_FIXTURE_H */

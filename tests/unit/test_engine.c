@@ -179,6 +179,7 @@ int main(void)
 		{ "resp_atomic_ack_full", test_resp_atomic_ack_full },
 		{ "comp_ack_past_read", test_comp_ack_past_read },
 		{ "comp_blocked_times_out", test_comp_blocked_times_out },
+		{ "comp_ack_past_resend", test_comp_ack_past_resend },
 		{ "resp_fetch_add", test_resp_fetch_add },
 		{ "resp_fetch_add_pipelined", test_resp_fetch_add_pipelined },
 		{ "comp_ack", test_comp_ack },

@@ -553,3 +553,36 @@ void test_comp_blocked_times_out(void)
 	loop_set_room(-1);
 	fx_teardown(&f);
 }
+
+/*
+ * IBA 9.7.5.1: an ACK is valid for any PSN from the oldest unacknowledged
+ * to the most recent one sent, and acknowledges every request up to it.
+ * Three SENDs are sent, the retransmit timer goes off before their ACK
+ * comes, and the resend stops after the first (the peer takes one more
+ * packet): the ACK of the third, sent by a responder that had executed
+ * all three, completes all three, and nothing more is resent.  The
+ * completer took ACKs only up to where the resend had come: the other
+ * two stayed outstanding behind the full peer until the retry budget
+ * ran out, and completed in RETRY_EXC_ERR, executed as they were.
+ */
+void test_comp_ack_past_resend(void)
+{
+	struct qp_params prm = default_params;
+	struct fixture f;
+	int i;
+
+	prm.timeout = 1; /* the shortest the engine uses: 32 ms */
+	fx_setup(&f, &prm);
+	for (i = 0; i < 3; i++)
+		post_and_see_send(&f, 100 + i, SQ_PSN + i, 50 + i);
+	loop_set_room(1);
+	/* the timer's resend: the first SEND, then the peer is full */
+	expect_resend(&f, SQ_PSN, 50);
+	inject_ack(&f, SQ_PSN + 2, AETH_ACK | AETH_ACK_UNLIMITED, 3);
+	for (i = 0; i < 3; i++)
+		expect_send_wc(&f, 100 + i, IBV_WC_SUCCESS, IBV_WC_SEND, 64);
+	loop_set_room(-1);
+	expect_quiet();
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_RTS);
+	fx_teardown(&f);
+}
