@@ -892,3 +892,40 @@ void test_mw_type2_key_part(void)
 	expect_event(&f, IBV_EVENT_QP_ACCESS_ERR);
 	mw_type2_teardown(&f, mr, mw);
 }
+
+/*
+ * IBA 9.7.5.1.1 coalesced acknowledges, 9.7.6.1 forward progress: the
+ * packets of a message not finished yet are acknowledged at the end of
+ * the drain that executed them, though they ask for no ACK, so the
+ * requester of a long message sees its progress before the message
+ * ends.  A three-packet RDMA WRITE: FIRST and MIDDLE are acknowledged
+ * (MSN 0: no message complete), LAST completes it (MSN 1), and it is in
+ * memory.  They were acknowledged only at LAST: a message of megabytes
+ * over TCP on a loaded machine outlasted the transport timer, and the
+ * requester resent it whole until its retries ran out.
+ */
+void test_resp_ack_open_message(void)
+{
+	static const uint8_t op[] = { IB_OP_WRITE_FIRST, IB_OP_WRITE_MIDDLE,
+				      IB_OP_WRITE_LAST };
+	uint8_t msg[3 * MTU];
+	struct loop_pkt p;
+	struct fixture f;
+	int i;
+
+	fx_setup(&f, &default_params);
+	fill(msg, sizeof(msg), 11);
+	for (i = 0; i < 3; i++) {
+		craft(&p, &f, op[i], RQ_PSN + i, i == 2, msg + i * MTU, MTU);
+		if (i == 0)
+			set_reth(&p, fx_va(&f, TARGET_OFF), f.key,
+				 sizeof(msg));
+		loop_inject(&p);
+		expect_ack(&f, RQ_PSN + i, AETH_ACK | AETH_ACK_UNLIMITED,
+			   i == 2);
+	}
+	expect_quiet();
+	CU_ASSERT(memcmp(f.buf + TARGET_OFF, msg, sizeof(msg)) == 0);
+	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_RTS);
+	fx_teardown(&f);
+}
