@@ -168,10 +168,26 @@ typedef void engine_qp1_fn(struct engine *e, const struct pkt *p);
 void engine_set_qp1_handler(engine_qp1_fn *fn);
 
 /* req.c */
+/* Where a connected QP's peer is (route_qpn): the node slot of the
+ * process owning dest_qpn behind av, or why not. */
+struct req_route {
+	bool done; /* looked up */
+	int err; /* 0, or route_qpn's error */
+	int32_t slot;
+};
+/* Look the peer up.  It may block (a door lookup on another node, a
+ * network round trip): with no QP lock held, so that the packets of
+ * the QP being connected, which the engine dispatches holding its
+ * lock, do not hold up every other QP's (emu_qp_modify). */
+int req_route_peer(struct emu_hca *hca, const struct ibv_ah_attr *av,
+		   uint32_t dest_qpn, struct req_route *r);
+/* Make the peer r found the QP's; 0, or -errno. */
+int req_bind_peer_locked(struct emu_qp *qp, const struct req_route *r);
 void req_run_locked(struct emu_qp *qp);
 void req_rewind_locked(struct emu_qp *qp);
 void req_rewind_from_locked(struct emu_qp *qp, uint32_t psn);
 uint32_t req_sent_end(const struct emu_qp *qp);
+/* Both at once, under qp.lock: where the peer is not known yet. */
 int req_resolve_peer_locked(struct emu_qp *qp);
 
 /* resp.c */

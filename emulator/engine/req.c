@@ -30,16 +30,21 @@ static uint32_t wqe_npkts(const struct emu_qp *qp, const struct wqe *w)
 	return psn_span(w->length, qp->mtu);
 }
 
-int req_resolve_peer_locked(struct emu_qp *qp)
+int req_route_peer(struct emu_hca *hca, const struct ibv_ah_attr *av,
+		   uint32_t dest_qpn, struct req_route *r)
+{
+	r->err = route_qpn(hca, av, dest_qpn, &r->slot);
+	r->done = true;
+	return r->err;
+}
+
+int req_bind_peer_locked(struct emu_qp *qp, const struct req_route *r)
 {
 	const struct tp_place_ops *place;
-	int32_t slot;
-	int err;
+	int32_t slot = r->slot;
 
-	err = route_qpn(qp->hca, &qp->attr.ah_attr, qp->attr.dest_qp_num,
-			&slot);
-	if (err)
-		return -err;
+	if (r->err)
+		return -r->err;
 	place = engine_place(qp->hca->engine);
 	qp->peer = engine_peer(qp->hca->engine, slot);
 	qp->peer_proc = slot;
@@ -48,6 +53,14 @@ int req_resolve_peer_locked(struct emu_qp *qp)
 	if (place)
 		place->peer_bind(qp);
 	return qp->peer ? 0 : -ENOENT;
+}
+
+int req_resolve_peer_locked(struct emu_qp *qp)
+{
+	struct req_route r;
+
+	req_route_peer(qp->hca, &qp->attr.ah_attr, qp->attr.dest_qp_num, &r);
+	return req_bind_peer_locked(qp, &r);
 }
 
 /* The SEND opcode of a packet's place in its message (IBA 9.2 table 35);

@@ -571,14 +571,17 @@ void qp_fatal_locked(struct emu_qp *qp)
  * RTR, the send PSN and retry budgets at RTS (manual 3.5.3, 3.5.4). */
 static void qp_engine_transition_locked(struct emu_qp *qp,
 					enum ibv_qp_state cur,
-					enum ibv_qp_state next, int mask)
+					enum ibv_qp_state next, int mask,
+					const struct req_route *route)
 {
 	if ((mask & IBV_QP_PATH_MTU) && qp->type != IBV_QPT_UD)
 		qp->mtu = 128u << qp->attr.path_mtu;
 	if (next == IBV_QPS_RTR && cur == IBV_QPS_INIT) {
 		qp->resp.epsn = qp->attr.rq_psn;
 		qp->resp.msn = 0;
-		if (qp->type != IBV_QPT_UD)
+		if (qp->type != IBV_QPT_UD && route->done)
+			req_bind_peer_locked(qp, route);
+		else if (qp->type != IBV_QPT_UD)
 			req_resolve_peer_locked(qp);
 	}
 	if (mask & IBV_QP_SQ_PSN) {
@@ -610,13 +613,39 @@ static void qp_sqd_locked(struct emu_qp *qp, const struct ibv_qp_attr *a,
 		emu_event(&qp->owner, IBV_EVENT_SQ_DRAINED);
 }
 
+/*
+ * The peer of a connected QP going to RTR is looked up before its lock is
+ * taken: the lookup may be a round trip to another node's door, and the
+ * engine, which dispatches a packet holding the QP's lock and its own,
+ * would receive nothing for any QP meanwhile: a peer already in RTS
+ * sends at once (gloo does), and its packets, which a QP in INIT drops
+ * (IBA 10.3.1), held up every connection of the process, whose
+ * requesters then timed out.  A transition the QP refuses looked it up
+ * for nothing; one that needs no AV or QPN (UD), or whose AV is bad,
+ * looks up nothing.
+ */
+static void qp_route_peer(const struct emu_qp *qp,
+			  const struct ibv_qp_attr *attr, int mask,
+			  struct req_route *route)
+{
+	const int need = IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN;
+
+	route->done = false;
+	if (qp->type == IBV_QPT_UD || (mask & need) != need ||
+	    attr->qp_state != IBV_QPS_RTR || emu_av_check(&attr->ah_attr))
+		return;
+	req_route_peer(qp->hca, &attr->ah_attr, attr->dest_qp_num, route);
+}
+
 int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr,
 		  int mask)
 {
 	enum ibv_qp_state cur, next;
+	struct req_route route;
 	const char *why = NULL;
 	int ret;
 
+	qp_route_peer(qp, attr, mask, &route);
 	emu_lock(&qp->lock);
 	cur = qp->state;
 	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
@@ -644,7 +673,7 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr,
 	else
 		qp_apply(qp, attr, mask);
 	qp->state = next;
-	qp_engine_transition_locked(qp, cur, next, mask);
+	qp_engine_transition_locked(qp, cur, next, mask, &route);
 	qp_publish_locked(qp);
 	if (next == IBV_QPS_SQD && cur != IBV_QPS_SQD)
 		qp_sqd_locked(qp, attr, mask);

@@ -15,6 +15,7 @@
 
 #include "unit.h"
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,161 @@ static void test_qp_destroy_drops_its_completions(void)
 	loop_reset();
 }
 
+/* ---- a peer looked up over the network ---- */
+
+/* A network transport whose lookup of a QPN's owner waits until the
+ * test lets it answer: this process, as if the QP were on another node
+ * whose door is slow to answer. */
+static pthread_mutex_t slow_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t slow_cv = PTHREAD_COND_INITIALIZER;
+static bool slow_entered, slow_release;
+
+static bool slow_forced(struct engine *e)
+{
+	return true;
+}
+
+static int slow_resolve_qpn(struct engine *e,
+			    const struct sockaddr_storage *node_addr,
+			    uint16_t want_lid, uint32_t qpn, int32_t *slot_p)
+{
+	pthread_mutex_lock(&slow_mu);
+	slow_entered = true;
+	pthread_cond_broadcast(&slow_cv);
+	while (!slow_release)
+		pthread_cond_wait(&slow_cv, &slow_mu);
+	pthread_mutex_unlock(&slow_mu);
+	*slot_p = hca->node.proc_slot;
+	return 0;
+}
+
+/* What the engine calls on any network transport: nothing to do. */
+static void slow_idle(struct engine *e)
+{
+}
+
+static const struct tp_net_ops slow_net = {
+	.forced = slow_forced,
+	.resolve_qpn = slow_resolve_qpn,
+};
+static const struct transport_ops slow_tp = {
+	.name = "slow",
+	.flush = slow_idle,
+	.poll = slow_idle,
+	.poll_done = slow_idle,
+	.room = slow_idle,
+	.net = &slow_net,
+};
+
+struct slow_modify {
+	struct emu_qp *qp;
+	uint32_t dest_qpn;
+	int ret;
+};
+
+static void *slow_modify_rtr(void *arg)
+{
+	struct slow_modify *m = arg;
+	struct emu_port_info port;
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = IBV_MTU_1024,
+		.rq_psn = RQ_PSN,
+		.max_dest_rd_atomic = 1,
+		.min_rnr_timer = RNR_TIMER,
+	};
+
+	emu_hca_port_info(hca, &port);
+	a.ah_attr.port_num = 1;
+	a.ah_attr.dlid = port.lid;
+	a.dest_qp_num = m->dest_qpn;
+	m->ret = emu_qp_modify(m->qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			       IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			       IBV_QP_MIN_RNR_TIMER);
+	return NULL;
+}
+
+/* Wait up to WAIT_MS for the slow lookup to begin. */
+static bool slow_wait_entered(void)
+{
+	struct timespec until;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += WAIT_MS / 1000 + 1;
+	pthread_mutex_lock(&slow_mu);
+	while (!slow_entered && rc == 0)
+		rc = pthread_cond_timedwait(&slow_cv, &slow_mu, &until);
+	pthread_mutex_unlock(&slow_mu);
+	return slow_entered;
+}
+
+/*
+ * IBA 10.3.1: a QP in INIT drops what arrives for it, and the other QPs
+ * of the HCA go on.  One QP is moved to RTR while the lookup of its peer
+ * (on another node: a round trip to that node's door) is slow; a packet
+ * for it arrives meanwhile, as its peer, already in RTS, sends at once
+ * (gloo's pairs do), and then a SEND for another, connected QP.  The
+ * SEND is executed and acknowledged while the lookup still waits, and
+ * the transition completes once it answers.  The lookup ran under the
+ * moving QP's lock, and the engine, which dispatches a packet holding
+ * its own lock and then the QP's, took nothing for any QP until it
+ * ended: the connected QPs' requesters timed out meanwhile.
+ */
+static void test_qp_rtr_lookup_holds_up_nobody(void)
+{
+	struct emu_owner owner = { .handle = 3, .async_fd = -1 };
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE,
+	};
+	struct slow_modify m = { .dest_qpn = 0 };
+	struct fixture f, g;
+	struct loop_pkt *ack;
+	pthread_t t;
+	uint8_t msg[64];
+
+	fx_setup(&f, &default_params);
+	g = f;
+	CU_ASSERT_FATAL(fx_create_qp(&g, &owner, &g.qp, &g.qpn) == 0);
+	CU_ASSERT_FATAL(emu_qp_modify(g.qp, &a, IBV_QP_STATE |
+				      IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				      IBV_QP_ACCESS_FLAGS) == 0);
+	m.qp = g.qp;
+	m.dest_qpn = f.remote_qpn;
+	slow_entered = slow_release = false;
+	hca->engine->net = &slow_tp;
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, slow_modify_rtr, &m) == 0);
+	CU_ASSERT(slow_wait_entered());
+	fill(msg, sizeof(msg), 5);
+	fx_post_recv(&f, 61, RECV_OFF, 256);
+	inject_send(&g, IB_OP_SEND_ONLY, RQ_PSN, msg, sizeof(msg));
+	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN, msg, sizeof(msg));
+	ack = loop_capture(WAIT_MS);
+	CU_ASSERT_PTR_NOT_NULL(ack);
+	if (ack) {
+		CU_ASSERT_EQUAL(bth_qpn(pkt_bth(ack)), f.remote_qpn);
+		CU_ASSERT_EQUAL(ack->hdr.src_qpn, f.qpn);
+		CU_ASSERT_EQUAL(ack->data[0], IB_OP_ACKNOWLEDGE);
+		CU_ASSERT_EQUAL(bth_psn(pkt_bth(ack)), RQ_PSN);
+		free(ack);
+	}
+	pthread_mutex_lock(&slow_mu);
+	slow_release = true;
+	pthread_cond_broadcast(&slow_cv);
+	pthread_mutex_unlock(&slow_mu);
+	pthread_join(t, NULL);
+	hca->engine->net = NULL;
+	CU_ASSERT_EQUAL(m.ret, 0);
+	CU_ASSERT_EQUAL(fx_state(&g), IBV_QPS_RTR);
+	expect_recv(&f, 61, IBV_WC_SUCCESS, sizeof(msg));
+	expect_quiet();
+	CU_ASSERT(emu_qp_destroy(g.qp) == 0);
+	fx_teardown(&f);
+}
+
 /*
  * Stopping the engine (the last ibv_close_device) while its thread has
  * just looked at the stop flag and is on its way to sleep with no timeout:
@@ -217,6 +373,8 @@ int main(void)
 		{ "engine_stop_before_sleep", test_engine_stop_before_sleep },
 		{ "qp_destroy_drops_its_completions",
 		  test_qp_destroy_drops_its_completions },
+		{ "qp_rtr_lookup_holds_up_nobody",
+		  test_qp_rtr_lookup_holds_up_nobody },
 		{ NULL, NULL },
 	};
 	int ret;
