@@ -93,6 +93,18 @@ sc_wait_cm_listen()
 	return 1
 }
 
+# sc_wait_server PORT: as sc_pair waits for its server ("-": not at all,
+# cm:N: an RDMA CM listener on N, N: TCP port N).
+sc_wait_server()
+{
+	case $1 in
+	-) return 0 ;;
+	cm:*) sc_wait_cm_listen "${1#cm:}" "$SC_SERVER_PID" 20 \
+		"${SC_SERVER_IN[@]}" ;;
+	*) sc_wait_listen "$1" "$SC_SERVER_PID" 20 "${SC_SERVER_IN[@]}" ;;
+	esac
+}
+
 sc_cleanup()
 {
 	if [ -n "$SC_SERVER_PID" ] && kill -0 "$SC_SERVER_PID" 2>/dev/null; then
@@ -123,13 +135,7 @@ sc_pair()
 		>"$dir/server.out" 2>&1 </dev/null &
 	SC_SERVER_PID=$!
 	SC_CLIENT_RC=125
-	if [ "$port" = - ] ||
-	   { [ "${port#cm:}" != "$port" ] &&
-	     sc_wait_cm_listen "${port#cm:}" "$SC_SERVER_PID" 20 \
-		"${SC_SERVER_IN[@]}"; } ||
-	   { [ "${port#cm:}" = "$port" ] &&
-	     sc_wait_listen "$port" "$SC_SERVER_PID" 20 \
-		"${SC_SERVER_IN[@]}"; }; then
+	if sc_wait_server "$port"; then
 		for try in $(seq 20); do
 			"${SC_CLIENT_IN[@]}" timeout -k 5 "$secs" "${pre[@]}" \
 				"${cli[@]}" >"$dir/client.out" 2>&1 </dev/null
