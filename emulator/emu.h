@@ -99,6 +99,10 @@ int emu_hca_gid(struct emu_hca *hca, unsigned int index, uint8_t gid[16]);
 uint16_t emu_hca_pkey(struct emu_hca *hca, unsigned int index);
 /* The node GUID without attaching (0 if the node cannot be opened). */
 uint64_t emu_node_guid(void);
+/* The interface the node's address is on (doc/design.md §6, "The node's
+ * place on the IP fabric"), attached or not: 0, -ENODEV if the node has
+ * none, -ENAMETOOLONG, or another -errno if the node cannot be opened. */
+int emu_node_ifname(char *buf, size_t len);
 bool emu_port_valid(unsigned int port_num);
 
 /* cq.c: completion queues (manual 3.3.7-3.3.9, 3.6.7-3.6.10) */

@@ -180,3 +180,43 @@ uint64_t emu_node_guid(void)
 	node_close(&node);
 	return guid;
 }
+
+/* The fabric part of the node segment, copied once (immutable once the
+ * segment is ready, emulator/node/node.h), attached or not. */
+static int emu_node_fabric(struct node_fabric *fab)
+{
+	struct emu_hca *hca = &emu_hca_instance;
+	struct node node;
+	int ret;
+
+	pthread_mutex_lock(&hca->lock);
+	if (hca->refs) {
+		memcpy(fab, &hca->node.seg->fabric, sizeof(*fab));
+		pthread_mutex_unlock(&hca->lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&hca->lock);
+	ret = node_open(&node);
+	if (ret)
+		return ret;
+	memcpy(fab, &node.seg->fabric, sizeof(*fab));
+	node_close(&node);
+	return 0;
+}
+
+int emu_node_ifname(char *buf, size_t len)
+{
+	struct node_fabric fab;
+	int ret;
+
+	ret = emu_node_fabric(&fab);
+	if (ret)
+		return ret;
+	fab.ifname[sizeof(fab.ifname) - 1] = '\0';
+	if (!fab.ifname[0])
+		return -ENODEV;
+	if (strlen(fab.ifname) >= len)
+		return -ENAMETOOLONG;
+	strcpy(buf, fab.ifname);
+	return 0;
+}

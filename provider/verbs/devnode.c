@@ -15,7 +15,8 @@
  * device unless <sysfs>/class/infiniband is a directory, and look before
  * they list devices.  Where that directory does not exist and libibverbs
  * is in the process, stat() of it answers as for an empty directory.
- * Nothing under /dev or /sys is created or touched.
+ * Nothing under /dev or /sys is created or touched.  ibemu0's net
+ * directory (sysfs_net.c) answers stat, stat64 and statx here too.
  */
 #include "config.h"
 
@@ -23,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdatomic.h>
@@ -58,6 +60,21 @@ static bool devnode_is_ours(const char *path)
 	return !strcmp(name, "uverbs-" IBEMU_DEVICE_NAME);
 }
 
+int ibemu_sysfs_class_path(char *buf, size_t len)
+{
+	const char *sysfs = getenv("SYSFS_PATH");
+	size_t n;
+	int ret;
+
+	if (!sysfs || !*sysfs)
+		sysfs = "/sys";
+	n = strlen(sysfs);
+	while (n > 1 && sysfs[n - 1] == '/')
+		n--;
+	ret = snprintf(buf, len, "%.*s/class/infiniband", (int)n, sysfs);
+	return ret < 0 || (size_t)ret >= len ? -ENAMETOOLONG : 0;
+}
+
 /*
  * Whether path is the sysfs class directory of RDMA devices, as
  * libibverbs' ibv_get_sysfs_path() places it: $SYSFS_PATH without its
@@ -65,20 +82,11 @@ static bool devnode_is_ours(const char *path)
  */
 static bool devnode_is_class_dir(const char *path)
 {
-	const char *sysfs = getenv("SYSFS_PATH");
 	char want[PATH_MAX];
 	size_t len;
 	void *verbs;
 
-	if (!path)
-		return false;
-	if (!sysfs || !*sysfs)
-		sysfs = "/sys";
-	len = strlen(sysfs);
-	while (len > 1 && sysfs[len - 1] == '/')
-		len--;
-	if (snprintf(want, sizeof(want), "%.*s/class/infiniband", (int)len,
-		     sysfs) >= (int)sizeof(want))
+	if (!path || ibemu_sysfs_class_path(want, sizeof(want)))
 		return false;
 	len = strlen(want);
 	if (strncmp(path, want, len) || (path[len] && strcmp(path + len, "/")))
@@ -89,6 +97,18 @@ static bool devnode_is_class_dir(const char *path)
 		return false;
 	dlclose(verbs);
 	return true;
+}
+
+/* Whether a path the C library found absent is one of the directories
+ * ibemu answers for: the class directory, ibemu0's net directory and
+ * its interface (sysfs_net.c). */
+static bool devnode_is_absent_dir(const char *path)
+{
+	char ifname[IFNAMSIZ];
+
+	return devnode_is_class_dir(path) ||
+	       ibemu_sysfs_net_kind(path, ifname, sizeof(ifname)) !=
+		       SYSFS_NET_NONE;
 }
 
 static void devnode_stat(struct stat *st, mode_t mode)
@@ -103,20 +123,22 @@ static void devnode_stat(struct stat *st, mode_t mode)
 	st->st_blksize = 4096;
 }
 
-/* stat@GLIBC_2.33 and access@GLIBC_2.2.5, the versions programs bind
- * to (libibemu.map); the real calls are fstatat and faccessat. */
-IBEMU_EXPORT int ibemu_devnode_stat(const char *path, struct stat *st)
-	__asm__("stat");
-IBEMU_EXPORT int ibemu_devnode_stat(const char *path, struct stat *st)
+/* stat@GLIBC_2.33, stat64@GLIBC_2.33, statx@GLIBC_2.28 and
+ * access@GLIBC_2.2.5 on x86-64, the versions programs bind to
+ * (libibemu-libc.map); the real calls are fstatat, statx and faccessat. */
+static int devnode_stat_path(const char *path, struct stat *st)
 {
 	int saved, ret;
 
 	if (!devnode_is_ours(path)) {
 		saved = errno;
 		ret = fstatat(AT_FDCWD, path, st, 0);
-		if (ret == 0 || errno != ENOENT || !st ||
-		    !devnode_is_class_dir(path))
+		if (ret == 0 || errno != ENOENT || !st)
 			return ret;
+		if (!devnode_is_absent_dir(path)) {
+			errno = ENOENT;
+			return ret;
+		}
 		errno = saved;
 		devnode_stat(st, S_IFDIR | 0755);
 		return 0;
@@ -128,6 +150,74 @@ IBEMU_EXPORT int ibemu_devnode_stat(const char *path, struct stat *st)
 	devnode_stat(st, S_IFCHR | 0666);
 	return 0;
 }
+
+IBEMU_EXPORT int ibemu_devnode_stat(const char *path, struct stat *st)
+	__asm__("stat");
+IBEMU_EXPORT int ibemu_devnode_stat(const char *path, struct stat *st)
+{
+	return devnode_stat_path(path, st);
+}
+
+/* struct stat64 is struct stat on the 64-bit targets (x86-64, arm64). */
+_Static_assert(sizeof(struct stat) == sizeof(struct stat64),
+	       "struct stat and struct stat64 differ");
+
+IBEMU_EXPORT int ibemu_devnode_stat64(const char *path, struct stat64 *st)
+	__asm__("stat64");
+IBEMU_EXPORT int ibemu_devnode_stat64(const char *path, struct stat64 *st)
+{
+	return devnode_stat_path(path, (struct stat *)st);
+}
+
+#ifdef HAVE_STATX
+/* statx of a path stat answers for: the fields stat gives. */
+static void devnode_statx_from(struct statx *stx, const struct stat *st)
+{
+	memset(stx, 0, sizeof(*stx));
+	stx->stx_mask = STATX_BASIC_STATS & ~(unsigned int)STATX_INO;
+	stx->stx_mode = st->st_mode;
+	stx->stx_nlink = st->st_nlink;
+	stx->stx_uid = st->st_uid;
+	stx->stx_gid = st->st_gid;
+	stx->stx_blksize = st->st_blksize;
+	stx->stx_rdev_major = major(st->st_rdev);
+	stx->stx_rdev_minor = minor(st->st_rdev);
+}
+
+IBEMU_EXPORT int ibemu_devnode_statx(int dirfd, const char *path, int flags,
+				     unsigned int mask, struct statx *stx)
+	__asm__("statx");
+IBEMU_EXPORT int ibemu_devnode_statx(int dirfd, const char *path, int flags,
+				     unsigned int mask, struct statx *stx)
+{
+	int (*real_statx)(int, const char *, int, unsigned int,
+			  struct statx *) = dlsym(RTLD_NEXT, "statx");
+	struct stat st;
+	int saved = errno, ret;
+
+	/* Absolute paths only: those are the ones answered. */
+	if (!devnode_is_ours(path) || !stx) {
+		if (!real_statx) {
+			errno = ENOSYS;
+			return -1;
+		}
+		ret = real_statx(dirfd, path, flags, mask, stx);
+		if (ret == 0 || errno != ENOENT || !stx || !path ||
+		    path[0] != '/')
+			return ret;
+		if (!devnode_is_absent_dir(path)) {
+			errno = ENOENT;
+			return ret;
+		}
+		devnode_stat(&st, S_IFDIR | 0755);
+	} else {
+		devnode_stat(&st, S_IFCHR | 0666);
+	}
+	errno = saved;
+	devnode_statx_from(stx, &st);
+	return 0;
+}
+#endif
 
 IBEMU_EXPORT int ibemu_devnode_access(const char *path, int mode)
 	__asm__("access");

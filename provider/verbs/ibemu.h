@@ -216,6 +216,19 @@ struct ibv_device *ibemu_device_get(void);
 struct emu_owner ibemu_owner(struct ibv_context *context, void *object);
 /* devnode.c: ibemu0 is offered; its device node answers probes. */
 void ibemu_devnode_offer(void);
+/* <sysfs>/class/infiniband, as libibverbs places it ($SYSFS_PATH or
+ * /sys): 0, or -ENAMETOOLONG. */
+int ibemu_sysfs_class_path(char *buf, size_t len);
+
+/* sysfs_net.c: what path is of ibemu0's net directory; ifname gets the
+ * interface when it is one of them. */
+enum sysfs_net_kind {
+	SYSFS_NET_NONE, /* not one: the C library's answer stands */
+	SYSFS_NET_DIR, /* <class>/ibemu0/device/net */
+	SYSFS_NET_IFACE, /* <class>/ibemu0/device/net/<interface> */
+};
+enum sysfs_net_kind ibemu_sysfs_net_kind(const char *path, char *ifname,
+					 size_t len);
 /* A non-blocking write descriptor for fd's pipe; -1 on failure. */
 int ibemu_fd_nonblock_writer(int fd);
 

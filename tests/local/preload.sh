@@ -28,6 +28,33 @@ out=$("$IBEMU" run -- "$probe" 2>&1) && pass "devnode_probe: $out" || fail "devn
 "$probe" >/dev/null 2>&1 && fail "devnode_probe passes without the preload" ||
 	pass "no device node without the preload"
 
+# ibemu0's net interface where rdma-core's tests look for it
+# (provider/verbs/sysfs_net.c): the interface the node's address is on,
+# for ls (statx, opendir, readdir) and Python (stat64) under the preload;
+# nothing else under the device, and nothing without the preload.
+net=/sys/class/infiniband/ibemu0/device/net
+iface=$("$IBEMU" status | sed -n 's/^address .* on \([^ ]*\)$/\1/p')
+if [ -n "$iface" ]; then
+	out=$("$IBEMU" run -- ls "$net" 2>&1)
+	[ "$out" = "$iface" ] && pass "ls $net: $out" || fail "ls $net: $out"
+	"$IBEMU" run -- ls -d "$net/$iface" >/dev/null 2>&1 &&
+		pass "$net/$iface is there" || fail "$net/$iface"
+	"$IBEMU" run -- ls -d "$net/$iface-not" >/dev/null 2>&1 &&
+		fail "$net/$iface-not is there" || pass "no other interface"
+	"$IBEMU" run -- ls /sys/class/infiniband/ibemu0/device >/dev/null 2>&1 &&
+		fail "the device directory is answered" || pass "nothing else of the device"
+	ls "$net" >/dev/null 2>&1 && fail "$net without the preload" ||
+		pass "no $net without the preload"
+	if [ -x /usr/bin/python3 ]; then
+		out=$("$IBEMU" run -- /usr/bin/python3 -c "import os, sys
+print(os.path.isdir(sys.argv[1]), os.listdir(sys.argv[1]))" "$net" 2>&1)
+		[ "$out" = "True ['$iface']" ] && pass "python3 sees $net: $out" ||
+			fail "python3: $out"
+	fi
+else
+	echo "the node has no address: its net directory is not checked"
+fi
+
 # The command line.
 "$IBEMU" --version | grep -q "^ibemu [0-9]" && pass "ibemu --version" || fail "--version"
 "$IBEMU" --help | grep -q "ibemu run" && pass "ibemu --help" || fail "--help"
