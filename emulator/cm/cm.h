@@ -143,6 +143,9 @@ unsigned int emu_cm_id_destroy(struct emu_cm_id *id);
 int emu_cm_bind(struct emu_cm_id *id, const struct sockaddr *addr);
 int emu_cm_set_reuseaddr(struct emu_cm_id *id, bool on);
 int emu_cm_set_afonly(struct emu_cm_id *id, bool on);
+/* RDMA_OPTION_ID_ACK_TIMEOUT: the Local ACK Timeout the id's QP gets at
+ * RTS (emu_cm_init_qp_attr); EINVAL for a QP type without ACKs. */
+int emu_cm_set_ack_timeout(struct emu_cm_id *id, uint8_t timeout);
 /* ADDR_RESOLVED, or ADDR_ERROR once timeout_ms passed. */
 int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 			const struct sockaddr *dst, int timeout_ms);

@@ -324,6 +324,24 @@ int emu_cm_set_afonly(struct emu_cm_id *id, bool on)
 	return ret;
 }
 
+/* As the kernel's rdma_set_ack_timeout: only the requesters that wait
+ * for ACKs, RC and the XRC initiator, take one (rdma-core's
+ * rdma_set_option(3)); any state, the QP's next move to RTS uses it. */
+int emu_cm_set_ack_timeout(struct emu_cm_id *id, uint8_t timeout)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&id->cm->lock);
+	if (id->qp_type != IBV_QPT_RC && id->qp_type != IBV_QPT_XRC_SEND) {
+		ret = EINVAL;
+	} else {
+		id->ack_timeout = timeout;
+		id->ack_timeout_set = true;
+	}
+	pthread_mutex_unlock(&id->cm->lock);
+	return ret;
+}
+
 int emu_cm_resolve_addr(struct emu_cm_id *id, const struct sockaddr *src,
 			const struct sockaddr *dst, int timeout_ms)
 {

@@ -500,7 +500,9 @@ int emu_cm_init_qp_attr(struct emu_cm_id *id, struct ibv_qp_attr *attr,
 		 * RC and the XRC initiator, retries and READ depth
 		 * (IBA 11.2.5.2, A14.4) */
 		if (id->qp_type != IBV_QPT_UC) {
-			attr->timeout = CM_LOCAL_ACK_TIMEOUT;
+			attr->timeout = id->ack_timeout_set ?
+						id->ack_timeout :
+						CM_LOCAL_ACK_TIMEOUT;
 			*mask |= IBV_QP_TIMEOUT;
 		}
 		if (id->qp_type == IBV_QPT_RC ||

@@ -136,6 +136,10 @@ struct emu_cm_id {
 	uint32_t qpn, psn, qkey;
 	uint32_t remote_qpn, remote_psn, remote_qkey;
 	uint8_t resp_res, init_depth, retry_count, rnr_retry;
+	/* RDMA_OPTION_ID_ACK_TIMEOUT: the requester's Local ACK Timeout
+	 * (IBA 9.7.6.1.3) for RTS, in place of CM_LOCAL_ACK_TIMEOUT */
+	uint8_t ack_timeout;
+	bool ack_timeout_set;
 	/* retransmission: the last message sent that awaits an answer, or
 	 * answers a message the peer may repeat */
 	uint8_t last[CM_MAD_LEN];

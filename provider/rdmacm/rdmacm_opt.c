@@ -27,10 +27,15 @@ IBEMU_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level,
 	if (level == RDMA_OPTION_ID) {
 		switch (optname) {
 		case RDMA_OPTION_ID_TOS:
+			if (optlen != sizeof(uint8_t))
+				return face_err(EINVAL);
+			return 0; /* no service levels */
 		case RDMA_OPTION_ID_ACK_TIMEOUT:
 			if (optlen != sizeof(uint8_t))
 				return face_err(EINVAL);
-			return 0; /* one node: no service levels, no loss */
+			ret = emu_cm_set_ack_timeout(to_fid(id)->emu,
+						     *(uint8_t *)optval);
+			break;
 		case RDMA_OPTION_ID_REUSEADDR:
 			if (optlen != sizeof(int))
 				return face_err(EINVAL);
