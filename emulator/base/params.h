@@ -48,6 +48,12 @@
 #define IBEMU_MAX_MW 65536
 #define IBEMU_MAX_MR_SIZE (1ull << 40)
 #define IBEMU_PAGE_SIZE_CAP 0xfffff000ull
+/* Device memory (ibv_alloc_dm): the process's own pages, at most this
+ * much in each process at once (as mlx5's on-chip MEMIC, 256 KiB). */
+#define IBEMU_MAX_DM_SIZE (256u << 10)
+/* Its access granularity: offsets and lengths of ibv_memcpy_to_dm and
+ * ibv_memcpy_from_dm are multiples of it (mlx5's, 4 bytes). */
+#define IBEMU_DM_ALIGN 4u
 
 /* Shared receive queues. */
 #define IBEMU_MAX_SRQ 65536

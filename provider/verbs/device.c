@@ -90,6 +90,7 @@ static void ibemu_uninit_device(struct verbs_device *vdev)
 
 /* Laid out as the process's libibverbs has them by pabi_set_ops(). */
 static const struct pabi_ops ibemu_ctx_ops = {
+	.alloc_dm = ibemu_alloc_dm,
 	.alloc_mw = ibemu_alloc_mw,
 	.alloc_parent_domain = ibemu_alloc_parent_domain,
 	.alloc_pd = ibemu_alloc_pd,
@@ -115,6 +116,8 @@ static const struct pabi_ops ibemu_ctx_ops = {
 	.destroy_srq = ibemu_destroy_srq,
 	.detach_mcast = ibemu_detach_mcast,
 	.free_context = ibemu_free_context,
+	.free_dm = ibemu_free_dm,
+	.import_dm = ibemu_import_dm,
 	.import_mr = ibemu_import_mr,
 	.import_pd = ibemu_import_pd,
 	.get_srq_num = ibemu_get_srq_num,
@@ -131,10 +134,12 @@ static const struct pabi_ops ibemu_ctx_ops = {
 	.query_qp = ibemu_query_qp,
 	.query_rt_values = ibemu_query_rt_values,
 	.query_srq = ibemu_query_srq,
+	.reg_dm_mr = ibemu_reg_dm_mr,
 	.reg_mr = ibemu_reg_mr,
 	.req_notify_cq = ibemu_req_notify_cq,
 	.rereg_mr = ibemu_rereg_mr,
 	.resize_cq = ibemu_resize_cq,
+	.unimport_dm = ibemu_unimport_dm,
 	.unimport_mr = ibemu_unimport_mr,
 	.unimport_pd = ibemu_unimport_pd,
 };

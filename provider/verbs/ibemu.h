@@ -290,11 +290,27 @@ struct ibv_context *ibemu_import_device(int cmd_fd,
 int ibemu_pd_share_new(struct ibemu_pd *pd);
 bool ibemu_share_put(struct ibemu_share *share, struct emu_mr **emr_p);
 int ibemu_mr_share_new(struct ibemu_mr *mr);
+struct ibemu_dm_mem;
+void ibemu_mr_share_put(struct ibemu_share *share);
+void ibemu_mr_share_set_dm(struct ibemu_share *share, struct ibemu_dm_mem *dm);
 struct ibv_pd *ibemu_import_pd(struct ibv_context *context,
 			       uint32_t pd_handle);
 void ibemu_unimport_pd(struct ibv_pd *pd);
 struct ibv_mr *ibemu_import_mr(struct ibv_pd *pd, uint32_t mr_handle);
 void ibemu_unimport_mr(struct ibv_mr *mr);
+
+/* verbs_dm.c: device memory */
+struct ibv_dm *ibemu_alloc_dm(struct ibv_context *context,
+			      struct ibv_alloc_dm_attr *attr);
+int ibemu_free_dm(struct ibv_dm *dm);
+struct ibv_dm *ibemu_import_dm(struct ibv_context *context,
+			       uint32_t dm_handle);
+void ibemu_unimport_dm(struct ibv_dm *dm);
+struct ibv_mr *ibemu_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
+			       uint64_t dm_offset, size_t length,
+			       unsigned int access);
+/* A region on mem is deregistered (import.c). */
+void ibemu_dm_region_gone(struct ibemu_dm_mem *mem);
 
 /* verbs_mw.c: memory windows */
 struct ibv_mw *ibemu_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);

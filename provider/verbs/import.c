@@ -67,6 +67,7 @@ struct ibemu_share {
 	uint32_t handle;
 	uint64_t pd_id; /* SHARE_PD */
 	struct emu_mr *emr; /* SHARE_MR */
+	struct ibemu_dm_mem *dm; /* SHARE_MR on device memory (verbs_dm.c) */
 	int refs; /* ibv_pd / ibv_mr handles on it */
 };
 
@@ -255,6 +256,25 @@ int ibemu_pd_share_new(struct ibemu_pd *pd)
 	return 0;
 }
 
+/* One handle of a region fewer: the region goes with the last, and
+ * then its device memory has one region fewer. */
+void ibemu_mr_share_put(struct ibemu_share *s)
+{
+	struct ibemu_dm_mem *dm = s->dm; /* set once, at registration */
+	struct emu_mr *emr = NULL;
+
+	if (ibemu_share_put(s, &emr) && emr) {
+		emu_mr_dereg(emr);
+		if (dm)
+			ibemu_dm_region_gone(dm);
+	}
+}
+
+void ibemu_mr_share_set_dm(struct ibemu_share *s, struct ibemu_dm_mem *dm)
+{
+	s->dm = dm;
+}
+
 int ibemu_mr_share_new(struct ibemu_mr *mr)
 {
 	struct ibemu_share *s = calloc(1, sizeof(*s));
@@ -390,7 +410,8 @@ struct ibv_mr *ibemu_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 	mr->vmr.access = attr.access;
 	mr->vmr.ibv_mr.context = pd->context;
 	mr->vmr.ibv_mr.pd = pd;
-	mr->vmr.ibv_mr.addr = attr.addr;
+	/* A region on device memory is zero based (verbs_dm.c). */
+	mr->vmr.ibv_mr.addr = s->dm ? NULL : attr.addr;
 	mr->vmr.ibv_mr.length = attr.length;
 	mr->vmr.ibv_mr.lkey = attr.key;
 	mr->vmr.ibv_mr.rkey = attr.key;
@@ -402,11 +423,9 @@ struct ibv_mr *ibemu_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 void ibemu_unimport_mr(struct ibv_mr *ibmr)
 {
 	struct ibemu_mr *mr = to_emr(ibmr);
-	struct emu_mr *emr = NULL;
 
-	if (!ibemu_ctx_stale(ibmr->context) &&
-	    ibemu_share_put(mr->share, &emr) && emr)
-		emu_mr_dereg(emr);
+	if (!ibemu_ctx_stale(ibmr->context))
+		ibemu_mr_share_put(mr->share);
 	atomic_fetch_sub(&to_epd(ibmr->pd)->usecnt, 1);
 	free(mr);
 }

@@ -101,6 +101,7 @@ int ibemu_query_device_ex(struct ibv_context *context,
 	 * of hca_core_clock kHz, the one ibv_query_rt_values_ex reads. */
 	full.completion_timestamp_mask = UINT64_MAX;
 	full.hca_core_clock = IBEMU_CORE_CLOCK_KHZ;
+	full.max_dm_size = IBEMU_MAX_DM_SIZE; /* verbs_dm.c */
 	if (attr_size > sizeof(full))
 		attr_size = sizeof(full);
 	memcpy(attr, &full, attr_size);

@@ -58,13 +58,11 @@ struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 int ibemu_dereg_mr(struct verbs_mr *vmr)
 {
 	struct ibemu_mr *mr = container_of(vmr, struct ibemu_mr, vmr);
-	struct emu_mr *emr = NULL;
 
 	if (ibemu_ctx_stale(vmr->ibv_mr.context))
 		return EIO;
 	/* The region goes with its last handle (it may have imports). */
-	if (ibemu_share_put(mr->share, &emr) && emr)
-		emu_mr_dereg(emr);
+	ibemu_mr_share_put(mr->share);
 	atomic_fetch_sub(&to_epd(vmr->ibv_mr.pd)->usecnt, 1);
 	free(mr);
 	return 0;
