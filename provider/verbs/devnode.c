@@ -190,8 +190,10 @@ IBEMU_EXPORT int ibemu_devnode_statx(int dirfd, const char *path, int flags,
 IBEMU_EXPORT int ibemu_devnode_statx(int dirfd, const char *path, int flags,
 				     unsigned int mask, struct statx *stx)
 {
+	static void *_Atomic libc_statx;
 	int (*real_statx)(int, const char *, int, unsigned int,
-			  struct statx *) = dlsym(RTLD_NEXT, "statx");
+			  struct statx *) =
+		ibemu_libc_next("statx", &libc_statx);
 	struct stat st;
 	int saved = errno, ret;
 

@@ -219,6 +219,10 @@ void ibemu_devnode_offer(void);
 /* <sysfs>/class/infiniband, as libibverbs places it ($SYSFS_PATH or
  * /sys): 0, or -ENAMETOOLONG. */
 int ibemu_sysfs_class_path(char *buf, size_t len);
+/* The next definition of the C library function name (dlsym RTLD_NEXT),
+ * looked up once and kept in *slot: the interposers of devnode.c and
+ * sysfs_net.c run on every stat and directory read of the program. */
+void *ibemu_libc_next(const char *name, void *_Atomic *slot);
 
 /* sysfs_net.c: what path is of ibemu0's net directory; ifname gets the
  * interface when it is one of them. */

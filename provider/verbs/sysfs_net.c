@@ -67,10 +67,22 @@ static pthread_mutex_t sysfs_net_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sysfs_net_dir *sysfs_net_dirs;
 static atomic_uint sysfs_net_nr_dirs; /* nonzero: look the DIR up */
 
-static void *sysfs_net_real(const char *name)
+void *ibemu_libc_next(const char *name, void *_Atomic *slot)
 {
-	return dlsym(RTLD_NEXT, name);
+	void *fn = atomic_load_explicit(slot, memory_order_acquire);
+
+	if (!fn) {
+		/* Two threads may both look: they store the same address. */
+		fn = dlsym(RTLD_NEXT, name);
+		atomic_store_explicit(slot, fn, memory_order_release);
+	}
+	return fn;
 }
+
+/* The C library's own directory calls, found once. */
+static void *_Atomic libc_opendir, *_Atomic libc_readdir,
+	*_Atomic libc_readdir64, *_Atomic libc_rewinddir,
+	*_Atomic libc_closedir;
 
 enum sysfs_net_kind ibemu_sysfs_net_kind(const char *path, char *ifname,
 					 size_t len)
@@ -105,7 +117,8 @@ enum sysfs_net_kind ibemu_sysfs_net_kind(const char *path, char *ifname,
 /* A real stream that lists nothing: a directory made and removed. */
 static DIR *sysfs_net_empty_stream(void)
 {
-	DIR *(*real_opendir)(const char *) = sysfs_net_real("opendir");
+	DIR *(*real_opendir)(const char *) =
+		ibemu_libc_next("opendir", &libc_opendir);
 	const char *bases[] = { getenv("TMPDIR"), "/tmp", "/dev/shm" };
 	char tmp[PATH_MAX];
 	DIR *dir;
@@ -131,7 +144,8 @@ IBEMU_EXPORT DIR *ibemu_sysfs_net_opendir(const char *path)
 	__asm__("opendir");
 IBEMU_EXPORT DIR *ibemu_sysfs_net_opendir(const char *path)
 {
-	DIR *(*real_opendir)(const char *) = sysfs_net_real("opendir");
+	DIR *(*real_opendir)(const char *) =
+		ibemu_libc_next("opendir", &libc_opendir);
 	struct sysfs_net_dir *nd;
 	char ifname[IFNAMSIZ];
 	int saved = errno;
@@ -222,7 +236,8 @@ IBEMU_EXPORT struct dirent *ibemu_sysfs_net_readdir(DIR *dir)
 	__asm__("readdir");
 IBEMU_EXPORT struct dirent *ibemu_sysfs_net_readdir(DIR *dir)
 {
-	struct dirent *(*real_readdir)(DIR *) = sysfs_net_real("readdir");
+	struct dirent *(*real_readdir)(DIR *) =
+		ibemu_libc_next("readdir", &libc_readdir);
 	struct dirent *ent;
 	bool found;
 
@@ -241,7 +256,7 @@ IBEMU_EXPORT struct dirent64 *ibemu_sysfs_net_readdir64(DIR *dir)
 IBEMU_EXPORT struct dirent64 *ibemu_sysfs_net_readdir64(DIR *dir)
 {
 	struct dirent64 *(*real_readdir64)(DIR *) =
-		sysfs_net_real("readdir64");
+		ibemu_libc_next("readdir64", &libc_readdir64);
 	struct dirent *ent;
 	bool found;
 
@@ -258,7 +273,8 @@ IBEMU_EXPORT struct dirent64 *ibemu_sysfs_net_readdir64(DIR *dir)
 IBEMU_EXPORT void ibemu_sysfs_net_rewinddir(DIR *dir) __asm__("rewinddir");
 IBEMU_EXPORT void ibemu_sysfs_net_rewinddir(DIR *dir)
 {
-	void (*real_rewinddir)(DIR *) = sysfs_net_real("rewinddir");
+	void (*real_rewinddir)(DIR *) =
+		ibemu_libc_next("rewinddir", &libc_rewinddir);
 	struct sysfs_net_dir *nd;
 
 	if (atomic_load(&sysfs_net_nr_dirs)) {
@@ -275,7 +291,8 @@ IBEMU_EXPORT void ibemu_sysfs_net_rewinddir(DIR *dir)
 IBEMU_EXPORT int ibemu_sysfs_net_closedir(DIR *dir) __asm__("closedir");
 IBEMU_EXPORT int ibemu_sysfs_net_closedir(DIR *dir)
 {
-	int (*real_closedir)(DIR *) = sysfs_net_real("closedir");
+	int (*real_closedir)(DIR *) =
+		ibemu_libc_next("closedir", &libc_closedir);
 	struct sysfs_net_dir **p, *nd = NULL;
 
 	if (atomic_load(&sysfs_net_nr_dirs)) {
