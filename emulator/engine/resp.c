@@ -113,18 +113,9 @@ void resp_flush_open_locked(struct emu_qp *qp)
 
 /*
  * Coalesced acknowledgement (IBA 9.7.5.1.1: one ACK may cover many
- * requests): what a drain of the engine's inbox executed is acknowledged
- * when the drain ends, so a burst of messages costs one ACK per QP.  The
- * packets of a message not finished yet are acknowledged too: an ACK
- * covers every request packet up to its PSN, and AckReq asks for one
- * without forbidding others.  A long SEND or WRITE then shows the
- * requester its progress drain by drain: on a loaded machine or across
- * TCP, the thousands of packets of a message of megabytes may take the
- * peer longer than the transport timer to execute, and an ACK only at
- * its end made the timer go off, the whole message go again, the peer
- * fall further behind with the duplicates, and the requester end in
- * RETRY_EXC_ERR (IBA 9.7.6.1: forward progress restarts the timer).
- * Caller holds engine.lock (the responder always runs under it).
+ * requests): the message is acknowledged when the engine has drained its
+ * inbox, so a burst of messages costs one ACK per QP.  Caller holds
+ * engine.lock (the responder always runs under it).
  */
 static void resp_ack_later(struct emu_qp *qp)
 {
@@ -428,8 +419,8 @@ static void resp_send(struct emu_qp *qp, const struct pkt *p)
 		qp->resp.op = 0;
 		resp_complete_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV,
 				   qp->resp.offset, p);
+		resp_ack_later(qp);
 	}
-	resp_ack_later(qp);
 }
 
 /*
@@ -558,8 +549,8 @@ static void resp_write(struct emu_qp *qp, const struct pkt *p)
 			resp_complete_recv(qp, IBV_WC_SUCCESS,
 					   IBV_WC_RECV_RDMA_WITH_IMM,
 					   qp->resp.wlen, p);
+		resp_ack_later(qp);
 	}
-	resp_ack_later(qp);
 }
 
 /*

@@ -98,7 +98,6 @@ void test_resp_send_in_sequence(void);
 void test_resp_ack_owed_at_error(void);
 void test_resp_duplicate_send(void);
 void test_resp_psn_ahead(void);
-void test_resp_ack_open_message(void);
 void test_resp_rnr(void);
 void test_resp_write_bad_rkey(void);
 void test_resp_write_past_mr(void);

@@ -322,7 +322,6 @@ int main(void)
 		{ "resp_duplicate_send", test_resp_duplicate_send },
 		{ "resp_ack_owed_at_error", test_resp_ack_owed_at_error },
 		{ "resp_psn_ahead", test_resp_psn_ahead },
-		{ "resp_ack_open_message", test_resp_ack_open_message },
 		{ "resp_rnr", test_resp_rnr },
 		{ "resp_write_bad_rkey", test_resp_write_bad_rkey },
 		{ "resp_write_past_mr", test_resp_write_past_mr },
