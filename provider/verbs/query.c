@@ -12,20 +12,38 @@
 
 #include "ibemu.h"
 
-/* The node's identity; only for a context that is not stale. */
-static struct emu_port_info ctx_port_info(struct ibv_context *context)
+/*
+ * The HCA a query reads.  A forked child's inherited context (stale,
+ * ibemu.h) is its parent's, whose attachment the child does not have;
+ * queries only read the node's attributes, which are the child's node
+ * too, so the child answers them from an attachment of its own, taken
+ * for the query (emu_hca_get: the first makes the child a process of
+ * the node; a child with a context of its own has it already).  A real
+ * HCA answers queries on an inherited command fd as well: rdma-core's
+ * test_multi_process_alloc_dm queries and allocates device memory in
+ * forked children.  Verbs that create or use objects stay EIO there.
+ */
+static int query_hca_get(struct ibv_context *context, struct emu_hca **hca)
+{
+	if (!ibemu_ctx_stale(context)) {
+		*hca = to_ectx(context)->hca;
+		return 0;
+	}
+	return emu_hca_get(hca) ? EIO : 0;
+}
+
+static void query_hca_put(struct ibv_context *context, struct emu_hca *hca)
+{
+	if (ibemu_ctx_stale(context))
+		emu_hca_put(hca);
+}
+
+static void ibemu_fill_device_attr(struct emu_hca *hca,
+				   struct ibv_device_attr *a)
 {
 	struct emu_port_info info;
 
-	emu_hca_port_info(to_ectx(context)->hca, &info);
-	return info;
-}
-
-static void ibemu_fill_device_attr(struct ibv_context *context,
-				   struct ibv_device_attr *a)
-{
-	struct emu_port_info info = ctx_port_info(context);
-
+	emu_hca_port_info(hca, &info);
 	memset(a, 0, sizeof(*a));
 	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", IBEMU_FW_VER);
 	a->node_guid = htobe64(info.node_guid);
@@ -86,15 +104,17 @@ int ibemu_query_device_ex(struct ibv_context *context,
 			  struct ibv_device_attr_ex *attr, size_t attr_size)
 {
 	struct ibv_device_attr_ex full;
+	struct emu_hca *hca;
 
-	if (ibemu_ctx_stale(context))
-		return EIO;
 	if (input && input->comp_mask)
 		return EINVAL;
 	if (!attr || attr_size < sizeof(attr->orig_attr))
 		return EINVAL;
+	if (query_hca_get(context, &hca))
+		return EIO;
 	memset(&full, 0, sizeof(full));
-	ibemu_fill_device_attr(context, &full.orig_attr);
+	ibemu_fill_device_attr(hca, &full.orig_attr);
+	query_hca_put(context, hca);
 	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
 	full.phys_port_cnt_ex = IBEMU_NUM_PORTS;
 	/* Completion timestamps (ibv_create_cq_ex) count a 64-bit clock
@@ -114,8 +134,6 @@ int ibemu_query_device_ex(struct ibv_context *context,
 int ibemu_query_rt_values(struct ibv_context *context,
 			  struct ibv_values_ex *values)
 {
-	if (ibemu_ctx_stale(context))
-		return EIO;
 	if (!values)
 		return EINVAL;
 	if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
@@ -130,12 +148,14 @@ int ibemu_query_port(struct ibv_context *context, uint8_t port_num,
 		     struct ibv_port_attr *pa)
 {
 	struct emu_port_info info;
+	struct emu_hca *hca;
 
-	if (ibemu_ctx_stale(context))
-		return EIO;
 	if (!emu_port_valid(port_num) || !pa)
 		return EINVAL;
-	info = ctx_port_info(context);
+	if (query_hca_get(context, &hca))
+		return EIO;
+	emu_hca_port_info(hca, &info);
+	query_hca_put(context, hca);
 	/* Only the members every release has: libibverbs hands the provider
 	 * its own struct ibv_port_attr, zeroed, and from rdma-core 49 on it
 	 * has active_speed_ex after these (4 bytes more than before), which
@@ -171,18 +191,19 @@ int ibemu_query_gid_entry(struct ibv_context *context, uint32_t port_num,
 			  uint32_t index, struct ibv_gid_entry *entry)
 {
 	struct emu_port_info info;
+	struct emu_hca *hca;
 	uint64_t prefix, guid;
-	int ret;
+	int ret = 0;
 
-	if (ibemu_ctx_stale(context))
-		return EIO;
 	if (!emu_port_valid(port_num) || index >= IBEMU_GID_TBL_LEN)
 		return EINVAL;
+	if (query_hca_get(context, &hca))
+		return EIO;
 	memset(entry, 0, sizeof(*entry));
 	if (index == 0) {
 		/* GID 0 is the port's default GID: the link-local subnet
 		 * prefix followed by the port GUID (IBA 4.1.1). */
-		info = ctx_port_info(context);
+		emu_hca_port_info(hca, &info);
 		prefix = htobe64(info.gid_prefix);
 		guid = htobe64(info.port_guid);
 		memcpy(&entry->gid.raw[0], &prefix, 8);
@@ -190,11 +211,11 @@ int ibemu_query_gid_entry(struct ibv_context *context, uint32_t port_num,
 	} else {
 		/* Then the node's IP addresses (emulator/node/fabric.h), still
 		 * GIDs of an InfiniBand port: the link layer is IB. */
-		ret = emu_hca_gid(to_ectx(context)->hca, index,
-				  entry->gid.raw);
-		if (ret)
-			return ret;
+		ret = emu_hca_gid(hca, index, entry->gid.raw);
 	}
+	query_hca_put(context, hca);
+	if (ret)
+		return ret;
 	entry->gid_index = index;
 	entry->port_num = port_num;
 	entry->gid_type = IBV_GID_TYPE_IB;
@@ -205,11 +226,14 @@ int ibemu_query_gid_entry(struct ibv_context *context, uint32_t port_num,
 int ibemu_query_pkey_value(struct ibv_context *context, uint8_t port_num,
 			   int index, uint16_t *pkey_p)
 {
-	if (ibemu_ctx_stale(context))
-		return EIO;
+	struct emu_hca *hca;
+
 	if (!emu_port_valid(port_num) || index < 0 ||
 	    index >= IBEMU_PKEY_TBL_LEN || !pkey_p)
 		return EINVAL;
-	*pkey_p = emu_hca_pkey(to_ectx(context)->hca, (unsigned int)index);
+	if (query_hca_get(context, &hca))
+		return EIO;
+	*pkey_p = emu_hca_pkey(hca, (unsigned int)index);
+	query_hca_put(context, hca);
 	return 0;
 }

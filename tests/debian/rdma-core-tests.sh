@@ -31,11 +31,8 @@ fi
 echo "$out" | grep -q "skipped 'Device memory is not supported'" &&
 	fail "the device memory tests skip" || pass "the device memory tests run"
 # Tests that fail by ibemu's design, each with why (as fabtests' exclude
-# lists): their failure is reported, not counted.
-#  test_multi_process_alloc_dm: forked children allocate device memory
-#  on their parent's context, on which ibemu answers EIO
-#  (doc/design.md §4, fork()).
-known="test_multi_process_alloc_dm"
+# lists): their failure is reported, not counted.  None today.
+known=""
 failed=$(echo "$out" | sed -n 's/^\(FAIL\|ERROR\): \([^ ]*\) .*/\2/p')
 unknown=$(for t in $failed; do case " $known " in *" $t "*) ;; *) echo "$t" ;; esac; done)
 for t in $failed; do

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * fork() after ibv_open_device: the child's verbs on the inherited context
- * fail with EIO instead of crashing or disturbing the parent, the child
- * can open a context of its own, and the parent carries on.
+ * fork() after ibv_open_device: the child's queries on the inherited
+ * context answer as the parent's do and it can allocate device memory on
+ * it (as on a real HCA: rdma-core's test_multi_process_alloc_dm), its
+ * verbs on the parent's objects fail with EIO instead of crashing or
+ * disturbing the parent, the child can open a context of its own, and the
+ * parent carries on.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,17 +37,32 @@ static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
 }
 
 static int child(struct ibv_device *dev, struct ibv_context *ctx,
-		 struct ibv_pd *pd, struct ibv_cq *cq)
+		 struct ibv_pd *pd, struct ibv_cq *cq,
+		 const struct ibv_device_attr *parent_attr,
+		 const struct ibv_port_attr *parent_port)
 {
+	struct ibv_alloc_dm_attr dm_attr = { .length = 4096 };
 	struct ibv_device_attr attr;
+	struct ibv_port_attr port;
 	struct ibv_context *own;
+	struct ibv_dm *dm;
 	struct ibv_pd *own_pd;
 	struct ibv_cq *own_cq;
 	struct ibv_qp *qp;
 	static char buf[64];
 
-	CHECK(ibv_query_device(ctx, &attr) == EIO,
-	      "child: query_device on the parent's context is not EIO");
+	CHECK(ibv_query_device(ctx, &attr) == 0,
+	      "child: query_device on the parent's context fails");
+	CHECK(attr.node_guid == parent_attr->node_guid &&
+		      attr.max_qp == parent_attr->max_qp,
+	      "child: query_device differs from the parent's");
+	CHECK(ibv_query_port(ctx, 1, &port) == 0 &&
+		      port.lid == parent_port->lid &&
+		      port.state == parent_port->state,
+	      "child: query_port on the parent's context differs");
+	dm = ibv_alloc_dm(ctx, &dm_attr);
+	CHECK(dm, "child: alloc_dm on the parent's context fails");
+	CHECK(ibv_free_dm(dm) == 0, "child: free_dm");
 	errno = 0;
 	CHECK(!make_qp(pd, cq) && errno == EIO,
 	      "child: create_qp on the parent's PD: %s", "not EIO");
@@ -69,6 +87,8 @@ static int child(struct ibv_device *dev, struct ibv_context *ctx,
 int main(void)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_device_attr attr;
+	struct ibv_port_attr port;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
@@ -82,11 +102,13 @@ int main(void)
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
 	CHECK(pd && cq, "PD/CQ");
+	CHECK(!ibv_query_device(ctx, &attr) && !ibv_query_port(ctx, 1, &port),
+	      "parent: query");
 	fflush(NULL);
 	pid = fork();
 	CHECK(pid >= 0, "fork");
 	if (pid == 0)
-		_exit(child(list[0], ctx, pd, cq));
+		_exit(child(list[0], ctx, pd, cq, &attr, &port));
 	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "child %s %d", WIFSIGNALED(status) ? "killed by signal" : "exit",
@@ -98,7 +120,8 @@ int main(void)
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 	ibv_free_device_list(list);
-	printf("ok: fork: the child gets EIO on inherited objects and works "
-	       "with its own; the parent carries on\n");
+	printf("ok: fork: the child queries the inherited context, gets EIO "
+	       "on inherited objects and works with its own; the parent "
+	       "carries on\n");
 	return 0;
 }
