@@ -3,7 +3,9 @@
 # (tests/progs/fabric_cq.c): for FI_EP_MSG ("verbs") and FI_EP_RDM
 # ("verbs;ofi_rxm"), fi_cq_sread with FI_WAIT_FD and FI_WAIT_UNSPEC woken
 # by the peer's completion, timing out with -FI_EAGAIN, woken by
-# fi_cq_signal; FI_WAIT_NONE refusing it; and the error entries
+# fi_cq_signal; FI_WAIT_MUTEX_COND and FI_WAIT_YIELD the same where the
+# provider offers them (verbs and RxM refuse them at fi_cq_open: a
+# note); FI_WAIT_NONE refusing it; and the error entries
 # fi_cq_readerr gives for a write with a wrong key (IBV_WC_REM_ACCESS_ERR)
 # and for receives flushed by fi_shutdown (IBV_WC_WR_FLUSH_ERR) or
 # cancelled.  Server and client on the node's own non-loopback address,

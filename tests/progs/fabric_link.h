@@ -80,7 +80,8 @@ int link_put(struct link *l, const void *buf, size_t len);
 int link_get(struct link *l, void *buf, size_t len);
 
 /* A session with CQs of wait object WAIT, connected to the peer's
- * (which opens its own at the same time): 0 or -1, said. */
+ * (which opens its own at the same time): 0, -1 (said), or 1 where the
+ * provider does not offer the wait object (a note said). */
 int session_open(struct session *s, struct link *l, enum fi_wait_obj wait,
 		 const char *wait_name);
 /* MSG: disconnect (if not yet); then close it all.  The peers meet
