@@ -250,21 +250,37 @@ static inline void comp_unqueued_locked(struct emu_qp *qp, uint64_t wr_id,
 void comp_blocked_locked(struct emu_qp *qp);
 
 /* sge.c: copy between a message and a list of local SGEs (MR-checked). */
+/* write: the iovecs are to be written (on-demand paging, sge_mr_addr). */
 int sge_span(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
-	     uint32_t offset, uint32_t len, struct iovec *iov);
+	     uint32_t offset, uint32_t len, bool write, struct iovec *iov);
 void iov_gather(void *buf, const struct iovec *iov, int nr);
 int sge_copy(struct emu_qp *qp, const struct ibv_sge *sge,
 	     uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
 	     bool to_sge);
-/* Where [addr, addr+len) of mr is here, or NULL if outside. */
+/*
+ * Where [addr, addr+len) of mr is here, to be read (or written if
+ * write), or NULL if outside.  An on-demand paging region's pages are
+ * faulted in first (mr_pages.c); NULL where they cannot be, as a real
+ * HCA's page fault that fails ends the access in error: the caller
+ * answers a protection error, IBV_WC_LOC_PROT_ERR for a local access
+ * and the NAK Remote Access Error (IBV_WC_REM_ACCESS_ERR at the
+ * requester) for a remote one (IBA 10.6.3.2, C9-88; mlx5 resumes a
+ * failed page fault with an error, drivers/infiniband/hw/mlx5/odp.c).
+ * Computed as integers: an implicit region's addr is NULL.
+ */
 static inline uint8_t *sge_mr_addr(const struct emu_mr *mr, uint64_t addr,
-				   uint64_t len)
+				   uint64_t len, bool write)
 {
 	uint64_t start = mr->iova, end = mr->iova + mr->length;
+	uint8_t *p;
 
 	if (addr < start || addr > end || len > end - addr)
 		return NULL;
-	return mr->addr + (addr - start);
+	p = (uint8_t *)((uintptr_t)mr->addr + (uintptr_t)(addr - start));
+	if ((mr->access & IBV_ACCESS_ON_DEMAND) &&
+	    mr_pages_fault(p, len, write))
+		return NULL;
+	return p;
 }
 /* Where one SGE's bytes are here, checked as a local access (IBA
  * 10.6.3.2: key, PD, range, and LOCAL_WRITE to be written), or NULL.
@@ -278,10 +294,10 @@ static inline uint8_t *sge_local_addr(struct emu_qp *qp,
 	if (!mr || mr->pd_id != qp->pd_id ||
 	    (write_access && !(mr->access & IBV_ACCESS_LOCAL_WRITE)))
 		return NULL;
-	return sge_mr_addr(mr, sge->addr, sge->length);
+	return sge_mr_addr(mr, sge->addr, sge->length, write_access);
 }
 int sge_iov(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
-	    struct iovec *iov);
+	    bool write, struct iovec *iov);
 /* Check the SGEs of a WQE against their MRs; an IBV_WC_* status. */
 enum ibv_wc_status sge_check(struct emu_qp *qp, const struct ibv_sge *sge,
 			     uint32_t num_sge, bool write_access);

@@ -177,7 +177,7 @@ static bool req_payload_span(struct emu_qp *qp, struct wqe *w, uint32_t off,
 		*nr = 0;
 		return true;
 	}
-	*nr = sge_span(qp, w->sge, w->num_sge, off, len, iov);
+	*nr = sge_span(qp, w->sge, w->num_sge, off, len, false, iov);
 	if (*nr >= 0)
 		return true;
 	w->status = IBV_WC_LOC_PROT_ERR;

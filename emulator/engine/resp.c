@@ -442,7 +442,7 @@ static uint8_t *resp_rkey_begin(struct emu_qp *qp, uint32_t rkey,
 	mr = mr_lookup(qp->hca, rkey);
 	if (!mr || mr->pd_id != qp->pd_id || !(mr->access & access))
 		return NULL;
-	return sge_mr_addr(mr, va, len);
+	return sge_mr_addr(mr, va, len, access != IBV_ACCESS_REMOTE_READ);
 }
 
 /* The access of resp_rkey_begin() that returned an address has ended. */

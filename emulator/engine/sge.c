@@ -65,7 +65,7 @@ void iov_scatter(const struct iovec *iov, int nr, const void *buf,
  * registered while the caller holds the QP lock (mr.c).
  */
 int sge_span(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
-	     uint32_t offset, uint32_t len, struct iovec *iov)
+	     uint32_t offset, uint32_t len, bool write, struct iovec *iov)
 {
 	struct emu_mr *mr;
 	uint32_t i, n;
@@ -80,7 +80,8 @@ int sge_span(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
 		if (n > len)
 			n = len;
 		mr = mr_lookup(qp->hca, sge[i].lkey);
-		iov[nr].iov_base = mr ? sge_mr_addr(mr, sge[i].addr + offset, n)
+		iov[nr].iov_base = mr ? sge_mr_addr(mr, sge[i].addr + offset, n,
+						      write)
 				      : NULL;
 		if (!iov[nr].iov_base)
 			return -1;
@@ -118,7 +119,7 @@ int sge_copy(struct emu_qp *qp, const struct ibv_sge *sge,
 
 	if (num_sge > IBEMU_MAX_SGE)
 		return -1;
-	nr = sge_span(qp, sge, num_sge, offset, len, iov);
+	nr = sge_span(qp, sge, num_sge, offset, len, to_sge, iov);
 	if (nr < 0)
 		return -1;
 	if (!to_sge) {
@@ -137,7 +138,7 @@ int sge_copy(struct emu_qp *qp, const struct ibv_sge *sge,
  * SGEs are left out.  Returns the count, or -1 if a key went away.
  */
 int sge_iov(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
-	    struct iovec *iov)
+	    bool write, struct iovec *iov)
 {
 	struct emu_mr *mr;
 	uint32_t i;
@@ -148,7 +149,7 @@ int sge_iov(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
 			continue;
 		mr = mr_lookup(qp->hca, sge[i].lkey);
 		iov[n].iov_base = mr ? sge_mr_addr(mr, sge[i].addr,
-						   sge[i].length)
+						   sge[i].length, write)
 				     : NULL;
 		if (!iov[n].iov_base)
 			return -1;

@@ -454,6 +454,15 @@ static inline struct emu_mr *mr_lookup(struct emu_hca *hca, uint32_t key)
 	return mr && mr->key == key ? mr : NULL;
 }
 
+/* mr_pages.c: the process's pages under a region (no lock) */
+/* 0 if [addr, addr+length) is mapped readable (and writable if write),
+ * else EFAULT: read from the process's mappings. */
+int mr_pages_mapped(const void *addr, size_t length, bool write);
+/* Fault [addr, addr+len) in for a read or a write, as an on-demand
+ * paging HCA's page fault does: 0, or EFAULT where the access would
+ * fault (no mapping, no such access). */
+int mr_pages_fault(const void *addr, uint64_t len, bool write);
+
 /* mw.c: memory windows (see the lock rule there) */
 int mw_table_init(struct emu_hca *hca);
 void mw_table_fini(struct emu_hca *hca);

@@ -79,55 +79,6 @@ static void mr_key_free(struct emu_hca *hca, struct emu_mr *mr)
 	engine_qp_quiesce(hca->engine);
 }
 
-/*
- * A real HCA pins the pages (the kernel's ib_umem_get), asking for write
- * access when the region may be written (local write, hence remote write
- * and atomics too): an unmapped page, a PROT_NONE page, or a read-only
- * page of a writable region fails registration with EFAULT.  The
- * process's mappings tell the same without touching the memory.
- */
-static bool mr_maps_line(const char *line, uintptr_t *lo_p, uintptr_t *hi_p,
-			 bool *r_p, bool *w_p)
-{
-	unsigned long lo, hi;
-	char perms[5];
-
-	if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) != 3)
-		return false;
-	*lo_p = lo;
-	*hi_p = hi;
-	*r_p = perms[0] == 'r';
-	*w_p = perms[1] == 'w';
-	return true;
-}
-
-static int mr_range_accessible(const void *addr, size_t length, bool write)
-{
-	uintptr_t next = (uintptr_t)addr, end = (uintptr_t)addr + length;
-	bool r, w, more = false, cont;
-	uintptr_t lo, hi;
-	char line[512];
-	FILE *maps;
-
-	maps = fopen("/proc/self/maps", "re");
-	if (!maps)
-		return 0; /* no way to tell: let the data path find out */
-	/* Mappings are listed in address order: walk them over the range. */
-	while (next < end && fgets(line, sizeof(line), maps)) {
-		/* The rest of a long path name is not a new mapping. */
-		cont = more;
-		more = !strchr(line, '\n');
-		if (cont || !mr_maps_line(line, &lo, &hi, &r, &w) ||
-		    hi <= next)
-			continue;
-		if (lo > next || !r || (write && !w))
-			break;
-		next = hi;
-	}
-	fclose(maps);
-	return next >= end ? 0 : EFAULT;
-}
-
 static int mr_check_access(int access)
 {
 	if (access & ~MR_ACCESS_KNOWN) {
@@ -135,9 +86,13 @@ static int mr_check_access(int access)
 			      access & ~MR_ACCESS_KNOWN);
 		return EINVAL;
 	}
-	if (access & ~MR_ACCESS_SUPPORTED) {
-		ibemu_log_dbg("reg_mr: access %#x not offered (no ODP, zero "
-			      "based or huge page MRs)",
+	/* IBV_ACCESS_HUGETLB is a hint valid only with on-demand paging
+	 * (ibv_reg_mr(3)); ibemu needs none. */
+	if ((access & IBV_ACCESS_ON_DEMAND) && (access & IBV_ACCESS_HUGETLB))
+		access &= ~IBV_ACCESS_HUGETLB;
+	if (access & ~(MR_ACCESS_SUPPORTED | IBV_ACCESS_ON_DEMAND)) {
+		ibemu_log_dbg("reg_mr: access %#x not offered (no zero based "
+			      "regions, huge pages only with on-demand paging)",
 			      access & ~MR_ACCESS_SUPPORTED);
 		return EOPNOTSUPP;
 	}
@@ -152,18 +107,60 @@ static int mr_check_access(int access)
 	return 0;
 }
 
-static int mr_check_range(void *addr, size_t length, bool write)
+/*
+ * Whether (addr, length, iova, access) can be a region.  An implicit
+ * on-demand paging region (IBV_ODP_SUPPORT_IMPLICIT, ibv_reg_mr(3)) is
+ * addr NULL, length SIZE_MAX: the whole address space, at IOVA 0 as
+ * mlx5 requires (mlx5_ib_reg_user_mr: start 0, length U64_MAX, iova 0,
+ * else EINVAL).  Any other region is at most max_mr_size and does not
+ * wrap.  pin: the pages are checked now, as a real HCA pins them (the
+ * kernel's ib_umem_get, asking for write access when the region may be
+ * written: local write, hence remote write and atomics too): an
+ * unmapped page, a PROT_NONE page, or a read-only page of a writable
+ * region fails registration with EFAULT.  An on-demand paging region
+ * pins nothing: its pages are faulted in at each access (mr_pages.c).
+ */
+static bool mr_is_implicit(const void *addr, size_t length, int access)
 {
+	return !addr && length == SIZE_MAX && (access & IBV_ACCESS_ON_DEMAND);
+}
+
+static int mr_check(void *addr, size_t length, uint64_t iova, int access,
+		    bool pin)
+{
+	bool write = access & IBV_ACCESS_LOCAL_WRITE;
+	int ret = mr_check_access(access);
+
+	if (ret)
+		return ret;
+	if (mr_is_implicit(addr, length, access)) {
+		if (iova) {
+			ibemu_log_dbg("reg_mr: an implicit region's iova is 0");
+			return EINVAL;
+		}
+		return 0;
+	}
 	if (length > IBEMU_MAX_MR_SIZE) {
 		ibemu_log_dbg("reg_mr: length %zu > max_mr_size", length);
 		return EINVAL;
 	}
 	if ((uintptr_t)addr + length < (uintptr_t)addr)
 		return EINVAL;
-	if (length && mr_range_accessible(addr, length, write)) {
+	if (pin && !(access & IBV_ACCESS_ON_DEMAND) && length &&
+	    mr_pages_mapped(addr, length, write)) {
 		ibemu_log_dbg("reg_mr: [%p, +%zu) is not mapped with %s access",
 			      addr, length, write ? "read-write" : "read");
 		return EFAULT;
+	}
+	/* The IOVA keeps the address's offset within its page: the Linux
+	 * core maps a region page by page and refuses any other IOVA for
+	 * every device (ib_uverbs_reg_mr); ibemu follows it (doc/conformance.md,
+	 * "What ibemu does where the Linux stack and the spec differ"). */
+	if (((uintptr_t)addr ^ iova) & ((uint64_t)sysconf(_SC_PAGESIZE) - 1)) {
+		ibemu_log_dbg("reg_mr: iova 0x%llx and address %p differ in "
+			      "their page offset",
+			      (unsigned long long)iova, addr);
+		return EINVAL;
 	}
 	return 0;
 }
@@ -175,22 +172,9 @@ int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 	struct emu_mr *mr;
 	int ret;
 
-	ret = mr_check_access(access);
-	if (!ret)
-		ret = mr_check_range(addr, length,
-				     access & IBV_ACCESS_LOCAL_WRITE);
+	ret = mr_check(addr, length, iova, access, true);
 	if (ret)
 		return ret;
-	/* The IOVA keeps the address's offset within its page: the Linux
-	 * core maps a region page by page and refuses any other IOVA for
-	 * every device (ib_uverbs_reg_mr); ibemu follows it (doc/conformance.md,
-	 * "What ibemu does where the Linux stack and the spec differ"). */
-	if (((uintptr_t)addr ^ iova) & ((uint64_t)sysconf(_SC_PAGESIZE) - 1)) {
-		ibemu_log_dbg("reg_mr: iova 0x%llx and address %p differ in "
-			      "their page offset",
-			      (unsigned long long)iova, addr);
-		return EINVAL;
-	}
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return ENOMEM;
@@ -202,8 +186,12 @@ int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 	mr->access = access;
 	/* Peers may map what they may reach (transport.h, mr_share);
 	 * before the region is in the table, so that nothing writes it
-	 * meanwhile. */
-	engine_mr_share(hca, addr, length, access, &mr->win);
+	 * meanwhile.  Not an on-demand paging region: moving its pages
+	 * would fault every one of them in, and some need not exist;
+	 * peers reach it by cross-memory attach, which faults in what a
+	 * placement touches, or by packets. */
+	if (!(access & IBV_ACCESS_ON_DEMAND))
+		engine_mr_share(hca, addr, length, access, &mr->win);
 	ret = mr_key_alloc(hca, mr);
 	if (ret) {
 		engine_mr_release(hca, &mr->win);
@@ -261,18 +249,22 @@ static void mr_table_swap(struct emu_hca *hca, uint32_t index,
 int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 		 size_t length, int access)
 {
+	bool moved = flags & IBV_REREG_MR_CHANGE_TRANSLATION;
+	int to_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? access
+							     : mr->access;
 	struct emu_hca *hca = mr->hca;
 	struct emu_mr *next;
+	bool pin;
 	int ret = 0;
 
-	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
-		ret = mr_check_access(access);
-	if (!ret && (flags & IBV_REREG_MR_CHANGE_TRANSLATION))
-		ret = mr_check_range(addr, length,
-				     ((flags & IBV_REREG_MR_CHANGE_ACCESS)
-					      ? access
-					      : mr->access) &
-					     IBV_ACCESS_LOCAL_WRITE);
+	/* The region as it will be must be one ibv_reg_mr would make; its
+	 * pages are checked if they are new, or no longer paged on demand. */
+	pin = moved || ((mr->access & ~to_access) & IBV_ACCESS_ON_DEMAND);
+	if (moved || (flags & IBV_REREG_MR_CHANGE_ACCESS))
+		ret = mr_check(moved ? addr : mr->addr,
+			       moved ? length : mr->length,
+			       moved ? (uintptr_t)addr : mr->iova, to_access,
+			       pin);
 	if (ret)
 		return ret;
 	next = malloc(sizeof(*next));

@@ -326,7 +326,8 @@ uint8_t *mw_access_begin(struct emu_qp *qp, uint32_t rkey, uint64_t va,
 		/* The region may have gone or changed since the bind. */
 		mr = mr_lookup(hca, mw->mr_key);
 		if (mr && mr->pd_id == mw->pd_id)
-			addr = sge_mr_addr(mr, va, len);
+			addr = sge_mr_addr(mr, va, len,
+					   access != IBV_ACCESS_REMOTE_READ);
 	}
 	if (!addr)
 		pthread_mutex_unlock(&hca->mw_lock);

@@ -21,9 +21,14 @@
 #include "log.h"
 #include "qp_state.h"
 
+/* A QP's rights are the remote ones (IBA 11.2.4.2); LOCAL_WRITE, and
+ * ON_DEMAND, a region's attribute, are accepted and mean nothing for a
+ * QP, as on mlx5 and rxe (rdma-core's ODP tests give a QP the flags of
+ * their regions). */
 #define QP_ACCESS_SUPPORTED                                                    \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
-	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                   \
+	 IBV_ACCESS_ON_DEMAND)
 
 static int qp_check_type(enum ibv_qp_type type)
 {

@@ -99,6 +99,33 @@ static void ibemu_fill_device_attr(struct emu_hca *hca,
 	a->phys_port_cnt = IBEMU_NUM_PORTS;
 }
 
+/*
+ * On-demand paging (ibv_query_device_ex(3) odp_caps, ibv_reg_mr(3)
+ * IBV_ACCESS_ON_DEMAND): explicit and implicit regions, whose pages the
+ * engines fault in at each access of any kind (emulator/hca/mr_pages.c),
+ * so every operation a transport has is served on them: RC all of SEND,
+ * RECV, WRITE, READ, ATOMIC and SRQ_RECV; UC SEND, RECV, WRITE and
+ * SRQ_RECV (no READ or atomics on UC, IBA 9.8); UD SEND, RECV and
+ * SRQ_RECV; XRC, whose receives are an SRQ's (IBA Annex A14), SEND,
+ * WRITE, READ, ATOMIC and SRQ_RECV.
+ */
+static void ibemu_fill_odp_caps(struct ibv_device_attr_ex *a)
+{
+	const uint32_t recv = IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
+
+	a->odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	a->odp_caps.per_transport_caps.rc_odp_caps =
+		IBV_ODP_SUPPORT_SEND | recv | IBV_ODP_SUPPORT_WRITE |
+		IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC;
+	a->odp_caps.per_transport_caps.uc_odp_caps =
+		IBV_ODP_SUPPORT_SEND | recv | IBV_ODP_SUPPORT_WRITE;
+	a->odp_caps.per_transport_caps.ud_odp_caps =
+		IBV_ODP_SUPPORT_SEND | recv;
+	a->xrc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_SRQ_RECV |
+			  IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+			  IBV_ODP_SUPPORT_ATOMIC;
+}
+
 int ibemu_query_device_ex(struct ibv_context *context,
 			  const struct ibv_query_device_ex_input *input,
 			  struct ibv_device_attr_ex *attr, size_t attr_size)
@@ -122,6 +149,7 @@ int ibemu_query_device_ex(struct ibv_context *context,
 	full.completion_timestamp_mask = UINT64_MAX;
 	full.hca_core_clock = IBEMU_CORE_CLOCK_KHZ;
 	full.max_dm_size = IBEMU_MAX_DM_SIZE; /* verbs_dm.c */
+	ibemu_fill_odp_caps(&full);
 	if (attr_size > sizeof(full))
 		attr_size = sizeof(full);
 	memcpy(attr, &full, attr_size);

@@ -336,7 +336,8 @@ static int cma_local_iov(struct emu_qp *qp, struct wqe *w,
 		iov[0].iov_len = w->length;
 		return 1;
 	}
-	return sge_iov(qp, w->sge, w->num_sge, iov);
+	return sge_iov(qp, w->sge, w->num_sge, wr_is(w->opcode, WR_RD_ATOMIC),
+		       iov);
 }
 
 bool cma_target_state_ok(const struct node_qp_copy *q, int32_t peer_proc,
@@ -975,7 +976,7 @@ int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
 	/* Only from the connected QP's process, as verified at bind. */
 	if (d->nr > PULL_MAX_SEGS || !qp->peer || !cma_qp(qp)->pid)
 		return EINVAL;
-	nl = sge_iov(qp, rwqe->sge, rwqe->num_sge, local);
+	nl = sge_iov(qp, rwqe->sge, rwqe->num_sge, true, local);
 	if (nl < 0)
 		return EFAULT;
 	if (cma_pull_windows(qp, local, nl, d))
