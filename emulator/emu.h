@@ -180,6 +180,11 @@ struct emu_mr_attr {
 void emu_mr_attr(struct emu_mr *mr, struct emu_mr_attr *attr);
 int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 		 size_t length, int access);
+/* mr_advise.c: ibv_advise_mr(3) on the on-demand paging regions of PD
+ * pd_id; 0 or the errno the Linux stack gives. */
+int emu_mr_advise(struct emu_hca *hca, uint64_t pd_id, int advice,
+		  uint32_t flags, const struct ibv_sge *sg_list,
+		  uint32_t num_sge);
 
 /* mw.c: memory windows (IBA 10.6.7), type 1 and type 2B; a window is
  * bound and invalidated by work requests (post.c). */

@@ -90,6 +90,7 @@ static void ibemu_uninit_device(struct verbs_device *vdev)
 
 /* Laid out as the process's libibverbs has them by pabi_set_ops(). */
 static const struct pabi_ops ibemu_ctx_ops = {
+	.advise_mr = ibemu_advise_mr,
 	.alloc_dm = ibemu_alloc_dm,
 	.alloc_mw = ibemu_alloc_mw,
 	.alloc_parent_domain = ibemu_alloc_parent_domain,

@@ -282,6 +282,8 @@ int ibemu_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			    uint64_t hca_va, int access);
 int ibemu_dereg_mr(struct verbs_mr *vmr);
+int ibemu_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		    uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
 /* import.c: command fds, shared PDs and MRs (ibv_import_device(3)). */
 struct ibemu_share;
 int ibemu_cmd_fd_open(void);

@@ -68,6 +68,16 @@ int ibemu_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+/* Advice on on-demand paging regions (ibv_advise_mr(3); mr_advise.c). */
+int ibemu_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		    uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	if (ibemu_ctx_stale(pd->context))
+		return EIO;
+	return emu_mr_advise(to_ectx(pd->context)->hca, to_epd(pd)->id,
+			     (int)advice, flags, sg_list, num_sge);
+}
+
 /* Reregister a memory region (IBA 10.6.3.6, ibv_rereg_mr(3)). */
 int ibemu_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		   void *addr, size_t length, int access)
