@@ -159,6 +159,11 @@ int cf_ep_connect(struct cf_ep *ep, enum ibv_qp_state target);
 /* Socket coordination with a deadline; 0 or -1 (with a failure). */
 int cf_ep_sync(struct cf_ep *ep, int timeout_ms);
 int cf_ep_send_val(struct cf_ep *ep, uint64_t val);
+/* An address and an R_Key for the peer (a window, a region of the body's
+ * own), and the peer's; 0 or -1 (with a failure). */
+int cf_ep_send_key(struct cf_ep *ep, uint64_t addr, uint32_t rkey);
+int cf_ep_recv_key(struct cf_ep *ep, uint64_t *addr_p, uint32_t *rkey_p,
+		   int timeout_ms);
 /* Wait until the peer closed its socket (it died); 0, or -1 on timeout. */
 int cf_ep_wait_peer_gone(struct cf_ep *ep, int timeout_ms);
 int cf_ep_recv_val(struct cf_ep *ep, uint64_t *val_p, int timeout_ms);

@@ -221,6 +221,25 @@ int cf_ep_recv_val(struct cf_ep *ep, uint64_t *val_p, int timeout_ms)
 				       sizeof(*val_p) ? 0 : -1;
 }
 
+int cf_ep_send_key(struct cf_ep *ep, uint64_t addr, uint32_t rkey)
+{
+	if (cf_ep_send_val(ep, addr) || cf_ep_send_val(ep, rkey))
+		return -1;
+	return 0;
+}
+
+int cf_ep_recv_key(struct cf_ep *ep, uint64_t *addr_p, uint32_t *rkey_p,
+		   int timeout_ms)
+{
+	uint64_t rkey;
+
+	if (cf_ep_recv_val(ep, addr_p, timeout_ms) ||
+	    cf_ep_recv_val(ep, &rkey, timeout_ms))
+		return -1;
+	*rkey_p = (uint32_t)rkey;
+	return 0;
+}
+
 int cf_ep_wait_peer_gone(struct cf_ep *ep, int timeout_ms)
 {
 	long long deadline = cf_now_ms() + timeout_ms;

@@ -19,7 +19,7 @@ fi
 # Tests of capabilities ibemu offers: a SKIP of one on ibemu0 is a failure
 # (the capability went missing), though on a device without it the same
 # test skips.
-must_run='cm/|mcast/|examples/|rc_ex/(cq_ex_stamps|cq_ex_ud_readers|wr_atomic_write|wr_atomic_write_err|parent_domain)|td/'
+must_run='cm/|mcast/|odp/|odp_peer/|examples/|rc_ex/(cq_ex_stamps|cq_ex_ud_readers|wr_atomic_write|wr_atomic_write_err|parent_domain)|td/'
 IBEMU_NODE=${IBEMU_NODE:-conformance-$$}
 CF_RC_STRESS_MSGS=${CF_RC_STRESS_MSGS:-100000}
 # ibemu gives a parent domain's allocators its queue buffers (ibemu(7)).

@@ -56,6 +56,16 @@ CF_TEST(mr, read_only, "a read-only page registers for remote read but is refuse
 CF_TEST(mr, same_buffer_many, "one buffer may be registered many times, each MR independent (ibv_reg_mr(3))")
 CF_TEST(mr, rereg_errors, "bad rereg input is ERR_INPUT/EINVAL, device refusals ERR_CMD; the MR is left as it was (ibv_rereg_mr(3))")
 
+CF_SUITE(odp, cf_suite_init, cf_suite_cleanup)
+CF_TEST(odp, reg, "an ON_DEMAND region registers over untouched memory, rereg changes its access and translation; an implicit one is addr NULL, length SIZE_MAX (ibv_reg_mr(3))")
+CF_TEST(odp, advise, "ibv_advise_mr prefetches an ODP range; bad flags EINVAL, advice EOPNOTSUPP, lkey ENOENT, PD or write EPERM, range EFAULT (ibv_advise_mr(3), the kernel's uverbs and mlx5)")
+
+CF_SUITE(odp_peer, NULL, NULL)
+CF_PEER(odp_peer, explicit, "RDMA WRITE, READ and SEND into and from ODP regions over memory touched only after registration land whole (ibv_reg_mr(3) IBV_ACCESS_ON_DEMAND)", explicit, none, 0)
+CF_PEER(odp_peer, implicit, "an implicit ODP region's keys reach any heap buffer by RDMA WRITE and READ (ibv_reg_mr(3), IBV_ODP_SUPPORT_IMPLICIT)", implicit, none, 0)
+CF_PEER(odp_peer, remote_unmapped, "an RDMA WRITE to an unmapped page of an ODP region completes REM_ACCESS_ERR, nothing else written (IBA 9.7.5.2.4, C9-88)", unmapped, none, 0)
+CF_PEER(odp_peer, local_unmapped, "an RDMA WRITE from an unmapped page of an ODP region completes LOC_PROT_ERR, nothing sent (IBA 10.6.3.2)", unmapped, none, 1)
+
 CF_SUITE(mw, NULL, NULL)
 CF_PEER(mw, type1_write_read, "ibv_bind_mw gives a type 1 window an R_Key; WRITE and READ by it reach exactly the window (IBA 10.6.7.2.1)", type1, mw, 0)
 CF_PEER(mw, type2_write_read, "a type 2 window bound by a BIND_MW WR passes WRITE, READ and any atomics through its R_Key (IBA 10.6.7.2)", type2, mw_ex, 0, 1)

@@ -184,21 +184,7 @@ static int mw_rdma(struct cf_ep *ep, enum ibv_wr_opcode op, size_t loff,
 /* Child: hand the window's address and R_Key to the parent. */
 static int mw_offer(struct cf_ep *ep, uint32_t rkey)
 {
-	if (cf_ep_send_val(ep, (uintptr_t)ep->buf + WIN_OFF) ||
-	    cf_ep_send_val(ep, rkey))
-		return -1;
-	return 0;
-}
-
-static int mw_take(struct cf_ep *ep, uint64_t *addr_p, uint32_t *rkey_p)
-{
-	uint64_t rkey;
-
-	if (cf_ep_recv_val(ep, addr_p, WAIT_MS) ||
-	    cf_ep_recv_val(ep, &rkey, WAIT_MS))
-		return -1;
-	*rkey_p = (uint32_t)rkey;
-	return 0;
+	return cf_ep_send_key(ep, (uintptr_t)ep->buf + WIN_OFF, rkey);
 }
 
 /*
@@ -251,7 +237,7 @@ CF_BODY_IMPL(mw, type1)
 	if (mw_skip(ep, IBV_MW_TYPE_1))
 		return 0;
 	if (ep->side == CF_PARENT) {
-		if (mw_take(ep, &addr, &rkey) ||
+		if (cf_ep_recv_key(ep, &addr, &rkey, WAIT_MS) ||
 		    mw_parent_write_read(ep, addr, rkey))
 			return -1;
 		return cf_ep_sync(ep, WAIT_MS);
@@ -290,7 +276,7 @@ CF_BODY_IMPL(mw, type2)
 	if (mw_skip(ep, IBV_MW_TYPE_2))
 		return 0;
 	if (ep->side == CF_PARENT) {
-		if (mw_take(ep, &addr, &rkey) ||
+		if (cf_ep_recv_key(ep, &addr, &rkey, WAIT_MS) ||
 		    mw_parent_write_read(ep, addr, rkey))
 			return -1;
 		if (atomics &&
@@ -349,7 +335,7 @@ CF_BODY_IMPL(mw, type2_qp)
 	if (mw_skip(ep, IBV_MW_TYPE_2))
 		return 0;
 	if (ep->side == CF_PARENT) {
-		if (mw_take(ep, &addr, &rkey))
+		if (cf_ep_recv_key(ep, &addr, &rkey, WAIT_MS))
 			return -1;
 		cf_pattern_fill(ep->buf + SRC_OFF, WIN_LEN, 77);
 		if (mw_rdma_qp(ep, ep->qps[1], IBV_WR_RDMA_WRITE, SRC_OFF, 64,
@@ -390,7 +376,7 @@ CF_BODY_IMPL(mw, outside)
 	if (mw_skip(ep, IBV_MW_TYPE_1))
 		return 0;
 	if (ep->side == CF_PARENT) {
-		if (mw_take(ep, &addr, &rkey))
+		if (cf_ep_recv_key(ep, &addr, &rkey, WAIT_MS))
 			return -1;
 		cf_pattern_fill(ep->buf + SRC_OFF, WIN_LEN, 78);
 		if (ep->arg == 0)
@@ -482,7 +468,7 @@ CF_BODY_IMPL(mw, revoke)
 	if (mw_skip(ep, ep->arg == 2 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2))
 		return 0;
 	if (ep->side == CF_PARENT) {
-		if (mw_take(ep, &addr, &rkey) ||
+		if (cf_ep_recv_key(ep, &addr, &rkey, WAIT_MS) ||
 		    mw_rdma(ep, IBV_WR_RDMA_WRITE, SRC_OFF, 64, addr, rkey,
 			    IBV_WC_SUCCESS, "WRITE before the revocation"))
 			return -1;
