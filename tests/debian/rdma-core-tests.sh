@@ -2,7 +2,7 @@
 # rdma-core's own Python test suite (python3-pyverbs ships it under
 # /usr/share/doc/rdma-core/tests) against ibemu0: every test that runs
 # must pass.  Tests skip themselves for what the device does not offer
-# (device memory, ODP, raw packet QPs, vendor extensions, ...); how many
+# (raw packet QPs, vendor extensions, huge pages, ...); how many
 # ran and why the others skipped is in the log.
 . "$(dirname "$0")/../lib/lib.sh"
 src=/usr/share/doc/rdma-core/tests
@@ -22,7 +22,7 @@ ran=$(echo "$out" | sed -n 's/^Ran \([0-9]*\) tests.*/\1/p')
 skipped=$(echo "$out" | sed -n 's/.*skipped=\([0-9]*\).*/\1/p' | tail -n 1)
 # What ibemu0 offers runs: the RDMA CM tests find the interface of a
 # node that has an address (provider/verbs/sysfs_net.c); device memory
-# (provider/verbs/verbs_dm.c).
+# (provider/verbs/verbs_dm.c); on-demand paging (below).
 if "$IBEMU" status | grep -q '^address .* on '; then
 	echo "$out" | grep -q "skipped \"Device ibemu0 doesn't have net interface\"" &&
 		fail "the RDMA CM tests find no net interface of ibemu0" ||
@@ -30,6 +30,14 @@ if "$IBEMU" status | grep -q '^address .* on '; then
 fi
 echo "$out" | grep -q "skipped 'Device memory is not supported'" &&
 	fail "the device memory tests skip" || pass "the device memory tests run"
+# On-demand paging (emulator/hca/mr_pages.c, mr_advise.c): test_odp's
+# explicit, implicit and prefetch tests run (15); only the two huge page
+# ones may skip, for want of huge pages on the machine.
+echo "$out" | grep -Eq "skipped 'ODP (is not supported|is unavailable|implicit is not supported)" &&
+	fail "the ODP tests skip" || pass "the ODP tests run"
+odp_ok=$(echo "$out" | grep -c '^test_odp_.* (tests\.test_odp\..*) \.\.\. ok$')
+[ "$odp_ok" -ge 15 ] && pass "$odp_ok ODP tests pass" ||
+	fail "only $odp_ok ODP tests pass (15 or more expected)"
 # Tests that fail by ibemu's design, each with why (as fabtests' exclude
 # lists): their failure is reported, not counted.  None today.
 known=""
