@@ -83,19 +83,33 @@ void emu_hca_fork_child(void);
  */
 uint64_t emu_hca_token(const struct emu_hca *hca);
 bool emu_hca_token_alive(struct emu_hca *hca, uint64_t token);
-/* Node identity, read-only once the node exists (host byte order). */
+/* A port's identity, read-only once the node exists (host byte order),
+ * and its state now (enum ibv_port_state: `ibemu port down|up`). */
 struct emu_port_info {
 	uint64_t node_guid;
 	uint64_t port_guid;
 	uint64_t gid_prefix;
 	uint16_t lid;
 	uint16_t sm_lid;
+	uint32_t state;
 };
-void emu_hca_port_info(struct emu_hca *hca, struct emu_port_info *info);
-/* GID index of the port's table (fabric.h: 0 is fe80::/64 + port GUID,
- * then the node's IP addresses) into gid, network order: 0, or ENODATA
- * for an empty entry, EINVAL beyond the table. */
-int emu_hca_gid(struct emu_hca *hca, unsigned int index, uint8_t gid[16]);
+/* port: 1..emu_nr_ports() (checked by the caller: emu_port_valid). */
+void emu_hca_port_info(struct emu_hca *hca, unsigned int port,
+		       struct emu_port_info *info);
+/* GID index of a port's table (fabric.h: 0 is fe80::/64 + port GUID,
+ * then, on port 1, the node's IP addresses) into gid, network order: 0,
+ * or ENODATA for an empty entry, EINVAL beyond the table. */
+int emu_hca_gid(struct emu_hca *hca, unsigned int port, unsigned int index,
+		uint8_t gid[16]);
+/* The node's ports: its count once the process is attached, the count
+ * IBEMU_PORTS asks for before. */
+unsigned int emu_nr_ports(void);
+/* The async event descriptors of the process's open contexts, which the
+ * port events (IBV_EVENT_PORT_ERR, IBV_EVENT_PORT_ACTIVE: unaffiliated,
+ * IBA 11.6.3.3) go to: added at open, removed before the descriptor is
+ * closed.  0 or ENOMEM. */
+int emu_hca_ctx_add(struct emu_hca *hca, int async_fd);
+void emu_hca_ctx_remove(struct emu_hca *hca, int async_fd);
 uint16_t emu_hca_pkey(struct emu_hca *hca, unsigned int index);
 /* The node GUID without attaching (0 if the node cannot be opened). */
 uint64_t emu_node_guid(void);

@@ -177,7 +177,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	engine_use_transport(&fuzz_ops);
 	if (emu_hca_get(&hca))
 		die("cannot attach the HCA");
-	emu_hca_port_info(hca, &port);
+	emu_hca_port_info(hca, 1, &port);
 	lid = port.lid;
 	if (emu_cq_create(hca, 1024, -1, &owner, false, NULL, &cq))
 		die("emu_cq_create");

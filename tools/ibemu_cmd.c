@@ -5,6 +5,8 @@
  *   ibemu run [options] -- CMD [ARGS...]   run CMD with the emulated HCA
  *   ibemu status                          the node's device, address, LID,
  *                                         GIDs, processes, QPs
+ *   ibemu port down|up N                  take port N of the node's HCA
+ *                                         down, or bring it back
  *
  * `run` only sets LD_PRELOAD (and LD_AUDIT, see provider/verbs/audit.c) and
  * ibemu's environment, then executes CMD:
@@ -23,6 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <arpa/inet.h>
+#include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 #include <unistd.h>
 
@@ -39,6 +42,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: ibemu run [options] -- COMMAND [ARGS...]\n"
 		"       ibemu status\n"
+		"       ibemu port down|up N\n"
 		"       ibemu dir\n"
 		"       ibemu --help | --version\n"
 		"\n"
@@ -416,7 +420,12 @@ static int cmd_status(void)
 	       (unsigned int)(seg->node_guid >> 32) & 0xffff,
 	       (unsigned int)(seg->node_guid >> 16) & 0xffff,
 	       (unsigned int)seg->node_guid & 0xffff);
-	printf("port 1      LID %#06x, PORT_ACTIVE, InfiniBand\n", seg->lid);
+	for (i = 0; i < node_nr_ports(seg); i++)
+		printf("port %u      LID %#06x, %s, InfiniBand\n", i + 1,
+		       seg->ports[i].lid,
+		       node_port_state(seg, i + 1) == IBV_PORT_ACTIVE
+			       ? "PORT_ACTIVE"
+			       : "PORT_DOWN");
 	print_fabric(seg);
 	printf("processes   %u\n", seg->nr_procs);
 	for (i = 0; i < IBEMU_MAX_PROCS; i++) {
@@ -442,6 +451,55 @@ static int cmd_status(void)
 	print_cm_listeners_locked(&node);
 	node_unlock(&node);
 	print_tcp_peers(&node);
+	node_close(&node);
+	return 0;
+}
+
+/*
+ * `ibemu port down|up N`: port N's state, as a cable pulled or plugged
+ * back (node_port.c); every process of the node is woken so that its
+ * engine tells its contexts (IBV_EVENT_PORT_ERR / PORT_ACTIVE) and
+ * moves its armed QPs (engine/port.c).
+ */
+static int cmd_port(int argc, char **argv)
+{
+	uint32_t state;
+	struct inbox *ib;
+	struct node node;
+	unsigned long port;
+	uint64_t token;
+	char *end;
+	int i, ret;
+
+	if (argc != 3 || (strcmp(argv[1], "down") && strcmp(argv[1], "up"))) {
+		fprintf(stderr, "usage: ibemu port down|up N\n");
+		return 2;
+	}
+	state = strcmp(argv[1], "down") ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	port = strtoul(argv[2], &end, 10);
+	ret = node_open(&node);
+	if (ret) {
+		fprintf(stderr, "ibemu: cannot open the node: %s\n",
+			strerror(-ret));
+		return 1;
+	}
+	if (*end || !*argv[2] || port < 1 || port > node_nr_ports(node.seg)) {
+		fprintf(stderr, "ibemu: %s: no such port (the HCA has %u; "
+			"IBEMU_PORTS=2 when the node is made gives two)\n",
+			argv[2], node_nr_ports(node.seg));
+		node_close(&node);
+		return 1;
+	}
+	node_port_set_state(node.seg, (unsigned int)port, state);
+	for (i = 0; i < IBEMU_MAX_PROCS; i++) {
+		token = atomic_load(&node.seg->procs[i].token);
+		if (!token || inbox_map(node.name, token, &ib))
+			continue;
+		inbox_wake(ib);
+		inbox_unmap(ib);
+	}
+	printf("port %lu %s\n", port, state == IBV_PORT_ACTIVE ? "ACTIVE"
+								 : "DOWN");
 	node_close(&node);
 	return 0;
 }
@@ -481,6 +539,8 @@ int main(int argc, char **argv)
 		return cmd_status();
 	if (!strcmp(argv[1], "dir"))
 		return cmd_dir();
+	if (!strcmp(argv[1], "port"))
+		return cmd_port(argc - 1, argv + 1);
 	fprintf(stderr, "ibemu: unknown command '%s' (try ibemu --help)\n",
 		argv[1]);
 	return 2;

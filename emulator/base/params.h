@@ -14,7 +14,9 @@
 #define IBEMU_VENDOR_ID 0x1de5 /* not an assigned IEEE OUI vendor */
 #define IBEMU_VENDOR_PART_ID 0x0001
 #define IBEMU_HW_VER 1
-#define IBEMU_NUM_PORTS 1
+/* Ports of the node's HCA: 1 unless IBEMU_PORTS=2 asks for two when the
+ * node is made (node_port.c); never more. */
+#define IBEMU_MAX_PORTS 2
 #define IBEMU_NUM_COMP_VECTORS 1
 
 /* Queue pairs: QPN 0 and 1 are the SMI and GSI QPs (IBA 3.5.5). */
@@ -79,6 +81,7 @@
 #define IBEMU_ACTIVE_WIDTH 2 /* 4X */
 #define IBEMU_ACTIVE_SPEED 32 /* EDR: 25.78125 Gb/s per lane */
 #define IBEMU_PHYS_STATE_LINK_UP 5
+#define IBEMU_PHYS_STATE_DISABLED 3
 #define IBEMU_SUBNET_TIMEOUT 18
 #define IBEMU_MAX_VL_NUM 1 /* VL0 only */
 /* Unicast LIDs are 0x0001..0xbfff (IBA 4.1.3). */

@@ -651,6 +651,10 @@ uint64_t comp_timers_locked(struct emu_qp *qp, uint64_t now)
 			comp_arm_timer_locked(qp);
 			w = NULL;
 		}
+		/* The primary path failed: an armed QP migrates and
+		 * resends on the alternate one (IBA 17.2.8, apm.c). */
+		if (w && !qp->comp.retry_left && apm_path_failed_locked(qp))
+			w = NULL;
 		if (w && !qp->comp.retry_left) {
 			/* No answer within timeout * (retry_cnt + 1)
 			 * (IBA 9.7.6.1.3). */

@@ -65,7 +65,17 @@ struct engine {
 	 * on it. */
 	const struct tp_mcast_ops *mcast;
 	void *mcast_priv;
+	/* The node's ports as last seen (port.c); engine.lock */
+	uint32_t port_gen;
+	uint32_t port_state[IBEMU_MAX_PORTS];
 };
+
+/* port.c: port state changes, told to contexts and QPs */
+void engine_ports_init(struct engine *e);
+/* Whether the node's ports changed since the engine's thread looked
+ * (that thread only). */
+bool engine_ports_changed(const struct engine *e);
+void engine_ports_watch_locked(struct engine *e);
 
 
 /* progress.c */
@@ -189,6 +199,32 @@ void req_rewind_from_locked(struct emu_qp *qp, uint32_t psn);
 uint32_t req_sent_end(const struct emu_qp *qp);
 /* Both at once, under qp.lock: where the peer is not known yet. */
 int req_resolve_peer_locked(struct emu_qp *qp);
+
+/* apm.c: automatic path migration (IBA 17.2.8) */
+/* The alternate path's peer, looked up with no lock held (as
+ * req_route_peer) when modify loads one. */
+void apm_route_alt(const struct emu_qp *qp, const struct ibv_qp_attr *attr,
+		   int mask, struct req_route *route);
+/* The values of IBV_QP_ALT_PATH and IBV_QP_PATH_MIG_STATE: 0 or
+ * EINVAL (*why_p says why). */
+int apm_check(const struct emu_qp *qp, const struct ibv_qp_attr *a,
+	      int mask, const char **why_p);
+/* Load them (alt: apm_route_alt's lookup), rearm, migrate. */
+void apm_apply_locked(struct emu_qp *qp, const struct ibv_qp_attr *a,
+		      int mask, const struct req_route *alt);
+/* Make the alternate path the primary one; by_ca: the CA's own
+ * migration (IBV_EVENT_PATH_MIG).  false (IBV_EVENT_PATH_MIG_ERR) when
+ * the alternate path does not work. */
+bool apm_migrate_locked(struct emu_qp *qp, bool by_ca);
+/* Every packet of the peer, before the responder or completer: the
+ * MigReq bit arms and migrates. */
+void apm_recv_locked(struct emu_qp *qp, const struct pkt *p);
+/* The primary path failed (retries spent): migrate if ARMED and resend
+ * there; true if it did. */
+bool apm_path_failed_locked(struct emu_qp *qp);
+/* A port of the node went down or came up. */
+void apm_port_changed_locked(struct emu_qp *qp, unsigned int port,
+			     bool up);
 
 /* resp.c */
 void resp_recv_locked(struct emu_qp *qp, const struct pkt *pkt);

@@ -54,14 +54,24 @@ void pkt_layout_qp(struct pkt_out *out, struct emu_qp *qp, uint8_t opcode,
 		   uint32_t dst_qpn, uint32_t psn, bool ackreq,
 		   uint32_t paylen)
 {
+	const struct node_seg *seg = qp->hca->node.seg;
+	unsigned int port = qp->attr.port_num == 2 && node_nr_ports(seg) > 1
+		? 2 : 1;
 	const struct pkt_hdr link = {
-		.slid = qp->hca->node.seg->lid,
+		.slid = seg->ports[port - 1].lid,
 		.dlid = qp->attr.ah_attr.dlid,
 		.src_qpn = qp->qpn,
 		.src_proc = qp->hca->node.proc_slot,
 	};
 
 	pkt_layout(out, &link, opcode, dst_qpn, psn, ackreq, paylen);
+	/* MigReq while MIGRATED (IBA 9.2, 17.2.8; apm.c). */
+	if (qp->attr.path_mig_state == IBV_MIG_MIGRATED)
+		((struct bth *)out->base)->flags |= BTH_MIG;
+	/* Out of a port that is down, nothing reaches the wire: the
+	 * receiver drops it (engine_dispatch), TCP does not send it. */
+	if (node_port_state(seg, port) != IBV_PORT_ACTIVE)
+		out->pkt.hdr->flags |= PKT_F_LOST;
 }
 
 bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
@@ -224,9 +234,29 @@ void engine_set_qp1_handler(engine_qp1_fn *fn)
 	atomic_store_explicit(&engine_qp1, fn, memory_order_release);
 }
 
+/*
+ * The link: a packet sent out of a port that was down never left it
+ * (PKT_F_LOST), and one whose DLID names a port of ours that is down
+ * never arrives (a port not ACTIVE takes no packets, IBA 7.2, 14.2.5.6
+ * PortState).  A DLID naming none of our ports (GRH-routed) is port 1's.
+ */
+static bool engine_link_takes(struct engine *e, const struct pkt *p)
+{
+	const struct node_seg *seg = e->hca->node.seg;
+	unsigned int port;
+
+	if (p->hdr->flags & PKT_F_LOST)
+		return false;
+	port = node_port_of_lid(seg, p->hdr->dlid);
+	return node_port_state(seg, port ? port : 1) == IBV_PORT_ACTIVE;
+}
+
 static void engine_dispatch(struct engine *e, const struct pkt *p)
 {
 	struct emu_qp *qp;
+
+	if (!engine_link_takes(e, p))
+		return;
 
 	if (p->qpn == BTH_QPN_MULTICAST) {
 		engine_dispatch_mcast(e, p);
@@ -248,6 +278,7 @@ static void engine_dispatch(struct engine *e, const struct pkt *p)
 		return;
 	}
 	emu_lock(&qp->lock);
+	apm_recv_locked(qp, p);
 	if (p->op->mask & OPM_REQ)
 		resp_recv_locked(qp, p);
 	else
@@ -515,6 +546,12 @@ static void *engine_thread(void *arg)
 	bool busy;
 
 	while (!atomic_load(&e->stop)) {
+		/* A port changed (`ibemu port`, which wakes us): told
+		 * whatever the application is doing. */
+		if (engine_ports_changed(e) && emu_lock_try(&e->lock)) {
+			engine_ports_watch_locked(e);
+			emu_unlock(&e->lock);
+		}
 		/* What the network held back for the application's next
 		 * call goes now, at the latest a nap after (tcp_send.c). */
 		if (e->net)
@@ -641,6 +678,7 @@ int engine_start(struct emu_hca *hca)
 	if (e->tp == &tp_shm_ops && !tp_tcp_ops.open(e) && e->net_priv)
 		e->net = &tp_tcp_ops;
 	hca->engine = e;
+	engine_ports_init(e);
 	pcap_open();
 	ret = pthread_create(&e->thread, NULL, engine_thread, e);
 	if (ret) {

@@ -232,10 +232,11 @@ static void req_ud_fill(struct emu_qp *qp, struct wqe *w,
 		out->pkt.grh->hop_limit = av->grh.hop_limit;
 		/* The SGID is the port's GID at the AV's index (IBA 8.3.1),
 		 * GID 0 where that entry is empty. */
-		if (emu_hca_gid(qp->hca, av->grh.sgid_index,
+		if (emu_hca_gid(qp->hca, av->port_num, av->grh.sgid_index,
 				out->pkt.grh->sgid)) {
 			prefix = htobe64(seg->gid_prefix);
-			guid = htobe64(seg->port_guid);
+			guid = htobe64(
+				seg->ports[av->port_num == 2 ? 1 : 0].guid);
 			memcpy(out->pkt.grh->sgid, &prefix, 8);
 			memcpy(out->pkt.grh->sgid + 8, &guid, 8);
 		}

@@ -72,11 +72,12 @@ int route_qpn(struct emu_hca *hca, const struct ibv_ah_attr *av,
 {
 	struct engine *e = hca->engine;
 	const struct tp_net_ops *net = engine_net(e);
-	struct sockaddr_storage addr;
+	struct fabric_port_at at;
 	enum fabric_where where;
 
-	where = fabric_locate(&hca->node, av->dlid,
-			      av->is_global ? av->grh.dgid.raw : NULL, &addr);
+	where = fabric_locate_port(&hca->node, av->dlid,
+				   av->is_global ? av->grh.dgid.raw : NULL,
+				   &at);
 	if (where == FABRIC_NOWHERE)
 		return EHOSTUNREACH;
 	if (where == FABRIC_HERE) {
@@ -84,14 +85,15 @@ int route_qpn(struct emu_hca *hca, const struct ibv_ah_attr *av,
 			*slot_p = node_qpn_owner_slot(&hca->node, qpn);
 			return *slot_p < 0 ? ENOENT : 0;
 		}
-		route_self_addr(hca, &addr);
+		route_self_addr(hca, &at.addr);
 	}
 	if (!net) {
-		route_tell_net_off(av->dlid, &addr);
+		route_tell_net_off(av->dlid, &at.addr);
 		return ENETDOWN;
 	}
-	return net->resolve_qpn(e, &addr, route_by_lid(av) ? av->dlid : 0, qpn,
-				slot_p);
+	/* The node's door answers with its port 1's LID (fabric.h). */
+	return net->resolve_qpn(e, &at.addr, route_by_lid(av) ? at.lid : 0,
+				qpn, slot_p);
 }
 
 void route_publish_peer_locked(struct emu_qp *qp)

@@ -17,11 +17,6 @@
 #include "hca.h"
 #include "log.h"
 
-bool emu_port_valid(unsigned int port_num)
-{
-	return port_num >= 1 && port_num <= IBEMU_NUM_PORTS;
-}
-
 /* Shared by create_ah and modify_qp(IBV_QP_AV); returns 0 or EINVAL. */
 int emu_av_check(const struct ibv_ah_attr *attr)
 {

@@ -28,3 +28,17 @@ void emu_event(const struct emu_owner *owner, enum ibv_event_type type)
 		ibemu_log_warn("async event %d dropped: queue full (%s)",
 			       (int)type, strerror(errno));
 }
+
+void emu_port_event(struct emu_hca *hca, unsigned int port,
+		    enum ibv_event_type type)
+{
+	struct emu_owner owner = { .handle = port };
+	unsigned int i;
+
+	pthread_mutex_lock(&hca->ctx_lock);
+	for (i = 0; i < hca->nr_ctx_fds; i++) {
+		owner.async_fd = hca->ctx_fds[i];
+		emu_event(&owner, type);
+	}
+	pthread_mutex_unlock(&hca->ctx_lock);
+}

@@ -10,7 +10,9 @@
  */
 #include "config.h"
 
+#include <endian.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -21,8 +23,26 @@
 
 static struct emu_hca emu_hca_instance = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.ctx_lock = PTHREAD_MUTEX_INITIALIZER,
 	.node = { .fd = -1, .proc_slot = -1 },
 };
+
+/* The node's port count, once attached (node_nr_ports); 0 before.  The
+ * process has one HCA. */
+static _Atomic unsigned int hca_nr_ports;
+
+unsigned int emu_nr_ports(void)
+{
+	unsigned int n = atomic_load_explicit(&hca_nr_ports,
+					      memory_order_relaxed);
+
+	return n ? n : node_ports_wanted();
+}
+
+bool emu_port_valid(unsigned int port_num)
+{
+	return port_num >= 1 && port_num <= emu_nr_ports();
+}
 
 static int hca_attach_locked(struct emu_hca *hca)
 {
@@ -35,6 +55,8 @@ static int hca_attach_locked(struct emu_hca *hca)
 	ret = -node_proc_attach(&hca->node);
 	if (ret)
 		goto err_close;
+	node_ports_told(hca->node.seg);
+	atomic_store(&hca_nr_ports, node_nr_ports(hca->node.seg));
 	ret = mr_table_init(hca);
 	if (ret)
 		goto err_detach;
@@ -101,6 +123,9 @@ void emu_hca_fork_child(void)
 	/* First: what the transports share (transport.h, fork_child). */
 	engine_fork_child();
 	pthread_mutex_init(&hca->lock, NULL);
+	pthread_mutex_init(&hca->ctx_lock, NULL);
+	/* The parent's contexts are not the child's. */
+	hca->nr_ctx_fds = 0;
 	hca->pid = getpid();
 	hca->refs = 0;
 	engine_forget(hca);
@@ -131,28 +156,80 @@ bool emu_hca_token_alive(struct emu_hca *hca, uint64_t token)
 	return false;
 }
 
-void emu_hca_port_info(struct emu_hca *hca, struct emu_port_info *info)
+void emu_hca_port_info(struct emu_hca *hca, unsigned int port,
+		       struct emu_port_info *info)
 {
 	const struct node_seg *seg = hca->node.seg;
 
+	if (port < 1 || port > node_nr_ports(seg))
+		port = 1;
 	info->node_guid = seg->node_guid;
-	info->port_guid = seg->port_guid;
+	info->port_guid = seg->ports[port - 1].guid;
 	info->gid_prefix = seg->gid_prefix;
-	info->lid = seg->lid;
+	info->lid = seg->ports[port - 1].lid;
 	info->sm_lid = seg->sm_lid;
+	info->state = node_port_state(seg, port);
 }
 
-int emu_hca_gid(struct emu_hca *hca, unsigned int index, uint8_t gid[16])
+int emu_hca_gid(struct emu_hca *hca, unsigned int port, unsigned int index,
+		uint8_t gid[16])
 {
-	const struct node_fabric *fab = &hca->node.seg->fabric;
+	const struct node_seg *seg = hca->node.seg;
+	const struct node_fabric *fab = &seg->fabric;
 	unsigned int nr = fab->nr_gids; /* immutable; bounded all the same */
+	uint64_t be;
 
 	if (index >= IBEMU_GID_TBL_LEN)
 		return EINVAL;
+	/* Port 2 has its GID 0 alone: the node's addresses name port 1. */
+	if (port == 2 && node_nr_ports(seg) > 1) {
+		if (index)
+			return ENODATA;
+		be = htobe64(seg->gid_prefix);
+		memcpy(gid, &be, 8);
+		be = htobe64(seg->ports[1].guid);
+		memcpy(gid + 8, &be, 8);
+		return 0;
+	}
 	if (index >= nr)
 		return ENODATA;
 	memcpy(gid, fab->gids[index], 16);
 	return 0;
+}
+
+int emu_hca_ctx_add(struct emu_hca *hca, int async_fd)
+{
+	unsigned int max;
+	int *fds, ret = 0;
+
+	pthread_mutex_lock(&hca->ctx_lock);
+	if (hca->nr_ctx_fds == hca->max_ctx_fds) {
+		max = hca->max_ctx_fds ? 2 * hca->max_ctx_fds : 4;
+		fds = realloc(hca->ctx_fds, max * sizeof(*fds));
+		if (!fds) {
+			ret = ENOMEM;
+			goto out;
+		}
+		hca->ctx_fds = fds;
+		hca->max_ctx_fds = max;
+	}
+	hca->ctx_fds[hca->nr_ctx_fds++] = async_fd;
+out:
+	pthread_mutex_unlock(&hca->ctx_lock);
+	return ret;
+}
+
+void emu_hca_ctx_remove(struct emu_hca *hca, int async_fd)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&hca->ctx_lock);
+	for (i = 0; i < hca->nr_ctx_fds; i++)
+		if (hca->ctx_fds[i] == async_fd) {
+			hca->ctx_fds[i] = hca->ctx_fds[--hca->nr_ctx_fds];
+			break;
+		}
+	pthread_mutex_unlock(&hca->ctx_lock);
 }
 
 uint16_t emu_hca_pkey(struct emu_hca *hca, unsigned int index)

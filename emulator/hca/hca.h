@@ -65,6 +65,13 @@ struct emu_hca {
 	 * and is read by the responder, which runs under it. */
 	struct emu_xrcd *xrcds;
 	struct emu_srq *xsrqs;
+	/* The open contexts' async event descriptors, for port events
+	 * (event.c).  Lock rule: ctx_lock, a leaf, taken by the engine's
+	 * thread without hca.lock (which emu_hca_put holds while it stops
+	 * that thread). */
+	pthread_mutex_t ctx_lock;
+	int *ctx_fds;
+	unsigned int nr_ctx_fds, max_ctx_fds;
 };
 
 /*
@@ -325,6 +332,14 @@ struct emu_qp {
 	/* the connected QP (RC/UC) */
 	struct tp_peer *peer; /* its process, as the transport reaches it */
 	int32_t peer_proc; /* its process's node slot, -1: unresolved */
+	/* Its alternate path (apm.c): loaded (attr.alt_*), whether the
+	 * lookup at load found its peer (alt_slot) and, once checked
+	 * against the primary path's peer (alt_checked), whether that is
+	 * the same process. */
+	struct {
+		bool loaded, alt_reaches, alt_checked;
+		int32_t alt_slot;
+	} apm;
 	/* The placement state of this QP, the transport's (transport.h,
 	 * tp_place_ops; cma.c for shared memory), under qp.lock: zero
 	 * while no peer is bound. */
@@ -423,6 +438,10 @@ void xrc_srq_withdraw(struct emu_srq *srq);
 
 /* event.c: async events to the owner's descriptor (never blocks) */
 void emu_event(const struct emu_owner *owner, enum ibv_event_type type);
+/* An unaffiliated port event (element: the port number) to every open
+ * context of the process. */
+void emu_port_event(struct emu_hca *hca, unsigned int port,
+		    enum ibv_event_type type);
 
 /* cq.c: add a completion; false if the CQ has overrun (entry lost). */
 bool cq_push(struct emu_cq *cq, const struct ibv_wc *wc, bool solicited);

@@ -382,11 +382,6 @@ static int qp_check_values(const struct ibv_qp_attr *a, int mask,
 		*why_p = "ah_attr";
 		return EINVAL;
 	}
-	/* Alternate paths need automatic path migration, not offered. */
-	if (mask & (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)) {
-		*why_p = "alternate path (no automatic path migration)";
-		return EINVAL;
-	}
 	/* 24-bit QPN and PSN fields (IBA 9.2 BTH). */
 	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > IBEMU_QPN_MASK) {
 		*why_p = "dest_qp_num";
@@ -506,6 +501,7 @@ static void qp_reset_locked(struct emu_qp *qp)
 	qp->resp.res_next = 0;
 	qp_drop_peer_locked(qp);
 	qp_attr_defaults(qp);
+	memset(&qp->apm, 0, sizeof(qp->apm));
 }
 
 /*
@@ -646,11 +642,12 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr,
 		  int mask)
 {
 	enum ibv_qp_state cur, next;
-	struct req_route route;
+	struct req_route route, alt;
 	const char *why = NULL;
 	int ret;
 
 	qp_route_peer(qp, attr, mask, &route);
+	apm_route_alt(qp, attr, mask, &alt);
 	emu_lock(&qp->lock);
 	cur = qp->state;
 	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
@@ -663,6 +660,8 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr,
 	ret = -qp_state_check(qp->type, cur, next, mask, &why);
 	if (!ret)
 		ret = qp_check_values(attr, mask, &why);
+	if (!ret)
+		ret = apm_check(qp, attr, mask, &why);
 	if (ret)
 		goto out;
 
@@ -679,6 +678,8 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr,
 		qp_apply(qp, attr, mask);
 	qp->state = next;
 	qp_engine_transition_locked(qp, cur, next, mask, &route);
+	if (next != IBV_QPS_RESET)
+		apm_apply_locked(qp, attr, mask, &alt);
 	qp_publish_locked(qp);
 	if (next == IBV_QPS_SQD && cur != IBV_QPS_SQD)
 		qp_sqd_locked(qp, attr, mask);

@@ -816,6 +816,8 @@ int fabric_init(struct node_seg *seg)
 struct fabric_view {
 	uint32_t flags;
 	uint16_t lid;
+	uint16_t port2_lid; /* 0: the node has one port */
+	uint64_t port2_guid;
 	uint8_t ip4[4];
 	unsigned int prefix4;
 	unsigned int nr_gids;
@@ -825,6 +827,12 @@ static void fabric_view(const struct node_seg *seg, struct fabric_view *v)
 {
 	v->flags = seg->fabric.flags;
 	v->lid = seg->lid;
+	v->port2_lid = 0;
+	v->port2_guid = 0;
+	if (node_nr_ports(seg) > 1) {
+		v->port2_lid = seg->ports[1].lid;
+		v->port2_guid = seg->ports[1].guid;
+	}
 	memcpy(v->ip4, seg->fabric.ip4, 4);
 	v->prefix4 = seg->fabric.prefix4;
 	if (v->prefix4 > 32)
@@ -839,11 +847,15 @@ static bool view_gid_is_local(const struct node_seg *seg,
 			      const uint8_t gid[16])
 {
 	unsigned int i;
+	uint64_t be;
 
 	for (i = 0; i < v->nr_gids; i++)
 		if (!memcmp(seg->fabric.gids[i], gid, 16))
 			return true;
-	return false;
+	/* Port 2's only GID: fe80::/64 + its port GUID (IBA 4.1.1). */
+	be = htobe64(v->port2_guid);
+	return v->port2_lid && !memcmp(seg->fabric.gids[0], gid, 8) &&
+	       !memcmp(gid + 8, &be, 8);
 }
 
 /* An IPv4 address another node may have: of global scope, or in the
@@ -888,27 +900,91 @@ static void addr_out(const uint8_t gid[16], struct sockaddr_storage *addr)
  * own, answers to another LID: nowhere). */
 static enum fabric_where locate_lid(const struct node_seg *seg,
 				    const struct fabric_view *v, uint16_t dlid,
-				    struct sockaddr_storage *addr)
+				    struct fabric_port_at *at)
 {
 	const struct fabric_file *ff = fabric_file_get();
 	const struct fabric_entry *e;
 	uint8_t ip4[4], gid[16];
+	uint16_t base;
 
-	if (dlid == v->lid)
-		return FABRIC_HERE;
 	e = ff_by_lid(ff, dlid);
 	if (e) {
 		if (view_gid_is_local(seg, v, e->addr))
 			return FABRIC_NOWHERE; /* we answer to another LID */
-		addr_out(e->addr, addr);
+		addr_out(e->addr, &at->addr);
 		return FABRIC_THERE;
 	}
-	if (!v->ip4[0] || !fabric_ip4_for_lid(v->ip4, v->prefix4, dlid, ip4))
+	if (!v->ip4[0])
 		return FABRIC_NOWHERE;
+	/* Port 1's LID, or port 2's: port 1's plus the subnet's size
+	 * (fabric_port2_lid_for). */
+	if (!fabric_ip4_for_lid(v->ip4, v->prefix4, dlid, ip4)) {
+		base = fabric_port1_lid_of(dlid, v->prefix4);
+		if (!base || !fabric_ip4_for_lid(v->ip4, v->prefix4, base, ip4))
+			return FABRIC_NOWHERE;
+		at->port = 2;
+		at->lid = base;
+	}
 	gid_from_ip4(gid, ip4);
 	if (ff_by_addr(ff, gid) || view_gid_is_local(seg, v, gid))
 		return FABRIC_NOWHERE;
-	addr_out(gid, addr);
+	addr_out(gid, &at->addr);
+	return FABRIC_THERE;
+}
+
+/* Which of the node's own ports a destination names: by its GID when
+ * it has one (port 2 has GID 0 alone; the node's addresses are port
+ * 1's), else by its LID; 0 for none. */
+static unsigned int view_local_port(const struct node_seg *seg,
+				    const struct fabric_view *v,
+				    uint16_t dlid, const uint8_t *dgid)
+{
+	uint64_t be = htobe64(v->port2_guid);
+
+	if (dgid) {
+		if (v->port2_lid && !memcmp(dgid, seg->fabric.gids[0], 8) &&
+		    !memcmp(dgid + 8, &be, 8))
+			return 2;
+		return view_gid_is_local(seg, v, dgid) ? 1 : 0;
+	}
+	if (dlid && dlid == v->lid)
+		return 1;
+	if (dlid && dlid == v->port2_lid)
+		return 2;
+	return 0;
+}
+
+enum fabric_where fabric_locate_port(struct node *node, uint16_t dlid,
+				     const uint8_t *dgid,
+				     struct fabric_port_at *at)
+{
+	const struct node_seg *seg = node->seg;
+	struct fabric_view v;
+	unsigned int here;
+
+	fabric_view(seg, &v);
+	memset(at, 0, sizeof(*at));
+	at->port = 1;
+	at->lid = dlid;
+	here = view_local_port(seg, &v, dlid, dgid);
+	/* A link-local GID that is none of ours names a port of this
+	 * subnet by its DLID (IBA 4.1.1). */
+	if (!here && dgid && gid_is_link_local(dgid) &&
+	    (v.flags & NODE_FABRIC_MULTI))
+		here = view_local_port(seg, &v, dlid, NULL);
+	if (here) {
+		at->port = here;
+		at->lid = v.lid;
+		return FABRIC_HERE;
+	}
+	if (!(v.flags & NODE_FABRIC_MULTI))
+		return FABRIC_NOWHERE;
+	if (!dgid || gid_is_link_local(dgid))
+		return locate_lid(seg, &v, dlid, at);
+	if (gid_is_v4mapped(dgid) ? !ip4_reachable(&v, dgid + 12)
+				  : !ip6_global(dgid))
+		return FABRIC_NOWHERE; /* loopback, multicast, unspecified */
+	addr_out(dgid, &at->addr);
 	return FABRIC_THERE;
 }
 
@@ -916,23 +992,32 @@ enum fabric_where fabric_locate(struct node *node, uint16_t dlid,
 				const uint8_t *dgid,
 				struct sockaddr_storage *addr)
 {
-	const struct node_seg *seg = node->seg;
-	struct fabric_view v;
+	struct fabric_port_at at;
+	enum fabric_where w = fabric_locate_port(node, dlid, dgid, &at);
 
-	fabric_view(seg, &v);
-	if (dgid && view_gid_is_local(seg, &v, dgid))
-		return FABRIC_HERE;
-	if (!dgid && dlid == v.lid)
-		return FABRIC_HERE;
-	if (!(v.flags & NODE_FABRIC_MULTI))
-		return FABRIC_NOWHERE;
-	if (!dgid || gid_is_link_local(dgid))
-		return locate_lid(seg, &v, dlid, addr);
-	if (gid_is_v4mapped(dgid) ? !ip4_reachable(&v, dgid + 12)
-				  : !ip6_global(dgid))
-		return FABRIC_NOWHERE; /* loopback, multicast, unspecified */
-	addr_out(dgid, addr);
-	return FABRIC_THERE;
+	*addr = at.addr;
+	return w;
+}
+
+uint16_t fabric_port2_lid_for(uint16_t lid, unsigned int prefix)
+{
+	uint32_t size;
+
+	if (!lid || prefix > 32 || prefix < 17)
+		return 0;
+	size = prefix == 32 ? 1u : 1u << (32 - prefix);
+	return lid + size <= IBEMU_LID_UNICAST_MAX ? (uint16_t)(lid + size)
+						   : 0;
+}
+
+uint16_t fabric_port1_lid_of(uint16_t lid, unsigned int prefix)
+{
+	uint32_t size;
+
+	if (prefix > 32 || prefix < 17)
+		return 0;
+	size = prefix == 32 ? 1u : 1u << (32 - prefix);
+	return lid > size ? (uint16_t)(lid - size) : 0;
 }
 
 uint16_t fabric_expected_lid(struct node *node,

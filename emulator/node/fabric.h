@@ -58,6 +58,31 @@ enum fabric_where fabric_locate(struct node *node, uint16_t dlid,
 				const uint8_t *dgid,
 				struct sockaddr_storage *addr);
 
+/* Where a destination is, and which port of that node it names: port
+ * 1 or 2, and lid, the LID of that node's port 1 (what its door answers
+ * with: tp_net_ops.resolve_qpn's want_lid).  addr as fabric_locate's. */
+struct fabric_port_at {
+	struct sockaddr_storage addr;
+	unsigned int port;
+	uint16_t lid;
+};
+
+enum fabric_where fabric_locate_port(struct node *node, uint16_t dlid,
+				     const uint8_t *dgid,
+				     struct fabric_port_at *at);
+
+/*
+ * Port 2's LID (doc/design.md §6, "Ports"): on a node whose port 1 has
+ * the LID its address derives in a subnet of prefix bits, port 1's LID
+ * plus the subnet's size, 2^(32-prefix): above every host part of the
+ * subnet, so no node's port-1 LID and no other node's port-2 LID, and a
+ * LID any node of the subnet maps back (fabric_port1_lid_of).  0 when
+ * it would pass 0xbfff (IBA 4.1.3) or the subnet is larger than /17.
+ */
+uint16_t fabric_port2_lid_for(uint16_t lid, unsigned int prefix);
+/* The port-1 LID whose port 2 is lid in such a subnet, 0 if none. */
+uint16_t fabric_port1_lid_of(uint16_t lid, unsigned int prefix);
+
 /* Whether addr (16 bytes: IPv6, or IPv4 mapped ::ffff:a.b.c.d) is one
  * of this node's GIDs. */
 bool fabric_gid_is_local(struct node *node, const uint8_t gid[16]);

@@ -199,6 +199,8 @@ static void node_identity_init(struct node_seg *seg, const char *name)
 	/* The node's address, LID and GIDs on the IP fabric; on failure
 	 * (logged) the node is alone with the hashed LID. */
 	fabric_init(seg);
+	/* Its ports, once port 1's LID is chosen (node_port.c). */
+	node_ports_init(seg);
 }
 
 static int node_seg_init(struct node_seg *seg, const char *name)

@@ -43,7 +43,7 @@
 #include "params.h"
 
 #define IBEMU_NODE_MAGIC 0x6962656d756e6f64ull /* "ibemunod" */
-#define IBEMU_NODE_LAYOUT 10
+#define IBEMU_NODE_LAYOUT 11
 
 /* Byte offsets of the liveness locks in the segment's file (advisory:
  * they do not touch the mapped data). */
@@ -190,6 +190,21 @@ struct node_net_peer {
 #define NODE_NET_UP 1u
 #define NODE_NET_DOWN 2u
 
+/*
+ * One port of the node's HCA (IBA 14.2.5.6 PortInfo; node_port.c): its
+ * GUID and LID are identity, written by the creator and immutable once
+ * the segment is ready; its state (enum ibv_port_state) is what `ibemu
+ * port down|up` sets, any process of the node may store it (lock rule:
+ * atomic stores, then node_seg.port_gen bumped with release order;
+ * readers load it relaxed, or acquire after reading port_gen).
+ */
+struct node_port {
+	uint64_t guid; /* host order; its GID 0 = fe80::/64 + guid */
+	uint16_t lid;
+	uint16_t resv;
+	_Atomic uint32_t state;
+};
+
 #define NODE_FABRIC_MULTI 1u /* has an address other nodes can reach */
 #define NODE_FABRIC_FILE 2u /* the LID came from the fabric file */
 
@@ -209,6 +224,13 @@ struct node_seg {
 	uint16_t pkeys[IBEMU_PKEY_TBL_LEN];
 	char node_name[64];
 	struct node_fabric fabric;
+	/* The HCA's ports: nr_ports (1..IBEMU_MAX_PORTS) is identity;
+	 * ports[0] is port 1 (its guid and lid are port_guid and lid
+	 * above).  port_gen counts state changes: a process's engine
+	 * compares it to tell its contexts (IBV_EVENT_PORT_ERR/ACTIVE). */
+	uint32_t nr_ports;
+	struct node_port ports[IBEMU_MAX_PORTS];
+	_Atomic uint32_t port_gen;
 
 	/* The process that holds the node's door (tcp_door.c): slot + 1 and
 	 * its token, 0 when none; set and cleared by that process. */
@@ -277,6 +299,27 @@ void node_qp_publish_peer(struct node *node, uint32_t qpn,
  * peer's for a connected one. */
 bool node_qp_reachable(struct node *node, uint32_t qpn,
 		       const uint8_t asker[16]);
+
+/*
+ * The HCA's ports (node_port.c).  node_ports_init: the creator, after
+ * the fabric's LID is chosen, makes IBEMU_PORTS ports (1 by default).
+ * node_ports_told: say once a process, clearly, when it asked for a
+ * count the node was not made with.  node_nr_ports: the count, bounded.
+ * node_port_of_lid: the port (1..) whose LID is lid, 0 if none.
+ * node_port_state: enum ibv_port_state of port (1..), IBV_PORT_NOP (0)
+ * for no such port.  node_port_set_state: 0, or EINVAL for no such port
+ * or a state other than IBV_PORT_DOWN / IBV_PORT_ACTIVE.
+ */
+void node_ports_init(struct node_seg *seg);
+void node_ports_told(const struct node_seg *seg);
+unsigned int node_nr_ports(const struct node_seg *seg);
+unsigned int node_port_of_lid(const struct node_seg *seg, uint16_t lid);
+uint32_t node_port_state(const struct node_seg *seg, unsigned int port);
+int node_port_set_state(struct node_seg *seg, unsigned int port,
+			uint32_t state);
+/* The IBEMU_PORTS this process asks for: 1 or 2 (another value is said
+ * once and taken as 1). */
+unsigned int node_ports_wanted(void);
 
 /* Drop every entry of processes that no longer exist; caller holds lock. */
 unsigned int node_sweep_dead_locked(struct node *node);

@@ -94,6 +94,13 @@ static inline bool pkt_se(const struct pkt *p)
 	return (p->bth->flags & BTH_SE) != 0;
 }
 
+/* BTH MigReq (IBA 9.2): set while the sender's path migration state is
+ * MIGRATED (apm.c). */
+static inline bool pkt_migreq(const struct pkt *p)
+{
+	return (p->bth->flags & BTH_MIG) != 0;
+}
+
 static inline bool pkt_ackreq(const struct pkt *p)
 {
 	return (be32toh(p->bth->apsn) & BTH_ACKREQ) != 0;

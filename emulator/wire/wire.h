@@ -137,6 +137,9 @@ struct pkt_grh {
  * the sender's node's MLID for the group, which need not be ours; its
  * GRH's MGID names the group. */
 #define PKT_F_FOREIGN 4u
+/* Sent out of a port that is down (progress.c): the link never carried
+ * it, the receiver drops it. */
+#define PKT_F_LOST 8u
 
 /* Where a pulled SEND's data is: the sender's process and segments. */
 struct pull_seg {

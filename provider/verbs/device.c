@@ -68,7 +68,7 @@ static void ibemu_device_init(void)
 	ibemu_dev.vdev.ops = &ibemu_dev_ops;
 	ibemu_dev.vdev.sysfs = NULL;
 	ibemu_dev.vdev.core_support = 0;
-	ibemu_dev.port_count = IBEMU_NUM_PORTS;
+	ibemu_dev.port_count = emu_nr_ports();
 	/* The permanent reference. */
 	atomic_store(&ibemu_dev.vdev.refcount, 1);
 	ibemu_pid = getpid();
@@ -224,11 +224,17 @@ static struct verbs_context *ibemu_alloc_context(struct ibv_device *device,
 			      strerror(-ret));
 		goto err_put;
 	}
+	/* Port events reach every open context (IBA 11.6.3.3). */
+	ret = -emu_hca_ctx_add(ctx->hca, ctx->async_wfd);
+	if (ret)
+		goto err_put;
 	ctx->pctx.vctx.context.num_comp_vectors = IBEMU_NUM_COMP_VECTORS;
 	pabi_set_ops(pabi_lib_vctx(&ctx->pctx), &ibemu_ctx_ops);
 	return pabi_lib_vctx(&ctx->pctx);
 
 err_put:
+	if (ctx->async_wfd >= 0)
+		close(ctx->async_wfd);
 	emu_hca_put(ctx->hca);
 err_uninit:
 	/* A failed import leaves the caller's fd open. */
@@ -244,9 +250,11 @@ static void ibemu_free_context(struct ibv_context *context)
 {
 	struct ibemu_context *ctx = to_ectx(context);
 
+	/* A forked child closing its parent's context: nothing of ours. */
+	if (!ibemu_ctx_stale(context))
+		emu_hca_ctx_remove(ctx->hca, ctx->async_wfd);
 	if (ctx->async_wfd >= 0)
 		close(ctx->async_wfd);
-	/* A forked child closing its parent's context: nothing of ours. */
 	if (!ibemu_ctx_stale(context))
 		emu_hca_put(ctx->hca);
 	/* Closes async_fd and drops the device reference. */

@@ -43,7 +43,7 @@ static void ibemu_fill_device_attr(struct emu_hca *hca,
 {
 	struct emu_port_info info;
 
-	emu_hca_port_info(hca, &info);
+	emu_hca_port_info(hca, 1, &info);
 	memset(a, 0, sizeof(*a));
 	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", IBEMU_FW_VER);
 	a->node_guid = htobe64(info.node_guid);
@@ -66,6 +66,10 @@ static void ibemu_fill_device_attr(struct emu_hca *hca,
 			      IBV_DEVICE_MEM_WINDOW |
 			      IBV_DEVICE_MEM_WINDOW_TYPE_2B |
 			      IBV_DEVICE_XRC; /* within a process: xrc.c */
+	/* Alternate paths need a second port to lead through (IBA
+	 * 17.2.8): claimed with two (IBEMU_PORTS=2). */
+	if (emu_nr_ports() > 1)
+		a->device_cap_flags |= IBV_DEVICE_AUTO_PATH_MIG;
 	a->max_sge = IBEMU_MAX_SGE;
 	a->max_sge_rd = IBEMU_MAX_SGE_RD;
 	a->max_cq = IBEMU_MAX_CQ;
@@ -96,7 +100,7 @@ static void ibemu_fill_device_attr(struct emu_hca *hca,
 	a->max_srq_sge = IBEMU_MAX_SRQ_SGE;
 	a->max_pkeys = IBEMU_PKEY_TBL_LEN;
 	a->local_ca_ack_delay = 15;
-	a->phys_port_cnt = IBEMU_NUM_PORTS;
+	a->phys_port_cnt = (uint8_t)emu_nr_ports();
 }
 
 /*
@@ -143,7 +147,7 @@ int ibemu_query_device_ex(struct ibv_context *context,
 	ibemu_fill_device_attr(hca, &full.orig_attr);
 	query_hca_put(context, hca);
 	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
-	full.phys_port_cnt_ex = IBEMU_NUM_PORTS;
+	full.phys_port_cnt_ex = emu_nr_ports();
 	/* Completion timestamps (ibv_create_cq_ex) count a 64-bit clock
 	 * of hca_core_clock kHz, the one ibv_query_rt_values_ex reads. */
 	full.completion_timestamp_mask = UINT64_MAX;
@@ -182,14 +186,14 @@ int ibemu_query_port(struct ibv_context *context, uint8_t port_num,
 		return EINVAL;
 	if (query_hca_get(context, &hca))
 		return EIO;
-	emu_hca_port_info(hca, &info);
+	emu_hca_port_info(hca, port_num, &info);
 	query_hca_put(context, hca);
 	/* Only the members every release has: libibverbs hands the provider
 	 * its own struct ibv_port_attr, zeroed, and from rdma-core 49 on it
 	 * has active_speed_ex after these (4 bytes more than before), which
 	 * headers newer than the process's libibverbs would overrun. */
 	memset(pa, 0, PABI_PORT_ATTR_SIZE_36);
-	pa->state = IBV_PORT_ACTIVE;
+	pa->state = info.state;
 	pa->max_mtu = IBEMU_MAX_MTU;
 	pa->active_mtu = IBEMU_MAX_MTU;
 	pa->gid_tbl_len = IBEMU_GID_TBL_LEN;
@@ -207,7 +211,10 @@ int ibemu_query_port(struct ibv_context *context, uint8_t port_num,
 	pa->init_type_reply = 0;
 	pa->active_width = IBEMU_ACTIVE_WIDTH;
 	pa->active_speed = IBEMU_ACTIVE_SPEED;
-	pa->phys_state = IBEMU_PHYS_STATE_LINK_UP;
+	/* PortPhysicalState (IBA 14.2.5.6): LinkUp, or Disabled once
+	 * `ibemu port down` took it down. */
+	pa->phys_state = info.state == IBV_PORT_ACTIVE
+		? IBEMU_PHYS_STATE_LINK_UP : IBEMU_PHYS_STATE_DISABLED;
 	pa->link_layer = IBV_LINK_LAYER_INFINIBAND;
 	pa->flags = 0;
 	pa->port_cap_flags2 = 0;
@@ -231,7 +238,7 @@ int ibemu_query_gid_entry(struct ibv_context *context, uint32_t port_num,
 	if (index == 0) {
 		/* GID 0 is the port's default GID: the link-local subnet
 		 * prefix followed by the port GUID (IBA 4.1.1). */
-		emu_hca_port_info(hca, &info);
+		emu_hca_port_info(hca, port_num, &info);
 		prefix = htobe64(info.gid_prefix);
 		guid = htobe64(info.port_guid);
 		memcpy(&entry->gid.raw[0], &prefix, 8);
@@ -239,7 +246,7 @@ int ibemu_query_gid_entry(struct ibv_context *context, uint32_t port_num,
 	} else {
 		/* Then the node's IP addresses (emulator/node/fabric.h), still
 		 * GIDs of an InfiniBand port: the link layer is IB. */
-		ret = emu_hca_gid(hca, index, entry->gid.raw);
+		ret = emu_hca_gid(hca, port_num, index, entry->gid.raw);
 	}
 	query_hca_put(context, hca);
 	if (ret)

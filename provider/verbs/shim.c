@@ -439,7 +439,7 @@ IBEMU_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
 			       : -ENOSYS;
 	if (flags || (!entries && max_entries) || entry_size < sizeof(e))
 		return -EINVAL;
-	for (port = 1; port <= IBEMU_NUM_PORTS; port++) {
+	for (port = 1; port <= emu_nr_ports(); port++) {
 		if (ibemu_query_port(context, port, &pattr))
 			return -EINVAL;
 		for (idx = 0; idx < pattr.gid_tbl_len; idx++) {

@@ -58,7 +58,7 @@ void fx_connect(struct fixture *f, const struct qp_params *p)
 	CU_ASSERT_FATAL(emu_qp_modify(f->qp, &a, IBV_QP_STATE |
 				      IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 				      IBV_QP_ACCESS_FLAGS) == 0);
-	emu_hca_port_info(hca, &port);
+	emu_hca_port_info(hca, 1, &port);
 	a.qp_state = IBV_QPS_RTR;
 	a.ah_attr.port_num = 1;
 	a.ah_attr.dlid = port.lid;

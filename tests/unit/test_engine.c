@@ -208,7 +208,7 @@ static void *slow_modify_rtr(void *arg)
 		.min_rnr_timer = RNR_TIMER,
 	};
 
-	emu_hca_port_info(hca, &port);
+	emu_hca_port_info(hca, 1, &port);
 	a.ah_attr.port_num = 1;
 	a.ah_attr.dlid = port.lid;
 	a.dest_qp_num = m->dest_qpn;

@@ -13,7 +13,9 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <infiniband/verbs.h>
 #include <net/if.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,6 +394,60 @@ static void test_locate_derived(void)
 	CU_ASSERT_EQUAL(expected("fd00::9"), 0);
 }
 
+/* Port 2's LID is port 1's plus the subnet's size: every node of the
+ * subnet maps it back to the node and its port (doc/design.md §6,
+ * "Ports"). */
+static void test_locate_port2(void)
+{
+	const struct fabric_ifaddr *a;
+	struct fabric_port_at at;
+	uint8_t g[16];
+	size_t n;
+
+	CU_ASSERT_EQUAL(fabric_port2_lid_for(5, 24), 5 + 256);
+	CU_ASSERT_EQUAL(fabric_port1_lid_of(5 + 256, 24), 5);
+	CU_ASSERT_EQUAL(fabric_port2_lid_for(0x3fff, 18), 0x7fff);
+	CU_ASSERT_EQUAL(fabric_port2_lid_for(0x7fff, 17), 0); /* past 0xbfff */
+	CU_ASSERT_EQUAL(fabric_port2_lid_for(5, 16), 0); /* no room */
+	CU_ASSERT_EQUAL(fabric_port1_lid_of(200, 24), 0);
+
+	fabric_file_use(NULL);
+	fresh_seg();
+	a = host_ifaddrs(&n);
+	fabric_init_from(seg, a, n);
+	setenv("IBEMU_PORTS", "2", 1);
+	node_ports_init(seg);
+	unsetenv("IBEMU_PORTS");
+	CU_ASSERT_EQUAL(node_nr_ports(seg), 2);
+	CU_ASSERT_EQUAL(seg->ports[0].lid, 5);
+	CU_ASSERT_EQUAL(seg->ports[1].lid, 5 + 256);
+	CU_ASSERT_EQUAL(node_port_of_lid(seg, 5 + 256), 2);
+	CU_ASSERT_EQUAL(node_port_state(seg, 2), IBV_PORT_ACTIVE);
+
+	/* Our own port 2, by LID and by its GID 0. */
+	CU_ASSERT_EQUAL(fabric_locate_port(&node, 5 + 256, NULL, &at),
+			FABRIC_HERE);
+	CU_ASSERT_EQUAL(at.port, 2);
+	memcpy(g, seg->fabric.gids[0], 8);
+	memcpy(g + 8, &(uint64_t){ htobe64(seg->ports[1].guid) }, 8);
+	CU_ASSERT_EQUAL(fabric_locate_port(&node, 0, g, &at), FABRIC_HERE);
+	CU_ASSERT_EQUAL(at.port, 2);
+	/* Another node's port 2: its address, and its port 1's LID, which
+	 * its door answers with. */
+	CU_ASSERT_EQUAL(fabric_locate_port(&node, 7 + 256, NULL, &at),
+			FABRIC_THERE);
+	CU_ASSERT_EQUAL(at.port, 2);
+	CU_ASSERT_EQUAL(at.lid, 7);
+	CU_ASSERT_EQUAL(fabric_locate_port(&node, 255 + 256, NULL, &at),
+			FABRIC_NOWHERE); /* the broadcast address's */
+	/* Port state: what `ibemu port` sets. */
+	CU_ASSERT_EQUAL(node_port_set_state(seg, 2, IBV_PORT_DOWN), 0);
+	CU_ASSERT_EQUAL(node_port_state(seg, 2), IBV_PORT_DOWN);
+	CU_ASSERT_EQUAL(atomic_load(&seg->port_gen), 1);
+	CU_ASSERT_EQUAL(node_port_set_state(seg, 3, IBV_PORT_DOWN), EINVAL);
+	CU_ASSERT_EQUAL(node_port_set_state(seg, 1, IBV_PORT_INIT), EINVAL);
+}
+
 /* A node alone knows itself only. */
 static void test_locate_alone(void)
 {
@@ -588,6 +644,7 @@ int main(void)
 		 test_init_settings},
 		{"odd interfaces", test_init_odd},
 		{"locate by derivation", test_locate_derived},
+		{"port 2's LID and locate", test_locate_port2},
 		{"locate when alone", test_locate_alone},
 		{"fabric file parser", test_file_parse},
 		{"fabric file LIDs and locate", test_file_locate},

@@ -17,6 +17,21 @@
 #include "log.h"
 #include "tcp_int.h"
 
+/* The SLID of a frame: one of the connection's node's port LIDs (port
+ * 1's, the connection's, or port 2's as the subnet derives it,
+ * fabric_port2_lid_for), else the connection's: never a LID the frame
+ * alone claims. */
+static uint16_t tcp_frame_slid(const struct tcp_conn *c,
+			       const struct tp_frame_hdr *f)
+{
+	uint16_t slid = be16toh(f->slid);
+	const struct node_fabric *fab = &c->t->e->hca->node.seg->fabric;
+
+	if (slid && slid == fabric_port2_lid_for(c->lid, fab->prefix4))
+		return slid;
+	return c->lid;
+}
+
 /* Deliver one checked DATA frame into our inbox: false if it is full. */
 static bool tcp_deliver(struct tcp_conn *c, const struct tp_frame_hdr *f,
 			const uint8_t *body)
@@ -33,7 +48,7 @@ static bool tcp_deliver(struct tcp_conn *c, const struct tp_frame_hdr *f,
 	if (!self || !e->tp->pkt_claim(self, &pkt))
 		return false;
 	tp_frame_link_get(pkt.hdr, f, len, c->slot, grh ? PKT_F_GRH : 0);
-	pkt.hdr->slid = c->lid; /* the connection's, not the frame's */
+	pkt.hdr->slid = tcp_frame_slid(c, f);
 	if (grh) {
 		memcpy(&g, body, sizeof(g));
 		tp_frame_grh_get(pkt.grh, &g);
@@ -162,7 +177,7 @@ static void tcp_dispatch(struct tcp_conn *c, const struct tp_frame_hdr *f,
 	struct tp_pkt in = { .hdr = &h, .grh = &pg };
 
 	h.len = be32toh(f->len) - (grh ? sizeof(struct tp_frame_grh) : 0);
-	h.slid = c->lid; /* the connection's, not the frame's */
+	h.slid = tcp_frame_slid(c, f);
 	h.dlid = be16toh(f->dlid);
 	h.src_qpn = be32toh(f->src_qpn) & BTH_QPN_MASK;
 	h.src_proc = c->slot;

@@ -222,8 +222,9 @@ void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 	struct tp_frame_grh g;
 
 	(void)pkt;
-	if (c->discard || len > PKT_MAX_LEN) {
-		/* Lost on a broken link (tp_tcp.c). */
+	if (c->discard || len > PKT_MAX_LEN || (s->hdr.flags & PKT_F_LOST)) {
+		/* Lost on a broken link (tp_tcp.c), or out of a port that
+		 * is down (progress.c). */
 		pthread_mutex_unlock(&c->tx_lock);
 		return;
 	}
