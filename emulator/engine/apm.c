@@ -16,8 +16,9 @@
  *             of the peer with MigReq = 0 shows (a peer still in
  *             MIGRATED sends MigReq = 1).  MigReq = 0.
  * Software sets REARM (with an alternate path loaded, now or before) or
- * MIGRATED (from ARMED only: a migration on request); ARMED is the CA's
- * to enter, never software's (EINVAL).
+ * MIGRATED (from ARMED: a migration on request; in MIGRATED already: no
+ * change; from REARM: EINVAL); ARMED is the CA's to enter, never
+ * software's (EINVAL).
  *
  * Migrating makes the alternate path the primary one (ah_attr, port_num,
  * timeout, pkey_index take the alternate's values) and the state
@@ -65,6 +66,14 @@ void apm_route_alt(const struct emu_qp *qp, const struct ibv_qp_attr *attr,
 int apm_check(const struct emu_qp *qp, const struct ibv_qp_attr *a,
 	      int mask, const char **why_p)
 {
+	/* Offered with a second port only, where the device claims
+	 * IBV_DEVICE_AUTO_PATH_MIG (provider/verbs/query.c). */
+	if ((mask & (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)) &&
+	    emu_nr_ports() < 2) {
+		*why_p = "alternate path (one port: no automatic path "
+			 "migration; IBEMU_PORTS=2)";
+		return EINVAL;
+	}
 	if (mask & IBV_QP_ALT_PATH) {
 		if (!emu_port_valid(a->alt_port_num)) {
 			*why_p = "alt_port_num";
@@ -95,8 +104,11 @@ int apm_check(const struct emu_qp *qp, const struct ibv_qp_attr *a,
 		}
 		return 0;
 	case IBV_MIG_MIGRATED:
-		/* A migration on request, from ARMED only (IBA 17.2.8). */
-		if (qp->attr.path_mig_state != IBV_MIG_ARMED) {
+		/* A migration on request, from ARMED (IBA 17.2.8); in
+		 * MIGRATED already, nothing changes (the Linux drivers
+		 * and rxe accept it, the conformance suite's transitions
+		 * ask it). */
+		if (qp->attr.path_mig_state == IBV_MIG_REARM) {
 			*why_p = "MIGRATED asked while not ARMED";
 			return EINVAL;
 		}
@@ -170,7 +182,8 @@ void apm_apply_locked(struct emu_qp *qp, const struct ibv_qp_attr *a,
 		return;
 	if (a->path_mig_state == IBV_MIG_REARM)
 		apm_rearm_locked(qp);
-	else if (a->path_mig_state == IBV_MIG_MIGRATED)
+	else if (a->path_mig_state == IBV_MIG_MIGRATED &&
+		 s->path_mig_state == IBV_MIG_ARMED)
 		apm_migrate_locked(qp, false);
 }
 
