@@ -96,6 +96,8 @@ struct conn {
 	struct ibv_mr *smr, *rmr;
 	struct msg sbuf, rbuf;
 	uint16_t my_lid2, peer_lid2;
+	uint16_t peer_armed; /* of the last message, read before the
+				buffer is posted again */
 };
 
 static int post_recv(struct conn *c)
@@ -153,6 +155,7 @@ static int recv_msg(struct conn *c, uint32_t seq)
 		return -1;
 	}
 	c->peer_lid2 = c->rbuf.lid2;
+	c->peer_armed = c->rbuf.armed;
 	return post_recv(c);
 }
 
@@ -311,9 +314,9 @@ static int arm_both(struct conn *c, uint32_t *seq)
 		if (opt.server) {
 			if (recv_msg(c, *seq) || send_msg(c, *seq, armed(c)))
 				return -1;
-			done = c->rbuf.armed == 2;
+			done = c->peer_armed == 2;
 		} else {
-			done = i && c->rbuf.armed && armed(c);
+			done = i && c->peer_armed && armed(c);
 			if (send_msg(c, *seq, done ? 2 : armed(c)) ||
 			    recv_msg(c, *seq))
 				return -1;
