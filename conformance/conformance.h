@@ -123,6 +123,15 @@ int cf_qp_to_state_dest(const struct cf_ctx *c, struct ibv_qp *qp,
 /* Poll ibv_query_qp until the state is want or timeout; the last state. */
 int cf_qp_wait_state(struct ibv_qp *qp, int want, int timeout_ms);
 
+/*
+ * Wait up to timeout_ms for an async event of type on ctx->async_fd
+ * (made non-blocking; poll, get, ack: manual 6.1); other events are
+ * acked and named in seen (may be NULL).  0, or -1 on timeout or error.
+ */
+int cf_wait_async(struct ibv_context *ctx, enum ibv_event_type type,
+		  int timeout_ms, struct ibv_async_event *ev_p, char *seen,
+		  size_t seen_len);
+
 /* Milliseconds of CLOCK_MONOTONIC. */
 long long cf_now_ms(void);
 /* Poll up to n completions, waiting up to timeout_ms; returns the count. */

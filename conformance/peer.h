@@ -173,10 +173,7 @@ int cf_ep_recv_val(struct cf_ep *ep, uint64_t *val_p, int timeout_ms);
  */
 int cf_ep_sync_blocking(struct cf_ep *ep, int timeout_ms);
 
-/*
- * Wait for an async event of type on ctx->async_fd (poll + get + ack);
- * other events are skipped and named in *seen (may be NULL).  0 or -1.
- */
+/* cf_wait_async on ep->ctx. */
 int cf_ep_wait_async(struct cf_ep *ep, enum ibv_event_type type,
 		     int timeout_ms, struct ibv_async_event *ev_p,
 		     char *seen, size_t seen_len);
