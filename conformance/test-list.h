@@ -128,6 +128,11 @@ CF_TEST(qp_state, query_returns_set, "ibv_query_qp returns the attribute values 
 CF_TEST(qp_state, invalid_values, "out-of-range attribute values are refused with EINVAL and the state is unchanged (IBA 11.2.5.1, 9.2)")
 CF_TEST(qp_state, reuse_after_reset, "a QP taken from ERR to RESET can be brought up to RTS again (IBA 10.3.1)")
 
+CF_SUITE(apm, cf_suite_init, cf_suite_cleanup)
+CF_TEST(apm, alt_path_arms, "an alternate path loaded with REARM is queried back, REARM or ARMED; traffic both ways arms both QPs (IBA 11.2.5.2, 17.2.8)")
+CF_TEST(apm, software_migration, "MIGRATED asked of an ARMED QP moves it; SENDs both ways succeed intact, the peer migrates with IBV_EVENT_PATH_MIG (IBA 17.2.8, 11.6.3.1)")
+CF_TEST(apm, bad_mig_state, "software may not set ARMED, nor MIGRATED unless ARMED: refused, QP unchanged; EINVAL or another errno (IBA 17.2.8, ibv_modify_qp(3))")
+
 CF_SUITE(srq, cf_suite_init, cf_suite_cleanup)
 CF_TEST(srq, create_query, "an SRQ gets at least the max_wr and max_sge asked, and a new SRQ has srq_limit 0 (IBA 11.2.3.1)")
 CF_TEST(srq, create_limits, "an SRQ of 0 WRs, or more WRs or SGEs than the device maximum, is refused with EINVAL (ibv_create_srq(3))")

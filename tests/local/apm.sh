@@ -12,16 +12,21 @@
 #  - the same with no alternate path: the traffic ends in a transport
 #    retry error (RETRY_EXC_ERR);
 #  - on a one-port ibemu0 the program says it needs two ports, and
-#    `ibemu port down 2` is refused.
+#    `ibemu port down 2` is refused;
+#  - the conformance suite's apm tests (conformance/test_apm.c) pass on
+#    two ports and skip, saying why, on one (make check's conformance run
+#    has one port).
 . "$(dirname "$0")/../lib/lib.sh"
 : "${IBEMU_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 need timeout
 [ -x "$IBEMU_BUILDDIR/examples/apm_example" ] ||
 	{ echo "FAIL: $IBEMU_BUILDDIR/examples/apm_example was not built"; exit 1; }
+[ -x "$IBEMU_BUILDDIR/ibemu-conformance" ] ||
+	{ echo "FAIL: $IBEMU_BUILDDIR/ibemu-conformance was not built"; exit 1; }
 dir=$(mktemp -d)
 base_node=$IBEMU_NODE
 downer=""
-trap '[ -n "$downer" ] && kill "$downer" 2>/dev/null; rm -rf "$dir"; for n in a b c d; do IBEMU_NODE=$base_node-$n ibemu_cleanup; done' EXIT
+trap '[ -n "$downer" ] && kill "$downer" 2>/dev/null; rm -rf "$dir"; for n in a b c d e; do IBEMU_NODE=$base_node-$n ibemu_cleanup; done' EXIT
 
 # run NODE PORTS [run-apm-example.sh arguments]: output in $dir/out,
 # $dir/server, $dir/client; RC, RC_S, RC_C the exit statuses.
@@ -97,4 +102,29 @@ if IBEMU_NODE=$base_node-d "$IBEMU" port down 2 2>"$dir/err"; then
 else
 	pass "ibemu port down 2 on one port: $(cat "$dir/err")"
 fi
+
+# 5. The conformance suite's APM tests, on NODE with PORTS ports: output
+# in $dir/conf, RC its exit status.
+conformance() {
+	IBEMU_NODE=$base_node-$1 IBEMU_PORTS=$2 LD_PRELOAD=$IBEMU_LIB_PATH \
+		timeout "${IBEMU_TEST_TIMEOUT:-60}" \
+		"$IBEMU_BUILDDIR/ibemu-conformance" -d ibemu0 -s apm \
+		>"$dir/conf" 2>&1
+	RC=$?
+	echo "--- ibemu-conformance -s apm, $2 port(s) (exit $RC)"
+	sed 's/^/    /' "$dir/conf"
+}
+apm_tests="alt_path_arms software_migration bad_mig_state"
+conformance e 2
+ok=1
+for t in $apm_tests; do
+	grep -q "Test: $t \.\.\.passed" "$dir/conf" || ok=0
+done
+[ "$RC" = 0 ] && [ $ok = 1 ] && ! grep -q "^SKIP: apm/" "$dir/conf" &&
+	pass "conformance apm suite on two ports: $apm_tests passed" ||
+	fail "conformance apm suite on two ports (exit $RC)"
+conformance d 1
+[ "$RC" = 0 ] && [ "$(grep -c "^SKIP: apm/.*: the device has 1 port" "$dir/conf")" = 3 ] &&
+	pass "conformance apm suite on one port: its 3 tests skip, saying why" ||
+	fail "conformance apm suite on one port (exit $RC)"
 finish
