@@ -380,6 +380,30 @@ static void apm_report_primary(struct apm_pair *p, int i,
 }
 
 /*
+ * qp[i] reaches MIGRATED within APM_WAIT_MS (polled with ibv_query_qp),
+ * in RTS (IBA 17.2.8: a migration leaves the QP state alone); after
+ * names what migrated it.  Its primary path is reported then.
+ */
+static void apm_expect_migrated(struct apm_pair *p, int i, const char *after)
+{
+	long long deadline = cf_now_ms() + APM_WAIT_MS;
+	struct ibv_qp_attr a;
+	int ret;
+
+	while (!(ret = apm_query(p->qp[i], &a)) &&
+	       a.path_mig_state != IBV_MIG_MIGRATED && cf_now_ms() < deadline)
+		usleep(1000);
+	CF_CHECK(!ret && a.path_mig_state == IBV_MIG_MIGRATED &&
+		 a.qp_state == IBV_QPS_RTS, "QP %d is %s, %s after %s, "
+		 "expected RTS, MIGRATED within %d ms", i,
+		 ret ? cf_errname(ret) : cf_state_name(a.qp_state),
+		 ret ? "-" : apm_mig_name(a.path_mig_state), after,
+		 APM_WAIT_MS);
+	if (!ret && a.path_mig_state == IBV_MIG_MIGRATED)
+		apm_report_primary(p, i, &a);
+}
+
+/*
  * Wait for IBV_EVENT_PATH_MIG naming p->qp[1] (IBA 11.6.3.1, manual
  * 6.1.7: the CA migrated the connection); one naming p->qp[0], which
  * software migrated, is reported.  0 or -1; other events named in seen.
@@ -433,27 +457,13 @@ CF_TEST_IMPL(apm, software_migration)
 		 "(IBA 17.2.8)", cf_errname(ret));
 	if (ret)
 		goto out;
-	ret = apm_query(p.qp[0], &a);
-	CF_CHECK(!ret && a.path_mig_state == IBV_MIG_MIGRATED &&
-		 a.qp_state == IBV_QPS_RTS, "after migrating by software "
-		 "QP 0 is %s, %s, expected RTS, MIGRATED",
-		 ret ? cf_errname(ret) : cf_state_name(a.qp_state),
-		 ret ? "-" : apm_mig_name(a.path_mig_state));
-	if (!ret && a.path_mig_state == IBV_MIG_MIGRATED)
-		apm_report_primary(&p, 0, &a);
+	apm_expect_migrated(&p, 0, "migrating by software");
 	if (!apm_traffic(&p, 0, 4, 1000, "traffic after migration"))
 		goto out;
 	ret = apm_wait_path_mig(&p, seen, sizeof(seen));
 	CF_CHECK(!ret, "no IBV_EVENT_PATH_MIG for the peer QP within %d ms "
 		 "(other events: %s)", APM_WAIT_MS, seen[0] ? seen : "none");
-	ret = apm_query(p.qp[1], &a);
-	CF_CHECK(!ret && a.path_mig_state == IBV_MIG_MIGRATED &&
-		 a.qp_state == IBV_QPS_RTS, "the peer QP is %s, %s after "
-		 "MigReq 1 on its alternate path, expected RTS, MIGRATED",
-		 ret ? cf_errname(ret) : cf_state_name(a.qp_state),
-		 ret ? "-" : apm_mig_name(a.path_mig_state));
-	if (!ret && a.path_mig_state == IBV_MIG_MIGRATED)
-		apm_report_primary(&p, 1, &a);
+	apm_expect_migrated(&p, 1, "MigReq 1 on its alternate path");
 	apm_traffic(&p, 1, 4, 2000, "traffic after both migrated");
 out:
 	apm_pair_destroy(&p);
@@ -462,8 +472,8 @@ out:
 /*
  * Ask path_mig_state want of qp (RTS -> RTS, IBV_QP_PATH_MIG_STATE), which
  * the rule forbids: it must fail and leave the QP in RTS and in the path
- * migration state was; the errno, EINVAL as ibv_modify_qp(3) gives for an invalid
- * attribute, or another, is the device's.
+ * migration state was.  The errno is the device's: EINVAL, as
+ * ibv_modify_qp(3) gives for an invalid attribute, or another (reported).
  */
 static void apm_refused(struct ibv_qp *qp, enum ibv_mig_state want,
 			enum ibv_mig_state was, const char *what)
