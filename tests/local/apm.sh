@@ -17,6 +17,7 @@
 #    two ports and skip, saying why, on one (make check's conformance run
 #    has one port).
 . "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/example-lib.sh"
 : "${IBEMU_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 need timeout
 [ -x "$IBEMU_BUILDDIR/examples/apm_example" ] ||
@@ -28,22 +29,12 @@ base_node=$IBEMU_NODE
 downer=""
 trap '[ -n "$downer" ] && kill "$downer" 2>/dev/null; rm -rf "$dir"; for n in a b c d e; do IBEMU_NODE=$base_node-$n ibemu_cleanup; done' EXIT
 
-# run NODE PORTS [run-apm-example.sh arguments]: output in $dir/out,
-# $dir/server, $dir/client; RC, RC_S, RC_C the exit statuses.
+# run NODE PORTS [run-apm-example.sh arguments]: ex_run
+# (tests/lib/example-lib.sh) on node NODE with PORTS ports.
 run() {
 	export IBEMU_NODE=$base_node-$1 IBEMU_PORTS=$2
 	shift 2
-	IBEMU_BUILDDIR=$IBEMU_BUILDDIR \
-	APM_EXAMPLE_TIMEOUT=${IBEMU_TEST_TIMEOUT:-60} \
-		bash "$IBEMU_SRCDIR/examples/run-apm-example.sh" "$@" \
-		>"$dir/out" 2>&1
-	RC=$?
-	awk '/^=== server/ { f = 1; next } /^=== client/ { f = 0 } f' "$dir/out" >"$dir/server"
-	awk '/^=== client/ { f = 1; next } /^run-apm-example:/ { f = 0 } f' "$dir/out" >"$dir/client"
-	RC_S=$(sed -n 's/^=== server (exit \([0-9]*\)) ===$/\1/p' "$dir/out")
-	RC_C=$(sed -n 's/^=== client (exit \([0-9]*\)) ===$/\1/p' "$dir/out")
-	echo "--- run-apm-example.sh $* (exit $RC)"
-	sed 's/^/    /' "$dir/out"
+	ex_run apm "" "$@"
 }
 
 # has WHO LINE: WHO's output holds LINE exactly.

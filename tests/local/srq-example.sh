@@ -6,6 +6,7 @@
 # the node's own non-loopback address; then with one message broken on
 # purpose (-x), the side that checks it must fail and say why.
 . "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/example-lib.sh"
 : "${IBEMU_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 need timeout
 [ -x "$IBEMU_BUILDDIR/examples/srq_example" ] ||
@@ -13,22 +14,11 @@ need timeout
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"; ibemu_cleanup' EXIT
 
-# run NAME [run-srq-example.sh arguments]: its output split into
-# $dir/server and $dir/client; RC, RC_S, RC_C the exit statuses.
+# run NAME [run-srq-example.sh arguments]: ex_run (tests/lib/example-lib.sh).
 run() {
 	local name=$1
 	shift
-	IBEMU_BUILDDIR=$IBEMU_BUILDDIR \
-	SRQ_EXAMPLE_TIMEOUT=${IBEMU_TEST_TIMEOUT:-60} \
-		bash "$IBEMU_SRCDIR/examples/run-srq-example.sh" "$@" \
-		>"$dir/out" 2>&1
-	RC=$?
-	awk '/^=== server/ { f = 1; next } /^=== client/ { f = 0 } f' "$dir/out" >"$dir/server"
-	awk '/^=== client/ { f = 1; next } /^run-srq-example:/ { f = 0 } f' "$dir/out" >"$dir/client"
-	RC_S=$(sed -n 's/^=== server (exit \([0-9]*\)) ===$/\1/p' "$dir/out")
-	RC_C=$(sed -n 's/^=== client (exit \([0-9]*\)) ===$/\1/p' "$dir/out")
-	echo "--- $name: run-srq-example.sh $* (exit $RC)"
-	sed 's/^/    /' "$dir/out"
+	ex_run srq "$name: " "$@"
 }
 
 # check NAME ADDR QPS MAX_WR COUNT SIZE: a good run, counts verified.
