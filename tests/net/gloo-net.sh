@@ -22,5 +22,5 @@ gloo_start_net()
 
 gloo_ranks 2 4096 16777216 gloo_start_net
 gloo_ranks 4 4096 16777216 gloo_start_net
-gloo_ranks 8 4096 4194304 gloo_start_net
+gloo_ranks 8 4096 16777216 gloo_start_net
 finish
