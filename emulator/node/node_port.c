@@ -107,12 +107,18 @@ unsigned int node_port_of_lid(const struct node_seg *seg, uint16_t lid)
 	return 0;
 }
 
+/* The segment is writable by every process of the node's user: a value
+ * node_port_set_state never writes is taken as DOWN, so it is never
+ * reported nor used as a port state of its own. */
 uint32_t node_port_state(const struct node_seg *seg, unsigned int port)
 {
+	uint32_t state;
+
 	if (port < 1 || port > node_nr_ports(seg))
 		return IBV_PORT_NOP;
-	return atomic_load_explicit(&seg->ports[port - 1].state,
-				    memory_order_relaxed);
+	state = atomic_load_explicit(&seg->ports[port - 1].state,
+				     memory_order_relaxed);
+	return state == IBV_PORT_ACTIVE ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 }
 
 int node_port_set_state(struct node_seg *seg, unsigned int port,

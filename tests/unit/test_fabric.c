@@ -446,6 +446,12 @@ static void test_locate_port2(void)
 	CU_ASSERT_EQUAL(atomic_load(&seg->port_gen), 1);
 	CU_ASSERT_EQUAL(node_port_set_state(seg, 3, IBV_PORT_DOWN), EINVAL);
 	CU_ASSERT_EQUAL(node_port_set_state(seg, 1, IBV_PORT_INIT), EINVAL);
+	/* A state no process of ibemu writes (the segment is any of the
+	 * user's processes' to scribble on) is DOWN. */
+	atomic_store(&seg->ports[0].state, 0xdead);
+	CU_ASSERT_EQUAL(node_port_state(seg, 1), IBV_PORT_DOWN);
+	atomic_store(&seg->ports[0].state, IBV_PORT_ARMED);
+	CU_ASSERT_EQUAL(node_port_state(seg, 1), IBV_PORT_DOWN);
 }
 
 /* A node alone knows itself only. */
