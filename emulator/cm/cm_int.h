@@ -214,6 +214,9 @@ void cm_disconnected_locked(struct emu_cm_id *id, struct emu_cm_event *ev);
 void cm_mad_init(struct emu_cm_id *id, uint8_t *mad, uint16_t attr);
 /* Send one MAD to QP1 of process slot. */
 void cm_send_locked(struct emu_cm *cm, int32_t slot, const uint8_t *mad);
+/* Record a CM message sent or received (dir "tx", "rx") in the run
+ * trace. */
+void cm_trace_mad(const char *dir, const uint8_t *mad);
 /* Send mad to the id's peer and keep it for retransmission (timed: an
  * answer is awaited) or for repeating (a duplicate asks again). */
 void cm_send_keep_locked(struct emu_cm_id *id, const uint8_t *mad, bool timed);

@@ -515,6 +515,7 @@ void cm_recv_locked(struct engine *e, const struct pkt *p)
 	if (mad[MAD_BASE_VERSION] != 1 || mad[MAD_MGMT_CLASS] != MAD_CLASS_CM ||
 	    mad[MAD_CLASS_VERSION] != 2 || mad[MAD_METHOD] != MAD_METHOD_SEND)
 		return;
+	cm_trace_mad("rx", mad);
 	pthread_mutex_lock(&cm->lock);
 	switch (cm_get16(mad, MAD_ATTR_ID)) {
 	case CM_ATTR_REQ:

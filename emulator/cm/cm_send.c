@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "clock.h"
@@ -15,6 +16,7 @@
 #include "engine.h"
 #include "hca.h"
 #include "params.h"
+#include "trace_rec.h"
 #include "transport.h"
 
 /* ---- sending ---- */
@@ -28,6 +30,31 @@ void cm_mad_init(struct emu_cm_id *id, uint8_t *mad, uint16_t attr)
 	mad[MAD_METHOD] = MAD_METHOD_SEND;
 	cm_put64(mad, MAD_TID, id->tid);
 	cm_put16(mad, MAD_ATTR_ID, attr);
+}
+
+/* A CM message in the run trace (doc/trace.md): its name, the
+ * communication IDs, and the QP a REQ or REP offers. */
+void cm_trace_mad(const char *dir, const uint8_t *mad)
+{
+	static const char *const names[] = {
+		"REQ", "MRA", "REJ", "REP", "RTU", "DREQ", "DREP",
+		"SIDR_REQ", "SIDR_REP",
+	};
+	uint16_t attr = cm_get16(mad, MAD_ATTR_ID);
+	const uint8_t *d = mad + CM_MAD_HDR;
+	char qp[24] = "";
+
+	if (!trace_rec_on() || attr < CM_ATTR_REQ || attr > CM_ATTR_SIDR_REP)
+		return;
+	if (attr == CM_ATTR_REQ || attr == CM_ATTR_REP)
+		snprintf(qp, sizeof(qp), " qp=%u",
+			 (unsigned int)(cm_get32(d, attr == CM_ATTR_REQ
+							    ? REQ_LOCAL_QPN
+							    : REP_LOCAL_QPN) >>
+					8));
+	trace_rec("cm", "dir=%s msg=%s lcid=%#x rcid=%#x%s", dir,
+		  names[attr - CM_ATTR_REQ], (unsigned int)cm_get32(d, 0),
+		  (unsigned int)cm_get32(d, 4), qp);
 }
 
 /*
@@ -69,6 +96,7 @@ void cm_send_locked(struct emu_cm *cm, int32_t slot, const uint8_t *mad)
 		   false, CM_MAD_LEN);
 	out_set_deth(&out, CM_QP1_QKEY, CM_QPN);
 	memcpy(out_payload(&out), mad, CM_MAD_LEN);
+	cm_trace_mad("tx", mad);
 	pkt_send(&out);
 }
 

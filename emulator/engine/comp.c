@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "engine.h"
+#include "trace_rec.h"
 #include "log.h"
 #include "route.h"
 
@@ -342,6 +343,9 @@ static void comp_seq_retry(struct emu_qp *qp, uint32_t psn, bool implied)
 	qp->comp.retry_left--;
 	r->on = true;
 	r->psn = psn;
+	if (trace_rec_on())
+		trace_rec("retry", "qp=%u psn=%u why=%s", (unsigned int)qp->qpn,
+			  (unsigned int)psn, implied ? "implied_nak" : "nak_seq");
 	req_rewind_from_locked(qp, psn);
 }
 
@@ -440,6 +444,9 @@ static void comp_rnr(struct emu_qp *qp, uint32_t psn, uint8_t timer)
 	qp->comp.deadline = 0;
 	qp->comp.rnr_resume =
 		clock_now_ns() + rnr_timer_us[timer & 31] * 1000ull;
+	if (trace_rec_on())
+		trace_rec("rnr_wait", "qp=%u psn=%u us=%u", (unsigned int)qp->qpn,
+			  (unsigned int)psn, rnr_timer_us[timer & 31]);
 	engine_pending_add_locked(qp);
 }
 
@@ -667,6 +674,10 @@ uint64_t comp_timers_locked(struct emu_qp *qp, uint64_t now)
 				    "%#x, %u retries left", qp->qpn,
 				    w->first_psn, qp->comp.retry_left);
 			qp->comp.retry_left--;
+			if (trace_rec_on())
+				trace_rec("retry", "qp=%u psn=%u why=timeout",
+					  (unsigned int)qp->qpn,
+					  (unsigned int)w->first_psn);
 			req_rewind_locked(qp);
 			req_run_locked(qp);
 			comp_arm_timer_locked(qp);

@@ -39,6 +39,8 @@
 #include "engine.h"
 #include "fault.h"
 #include "log.h"
+#include "pkt_trace.h"
+#include "trace_rec.h"
 
 /* Received packets remembered, for how often each was seen: a packet is
  * retransmitted soon after it was first sent, long before 2^16 others
@@ -315,6 +317,12 @@ void fault_recv(struct engine *e, const struct tp_pkt *in)
 	switch (kind) {
 	case FAULT_DROP:
 		f->st.dropped++;
+		if (trace_rec_on()) {
+			struct pkt p;
+
+			if (pkt_parse(in, &p))
+				pkt_trace("drop", &p, " why=fault");
+		}
 		break;
 	case FAULT_DUP:
 		if (fault_copy_in(&f->dup, in)) {

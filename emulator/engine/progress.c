@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,8 @@
 #include "engine.h"
 #include "log.h"
 #include "pcap.h"
+#include "pkt_trace.h"
+#include "trace_rec.h"
 
 #define ENGINE_NAP_NS (1000ull * 1000)
 #define ENGINE_BLOCKED_NS (20ull * 1000)
@@ -89,11 +92,25 @@ bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
 	return true;
 }
 
+/* The tx event of a packet (doc/trace.md), naming the work request a
+ * request packet carries. */
+static void engine_trace_tx(const struct pkt_out *out)
+{
+	char wr[32] = "";
+
+	if (out->has_wr)
+		snprintf(wr, sizeof(wr), " wr=0x%llx",
+			 (unsigned long long)out->wr_id);
+	pkt_trace_out("tx", out, wr);
+}
+
 void pkt_send(struct pkt_out *out)
 {
 	/* Captured before publishing: the receiver may reuse the slot. */
 	if (pcap_enabled())
 		pcap_write(out->pkt.hdr, out->base);
+	if (trace_rec_on())
+		engine_trace_tx(out);
 	fault_point(FAULT_AT_PUBLISH);
 	out->dst->tp->pkt_send(out->dst, &out->pkt);
 }
@@ -255,8 +272,13 @@ static void engine_dispatch(struct engine *e, const struct pkt *p)
 {
 	struct emu_qp *qp;
 
-	if (!engine_link_takes(e, p))
+	if (!engine_link_takes(e, p)) {
+		if (trace_rec_on())
+			pkt_trace("drop", p, " why=port_down");
 		return;
+	}
+	if (trace_rec_on())
+		pkt_trace("rx", p, "");
 
 	if (p->qpn == BTH_QPN_MULTICAST) {
 		engine_dispatch_mcast(e, p);
@@ -680,6 +702,7 @@ int engine_start(struct emu_hca *hca)
 	hca->engine = e;
 	engine_ports_init(e);
 	pcap_open();
+	trace_rec_open(hca->node.seg->node_name);
 	ret = pthread_create(&e->thread, NULL, engine_thread, e);
 	if (ret) {
 		hca->engine = NULL;
@@ -748,4 +771,5 @@ void engine_stop(struct emu_hca *hca)
 	free(e->qps);
 	free(e);
 	pcap_close();
+	trace_rec_close();
 }

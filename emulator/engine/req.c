@@ -247,6 +247,14 @@ static void req_ud_fill(struct emu_qp *qp, struct wqe *w,
 		out_set_se(out);
 }
 
+/* Send a request packet of w, named by its wr_id in the run trace. */
+static void req_pkt_send(struct pkt_out *out, const struct wqe *w)
+{
+	out->has_wr = true;
+	out->wr_id = w->wr_id;
+	pkt_send(out);
+}
+
 /* One datagram of w to the process dst, for its QP dqpn (or every QP of
  * it attached to the group: BTH_QPN_MULTICAST); false if dst's inbox is
  * full. */
@@ -260,7 +268,7 @@ static bool req_ud_packet(struct emu_qp *qp, struct wqe *w,
 		       false, w->length))
 		return false;
 	req_ud_fill(qp, w, &out, iov, nr);
-	pkt_send(&out);
+	req_pkt_send(&out, w);
 	return true;
 }
 
@@ -449,7 +457,7 @@ static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w,
 				       cas ? w->swap : w->compare_add,
 				       cas ? w->compare_add : 0);
 		}
-		pkt_send(&out);
+		req_pkt_send(&out, w);
 		return REQ_SENT;
 	}
 
@@ -475,7 +483,7 @@ static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w,
 			out_set_immdt(&out, w->imm_data);
 		if (w->send_flags & IBV_SEND_SOLICITED)
 			out_set_se(&out);
-		pkt_send(&out);
+		req_pkt_send(&out, w);
 		w->sent = w->length;
 		return REQ_SENT;
 	}
@@ -515,7 +523,7 @@ static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w,
 				out_set_se(&out);
 			req_payload_fill(qp, w, off, paylen, out_payload(&out),
 					 iov, nr);
-			pkt_send(&out);
+			req_pkt_send(&out, w);
 		}
 		w->sent += paylen;
 	} while (!last);
@@ -690,7 +698,7 @@ static bool req_send_small(struct emu_qp *qp, struct wqe *w)
 		out_set_se(&out);
 	if (len)
 		memcpy(out_payload(&out), src, len);
-	pkt_send(&out);
+	req_pkt_send(&out, w);
 	w->pulled = false;
 	req_give_psns(qp, w, 1);
 	w->sent = len;

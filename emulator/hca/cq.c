@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "hca.h"
+#include "hca_trace.h"
 #include "log.h"
 
 /* A clock no one steps or slews, as an HCA's oscillator: one tick per
@@ -168,6 +169,7 @@ bool cq_push(struct emu_cq *cq, const struct ibv_wc *wc, bool solicited)
 	struct emu_wc_stamp stamp;
 	bool overrun = false, ok;
 
+	hca_trace_cqe(cq, wc);
 	emu_lock(&cq->lock);
 	if (cq->ring.stamp)
 		cq_stamp_locked(cq, &stamp);

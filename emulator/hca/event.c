@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "hca.h"
+#include "hca_trace.h"
 #include "log.h"
 
 void emu_event(const struct emu_owner *owner, enum ibv_event_type type)
@@ -22,6 +23,7 @@ void emu_event(const struct emu_owner *owner, enum ibv_event_type type)
 		.event_type = type,
 	};
 
+	hca_trace_async(type, owner->handle);
 	if (owner->async_fd < 0)
 		return;
 	if (write(owner->async_fd, &desc, sizeof(desc)) != sizeof(desc))

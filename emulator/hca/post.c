@@ -15,6 +15,7 @@
 
 #include "engine.h"
 #include "hca.h"
+#include "hca_trace.h"
 #include "log.h"
 #include "qp_state.h"
 #include "wr_opcode.h"
@@ -176,6 +177,7 @@ static struct ibv_send_wr *post_send_chain(struct emu_qp *qp,
 			bad = wr;
 			break;
 		}
+		hca_trace_post_send(qp, wqe_ring_at(&qp->sq, tail));
 		tail++;
 		/* One at a time unless the batch is posted whole. */
 		if (!whole)
@@ -235,6 +237,7 @@ int emu_post_send(struct emu_qp *qp, struct ibv_send_wr *wr,
 int emu_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr)
 {
+	struct ibv_recv_wr *bad = NULL;
 	int ret;
 
 	/* A QP on an SRQ takes receives from the SRQ only (manual 3.6.4);
@@ -253,7 +256,10 @@ int emu_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr,
 			*bad_wr = wr;
 		return EINVAL;
 	}
-	ret = rq_post_locked(&qp->rq, wr, bad_wr);
+	ret = rq_post_locked(&qp->rq, wr, &bad);
+	hca_trace_post_recv(qp->qpn, 0, wr, ret ? bad : NULL);
+	if (ret && bad_wr)
+		*bad_wr = bad;
 	if (qp->state == IBV_QPS_ERR)
 		flush_all_locked(qp);
 	emu_unlock(&qp->lock);

@@ -18,6 +18,7 @@
 
 #include "engine.h"
 #include "hca.h"
+#include "hca_trace.h"
 #include "log.h"
 #include "qp_state.h"
 
@@ -260,6 +261,7 @@ int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
 	qp->handles = 1;
 	qp_use(qp, 1);
 	engine_qp_add(hca->engine, qp);
+	hca_trace_qp_create(qp);
 	/* Report what was granted (manual 3.4.3: cap is in/out). */
 	init->cap = qp->cap;
 	*qp_p = qp;
@@ -338,6 +340,7 @@ int emu_qp_destroy(struct emu_qp *qp)
 	}
 	if (!qp_last_handle(qp))
 		return 0;
+	hca_trace_qp_destroy(qp);
 	/* Out of the engine first: no packet reaches it from now on. */
 	engine_qp_remove(qp->hca->engine, qp);
 	/* Nor does a completion of its reach the application: the work
@@ -530,10 +533,11 @@ void qp_publish_locked(struct emu_qp *qp)
  * timers stop, nothing stays blocked; an SRQ-attached QP will take no
  * more WQEs from the SRQ (manual 6.1 IBV_EVENT_QP_LAST_WQE_REACHED).
  */
-void qp_error_locked(struct emu_qp *qp)
+static void qp_enter_error_locked(struct emu_qp *qp, const char *why)
 {
 	if (qp->state == IBV_QPS_ERR)
 		return;
+	hca_trace_qp_state(qp, qp->state, IBV_QPS_ERR, why);
 	qp->state = IBV_QPS_ERR;
 	qp_publish_locked(qp);
 	resp_flush_open_locked(qp);
@@ -543,6 +547,11 @@ void qp_error_locked(struct emu_qp *qp)
 		emu_event(&qp->owner, IBV_EVENT_QP_LAST_WQE_REACHED);
 }
 
+void qp_error_locked(struct emu_qp *qp)
+{
+	qp_enter_error_locked(qp, "error");
+}
+
 /*
  * A UC or UD send error stops the send queue only: Send Queue Error, the
  * receive queue keeps working (IBA 10.3.1, 11.6.2).  The remaining send
@@ -550,6 +559,7 @@ void qp_error_locked(struct emu_qp *qp)
  */
 void qp_sq_error_locked(struct emu_qp *qp)
 {
+	hca_trace_qp_state(qp, qp->state, IBV_QPS_SQE, "send_error");
 	qp->state = IBV_QPS_SQE;
 	qp_publish_locked(qp);
 	qp->req.blocked = false;
@@ -669,13 +679,14 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr,
 		resp_ack_owed_locked(qp);
 	if (next == IBV_QPS_ERR) {
 		qp_apply(qp, attr, mask);
-		qp_error_locked(qp);
+		qp_enter_error_locked(qp, NULL);
 		goto out;
 	}
 	if (next == IBV_QPS_RESET)
 		qp_reset_locked(qp);
 	else
 		qp_apply(qp, attr, mask);
+	hca_trace_qp_state(qp, cur, next, NULL);
 	qp->state = next;
 	qp_engine_transition_locked(qp, cur, next, mask, &route);
 	if (next != IBV_QPS_RESET)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "hca.h"
+#include "hca_trace.h"
 #include "log.h"
 
 int emu_srq_create(struct emu_hca *hca, uint64_t pd_id,
@@ -123,10 +124,14 @@ int emu_srq_destroy(struct emu_srq *srq)
 int emu_srq_post_recv(struct emu_srq *srq, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad_wr)
 {
+	struct ibv_recv_wr *bad = NULL;
 	int ret;
 
 	emu_lock(&srq->rq.lock);
-	ret = rq_post_locked(&srq->rq, wr, bad_wr);
+	ret = rq_post_locked(&srq->rq, wr, &bad);
 	emu_unlock(&srq->rq.lock);
+	hca_trace_post_recv(0, srq->owner.handle, wr, ret ? bad : NULL);
+	if (ret && bad_wr)
+		*bad_wr = bad;
 	return ret;
 }

@@ -70,6 +70,10 @@ struct pkt_out {
 	struct tp_pkt pkt;
 	uint8_t *base; /* BTH */
 	const struct opcode_info *op;
+	/* For the run trace (doc/trace.md): the work request a request
+	 * packet belongs to; pkt_layout clears has_wr. */
+	bool has_wr;
+	uint64_t wr_id;
 };
 
 static inline const void *pkt_hdr_at(const struct pkt *p, uint8_t off)
@@ -141,6 +145,7 @@ static inline void pkt_layout(struct pkt_out *out,
 
 	out->op = op;
 	out->base = out->pkt.data;
+	out->has_wr = false;
 	hdr = out->pkt.hdr;
 	hdr->len = op->hdr_len + paylen;
 	hdr->slid = link->slid;

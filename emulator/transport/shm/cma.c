@@ -20,6 +20,7 @@
 #include "peer_map.h"
 #include "remote_fence.h"
 #include "seqlock.h"
+#include "trace_rec.h"
 
 /* A QP's placement state, in its place bytes (hca.h), under qp.lock. */
 struct cma_qp {
@@ -90,7 +91,8 @@ static atomic_int cma_state;
 static __attribute__((noinline)) bool cma_enabled_first(void)
 {
 	const char *env = getenv("IBEMU_CMA");
-	int st = env && !strcmp(env, "0") ? -1 : 1;
+	/* A run trace shows every RDMA as its packets (doc/trace.md). */
+	int st = (env && !strcmp(env, "0")) || trace_rec_on() ? -1 : 1;
 
 	atomic_store(&cma_state, st);
 	return st > 0;
