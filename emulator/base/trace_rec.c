@@ -43,11 +43,10 @@ static bool trace_name(char *buf, size_t len, const char *tmpl,
 
 	for (; *tmpl; tmpl++) {
 		if (tmpl[0] == '%' && (tmpl[1] == 'n' || tmpl[1] == 'p')) {
-			n = tmpl[1] == 'n'
-				    ? snprintf(buf + used, len - used, "%s",
-					       node_name)
-				    : snprintf(buf + used, len - used, "%d",
-					       (int)getpid());
+			n = tmpl[1] == 'n' ? snprintf(buf + used, len - used,
+						      "%s", node_name)
+					   : snprintf(buf + used, len - used,
+						      "%d", (int)getpid());
 			tmpl++;
 		} else {
 			n = snprintf(buf + used, len - used, "%c", *tmpl);
@@ -83,7 +82,8 @@ static unsigned long trace_max_events(void)
 	v = strtoul(env, &end, 10);
 	if (errno || *end || !v) {
 		ibemu_log_warn("IBEMU_TRACE_MAX=%s is not a positive count; "
-			       "using %lu", env, TRACE_MAX_DEFAULT);
+			       "using %lu",
+			       env, TRACE_MAX_DEFAULT);
 		return TRACE_MAX_DEFAULT;
 	}
 	return v;

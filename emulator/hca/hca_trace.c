@@ -7,8 +7,9 @@
 #include "wr_opcode.h"
 
 #define NAME(tbl, i)                                                           \
-	((unsigned int)(i) < sizeof(tbl) / sizeof(tbl[0]) && tbl[i] ? tbl[i]  \
-								    : "UNKNOWN")
+	((unsigned int)(i) < sizeof(tbl) / sizeof(tbl[0]) && tbl[i]            \
+		 ? tbl[i]                                                      \
+		 : "UNKNOWN")
 
 const char *wr_opcode_trace_name(enum ibv_wr_opcode op)
 {
@@ -104,7 +105,7 @@ static unsigned long long cq_id(const struct emu_cq *cq)
 	return cq ? (unsigned long long)cq->owner.handle : 0;
 }
 
-void hca_trace_qp_create(const struct emu_qp *qp)
+void hca_trace_qp_create_rec(const struct emu_qp *qp)
 {
 	if (!trace_rec_on())
 		return;
@@ -114,14 +115,14 @@ void hca_trace_qp_create(const struct emu_qp *qp)
 		  (unsigned long long)qp->owner.handle);
 }
 
-void hca_trace_qp_destroy(const struct emu_qp *qp)
+void hca_trace_qp_destroy_rec(const struct emu_qp *qp)
 {
 	if (trace_rec_on())
 		trace_rec("qp_destroy", "qp=%u", (unsigned int)qp->qpn);
 }
 
-void hca_trace_qp_state(const struct emu_qp *qp, enum ibv_qp_state from,
-			enum ibv_qp_state to, const char *why)
+void hca_trace_qp_state_rec(const struct emu_qp *qp, enum ibv_qp_state from,
+			    enum ibv_qp_state to, const char *why)
 {
 	if (!trace_rec_on() || from == to)
 		return;
@@ -140,7 +141,7 @@ void hca_trace_qp_state(const struct emu_qp *qp, enum ibv_qp_state from,
 			  qp_state_name(to));
 }
 
-void hca_trace_post_send(const struct emu_qp *qp, const struct wqe *w)
+void hca_trace_post_send_rec(const struct emu_qp *qp, const struct wqe *w)
 {
 	bool sig = qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
 
@@ -148,8 +149,8 @@ void hca_trace_post_send(const struct emu_qp *qp, const struct wqe *w)
 		return;
 	trace_rec("post_send", "qp=%u wr=0x%llx op=%s len=%u sig=%d%s",
 		  (unsigned int)qp->qpn, (unsigned long long)w->wr_id,
-		  wr_opcode_trace_name(w->opcode), (unsigned int)w->length,
-		  sig, w->send_flags & IBV_SEND_INLINE ? " inline=1" : "");
+		  wr_opcode_trace_name(w->opcode), (unsigned int)w->length, sig,
+		  w->send_flags & IBV_SEND_INLINE ? " inline=1" : "");
 }
 
 static void trace_post_recv_one(uint32_t qpn, uint64_t srq,
@@ -171,9 +172,9 @@ static void trace_post_recv_one(uint32_t qpn, uint64_t srq,
 			  (unsigned long long)len);
 }
 
-void hca_trace_post_recv(uint32_t qpn, uint64_t srq,
-			 const struct ibv_recv_wr *wr,
-			 const struct ibv_recv_wr *bad)
+void hca_trace_post_recv_rec(uint32_t qpn, uint64_t srq,
+			     const struct ibv_recv_wr *wr,
+			     const struct ibv_recv_wr *bad)
 {
 	if (!trace_rec_on())
 		return;
@@ -181,7 +182,7 @@ void hca_trace_post_recv(uint32_t qpn, uint64_t srq,
 		trace_post_recv_one(qpn, srq, wr);
 }
 
-void hca_trace_cqe(const struct emu_cq *cq, const struct ibv_wc *wc)
+void hca_trace_cqe_rec(const struct emu_cq *cq, const struct ibv_wc *wc)
 {
 	if (!trace_rec_on())
 		return;
@@ -219,7 +220,7 @@ static const char *event_trace_name(enum ibv_event_type type)
 	return NAME(names, type);
 }
 
-void hca_trace_async(enum ibv_event_type type, uint64_t obj)
+void hca_trace_async_rec(enum ibv_event_type type, uint64_t obj)
 {
 	if (trace_rec_on())
 		trace_rec("async", "type=%s obj=%llu", event_trace_name(type),

@@ -53,8 +53,7 @@ void pkt_trace(const char *ev, const struct pkt *p, const char *extra)
 		  extra);
 }
 
-void pkt_trace_out(const char *ev, const struct pkt_out *out,
-		   const char *extra)
+void pkt_trace_out(const char *ev, const struct pkt_out *out, const char *extra)
 {
 	struct pkt p;
 
