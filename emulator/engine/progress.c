@@ -667,6 +667,21 @@ void engine_fork_child(void)
 		engine_transport->fork_child();
 }
 
+/* The run trace names a node by its name and port 1's LID: the network
+ * namespaces and containers of one host may share a name, never a LID
+ * on one fabric (doc/trace.md). */
+static void engine_trace_open(struct emu_hca *hca)
+{
+	const struct node_seg *seg = hca->node.seg;
+	char name[96];
+
+	if (!getenv("IBEMU_TRACE"))
+		return;
+	snprintf(name, sizeof(name), "%.63s:%u", seg->node_name,
+		 (unsigned int)seg->ports[0].lid);
+	trace_rec_open(name);
+}
+
 int engine_start(struct emu_hca *hca)
 {
 	struct engine *e;
@@ -702,7 +717,7 @@ int engine_start(struct emu_hca *hca)
 	hca->engine = e;
 	engine_ports_init(e);
 	pcap_open();
-	trace_rec_open(hca->node.seg->node_name);
+	engine_trace_open(hca);
 	ret = pthread_create(&e->thread, NULL, engine_thread, e);
 	if (ret) {
 		hca->engine = NULL;
