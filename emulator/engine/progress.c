@@ -27,6 +27,7 @@
 #include "log.h"
 #include "pcap.h"
 #include "pkt_trace.h"
+#include "qp_stats.h"
 #include "trace_rec.h"
 
 #define ENGINE_NAP_NS (1000ull * 1000)
@@ -112,6 +113,7 @@ void pkt_send(struct pkt_out *out)
 	if (trace_rec_on())
 		engine_trace_tx(out);
 	fault_point(FAULT_AT_PUBLISH);
+	qp_stats_tx(out->e->hca, out);
 	out->dst->tp->pkt_send(out->dst, &out->pkt);
 }
 
@@ -305,6 +307,7 @@ static void engine_dispatch(struct engine *e, const struct pkt *p)
 		resp_recv_locked(qp, p);
 	else
 		comp_recv_locked(qp, p);
+	qp_stats_rx_locked(qp, p);
 	emu_unlock(&qp->lock);
 }
 

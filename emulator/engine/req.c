@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "log.h"
+#include "qp_stats.h"
 #include "route.h"
 
 static uint32_t wqe_npkts(const struct emu_qp *qp, const struct wqe *w)
@@ -832,6 +833,7 @@ void req_rewind_from_locked(struct emu_qp *qp, uint32_t psn)
 		 * (comp.c, comp_ack_upto). */
 		qp->req.sent_end = req_sent_end(qp);
 		qp->req.next = first;
+		qp_stats_retry_locked(qp);
 	}
 }
 

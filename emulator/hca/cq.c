@@ -20,6 +20,7 @@
 #include "hca.h"
 #include "hca_trace.h"
 #include "log.h"
+#include "qp_stats.h"
 
 /* A clock no one steps or slews, as an HCA's oscillator: one tick per
  * nanosecond (IBEMU_CORE_CLOCK_KHZ). */
@@ -184,6 +185,7 @@ bool cq_push(struct emu_cq *cq, const struct ibv_wc *wc, bool solicited)
 	}
 	ok = !cq->overflow;
 	emu_unlock(&cq->lock);
+	qp_stats_cqe(cq->hca, wc);
 	if (overrun) {
 		ibemu_log_dbg("CQ %#llx overrun",
 			      (unsigned long long)cq->owner.handle);

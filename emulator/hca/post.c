@@ -18,6 +18,7 @@
 #include "hca_trace.h"
 #include "log.h"
 #include "qp_state.h"
+#include "qp_stats.h"
 #include "wr_opcode.h"
 
 /* A message's length; anything past 32 bits stays past the largest
@@ -215,6 +216,7 @@ post_send_locked(struct emu_qp *qp, struct ibv_send_wr *wr,
 	else if (state == IBV_QPS_RTS)
 		req_run_locked(qp);
 out:
+	qp_stats_sync_locked(qp);
 	emu_unlock(&qp->lock);
 	if (ret && bad_wr)
 		*bad_wr = bad;
@@ -262,6 +264,7 @@ int emu_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr,
 		*bad_wr = bad;
 	if (qp->state == IBV_QPS_ERR)
 		flush_all_locked(qp);
+	qp_stats_sync_locked(qp);
 	emu_unlock(&qp->lock);
 	return ret;
 }

@@ -439,6 +439,22 @@ static void node_qp_unpublish(struct node_qp *q)
 	seq_write_end(&q->seq);
 }
 
+/* A new owner's QP starts from nothing (struct node_qp_stats). */
+static void node_qp_stats_clear(struct node_qp_stats *st)
+{
+	atomic_store_explicit(&st->sq_psn, 0, memory_order_relaxed);
+	atomic_store_explicit(&st->rq_psn, 0, memory_order_relaxed);
+	atomic_store_explicit(&st->sq_wrs, 0, memory_order_relaxed);
+	atomic_store_explicit(&st->rq_wrs, 0, memory_order_relaxed);
+	atomic_store_explicit(&st->cq_depth, 0, memory_order_relaxed);
+	atomic_store_explicit(&st->err_cqes, 0, memory_order_relaxed);
+	atomic_store_explicit(&st->naks_sent, 0, memory_order_relaxed);
+	atomic_store_explicit(&st->naks_rcvd, 0, memory_order_relaxed);
+	atomic_store_explicit(&st->retries, 0, memory_order_relaxed);
+	atomic_store_explicit(&st->tx_pkts, 0, memory_order_relaxed);
+	atomic_store_explicit(&st->rx_pkts, 0, memory_order_relaxed);
+}
+
 static void node_proc_release_locked(struct node *node, int slot)
 {
 	struct node_seg *seg = node->seg;
@@ -584,6 +600,7 @@ again:
 		seg->qps[idx].owner = node->proc_slot + 1;
 		seg->qps[idx].qp_type = qp_type;
 		node_qp_unpublish(&seg->qps[idx]);
+		node_qp_stats_clear(&seg->qp_stats[idx]);
 		seg->qpn_cursor = (idx + 1) % IBEMU_MAX_QP;
 		node_unlock(node);
 		*qpn_p = IBEMU_QPN_FIRST + idx;

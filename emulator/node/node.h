@@ -43,7 +43,7 @@
 #include "params.h"
 
 #define IBEMU_NODE_MAGIC 0x6962656d756e6f64ull /* "ibemunod" */
-#define IBEMU_NODE_LAYOUT 11
+#define IBEMU_NODE_LAYOUT 12
 
 /* Byte offsets of the liveness locks in the segment's file (advisory:
  * they do not touch the mapped data). */
@@ -96,6 +96,33 @@ struct node_qp {
  * XRC SRQ numbers come from the same space, so each is unique on the
  * node and its owner known. */
 #define NODE_QPT_XRC_SRQ 0x100u
+
+/*
+ * What a QP's owner shows of it to `ibemu top` (emulator/hca/qp_stats.c),
+ * entry i beside qps[i]: a view for people, on which no process decides
+ * anything.  Lock rule: one writer, the QP's owner (its threads store
+ * and add with relaxed atomics, a snapshot under its QP lock); a locker
+ * of the segment clears the entry when its QPN changes hands
+ * (node_qpn_alloc).  Readers load each field once, relaxed, and take the
+ * whole as a hint: the fields are not consistent with one another.
+ */
+struct node_qp_stats {
+	/* As of the owner's last post or packet received on the QP. */
+	_Atomic uint32_t sq_psn; /* PSN of the next new request */
+	_Atomic uint32_t rq_psn; /* the responder's expected PSN */
+	_Atomic uint32_t sq_wrs; /* send WRs posted, not yet completed */
+	_Atomic uint32_t rq_wrs; /* receive WRs posted; NODE_QP_STATS_SRQ */
+	_Atomic uint32_t cq_depth; /* completions waiting in its CQs */
+	/* Counted as they happen (wrap around; readers take differences). */
+	_Atomic uint32_t err_cqes; /* completions in error */
+	_Atomic uint32_t naks_sent, naks_rcvd; /* NAKs and RNR NAKs */
+	_Atomic uint32_t retries; /* resends (timeout, NAK, implied) */
+	uint32_t resv;
+	_Atomic uint64_t tx_pkts, rx_pkts;
+};
+
+/* node_qp_stats.rq_wrs of a QP that takes its receives from an SRQ. */
+#define NODE_QP_STATS_SRQ 0xffffffffu
 
 /*
  * One multicast group of the node and the QPs attached to it (IBA 10.5,
@@ -242,6 +269,7 @@ struct node_seg {
 	uint32_t nr_procs;
 	struct node_proc procs[IBEMU_MAX_PROCS];
 	struct node_qp qps[IBEMU_MAX_QP];
+	struct node_qp_stats qp_stats[IBEMU_MAX_QP];
 	struct node_mcast_grp mcast[IBEMU_MAX_MCAST_GRP];
 	struct node_cm_port cm_ports[IBEMU_MAX_CM_PORTS];
 	struct node_cm_mcast cm_mcast[IBEMU_MAX_CM_MCAST];

@@ -5,7 +5,7 @@
 #
 #   - 1 MiB: opening the device fails with ENOSPC and one line giving the
 #     size needed and the room left; no process dies of SIGBUS.
-#   - 3.5 MiB: one process holds the device; a second one's open fails
+#   - 7 MiB: one process holds the device; a second one's open fails
 #     cleanly; the first keeps working.
 #   - 64 MiB: 64 processes hold the device open at once (with a region, a
 #     CQ and a QP each) while a ping-pong moves data; then the conformance
@@ -96,30 +96,30 @@ else
 	echo "$out" | sed 's/^/    /' | tail -n 5
 fi
 
-# --- 3.5 MiB: room for the node and one process ---
-shm_size 3584k
+# --- 7 MiB: room for the node and one process ---
+shm_size 7168k
 start_holders 1
 if wait_ready 1; then
 	out=$(timeout -k 5 "$secs" "$IBEMU" run -- "$holder" "$dir/stop" "$secs" 2>&1)
 	rc=$?
 	if signalled "$rc"; then
-		fail "3.5 MiB /dev/shm: the second process was killed by signal $((rc - 128))"
+		fail "7 MiB /dev/shm: the second process was killed by signal $((rc - 128))"
 	elif [ "$rc" = 1 ] && echo "$out" | grep -q "^fail: ibv_open_device: No space left on device" &&
 		echo "$out" | grep -q "cannot allocate the process inbox (.* KiB) in /dev/shm"; then
-		pass "3.5 MiB /dev/shm: a second process's open fails with ENOSPC"
+		pass "7 MiB /dev/shm: a second process's open fails with ENOSPC"
 	else
-		fail "3.5 MiB /dev/shm: the second process exited $rc"
+		fail "7 MiB /dev/shm: the second process exited $rc"
 		echo "$out" | sed 's/^/    /' | tail -n 5
 	fi
 else
-	fail "3.5 MiB /dev/shm: the first process did not get ready"
+	fail "7 MiB /dev/shm: the first process did not get ready"
 	sed 's/^/    /' "$dir/h.1" | tail -n 5
 fi
 stop_holders
 if [ "${holder_rcs[0]}" = 0 ]; then
-	pass "3.5 MiB /dev/shm: the first process tore down cleanly"
+	pass "7 MiB /dev/shm: the first process tore down cleanly"
 else
-	fail "3.5 MiB /dev/shm: the first process exited ${holder_rcs[0]}"
+	fail "7 MiB /dev/shm: the first process exited ${holder_rcs[0]}"
 	sed 's/^/    /' "$dir/h.1" | tail -n 5
 fi
 

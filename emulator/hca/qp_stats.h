@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a QP's owner publishes of each of its QPs for `ibemu top`
+ * (struct node_qp_stats in node.h holds the lock rule): one call at each
+ * place of the engine and the objects where a figure changes.  Nothing
+ * here decides anything; a QPN that is not ours, or out of range, is
+ * left alone.
+ */
+#ifndef IBEMU_QP_STATS_H
+#define IBEMU_QP_STATS_H
+
+#include <infiniband/verbs.h>
+
+#include "hdr.h"
+
+struct emu_hca;
+struct emu_qp;
+
+/* The QP's PSNs, queue fills and CQ depth, as they are now; caller
+ * holds qp.lock. */
+void qp_stats_sync_locked(struct emu_qp *qp);
+/* A packet out of one of our QPs, before it is handed to the
+ * transport: counted, and a NAK counted as sent. */
+void qp_stats_tx(struct emu_hca *hca, const struct pkt_out *out);
+/* A packet taken by qp (engine_dispatch), after the responder or the
+ * completer saw it: counted, a NAK counted as received, then synced;
+ * caller holds qp.lock. */
+void qp_stats_rx_locked(struct emu_qp *qp, const struct pkt *p);
+/* A completion added to a CQ (cq_push): one in error is counted. */
+void qp_stats_cqe(struct emu_hca *hca, const struct ibv_wc *wc);
+/* The requester resends (req_rewind_from_locked). */
+void qp_stats_retry_locked(struct emu_qp *qp);
+
+#endif /* IBEMU_QP_STATS_H */
