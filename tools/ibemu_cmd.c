@@ -5,6 +5,8 @@
  *   ibemu run [options] -- CMD [ARGS...]   run CMD with the emulated HCA
  *   ibemu status                          the node's device, address, LID,
  *                                         GIDs, processes, QPs
+ *   ibemu top [-b] [-d SECONDS] [-n COUNT] a live view of the node's
+ *                                         processes and QPs (ibemu_top.c)
  *   ibemu port down|up N                  take port N of the node's HCA
  *                                         down, or bring it back
  *
@@ -30,6 +32,7 @@
 #include <unistd.h>
 
 #include "fabric.h"
+#include "ibemu_top.h"
 #include "inbox.h"
 #include "node.h"
 #include "shmfile.h"
@@ -42,6 +45,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: ibemu run [options] -- COMMAND [ARGS...]\n"
 		"       ibemu status\n"
+		"       ibemu top [-b] [-d SECONDS] [-n COUNT]\n"
 		"       ibemu port down|up N\n"
 		"       ibemu dir\n"
 		"       ibemu --help | --version\n"
@@ -537,6 +541,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "status"))
 		return cmd_status();
+	if (!strcmp(argv[1], "top"))
+		return ibemu_top(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "dir"))
 		return cmd_dir();
 	if (!strcmp(argv[1], "port"))

@@ -306,9 +306,20 @@ err_unlink:
 	return ret;
 }
 
+/* Whether fd is a private file of ours: 0 or -errno. */
+static int shmfile_check(int fd, struct stat *st)
+{
+	if (fstat(fd, st))
+		return -errno;
+	/* Our own directory holds only what we put there; check anyway. */
+	if (!S_ISREG(st->st_mode) || st->st_uid != getuid() ||
+	    (st->st_mode & 077))
+		return -EPERM;
+	return 0;
+}
+
 int shmfile_open(const char *name, const char *what)
 {
-	uid_t uid = getuid();
 	struct stat st;
 	int dfd, fd, ret;
 
@@ -324,19 +335,48 @@ int shmfile_open(const char *name, const char *what)
 				      strerror(-ret));
 		return ret;
 	}
-	if (fstat(fd, &st)) {
-		ret = -errno;
+	ret = shmfile_check(fd, &st);
+	if (ret) {
+		if (ret == -EPERM)
+			ibemu_log_err("the %s %s is not a private file of "
+				      "uid %u", what, name,
+				      (unsigned int)getuid());
 		close(fd);
 		return ret;
 	}
-	/* Our own directory holds only what we put there; check anyway. */
-	if (!S_ISREG(st.st_mode) || st.st_uid != uid || (st.st_mode & 077)) {
-		ibemu_log_err("the %s %s is not a private file of uid %u", what,
-			      name, (unsigned int)uid);
-		close(fd);
-		return -EPERM;
-	}
 	return fd;
+}
+
+int shmfile_map_ro(const char *name, size_t size, const void **map_p,
+		   int *fd_p)
+{
+	struct stat st;
+	int dfd, fd, ret;
+	void *map;
+
+	dfd = shmfile_dir_open(false, true);
+	if (dfd < 0)
+		return dfd == -EPERM ? -ENOENT : dfd;
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ret = fd < 0 ? -errno : 0;
+	close(dfd);
+	if (ret)
+		return ret;
+	ret = shmfile_check(fd, &st);
+	if (!ret && (st.st_size < 0 || (unsigned long long)st.st_size < size))
+		ret = -EAGAIN;
+	if (!ret) {
+		map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+		if (map == MAP_FAILED)
+			ret = -errno;
+		else
+			*map_p = map;
+	}
+	if (!ret && fd_p)
+		*fd_p = fd;
+	else
+		close(fd);
+	return ret;
 }
 
 int shmfile_map(int fd, size_t size, void **map_p)

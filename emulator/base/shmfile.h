@@ -47,6 +47,17 @@ int shmfile_create(const char *name, size_t size, const char *what,
  */
 int shmfile_open(const char *name, const char *what);
 /*
+ * Map an existing file's first size bytes read-only, for a tool that
+ * must change nothing: no directory is made, no lock taken, nothing
+ * logged.  Returns 0, -ENOENT (no such file, or no directory of ours),
+ * -EPERM (not a private file of ours), -EAGAIN (shorter than size) or
+ * another -errno.  Unmap with munmap(*map_p, size).  fd_p, if given,
+ * gets the file's read-only descriptor (for F_OFD_GETLK), else it is
+ * closed.
+ */
+int shmfile_map_ro(const char *name, size_t size, const void **map_p,
+		   int *fd_p);
+/*
  * Map size bytes of fd read-write if fstat says it has them; -EAGAIN if
  * it is shorter (not logged).
  */
