@@ -32,14 +32,20 @@ static void qp_stats_set(_Atomic uint32_t *f, uint32_t v)
 	atomic_store_explicit(f, v, memory_order_relaxed);
 }
 
+/* One writer: a load and a store, no locked read-modify-write on the
+ * data path. */
 static void qp_stats_inc32(_Atomic uint32_t *f)
 {
-	atomic_fetch_add_explicit(f, 1, memory_order_relaxed);
+	atomic_store_explicit(f,
+			      atomic_load_explicit(f, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 }
 
 static void qp_stats_inc64(_Atomic uint64_t *f)
 {
-	atomic_fetch_add_explicit(f, 1, memory_order_relaxed);
+	atomic_store_explicit(f,
+			      atomic_load_explicit(f, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 }
 
 /* Whether an AETH's syndrome is a NAK or an RNR NAK (IBA 9.3.5, table
@@ -70,8 +76,9 @@ void qp_stats_sync_locked(struct emu_qp *qp)
 	if (qp_has_own_rq(qp))
 		qp_stats_set(&st->rq_wrs, wqe_ring_count(&qp->rq.ring));
 	else
-		qp_stats_set(&st->rq_wrs, qp->type == IBV_QPT_XRC_SEND ?
-			     0 : NODE_QP_STATS_SRQ);
+		qp_stats_set(&st->rq_wrs, qp->type == IBV_QPT_XRC_SEND
+						  ? 0
+						  : NODE_QP_STATS_SRQ);
 	depth = qp_stats_cq_count(qp->scq);
 	if (qp->rcq != qp->scq)
 		depth += qp_stats_cq_count(qp->rcq);
