@@ -9,6 +9,8 @@
  *                                         processes and QPs (ibemu_top.c)
  *   ibemu port down|up N                  take port N of the node's HCA
  *                                         down, or bring it back
+ *   ibemu trace show FILE...              draw run traces as a ladder
+ *                                         (tools/trace_show.c)
  *
  * `run` only sets LD_PRELOAD (and LD_AUDIT, see provider/verbs/audit.c) and
  * ibemu's environment, then executes CMD:
@@ -36,6 +38,7 @@
 #include "inbox.h"
 #include "node.h"
 #include "shmfile.h"
+#include "tools/trace.h"
 
 #define LIB_NAME "libibemu.so"
 #define AUDIT_NAME "libibemu-audit.so"
@@ -48,6 +51,8 @@ static void usage(FILE *out)
 		"       ibemu top [-b] [-d SECONDS] [-n COUNT]\n"
 		"       ibemu port down|up N\n"
 		"       ibemu dir\n"
+		"       ibemu trace show [-o OUT.html] [--text] [--qp QPN]...\n"
+		"                        [--from NS] [--to NS] FILE...\n"
 		"       ibemu --help | --version\n"
 		"\n"
 		"Run a program written for libibverbs with ibemu's software\n"
@@ -508,6 +513,16 @@ static int cmd_port(int argc, char **argv)
 	return 0;
 }
 
+/* ibemu trace SUBCOMMAND: `show` draws traces (tools/trace_show.c). */
+static int cmd_trace(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "show"))
+		return trace_show_main(argc - 1, argv + 1);
+	fprintf(stderr, "ibemu trace: not yet: only 'ibemu trace show FILE...' "
+		"(record with IBEMU_TRACE=FILE)\n");
+	return 2;
+}
+
 /* Where this user's node files are, or would be made (shmfile.h). */
 static int cmd_dir(void)
 {
@@ -547,6 +562,8 @@ int main(int argc, char **argv)
 		return cmd_dir();
 	if (!strcmp(argv[1], "port"))
 		return cmd_port(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "trace"))
+		return cmd_trace(argc - 1, argv + 1);
 	fprintf(stderr, "ibemu: unknown command '%s' (try ibemu --help)\n",
 		argv[1]);
 	return 2;
