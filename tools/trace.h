@@ -33,14 +33,15 @@ enum trace_kind {
 /* The numeric fields; an event's `has` says which were given and valid. */
 enum trace_num {
 	TN_QP, TN_SQP, TN_DQP, TN_SLID, TN_DLID, TN_PSN, TN_LEN, TN_MSN,
-	TN_CQ, TN_SCQ, TN_RCQ, TN_SRQ, TN_US, TN_EVENTS, TN_RQP, TN_WR,
+	TN_SRQ, TN_US, TN_EVENTS, TN_RQP, TN_WR,
 	TN_SIG, TN_ACK, TN_RETRY, TN_INLINE, TN_NR
 };
 
-/* The name fields, each an index into the string table (0: absent). */
+/* The name fields, each an index into the string table (0: absent); the
+ * CQs are names too: only shown, and recorded as wide as a pointer. */
 enum trace_name {
 	TS_OP, TS_TYPE, TS_FROM, TS_TO, TS_WHY, TS_STATUS, TS_AETH, TS_PROG,
-	TS_MSG, TS_DIR, TS_NR
+	TS_MSG, TS_DIR, TS_CQ, TS_SCQ, TS_RCQ, TS_NR
 };
 
 struct trace_ev {

@@ -32,7 +32,7 @@ static const char *const kind_names[TK_NR] = {
 static const char *const num_names[TN_NR] = {
 	[TN_QP] = "qp", [TN_SQP] = "sqp", [TN_DQP] = "dqp", [TN_SLID] = "slid",
 	[TN_DLID] = "dlid", [TN_PSN] = "psn", [TN_LEN] = "len",
-	[TN_MSN] = "msn", [TN_CQ] = "cq", [TN_SCQ] = "scq", [TN_RCQ] = "rcq",
+	[TN_MSN] = "msn",
 	[TN_SRQ] = "srq", [TN_US] = "us", [TN_EVENTS] = "events",
 	[TN_RQP] = "rqp", [TN_WR] = "wr", [TN_SIG] = "sig", [TN_ACK] = "ack",
 	[TN_RETRY] = "retry", [TN_INLINE] = "inline",
@@ -42,7 +42,7 @@ static const char *const name_names[TS_NR] = {
 	[TS_OP] = "op", [TS_TYPE] = "type", [TS_FROM] = "from",
 	[TS_TO] = "to", [TS_WHY] = "why", [TS_STATUS] = "status",
 	[TS_AETH] = "aeth", [TS_PROG] = "prog", [TS_MSG] = "msg",
-	[TS_DIR] = "dir",
+	[TS_DIR] = "dir", [TS_CQ] = "cq", [TS_SCQ] = "scq", [TS_RCQ] = "rcq",
 };
 
 const char *trace_kind_name(unsigned int kind)
@@ -318,15 +318,14 @@ void trace_ev_fields(const struct trace *tr, const struct trace_ev *e,
 {
 	/* What a ladder's arrows and columns show already. */
 	const uint32_t drawn = 1u << TN_SQP | 1u << TN_DQP | 1u << TN_SLID |
-			       1u << TN_DLID | 1u << TN_CQ | 1u << TN_SCQ |
-			       1u << TN_RCQ;
+			       1u << TN_DLID;
 	size_t used = 0;
 	unsigned int i;
 	char v[24];
 
 	buf[0] = '\0';
 	for (i = 0; i < TS_NR; i++)
-		if (e->name[i])
+		if (e->name[i] && !(brief && i >= TS_CQ))
 			put(buf, len, &used, name_names[i], tr->str[e->name[i]]);
 	for (i = 0; i < TN_NR; i++) {
 		if (!trace_has(e, i) || (brief && (drawn & 1u << i)))
