@@ -74,6 +74,42 @@ chrome --dump-dom "file://$dir/qp.html" > "$dir/qp.dom"
 expect "$dir/qp.dom" lanes 1
 expect "$dir/qp.dom" arrows 0
 
+# A long run: 1500 WRITEs after the RC example's lines (9000 events).
+# The page folds the repeated pattern, draws fewer than 2000 events, and
+# says so.
+awk -v T=1733150000004000000 '{ print }
+END {
+	for (i = 0; i < 1500; i++) {
+		t = T + i * 6000; p = i + 2
+		printf "t=%d node=ibemu pid=4243 ev=post_send qp=19 wr=0x1 op=RDMA_WRITE len=8 sig=1\n", t
+		printf "t=%d node=ibemu pid=4243 ev=tx sqp=19 dqp=18 slid=1 dlid=1 op=RC_RDMA_WRITE_ONLY psn=%d len=8 ack=1 wr=0x1\n", t + 1000, p
+		printf "t=%d node=ibemu pid=4242 ev=rx sqp=19 dqp=18 slid=1 dlid=1 op=RC_RDMA_WRITE_ONLY psn=%d len=8 ack=1\n", t + 2000, p
+		printf "t=%d node=ibemu pid=4242 ev=tx sqp=18 dqp=19 slid=1 dlid=1 op=RC_ACKNOWLEDGE psn=%d len=0 aeth=ACK msn=%d\n", t + 3000, p, p
+		printf "t=%d node=ibemu pid=4243 ev=rx sqp=18 dqp=19 slid=1 dlid=1 op=RC_ACKNOWLEDGE psn=%d len=0 aeth=ACK msn=%d\n", t + 4000, p, p
+		printf "t=%d node=ibemu pid=4243 ev=cqe qp=19 cq=2 wr=0x1 status=SUCCESS op=RDMA_WRITE len=8\n", t + 5000
+	}
+}' "$data/trace-rc.trace" > "$dir/long.trace"
+"$IBEMU" trace show -o "$dir/long.html" "$dir/long.trace"
+chrome --dump-dom "file://$dir/long.html" > "$dir/long.dom"
+expect "$dir/long.dom" selfcheck ok
+f=$(count "$dir/long.dom" folded); n=$(count "$dir/long.dom" events)
+[ "${f:-0}" -ge 8000 ] && [ "${n:-9999}" -lt 2000 ] &&
+	grep -q "events folded into repeated patterns" "$dir/long.dom" &&
+	pass "long run folded ($f events, $n drawn)" || fail "long run: folded '$f', drawn '$n'"
+
+# A real trace of the manual's RC example draws as the fixture does.
+if IBEMU_TRACE="$dir/real.trace" IBEMU_BUILDDIR=$IBEMU_BUILDDIR \
+	bash "$data/../../examples/run-rc-example.sh" > "$dir/real.out" 2>&1; then
+	"$IBEMU" trace show -o "$dir/real.html" "$dir/real.trace"
+	chrome --dump-dom "file://$dir/real.html" > "$dir/real.dom"
+	expect "$dir/real.dom" lanes 2
+	expect "$dir/real.dom" wrs 4
+	expect "$dir/real.dom" arrows 6
+	expect "$dir/real.dom" acks 2
+else
+	fail "the RC example did not run: $(tail -3 "$dir/real.out")"
+fi
+
 # The screenshot: a PNG (signature, IHDR) of the window's size, not one
 # flat colour (more than a few hundred bytes compressed).
 chrome --hide-scrollbars --window-size=1000,700 \
