@@ -20,6 +20,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -51,6 +52,7 @@ static void usage(FILE *out)
 		"       ibemu top [-b] [-d SECONDS] [-n COUNT]\n"
 		"       ibemu port down|up N\n"
 		"       ibemu dir\n"
+		"       ibemu trace -o FILE [-a] [run options] -- COMMAND [ARGS...]\n"
 		"       ibemu trace show [-o OUT.html] [--text] [--qp QPN]...\n"
 		"                        [--from NS] [--to NS] FILE...\n"
 		"       ibemu --help | --version\n"
@@ -70,6 +72,7 @@ static void usage(FILE *out)
 		"Environment: IBEMU_LIB (library path), IBEMU_NODE, IBEMU_DEBUG,\n"
 		"IBEMU_QUIET, IBEMU_CMA=0 (no requester-placed RDMA),\n"
 		"IBEMU_PCAP=FILE (packets as RoCEv2 pcap, %%p = process ID),\n"
+		"IBEMU_TRACE=FILE (the run as trace events, %%n = node),\n"
 		"IBEMU_NET=1 (network mode; off: nothing another host can reach),\n"
 		"IBEMU_IFACE, IBEMU_SUBNET, IBEMU_FABRIC, IBEMU_TCP_PORT (the\n"
 		"node's address, LID and door on the IP fabric).\n"
@@ -513,14 +516,54 @@ static int cmd_port(int argc, char **argv)
 	return 0;
 }
 
-/* ibemu trace SUBCOMMAND: `show` draws traces (tools/trace_show.c). */
+/*
+ * ibemu trace -o FILE [-a] [run options] -- COMMAND: COMMAND under
+ * `ibemu run` with IBEMU_TRACE=FILE (doc/trace.md), FILE emptied first
+ * unless -a appends to it; `ibemu trace show` draws traces
+ * (tools/trace_show.c).
+ */
 static int cmd_trace(int argc, char **argv)
 {
+	const char *file = NULL;
+	bool append = false;
+	int i, fd;
+
 	if (argc >= 2 && !strcmp(argv[1], "show"))
 		return trace_show_main(argc - 1, argv + 1);
-	fprintf(stderr, "ibemu trace: not yet: only 'ibemu trace show FILE...' "
-		"(record with IBEMU_TRACE=FILE)\n");
-	return 2;
+	/* Its own options first, then run's from the first other one. */
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
+			if (++i == argc)
+				break;
+			file = argv[i];
+		} else if (!strcmp(argv[i], "-a") ||
+			   !strcmp(argv[i], "--append")) {
+			append = true;
+		} else {
+			break;
+		}
+	}
+	if (!file || !*file) {
+		fprintf(stderr, "usage: ibemu trace -o FILE [-a] [run options] "
+				"-- COMMAND [ARGS...]\n"
+				"       ibemu trace show [options] FILE...\n");
+		return 2;
+	}
+	/* %n and %p name a file per node or process: each opens its own. */
+	if (!strstr(file, "%n") && !strstr(file, "%p")) {
+		fd = open(file,
+			  O_WRONLY | O_CREAT | O_CLOEXEC | (append ? 0 : O_TRUNC),
+			  0600);
+		if (fd < 0) {
+			fprintf(stderr, "ibemu trace: %s: %s\n", file,
+				strerror(errno));
+			return 1;
+		}
+		close(fd);
+	}
+	setenv("IBEMU_TRACE", file, 1);
+	/* run's options and the command, after argv[i - 1] as its name */
+	return cmd_run(argc - i + 1, argv + i - 1);
 }
 
 /* Where this user's node files are, or would be made (shmfile.h). */

@@ -97,6 +97,28 @@ full=$(grep -c " ev=trace_full events=4$" "$dir/max.trace")
 	pass "IBEMU_TRACE_MAX=4: each process wrote 4 events and one trace_full" ||
 	fail "IBEMU_TRACE_MAX=4: $pids processes, $over with another count than 5 lines, $full trace_full lines"
 
+# ibemu trace -o: the server empties the file, the client appends (-a).
+port=$((19000 + $$ % 500))
+echo "a line of an earlier run" >"$dir/cmd.trace"
+timeout "${IBEMU_TEST_TIMEOUT:-60}" "$IBEMU" trace -o "$dir/cmd.trace" -- \
+	"$IBEMU_BUILDDIR/examples/rc_example" -d ibemu0 -p "$port" >"$dir/cmd-s.out" 2>&1 &
+spid=$!
+for _ in $(seq 100); do
+	ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
+	sleep 0.1
+done
+timeout "${IBEMU_TEST_TIMEOUT:-60}" "$IBEMU" trace -a -o "$dir/cmd.trace" -- \
+	"$IBEMU_BUILDDIR/examples/rc_example" -d ibemu0 -p "$port" localhost >"$dir/cmd-c.out" 2>&1
+crc=$?
+wait "$spid"
+src=$?
+[ "$src" = 0 ] && [ "$crc" = 0 ] && ! grep -q "earlier run" "$dir/cmd.trace" &&
+	python3 "$check" "$dir/cmd.trace" >/dev/null &&
+	pass "ibemu trace -o then -a: one file with both processes' runs, emptied first" ||
+	fail "ibemu trace -o/-a: server $src, client $crc; $(python3 "$check" "$dir/cmd.trace" | grep -m1 FAIL)"
+"$IBEMU" trace -- true >/dev/null 2>&1
+[ $? = 2 ] && pass "ibemu trace without -o is a usage error" || fail "ibemu trace without -o"
+
 # An unwritable IBEMU_TRACE: the program still runs, one clear line.
 rc_example "$dir/nowrite.out" IBEMU_TRACE="$dir/no/such/dir/x.trace" &&
 	grep -q "IBEMU_TRACE: cannot open" "$dir/nowrite.out" &&
