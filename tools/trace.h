@@ -71,6 +71,8 @@ struct trace {
 };
 
 /* trace_parse.c */
+/* Room for one more element in a growing array (trace_parse.c). */
+void *trace_grow(void *arr, uint32_t *cap, size_t elem, uint32_t first);
 int trace_init(struct trace *tr);
 void trace_free(struct trace *tr);
 int trace_read(struct trace *tr, FILE *f);

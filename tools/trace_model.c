@@ -229,15 +229,12 @@ static int add_arrow(struct trace_model *m, uint32_t tx, uint32_t end,
 		     uint8_t cls)
 {
 	struct trace_arrow *a;
-	uint32_t cap;
 
 	if (m->nr_arrows == m->cap_arrows) {
-		cap = m->cap_arrows ? m->cap_arrows * 2 : 256;
-		a = realloc(m->arrows, (size_t)cap * sizeof(*a));
+		a = trace_grow(m->arrows, &m->cap_arrows, sizeof(*a), 256);
 		if (!a)
 			return -1;
 		m->arrows = a;
-		m->cap_arrows = cap;
 	}
 	m->arrows[m->nr_arrows] = (struct trace_arrow){
 		.tx = tx, .end = end, .cls = cls,

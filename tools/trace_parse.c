@@ -194,6 +194,22 @@ static bool value_ok(const char *v, size_t n)
 	return true;
 }
 
+/* Room for one more element in arr, an array of *cap elements of size
+ * elem, all in use: twice as many, or first when it has none.  The new
+ * array, *cap updated; NULL without memory (arr is kept). */
+void *trace_grow(void *arr, uint32_t *cap, size_t elem, uint32_t first)
+{
+	uint32_t n = *cap ? *cap * 2 : first;
+	void *p;
+
+	if (n <= *cap)
+		return NULL;
+	p = realloc(arr, (size_t)n * elem);
+	if (p)
+		*cap = n;
+	return p;
+}
+
 /* One line (no newline) into e; false if it is not an event. */
 static bool parse_line(struct trace *tr, char *line, struct trace_ev *e)
 {
@@ -230,19 +246,16 @@ static bool parse_line(struct trace *tr, char *line, struct trace_ev *e)
 static int add_event(struct trace *tr, const struct trace_ev *e)
 {
 	struct trace_ev *ev;
-	uint32_t cap;
 
 	if (tr->nr_ev == TRACE_EV_MAX) {
 		tr->st.over_limit++;
 		return 0;
 	}
 	if (tr->nr_ev == tr->cap_ev) {
-		cap = tr->cap_ev ? tr->cap_ev * 2 : 1024;
-		ev = realloc(tr->ev, (size_t)cap * sizeof(*ev));
+		ev = trace_grow(tr->ev, &tr->cap_ev, sizeof(*ev), 1024);
 		if (!ev)
 			return -1;
 		tr->ev = ev;
-		tr->cap_ev = cap;
 	}
 	tr->ev[tr->nr_ev] = *e;
 	tr->ev[tr->nr_ev].seq = tr->nr_ev;
