@@ -44,6 +44,15 @@
 			ev.stopPropagation();
 		});
 	}
+	// An arrow's name: its opcode without the transport, its PSN, and
+	// the AETH unless it is a plain ACK.
+	function packetLabel(i) {
+		const f = " " + D.ev[i][3];
+		const psn = / psn=(\S+)/.exec(f), aeth = / aeth=(\S+)/.exec(f);
+		return opOf(i).replace(/^(RC|UC|UD|RD|XRC)_/, "") +
+			(psn ? " " + psn[1] : "") +
+			(aeth && aeth[1] !== "ACK" ? " " + aeth[1] : "");
+	}
 	function opOf(i) {
 		const m = / ?op=(\S+)/.exec(" " + D.ev[i][3]);
 		return m ? m[1] : "";
@@ -290,6 +299,10 @@
 				el("path", { class: "head " + kind, d: "M" + x1 + " " + y1 +
 					"l" + dx + " -4v8z" }, g);
 			}
+			if (!stub && tx >= 0)
+				el("text", { class: "plabel", x: (x0 + x1) / 2,
+					y: (y0 + y1) / 2 - 3, "text-anchor": "middle" },
+					g).textContent = packetLabel(tx);
 			let text = "packet (" + (dropped ? "dropped" : kind) + ")";
 			if (tx >= 0)
 				text += "\n\ntx: " + evText(tx);
