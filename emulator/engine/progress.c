@@ -563,6 +563,20 @@ static bool engine_spin(struct engine *e)
 	return false;
 }
 
+/*
+ * A timer of the last pass is a nap or more past due: the application
+ * polls, but too seldom for its polls to run timers (they look at the
+ * clock every 64th poll only, engine_poll), so the thread runs them,
+ * or an RNR wait or a retransmission would last as long as 64 polls.
+ */
+static bool engine_timer_overdue(struct engine *e)
+{
+	uint64_t due = atomic_load_explicit(&e->next_deadline,
+					    memory_order_relaxed);
+
+	return due && clock_now_ns() >= due + ENGINE_NAP_NS;
+}
+
 static void *engine_thread(void *arg)
 {
 	struct engine *e = arg;
@@ -581,7 +595,8 @@ static void *engine_thread(void *arg)
 		 * call goes now, at the latest a nap after (tcp_send.c). */
 		if (e->net)
 			e->net->flush(e);
-		if (atomic_exchange(&e->app_polled, 0)) {
+		if (atomic_exchange(&e->app_polled, 0) &&
+		    !engine_timer_overdue(e)) {
 			/* The application drives progress: stay out of its
 			 * way (never hold engine.lock while it spins) and nap
 			 * unannounced, so producers make no system call. */
