@@ -175,7 +175,9 @@
 			if (r.band)
 				band(r, width, step);
 		});
+		counts.wrlist = [];
 		brackets(x, y, drawn, counts);
+		counts.wrlist = counts.wrlist.join(" ");
 		arrows(x, y, drawn, counts);
 		rows.forEach(function (r) {
 			if (!r.band)
@@ -256,6 +258,11 @@
 				text += "\n\n(no completion in the trace)";
 			explain(p, text);
 			c.wrs++;
+			// For the self-check: each WR as its opcode and how it
+			// ended, in the order they were posted.
+			c.wrlist.push((recv ? "RECV" : opOf(post)) + ":" +
+				(cqe >= 0 ? (/ status=(\S+)/.exec(" " + D.ev[cqe][3]) ||
+					[0, "?"])[1] : "none"));
 		});
 	}
 

@@ -106,6 +106,8 @@ if IBEMU_TRACE="$dir/real.trace" IBEMU_BUILDDIR=$IBEMU_BUILDDIR \
 	expect "$dir/real.dom" wrs 4
 	expect "$dir/real.dom" arrows 6
 	expect "$dir/real.dom" acks 2
+	# The two QPs' work requests in the order posted, each completed.
+	expect "$dir/real.dom" wrlist "RECV:SUCCESS SEND:SUCCESS RDMA_READ:SUCCESS RDMA_WRITE:SUCCESS"
 else
 	fail "the RC example did not run: $(tail -3 "$dir/real.out")"
 fi
