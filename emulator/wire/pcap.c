@@ -9,8 +9,9 @@
  *
  * Addresses are made up from the LIDs (MAC 02:00:00:00:LID, IPv4
  * 127.0.LID): a node has no Ethernet or IP identity of its own.  The ICRC
- * is written as zero.  RDMA placed by the requester (cma.c) sends no
- * packet and is not captured; IBEMU_CMA=0 captures everything.
+ * is computed as a RoCEv2 HCA would (icrc.c), so `ibemu pcap check` and
+ * any other checker accept it.  RDMA placed by the requester (cma.c) sends
+ * no packet and is not captured; IBEMU_CMA=0 captures everything.
  *
  * Lock rule: pcap_lock serialises writes to the file.
  */
@@ -25,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "icrc.h"
 #include "log.h"
 #include "pcap.h"
 #include "wire.h"
@@ -32,7 +34,10 @@
 #define PCAP_MAGIC 0xa1b2c3d4u
 #define PCAP_LINKTYPE_ETHERNET 1
 #define ROCEV2_UDP_PORT 4791 /* IBA Annex A17.2.1 */
-#define ICRC_LEN 4
+#define ETH_HDR_LEN 14
+#define IPV4_HDR_LEN 20
+#define UDP_HDR_LEN 8
+#define FRAME_HDR_LEN (ETH_HDR_LEN + IPV4_HDR_LEN + UDP_HDR_LEN)
 
 static FILE *_Atomic pcap_file;
 static pthread_mutex_t pcap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -126,43 +131,20 @@ static void lid_mac(uint8_t *mac, uint16_t lid)
 	mac[5] = (uint8_t)lid;
 }
 
-/*
- * The packet is in the receiver's inbox, shared memory its owner can
- * write: the link header and the BTH flags are read once, and a length
- * no packet can have writes no record (nothing past the slot is read).
- */
-void pcap_write(const struct pkt_hdr *hdr_in, const uint8_t *bth_base)
+/* The frame's Ethernet, IPv4 and UDP headers before the packet's bytes
+ * (IBA Annex A17.2: RoCEv2 is IB transport over UDP over IP). */
+static void frame_hdrs(uint8_t *frame, const struct pkt_hdr *hdr,
+		       uint32_t ib_len)
 {
-	const struct pkt_hdr link = *hdr_in, *hdr = &link;
-	uint8_t frame[14 + 20 + 8], pad[3] = { 0 }, icrc[ICRC_LEN] = { 0 };
-	unsigned int npad;
-	uint32_t ib_len;
-	uint16_t udp_len, ip_len, v16;
-	struct pcap_rec_hdr rec;
-	struct timespec ts;
-	uint8_t *ip = frame + 14, *udp = ip + 20;
-
-	if (!pcap_enabled())
-		return;
-	if (link.len < sizeof(struct bth) || link.len > PKT_MAX_LEN) {
-		ibemu_log_dbg("IBEMU_PCAP: packet length %u not captured",
-			      link.len);
-		return;
-	}
-	npad = bth_pad((const struct bth *)bth_base);
-	ib_len = link.len + npad + ICRC_LEN;
-	udp_len = (uint16_t)(8 + ib_len);
-	ip_len = (uint16_t)(20 + udp_len);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	rec.ts_sec = (uint32_t)ts.tv_sec;
-	rec.ts_usec = (uint32_t)(ts.tv_nsec / 1000);
-	rec.incl_len = rec.orig_len = sizeof(frame) + ib_len;
+	uint8_t *ip = frame + ETH_HDR_LEN, *udp = ip + IPV4_HDR_LEN;
+	uint16_t udp_len = (uint16_t)(UDP_HDR_LEN + ib_len);
+	uint16_t ip_len = (uint16_t)(IPV4_HDR_LEN + udp_len), v16;
 
 	lid_mac(frame, hdr->dlid);
 	lid_mac(frame + 6, hdr->slid);
 	frame[12] = 0x08;
 	frame[13] = 0x00; /* IPv4 */
-	memset(ip, 0, 20);
+	memset(ip, 0, IPV4_HDR_LEN);
 	ip[0] = 0x45;
 	v16 = htobe16(ip_len);
 	memcpy(ip + 2, &v16, 2);
@@ -175,7 +157,7 @@ void pcap_write(const struct pkt_hdr *hdr_in, const uint8_t *bth_base)
 	ip[16] = 127;
 	ip[18] = (uint8_t)(hdr->dlid >> 8);
 	ip[19] = (uint8_t)hdr->dlid;
-	v16 = htobe16(ip_checksum(ip, 20));
+	v16 = htobe16(ip_checksum(ip, IPV4_HDR_LEN));
 	memcpy(ip + 10, &v16, 2);
 	/* The source port carries entropy (IBA A17.3.4): the source QPN. */
 	v16 = htobe16((uint16_t)(0xc000 | (hdr->src_qpn & 0x3fff)));
@@ -185,14 +167,49 @@ void pcap_write(const struct pkt_hdr *hdr_in, const uint8_t *bth_base)
 	v16 = htobe16(udp_len);
 	memcpy(udp + 4, &v16, 2);
 	udp[6] = udp[7] = 0; /* no UDP checksum (IPv4) */
+}
+
+/*
+ * The packet is in the receiver's inbox, shared memory its owner can
+ * write: the link header is read once and the packet copied once, a
+ * length no packet can have writing no record (nothing past the slot is
+ * read); the pad, the ICRC and the record come from the copy.
+ */
+void pcap_write(const struct pkt_hdr *hdr_in, const uint8_t *bth_base)
+{
+	const struct pkt_hdr link = *hdr_in;
+	uint8_t frame[FRAME_HDR_LEN + PKT_MAX_LEN + 3 + ICRC_LEN];
+	uint8_t *ib = frame + FRAME_HDR_LEN;
+	unsigned int npad;
+	uint32_t ib_len, icrc;
+	struct pcap_rec_hdr rec;
+	struct timespec ts;
+
+	if (!pcap_enabled())
+		return;
+	if (link.len < sizeof(struct bth) || link.len > PKT_MAX_LEN) {
+		ibemu_log_dbg("IBEMU_PCAP: packet length %u not captured",
+			      link.len);
+		return;
+	}
+	memcpy(ib, bth_base, link.len);
+	npad = bth_pad((const struct bth *)ib);
+	memset(ib + link.len, 0, npad);
+	ib_len = link.len + npad + ICRC_LEN;
+	frame_hdrs(frame, &link, ib_len);
+	if (icrc_compute(frame + ETH_HDR_LEN,
+			 IPV4_HDR_LEN + UDP_HDR_LEN + link.len + npad, &icrc))
+		return; /* not reached: the headers above are well formed */
+	icrc_put(ib + link.len + npad, icrc);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	rec.ts_sec = (uint32_t)ts.tv_sec;
+	rec.ts_usec = (uint32_t)(ts.tv_nsec / 1000);
+	rec.incl_len = rec.orig_len = FRAME_HDR_LEN + ib_len;
 
 	pthread_mutex_lock(&pcap_lock);
 	if (pcap_file &&
 	    (fwrite(&rec, sizeof(rec), 1, pcap_file) != 1 ||
-	     fwrite(frame, sizeof(frame), 1, pcap_file) != 1 ||
-	     fwrite(bth_base, hdr->len, 1, pcap_file) != 1 ||
-	     (npad && fwrite(pad, npad, 1, pcap_file) != 1) ||
-	     fwrite(icrc, sizeof(icrc), 1, pcap_file) != 1)) {
+	     fwrite(frame, rec.incl_len, 1, pcap_file) != 1)) {
 		ibemu_log_err("IBEMU_PCAP: write failed; capture stopped");
 		fclose(pcap_file);
 		pcap_file = NULL;
