@@ -11,6 +11,8 @@
  *                                         down, or bring it back
  *   ibemu trace show FILE...              draw run traces as a ladder
  *                                         (tools/trace_show.c)
+ *   ibemu pcap check FILE...              check the ICRC of every RoCEv2
+ *                                         packet captured (ibemu_pcap.c)
  *
  * `run` only sets LD_PRELOAD (and LD_AUDIT, see provider/verbs/audit.c) and
  * ibemu's environment, then executes CMD:
@@ -36,6 +38,7 @@
 
 #include "fabric.h"
 #include "ibemu_top.h"
+#include "ibemu_pcap.h"
 #include "inbox.h"
 #include "node.h"
 #include "shmfile.h"
@@ -55,6 +58,7 @@ static void usage(FILE *out)
 		"       ibemu trace -o FILE [-a] [run options] -- COMMAND [ARGS...]\n"
 		"       ibemu trace show [-o OUT.html] [--text] [--qp QPN]...\n"
 		"                        [--from NS] [--to NS] FILE...\n"
+		"       ibemu pcap check FILE...\n"
 		"       ibemu --help | --version\n"
 		"\n"
 		"Run a program written for libibverbs with ibemu's software\n"
@@ -607,6 +611,8 @@ int main(int argc, char **argv)
 		return cmd_port(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "trace"))
 		return cmd_trace(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "pcap"))
+		return cmd_pcap(argc - 1, argv + 1);
 	fprintf(stderr, "ibemu: unknown command '%s' (try ibemu --help)\n",
 		argv[1]);
 	return 2;
