@@ -59,10 +59,9 @@ void pkt_layout_qp(struct pkt_out *out, struct emu_qp *qp, uint8_t opcode,
 		   uint32_t paylen)
 {
 	const struct node_seg *seg = qp->hca->node.seg;
-	unsigned int port = qp->attr.port_num == 2 && node_nr_ports(seg) > 1
-		? 2 : 1;
+	unsigned int port = node_port_num(seg, qp->attr.port_num);
 	const struct pkt_hdr link = {
-		.slid = seg->ports[port - 1].lid,
+		.slid = node_port_at(seg, port)->lid,
 		.dlid = qp->attr.ah_attr.dlid,
 		.src_qpn = qp->qpn,
 		.src_proc = qp->hca->node.proc_slot,

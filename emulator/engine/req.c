@@ -236,8 +236,7 @@ static void req_ud_fill(struct emu_qp *qp, struct wqe *w,
 		if (emu_hca_gid(qp->hca, av->port_num, av->grh.sgid_index,
 				out->pkt.grh->sgid)) {
 			prefix = htobe64(seg->gid_prefix);
-			guid = htobe64(
-				seg->ports[av->port_num == 2 ? 1 : 0].guid);
+			guid = htobe64(node_port_at(seg, av->port_num)->guid);
 			memcpy(out->pkt.grh->sgid, &prefix, 8);
 			memcpy(out->pkt.grh->sgid + 8, &guid, 8);
 		}

@@ -182,12 +182,12 @@ int emu_hca_gid(struct emu_hca *hca, unsigned int port, unsigned int index,
 	if (index >= IBEMU_GID_TBL_LEN)
 		return EINVAL;
 	/* Port 2 has its GID 0 alone: the node's addresses name port 1. */
-	if (port == 2 && node_nr_ports(seg) > 1) {
+	if (port > 1 && node_port_num(seg, port) == port) {
 		if (index)
 			return ENODATA;
 		be = htobe64(seg->gid_prefix);
 		memcpy(gid, &be, 8);
-		be = htobe64(seg->ports[1].guid);
+		be = htobe64(node_port_at(seg, port)->guid);
 		memcpy(gid + 8, &be, 8);
 		return 0;
 	}

@@ -342,6 +342,12 @@ void node_ports_init(struct node_seg *seg);
 void node_ports_told(const struct node_seg *seg);
 unsigned int node_nr_ports(const struct node_seg *seg);
 unsigned int node_port_of_lid(const struct node_seg *seg, uint16_t lid);
+/* The port (1..) a QP's or an address vector's port_num names: its own
+ * where the HCA has it, port 1 for any other number (the verbs checked
+ * it); node_port_at: that port's entry. */
+unsigned int node_port_num(const struct node_seg *seg, unsigned int port_num);
+const struct node_port *node_port_at(const struct node_seg *seg,
+				     unsigned int port_num);
 uint32_t node_port_state(const struct node_seg *seg, unsigned int port);
 int node_port_set_state(struct node_seg *seg, unsigned int port,
 			uint32_t state);

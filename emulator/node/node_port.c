@@ -107,6 +107,17 @@ unsigned int node_port_of_lid(const struct node_seg *seg, uint16_t lid)
 	return 0;
 }
 
+unsigned int node_port_num(const struct node_seg *seg, unsigned int port_num)
+{
+	return port_num >= 1 && port_num <= node_nr_ports(seg) ? port_num : 1;
+}
+
+const struct node_port *node_port_at(const struct node_seg *seg,
+				     unsigned int port_num)
+{
+	return &seg->ports[node_port_num(seg, port_num) - 1];
+}
+
 /* The segment is writable by every process of the node's user: a value
  * node_port_set_state never writes is taken as DOWN, so it is never
  * reported nor used as a port state of its own. */

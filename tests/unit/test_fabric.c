@@ -423,6 +423,15 @@ static void test_locate_port2(void)
 	CU_ASSERT_EQUAL(seg->ports[1].lid, 5 + 256);
 	CU_ASSERT_EQUAL(node_port_of_lid(seg, 5 + 256), 2);
 	CU_ASSERT_EQUAL(node_port_state(seg, 2), IBV_PORT_ACTIVE);
+	/* A port number the HCA has names its port; another, port 1. */
+	CU_ASSERT_EQUAL(node_port_num(seg, 2), 2);
+	CU_ASSERT_EQUAL(node_port_at(seg, 2)->lid, 5 + 256);
+	CU_ASSERT_EQUAL(node_port_num(seg, 3), 1);
+	CU_ASSERT_EQUAL(node_port_num(seg, 0), 1);
+	seg->nr_ports = 1;
+	CU_ASSERT_EQUAL(node_port_num(seg, 2), 1);
+	CU_ASSERT_EQUAL(node_port_at(seg, 2)->lid, 5);
+	seg->nr_ports = 2;
 
 	/* Our own port 2, by LID and by its GID 0. */
 	CU_ASSERT_EQUAL(fabric_locate_port(&node, 5 + 256, NULL, &at),
