@@ -119,6 +119,7 @@ static void write_header(const struct trace_model *m, struct grid *g,
 	const struct trace_lane *l;
 
 	memset(g->row, ' ', g->lanes * g->w);
+	g->row[g->lanes * g->w] = '\0';
 	for (i = 0; i < m->nr_lanes; i++) {
 		col = m->lane_rank[i];
 		if (col == TRACE_NONE)
