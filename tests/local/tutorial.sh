@@ -3,8 +3,12 @@
 # blocks in order, in one shell, in a scratch directory, in a fresh
 # container made with the README's own unshare recipe (as an unprivileged
 # user where the build tree lets one run it), bounded in time; each block
-# must succeed and end with the ```output block that follows it, and each
-# `<!-- trace: FILE REGEX -->` of the lesson must match a line of FILE.
+# must succeed and end with the ```output block that follows it; each
+# `<!-- trace: FILE REGEX -->` of the lesson must match a line of FILE, each
+# `<!-- shows: REGEX -->` a line of what the sh block above it printed (the
+# ladder of `ibemu trace show --text`: its lanes and packets), and each
+# page a block writes with `ibemu trace show ... -o PAGE` must be there,
+# an HTML page with its drawing.
 #
 # TUTORIAL_KEEP=DIR keeps each lesson's scratch directory as DIR/NN-name
 # (doc/tutorial/make-pictures.sh); TUTORIAL_LESSONS="01 04" runs some.
@@ -41,24 +45,24 @@ fi
 unshare --user --map-root-user true 2>/dev/null || [ ${#as[@]} -gt 0 ] ||
 	{ echo "SKIP: unprivileged user namespaces are not allowed here"; exit 77; }
 
-"$IBEMU_BUILDDIR/ibemu" trace show --help >/dev/null 2>&1 && show=1 || {
-	show=0
-	echo "note: 'ibemu trace show' is missing: the ladder blocks are skipped"
-}
-
 # split LESSON DIR: DIR/step-N.sh for each sh block, DIR/step-N.expect for
-# an output block right after it, DIR/traces the trace checks.
+# an output block right after it, DIR/traces the checks "FILE REGEX" (of
+# a shows line: FILE is ../step-N.out, the output of block N), DIR/pages
+# the HTML pages.
 split() {
-	awk -v d="$2" -v show="$show" '
+	awk -v d="$2" '
 		/^<!-- trace: / { sub(/^<!-- trace: /, ""); sub(/ -->$/, "")
 			print > (d "/traces"); next }
-		/^```sh$/ { n++; f = d "/step-" n ".sh"; blk = ""; on = 1; prev = "sh"; next }
+		/^<!-- shows: / { sub(/^<!-- shows: /, ""); sub(/ -->$/, "")
+			print "../step-" n ".out", $0 > (d "/traces"); next }
+		/^```sh$/ { n++; f = d "/step-" n ".sh"; on = 1; prev = "sh"; next }
 		/^```output$/ && prev == "sh" { f = d "/step-" n ".expect"; on = 2; next }
 		/^```/ && !on { prev = ""; next }
-		/^```$/ && on { if (on == 1 && blk ~ /ibemu trace show/ && !show)
-				system("rm -f " f)
-			on = 0; next }
-		on { print > f; if (on == 1) blk = blk $0 "\n"; next }
+		/^```$/ && on { on = 0; next }
+		on == 1 && /ibemu trace show .*-o [^ ]/ {
+			page = $0; sub(/.*ibemu trace show .*-o /, "", page)
+			sub(/ .*/, "", page); print page > (d "/pages") }
+		on { print > f; next }
 		/[^ ]/ { prev = "" }
 	' "$1"
 }
@@ -111,6 +115,15 @@ for md in "$tut"/[0-9][0-9]-*.md; do
 			fail "$name: $file has no line matching /$re/"
 		fi
 	done < <(cat "$d/traces" 2>/dev/null)
+	while read -r page; do
+		[ -n "$page" ] || continue
+		p=$d/scratch/$page
+		if [ -s "$p" ] && grep -q "<svg" "$p" && grep -q "data-selfcheck" "$p"; then
+			pass "$name: $page is a ladder page"
+		else
+			fail "$name: $page is missing or has no drawing"
+		fi
+	done < <(cat "$d/pages" 2>/dev/null)
 	if [ -n "${TUTORIAL_KEEP:-}" ]; then
 		mkdir -p "$TUTORIAL_KEEP"
 		rm -rf "${TUTORIAL_KEEP:?}/$name"
