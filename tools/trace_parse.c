@@ -165,6 +165,15 @@ static bool parse_field(struct trace *tr, struct trace_ev *e, const char *k,
 		return true;
 	}
 	i = lookup(num_names, TN_NR, k, kn);
+	/* An SRQ is named by the provider's handle, a 64-bit value: kept
+	 * as a name, its index standing for it. */
+	if (i == TN_SRQ) {
+		if (!(e->num[i] = intern(tr, v, vn)))
+			tr->st.bad_fields++;
+		else
+			e->has |= 1u << i;
+		return true;
+	}
 	if (i >= 0) {
 		if (parse_num(v, vn, i == TN_WR ? UINT64_MAX : UINT32_MAX, &x)) {
 			tr->st.bad_fields++;

@@ -2,6 +2,8 @@
 /* The HCA's objects in the run trace (see hca_trace.h, doc/trace.md). */
 #include "config.h"
 
+#include <stdio.h>
+
 #include "hca_trace.h"
 #include "qp_state.h"
 #include "wr_opcode.h"
@@ -107,12 +109,15 @@ static unsigned long long cq_id(const struct emu_cq *cq)
 
 void hca_trace_qp_create_rec(const struct emu_qp *qp)
 {
-	if (!trace_rec_on())
-		return;
-	trace_rec("qp_create", "qp=%u type=%s scq=%llu rcq=%llu obj=%llu",
+	char srq[32] = "";
+
+	if (qp->srq)
+		snprintf(srq, sizeof(srq), " srq=%llu",
+			 (unsigned long long)qp->srq->owner.handle);
+	trace_rec("qp_create", "qp=%u type=%s scq=%llu rcq=%llu obj=%llu%s",
 		  (unsigned int)qp->qpn, qp_type_trace_name(qp->type),
 		  cq_id(qp->scq), cq_id(qp->rcq),
-		  (unsigned long long)qp->owner.handle);
+		  (unsigned long long)qp->owner.handle, srq);
 }
 
 void hca_trace_qp_destroy_rec(const struct emu_qp *qp)
