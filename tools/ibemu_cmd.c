@@ -72,6 +72,8 @@ static void usage(FILE *out)
 		"  -l, --lib PATH    the preload library to use\n"
 		"  -d, --debug       log the provider's decisions to stderr\n"
 		"  -q, --quiet       do not log warnings and errors\n"
+		"      --check[=abort]  report misuse of the verbs (IBEMU_CHECK);\n"
+		"                    abort: stop at the first\n"
 		"\n"
 		"Environment: IBEMU_LIB (library path), IBEMU_NODE, IBEMU_DEBUG,\n"
 		"IBEMU_QUIET, IBEMU_CMA=0 (no requester-placed RDMA),\n"
@@ -209,6 +211,7 @@ static int cmd_run(int argc, char **argv)
 		{ "lib", required_argument, NULL, 'l' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "check", optional_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -238,6 +241,16 @@ static int cmd_run(int argc, char **argv)
 			break;
 		case 'q':
 			setenv("IBEMU_QUIET", "1", 1);
+			break;
+		case 'C':
+			/* --check, or --check=abort: stop at the first */
+			if (optarg && strcmp(optarg, "abort")) {
+				fprintf(stderr, "ibemu: --check=%s: only "
+						"--check or --check=abort\n",
+					optarg);
+				return 2;
+			}
+			setenv("IBEMU_CHECK", optarg ? optarg : "1", 1);
 			break;
 		case 'h':
 			usage(stdout);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "check.h"
 #include "hca.h"
 #include "log.h"
 #include "pcap.h"
@@ -84,6 +85,8 @@ int emu_hca_get(struct emu_hca **hca_p)
 	struct emu_hca *hca = &emu_hca_instance;
 	int ret = 0;
 
+	/* IBEMU_CHECK is read once, before the first object (check.h). */
+	check_on();
 	pthread_mutex_lock(&hca->lock);
 	if (hca->refs == 0)
 		ret = hca_attach_locked(hca);

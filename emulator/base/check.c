@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The checking mode's reporter (check.h): the table of what each kind
+ * of misuse breaks, the reports, once per (kind, object), with call
+ * stacks in the style of AddressSanitizer, and the summary at exit.
+ *
+ * Lock rule: report_lock serialises the seen set, the counts and the
+ * log's lines; check_state and the object counts are atomics read
+ * without it.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+
+struct check_rule {
+	const char *name;  /* as reports and the summary name it */
+	const char *rule;  /* what was broken, and where that is said */
+	const char *setup; /* the label of the setup stack */
+};
+
+static const struct check_rule rules[CHECK_NR_KINDS] = {
+	[CHECK_SEND_BUF_CHANGED] = {
+		"send-buffer-changed",
+		"the buffers of a work request may be reused only after its "
+		"completion was polled (ibv_post_send(3))",
+		"posted at" },
+	[CHECK_DEREG_BUSY] = {
+		"dereg-in-flight",
+		"a memory region must stay registered until every work request "
+		"that uses it has completed (ibv_reg_mr(3), ibv_dereg_mr(3))",
+		"posted at" },
+	[CHECK_DEREG_BOUND] = {
+		"dereg-window-bound",
+		"a memory region with memory windows bound to it cannot be "
+		"deregistered: EBUSY on hardware (ibv_alloc_mw(3), IBA "
+		"10.6.7)",
+		"bound at" },
+	[CHECK_REG_CONFLICT] = {
+		"reg-conflict",
+		"the same pages registered again with other access: the "
+		"peer's keys grant different rights to one buffer "
+		"(ibv_reg_mr(3))",
+		"first registered at" },
+	[CHECK_SQ_OVERFLOW] = {
+		"sq-overflow",
+		"a send queue holds max_send_wr work requests until their "
+		"completions are polled; ibv_post_send fails with ENOMEM "
+		"beyond (ibv_post_send(3))",
+		NULL },
+	[CHECK_RQ_OVERFLOW] = {
+		"rq-overflow",
+		"a receive queue holds max_recv_wr work requests; "
+		"ibv_post_recv fails with ENOMEM beyond (ibv_post_recv(3))",
+		NULL },
+	[CHECK_UNSIGNALED_FULL] = {
+		"unsignaled-full",
+		"with sq_sig_all 0, a send queue's worth of unsignaled work "
+		"requests and no signaled one: no completion ever says their "
+		"slots are free (ibv_post_send(3), IBV_SEND_SIGNALED)",
+		"first unsignaled post at" },
+	[CHECK_SRQ_EMPTY] = {
+		"srq-empty",
+		"an SRQ ran out of receives with no limit armed: arm srq_limit "
+		"to be told (IBV_EVENT_SRQ_LIMIT_REACHED, ibv_modify_srq(3))",
+		NULL },
+	[CHECK_CQ_OVERFLOW] = {
+		"cq-overflow",
+		"more completions waiting than the CQ was created for: an "
+		"overrun, IBV_EVENT_CQ_ERR, on a device whose CQ has just the "
+		"entries asked for (ibv_create_cq(3), manual 6.1)",
+		"created at" },
+	[CHECK_DESTROY_QP_BUSY] = {
+		"destroy-qp-busy",
+		"work requests outstanding when the QP is destroyed are lost "
+		"with their completions: move it to ERR and poll their "
+		"flushes first (ibv_destroy_qp(3), IBA 10.3.1)",
+		"posted at" },
+	[CHECK_DESTROY_CQ_EVENTS] = {
+		"destroy-cq-events",
+		"every completion event must be acknowledged before the CQ is "
+		"destroyed; ibv_destroy_cq waits for them on hardware "
+		"(ibv_get_cq_event(3), ibv_ack_cq_events)",
+		NULL },
+	[CHECK_DESTROY_BUSY] = {
+		"destroy-busy",
+		"objects created on it must be destroyed first: EBUSY on "
+		"hardware (ibv_dealloc_pd(3), ibv_destroy_cq(3), "
+		"ibv_close_device(3))",
+		NULL },
+	[CHECK_LEAK] = {
+		"leak",
+		"objects still alive at exit (destroy them, or the kernel "
+		"reclaims them only when the process ends)",
+		NULL },
+	[CHECK_RNR] = {
+		"rnr",
+		"a SEND arrived with no receive posted: RNR NAK, the "
+		"requester waits min_rnr_timer and retries rnr_retry times "
+		"(IBA 9.7.5.2.8); post receives before the peer sends",
+		NULL },
+	[CHECK_REMOTE_ACCESS] = {
+		"remote-access",
+		"the responder refused an RDMA access: its R_Key, range or "
+		"access flags do not allow it (IBA 9.7.5.2.5, ibv_reg_mr(3))",
+		NULL },
+	[CHECK_ATOMIC_ALIGN] = {
+		"atomic-align",
+		"an atomic operation's remote address must be 8-byte aligned "
+		"(IBA 9.4.5, ibv_post_send(3))",
+		NULL },
+	[CHECK_INLINE_SIZE] = {
+		"inline-size",
+		"inline data is at most the QP's max_inline_data "
+		"(ibv_create_qp(3), IBV_SEND_INLINE)",
+		NULL },
+	[CHECK_UD_AH_PD] = {
+		"ud-ah-pd",
+		"a UD send's address handle must belong to the QP's protection "
+		"domain (ibv_post_send(3), IBA 10.2.3)",
+		NULL },
+	[CHECK_QKEY] = {
+		"qkey",
+		"a datagram whose Q_Key differs from the receiving QP's is "
+		"dropped in silence (IBA 10.2.5)",
+		NULL },
+	[CHECK_THREADS_CQ] = {
+		"threads-cq",
+		"two threads polled one CQ at once: each takes some of the "
+		"completions, in no order the program can rely on; a "
+		"thread domain or one poller per CQ (ibv_create_td(3))",
+		NULL },
+	[CHECK_THREADS_QP] = {
+		"threads-qp",
+		"two threads posted to one QP at once: their work requests "
+		"interleave in no order the program chose (ibv_create_td(3))",
+		NULL },
+};
+
+static const char *const obj_names[CHECK_OBJ_NR] = {
+	[CHECK_OBJ_PD] = "PDs",	    [CHECK_OBJ_MR] = "MRs",
+	[CHECK_OBJ_CQ] = "CQs",	    [CHECK_OBJ_QP] = "QPs",
+	[CHECK_OBJ_SRQ] = "SRQs",   [CHECK_OBJ_AH] = "AHs",
+	[CHECK_OBJ_MW] = "MWs",	    [CHECK_OBJ_CONTEXT] = "contexts",
+};
+
+#define SEEN_SLOTS 4096u
+
+atomic_int check_state;
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	uint64_t key; /* kind + 1 in the top byte, the object below */
+} seen[SEEN_SLOTS];
+static unsigned long counts[CHECK_NR_KINDS];
+static atomic_long objs[CHECK_OBJ_NR];
+static FILE *log_file; /* NULL: stderr */
+static const void *own_base; /* our shared object's load address */
+
+static FILE *out(void)
+{
+	return log_file ? log_file : stderr;
+}
+
+static void check_summary(void);
+
+static void check_open_log(void)
+{
+	const char *tmpl = getenv("IBEMU_CHECK_LOG"), *p;
+	char name[4096];
+	int fd;
+
+	if (!tmpl || !*tmpl)
+		return;
+	p = strstr(tmpl, "%p");
+	if (p)
+		snprintf(name, sizeof(name), "%.*s%d%s", (int)(p - tmpl), tmpl,
+			 (int)getpid(), p + 2);
+	else
+		snprintf(name, sizeof(name), "%s", tmpl);
+	fd = open(name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		log_file = fdopen(fd, "a");
+	if (!log_file) {
+		if (fd >= 0)
+			close(fd);
+		fprintf(stderr, "ibemu: IBEMU_CHECK_LOG: cannot open %s: %s; "
+				"reporting on stderr\n", name, strerror(errno));
+	} else {
+		setvbuf(log_file, NULL, _IOLBF, 0);
+	}
+}
+
+__attribute__((noinline)) int check_init(void)
+{
+	static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+	const char *env = getenv("IBEMU_CHECK");
+	Dl_info info;
+	int st;
+
+	pthread_mutex_lock(&init_lock);
+	st = atomic_load(&check_state);
+	if (st) {
+		pthread_mutex_unlock(&init_lock);
+		return st;
+	}
+	if (!env || !*env || !strcmp(env, "0"))
+		st = 1;
+	else
+		st = !strcmp(env, "abort") ? 3 : 2;
+	if (st >= 2) {
+		if (dladdr((void *)check_init, &info))
+			own_base = info.dli_fbase;
+		check_open_log();
+		atexit(check_summary);
+	}
+	atomic_store(&check_state, st);
+	pthread_mutex_unlock(&init_lock);
+	return st;
+}
+
+__attribute__((noinline)) void check_stack_here(struct check_stack *st)
+{
+	void *pc[CHECK_STACK_MAX + 16];
+	int n = backtrace(pc, CHECK_STACK_MAX + 16), i;
+	Dl_info info;
+
+	st->n = 0;
+	/* Frame 0 is ourselves; then the provider's own frames, left out:
+	 * the program's first is the call that broke the rule. */
+	for (i = 1; i < n && st->n < CHECK_STACK_MAX; i++) {
+		if (own_base && dladdr(pc[i], &info) &&
+		    info.dli_fbase == own_base)
+			continue;
+		st->pc[st->n++] = pc[i];
+	}
+}
+
+static void print_stack(FILE *f, const char *label,
+			const struct check_stack *st)
+{
+	Dl_info info;
+	unsigned int i;
+
+	fprintf(f, "==%d==   %s:\n", (int)getpid(), label);
+	if (!st->n)
+		fprintf(f, "==%d==     (no frame of the program)\n",
+			(int)getpid());
+	for (i = 0; i < st->n; i++) {
+		const char *obj = "?", *sym = NULL;
+		uintptr_t off = 0;
+
+		if (dladdr(st->pc[i], &info)) {
+			obj = info.dli_fname ? info.dli_fname : "?";
+			sym = info.dli_sname;
+			off = (uintptr_t)st->pc[i] -
+			      (uintptr_t)(sym ? info.dli_saddr : info.dli_fbase);
+		}
+		if (sym)
+			fprintf(f, "==%d==     #%u %p in %s+%#lx (%s)\n",
+				(int)getpid(), i, st->pc[i], sym,
+				(unsigned long)off, obj);
+		else
+			fprintf(f, "==%d==     #%u %p (%s+%#lx)\n",
+				(int)getpid(), i, st->pc[i], obj,
+				(unsigned long)off);
+	}
+}
+
+/* Whether (kind, obj) is new; it is remembered.  Under report_lock. */
+static bool seen_first_locked(enum check_kind kind, uint64_t obj)
+{
+	uint64_t key = ((uint64_t)kind + 1) << 56 | (obj & ((1ull << 56) - 1));
+	uint64_t h = key * 0x9e3779b97f4a7c15ull;
+	unsigned int i, slot;
+
+	for (i = 0; i < 16; i++) {
+		slot = ((unsigned int)(h >> 52) + i) & (SEEN_SLOTS - 1);
+		if (seen[slot].key == key)
+			return false;
+		if (!seen[slot].key) {
+			seen[slot].key = key;
+			return true;
+		}
+	}
+	return true; /* the set is full here: said again, never lost */
+}
+
+bool check_report(enum check_kind kind, uint64_t obj,
+		  const struct check_stack *setup, const char *fmt, ...)
+{
+	struct check_stack here;
+	va_list ap;
+	FILE *f;
+	bool first;
+
+	if (!check_on() || (unsigned int)kind >= CHECK_NR_KINDS)
+		return false;
+	check_stack_here(&here);
+	pthread_mutex_lock(&report_lock);
+	counts[kind]++;
+	first = seen_first_locked(kind, obj);
+	if (first) {
+		f = out();
+		fprintf(f, "==%d== ibemu check: %s: ", (int)getpid(),
+			rules[kind].name);
+		va_start(ap, fmt);
+		vfprintf(f, fmt, ap);
+		va_end(ap);
+		fprintf(f, "\n==%d==   rule: %s\n", (int)getpid(),
+			rules[kind].rule);
+		print_stack(f, "at", &here);
+		if (setup && rules[kind].setup)
+			print_stack(f, rules[kind].setup, setup);
+		fflush(f);
+	}
+	pthread_mutex_unlock(&report_lock);
+	if (first && atomic_load(&check_state) == 3) {
+		fprintf(out(), "==%d== ibemu check: IBEMU_CHECK=abort: "
+			       "stopping at the first report\n",
+			(int)getpid());
+		abort();
+	}
+	return first;
+}
+
+void check_obj(enum check_obj obj, int delta)
+{
+	if ((unsigned int)obj < CHECK_OBJ_NR)
+		atomic_fetch_add_explicit(&objs[obj], delta,
+					  memory_order_relaxed);
+}
+
+/* The summary at exit: each kind's count, and the objects left alive. */
+static void check_summary(void)
+{
+	char left[256] = "";
+	size_t used = 0;
+	unsigned long total = 0;
+	unsigned int i;
+	FILE *f;
+
+	for (i = 0; i < CHECK_OBJ_NR; i++) {
+		long n = atomic_load(&objs[i]);
+
+		if (n > 0 && used < sizeof(left))
+			used += (size_t)snprintf(left + used,
+						 sizeof(left) - used, "%s%ld %s",
+						 used ? ", " : "", n,
+						 obj_names[i]);
+	}
+	if (*left)
+		check_report(CHECK_LEAK, 0, NULL, "%s not destroyed", left);
+	pthread_mutex_lock(&report_lock);
+	f = out();
+	for (i = 0; i < CHECK_NR_KINDS; i++)
+		total += counts[i];
+	if (!total) {
+		fprintf(f, "==%d== ibemu check: no misuse found\n",
+			(int)getpid());
+	} else {
+		fprintf(f, "==%d== ibemu check: summary:", (int)getpid());
+		for (i = 0; i < CHECK_NR_KINDS; i++)
+			if (counts[i])
+				fprintf(f, " %s %lu", rules[i].name, counts[i]);
+		fprintf(f, "\n");
+	}
+	fflush(f);
+	pthread_mutex_unlock(&report_lock);
+}
+
+/* 64-bit FNV-1a over the bytes, eight at a time where it can. */
+uint64_t check_sum(const void *buf, uint64_t len)
+{
+	const unsigned char *p = buf;
+	uint64_t h = 0xcbf29ce484222325ull, w;
+
+	for (; len >= 8; len -= 8, p += 8) {
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0x100000001b3ull;
+	}
+	for (; len; len--, p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	return h;
+}
