@@ -20,6 +20,7 @@
 #include <endian.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,7 +194,9 @@ void pcap_write(const struct pkt_hdr *hdr_in, const uint8_t *bth_base)
 		return;
 	}
 	memcpy(ib, bth_base, link.len);
-	npad = bth_pad((const struct bth *)ib);
+	/* The BTH's PadCnt from its flags byte: the copy sits after the
+	 * frame's 42 bytes of headers, not aligned for struct bth. */
+	npad = (ib[offsetof(struct bth, flags)] >> BTH_PAD_SHIFT) & 3;
 	memset(ib + link.len, 0, npad);
 	ib_len = link.len + npad + ICRC_LEN;
 	frame_hdrs(frame, &link, ib_len);
