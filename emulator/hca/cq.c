@@ -52,6 +52,7 @@ int emu_cq_create(struct emu_hca *hca, uint32_t cqe, int comp_fd,
 	cq->hca = hca;
 	cq->comp_fd = comp_fd;
 	cq->owner = *owner;
+	check_queue_cq_created(cq);
 	*cq_p = cq;
 	return 0;
 }
@@ -189,6 +190,7 @@ bool cq_push(struct emu_cq *cq, const struct ibv_wc *wc, bool solicited)
 	if (overrun) {
 		ibemu_log_dbg("CQ %#llx overrun",
 			      (unsigned long long)cq->owner.handle);
+		check_queue_cq_overrun(cq);
 		emu_event(&cq->owner, IBV_EVENT_CQ_ERR);
 	}
 	return ok;

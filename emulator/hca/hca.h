@@ -23,6 +23,7 @@
 #include <sys/types.h>
 #include <infiniband/verbs.h>
 
+#include "check_queue.h"
 #include "emu.h"
 #include "key_table.h"
 #include "lock.h"
@@ -140,6 +141,7 @@ struct emu_cq {
 	struct emu_owner owner;
 	atomic_int usecnt; /* QPs using this CQ */
 	uint64_t last_wall_ns; /* stamped CQ: the last real-time stamp */
+	struct check_stack chk_created; /* checking mode: its create */
 };
 
 enum {
@@ -353,6 +355,7 @@ struct emu_qp {
 	struct qp_req req;
 	struct qp_comp comp;
 	struct qp_resp resp;
+	struct check_qp chk; /* checking mode (check_queue.h) */
 
 	/* engine links */
 	struct emu_qp *_Atomic pending_next; /* engine's pending list */

@@ -172,6 +172,7 @@ static struct ibv_send_wr *post_send_chain(struct emu_qp *qp,
 		ret = post_send_check(qp, wr);
 		if (!ret && tail - qp->sq.head >= qp->sq.size)
 			ret = ENOMEM;
+		check_queue_send(qp, wr, ret);
 		if (!ret)
 			ret = post_send_store(qp, tail, wr);
 		if (ret) {
@@ -230,6 +231,7 @@ int emu_post_send(struct emu_qp *qp, struct ibv_send_wr *wr,
 	/* The common case of a stream of RDMA WRITEs, placed at once. */
 	if (qp->state == IBV_QPS_RTS && qp->post_write && !wr->next &&
 	    wr->opcode == IBV_WR_RDMA_WRITE && qp->post_write(qp, wr)) {
+		check_queue_send(qp, wr, 0);
 		emu_unlock(&qp->lock);
 		return 0;
 	}
@@ -259,6 +261,7 @@ int emu_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr,
 		return EINVAL;
 	}
 	ret = rq_post_locked(&qp->rq, wr, &bad);
+	check_queue_recv(qp, NULL, ret);
 	hca_trace_post_recv(qp->qpn, 0, wr, ret ? bad : NULL);
 	if (ret && bad_wr)
 		*bad_wr = bad;

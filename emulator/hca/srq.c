@@ -130,6 +130,7 @@ int emu_srq_post_recv(struct emu_srq *srq, struct ibv_recv_wr *wr,
 	emu_lock(&srq->rq.lock);
 	ret = rq_post_locked(&srq->rq, wr, &bad);
 	emu_unlock(&srq->rq.lock);
+	check_queue_recv(NULL, srq, ret);
 	hca_trace_post_recv(0, srq->owner.handle, wr, ret ? bad : NULL);
 	if (ret && bad_wr)
 		*bad_wr = bad;
