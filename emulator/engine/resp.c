@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_proto.h"
 #include "engine.h"
 #include "log.h"
 #include "route.h"
@@ -205,6 +206,7 @@ static void resp_complete_recv(struct emu_qp *qp, enum ibv_wc_status st,
 static void resp_fail(struct emu_qp *qp, const struct pkt *p, uint8_t nak,
 		      enum ibv_event_type event, enum ibv_wc_status recv_status)
 {
+	check_proto_nak(qp, p, nak);
 	if (qp->resp.has_wqe && recv_status != IBV_WC_SUCCESS)
 		resp_complete_recv(qp, recv_status, IBV_WC_RECV, 0, NULL);
 	if (!qp_is_rc(qp)) {
@@ -236,6 +238,7 @@ static bool resp_take_wqe(struct emu_qp *qp)
 		memcpy(qp->resp.wqe, w,
 		       sizeof(*w) + w->num_sge * sizeof(w->sge[0]));
 		rq->ring.head++;
+		check_queue_srq_taken(qp, true, wqe_ring_count(&rq->ring));
 		/* SRQ limit: armed, and fewer WQEs left than it (IBA
 		 * 10.2.9.4, manual 6.1.16); the event disarms it. */
 		if (qp->srq && qp->srq->limit &&
@@ -248,14 +251,17 @@ static bool resp_take_wqe(struct emu_qp *qp)
 		emu_unlock(&rq->lock);
 	if (limit)
 		emu_event(&qp->srq->owner, IBV_EVENT_SRQ_LIMIT_REACHED);
-	if (!w)
+	if (!w) {
+		check_queue_srq_taken(qp, false, 0);
 		return false;
+	}
 	qp->resp.has_wqe = true;
 	return true;
 }
 
 static void resp_rnr(struct emu_qp *qp, const struct pkt *p)
 {
+	check_proto_rnr(qp, p);
 	if (qp_is_rc(qp)) {
 		resp_send_aeth(qp, p->psn,
 			       AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f));
@@ -1126,8 +1132,12 @@ static void resp_ud(struct emu_qp *qp, const struct pkt *p)
 	struct ibv_grh grh;
 	struct ibv_wc wc;
 
-	if (!(p->op->mask & OPM_UD) || pkt_deth_qkey(p) != qp->attr.qkey)
+	if (!(p->op->mask & OPM_UD))
 		return;
+	if (pkt_deth_qkey(p) != qp->attr.qkey) {
+		check_proto_qkey(qp, p);
+		return;
+	}
 	if (!resp_take_wqe(qp))
 		return;
 	memset(&wc, 0, sizeof(wc));
