@@ -104,6 +104,7 @@ struct ibemu_cq {
 	const struct ibv_wc *cur; /* extended poll: the entry being read */
 	struct ibemu_pd *parent; /* its parent domain (ibv_create_cq_ex) */
 	struct emu_buf_alloc buf_alloc; /* the parent domain's allocators */
+	atomic_uintptr_t chk_thread; /* checking mode: the poller (check_verbs.c) */
 };
 
 struct ibemu_srq {
@@ -130,6 +131,7 @@ struct ibemu_qp {
 	struct ibv_qp_cap cap; /* what create granted */
 	struct ibemu_wr_stage *stage; /* extended send API */
 	struct emu_buf_alloc buf_alloc; /* its parent domain's allocators */
+	atomic_uintptr_t chk_thread; /* checking mode: the poster (check_verbs.c) */
 };
 
 struct ibemu_ah {

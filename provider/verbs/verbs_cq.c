@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "check.h"
+#include "check_verbs.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -142,6 +144,8 @@ int ibemu_resize_cq(struct ibv_cq *ibcq, int cqe)
 
 int ibemu_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
+	if (check_on())
+		return check_verbs_poll_cq(ibcq, num_entries, wc);
 	return emu_cq_poll(to_ecq(ibcq)->ecq, num_entries, wc);
 }
 

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
+#include "check_verbs.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -270,6 +272,8 @@ int ibemu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			*bad_wr = wr;
 		return EIO;
 	}
+	if (check_on())
+		return check_verbs_post_send(ibqp, wr, bad_wr);
 	return emu_post_send(to_eqp(ibqp)->eqp, wr, bad_wr, false);
 }
 
