@@ -104,6 +104,7 @@ struct ibemu_cq {
 	const struct ibv_wc *cur; /* extended poll: the entry being read */
 	struct ibemu_pd *parent; /* its parent domain (ibv_create_cq_ex) */
 	struct emu_buf_alloc buf_alloc; /* the parent domain's allocators */
+	atomic_uint check_events; /* events returned, in checking mode */
 };
 
 struct ibemu_srq {
