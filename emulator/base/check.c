@@ -46,12 +46,6 @@ static const struct check_rule rules[CHECK_NR_KINDS] = {
 		"deregistered: EBUSY on hardware (ibv_alloc_mw(3), IBA "
 		"10.6.7)",
 		"bound at" },
-	[CHECK_REG_CONFLICT] = {
-		"reg-conflict",
-		"the same pages registered again with other access: the "
-		"peer's keys grant different rights to one buffer "
-		"(ibv_reg_mr(3))",
-		"first registered at" },
 	[CHECK_SQ_OVERFLOW] = {
 		"sq-overflow",
 		"a send queue holds max_send_wr work requests until their "

@@ -24,7 +24,6 @@ enum check_kind {
 	CHECK_SEND_BUF_CHANGED, /* a source changed before its completion */
 	CHECK_DEREG_BUSY,	/* ibv_dereg_mr with work in flight on it */
 	CHECK_DEREG_BOUND,	/* ibv_dereg_mr with a window bound to it */
-	CHECK_REG_CONFLICT,	/* pages registered twice, access differs */
 	/* queues */
 	CHECK_SQ_OVERFLOW,	 /* a post past the send queue's depth */
 	CHECK_RQ_OVERFLOW,	 /* a post past the receive queue's depth */
