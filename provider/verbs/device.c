@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check_verbs.h"
+#include "check_life.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -252,7 +252,7 @@ static void ibemu_free_context(struct ibv_context *context)
 {
 	struct ibemu_context *ctx = to_ectx(context);
 
-	check_verbs_close(ctx);
+	check_life_close(ctx);
 	check_obj(CHECK_OBJ_CONTEXT, -1);
 	/* A forked child closing its parent's context: nothing of ours. */
 	if (!ibemu_ctx_stale(context))

@@ -17,7 +17,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "check_verbs.h"
+#include "check_life.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -74,7 +74,7 @@ int ibemu_dealloc_pd(struct ibv_pd *ibpd)
 	if (atomic_load(&pd->usecnt)) {
 		ibemu_log_dbg("dealloc_pd: %d objects still use it",
 			      atomic_load(&pd->usecnt));
-		check_verbs_pd_busy(ibpd, atomic_load(&pd->usecnt));
+		check_life_pd_busy(ibpd, atomic_load(&pd->usecnt));
 		return EBUSY;
 	}
 	if (pd->protection)

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "check_verbs.h"
+#include "check_life.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -118,7 +118,7 @@ int ibemu_destroy_cq(struct ibv_cq *ibcq)
 
 	if (ibemu_ctx_stale(ibcq->context))
 		return EIO;
-	check_verbs_cq_destroy(cq);
+	check_life_cq_destroy(cq);
 	ret = emu_cq_destroy(cq->ecq);
 	if (ret)
 		return ret;
@@ -158,7 +158,7 @@ int ibemu_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 void ibemu_cq_event(struct ibv_cq *cq)
 {
 	/* Nothing to do: the arm was consumed when the event was sent. */
-	check_verbs_cq_event(to_ecq(cq));
+	check_life_cq_event(to_ecq(cq));
 }
 
 /* ---- extended CQ: ibv_start_poll / ibv_next_poll / ibv_end_poll ---- */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The checking mode's lifetime checks at the verbs (check_verbs.h).
+ * The checking mode's lifetime checks at the verbs (check_life.h).
  *
  * Completion events: libibverbs counts the acknowledged ones in the CQ's
  * comp_events_completed (ibv_ack_cq_events) and calls the provider's
@@ -14,9 +14,9 @@
  */
 #include "config.h"
 
-#include "check_verbs.h"
+#include "check_life.h"
 
-void check_verbs_cq_destroy_slow(struct ibemu_cq *cq)
+void check_life_cq_destroy_slow(struct ibemu_cq *cq)
 {
 	struct ibv_cq *ibcq = &cq->vcq.cq;
 	unsigned int got = atomic_load(&cq->check_events);
@@ -29,7 +29,7 @@ void check_verbs_cq_destroy_slow(struct ibemu_cq *cq)
 			     (void *)ibcq, got - acked, got);
 }
 
-void check_verbs_pd_busy(struct ibv_pd *pd, int users)
+void check_life_pd_busy(struct ibv_pd *pd, int users)
 {
 	check_report(CHECK_DESTROY_BUSY, (uintptr_t)pd, NULL,
 		     "ibv_dealloc_pd of PD %p with %d MRs, MWs, QPs, SRQs, "
@@ -37,7 +37,7 @@ void check_verbs_pd_busy(struct ibv_pd *pd, int users)
 		     (void *)pd, users);
 }
 
-void check_verbs_close_slow(struct ibemu_context *ctx)
+void check_life_close_slow(struct ibemu_context *ctx)
 {
 	int pds = atomic_load(&ctx->nr_pds), cqs = atomic_load(&ctx->nr_cqs),
 	    qps = atomic_load(&ctx->nr_qps), srqs = atomic_load(&ctx->nr_srqs),
