@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Memory and lifetime misuse for the checking mode (IBEMU_CHECK,
- * emulator/engine/check_mem.c, provider/verbs/check_verbs.c): one
+ * emulator/engine/check_mem.c, provider/verbs/check_life.c): one
  * subcommand per misuse, each committed in a function named for it, and
  * a correct twin "NAME-ok" that does the same work in the right order.
  * Two RC QPs of this process, A and B, are connected to each other.
