@@ -46,12 +46,6 @@ static const struct check_rule rules[CHECK_NR_KINDS] = {
 		"deregistered: EBUSY on hardware (ibv_alloc_mw(3), IBA "
 		"10.6.7)",
 		"bound at" },
-	[CHECK_REG_CONFLICT] = {
-		"reg-conflict",
-		"the same pages registered again with other access: the "
-		"peer's keys grant different rights to one buffer "
-		"(ibv_reg_mr(3))",
-		"first registered at" },
 	[CHECK_SQ_OVERFLOW] = {
 		"sq-overflow",
 		"a send queue holds max_send_wr work requests until their "
@@ -228,37 +222,34 @@ __attribute__((noinline)) int check_init(void)
 	return st;
 }
 
+/* The raw return addresses, cheap enough for every post: the
+ * provider's own frames are left out when a stack is printed. */
 __attribute__((noinline)) void check_stack_here(struct check_stack *st)
 {
-	void *pc[CHECK_STACK_MAX + 16];
-	int n = backtrace(pc, CHECK_STACK_MAX + 16), i;
-	Dl_info info;
+	void *pc[CHECK_STACK_MAX + 1];
+	int n = backtrace(pc, CHECK_STACK_MAX + 1);
 
-	st->n = 0;
-	/* Frame 0 is ourselves; then the provider's own frames, left out:
-	 * the program's first is the call that broke the rule. */
-	for (i = 1; i < n && st->n < CHECK_STACK_MAX; i++) {
-		if (own_base && dladdr(pc[i], &info) &&
-		    info.dli_fbase == own_base)
-			continue;
-		st->pc[st->n++] = pc[i];
-	}
+	/* Frame 0 is ourselves. */
+	st->n = n > 1 ? (uint8_t)(n - 1) : 0;
+	memcpy(st->pc, pc + 1, st->n * sizeof(pc[0]));
 }
 
 static void print_stack(FILE *f, const char *label,
 			const struct check_stack *st)
 {
 	Dl_info info;
-	unsigned int i;
+	unsigned int i, k;
 
 	fprintf(f, "==%d==   %s:\n", (int)getpid(), label);
-	if (!st->n)
-		fprintf(f, "==%d==     (no frame of the program)\n",
-			(int)getpid());
-	for (i = 0; i < st->n; i++) {
+	for (i = 0, k = 0; i < st->n; i++) {
 		const char *obj = "?", *sym = NULL;
 		uintptr_t off = 0;
 
+		/* The provider's own frames: the program's first is the
+		 * call that broke the rule. */
+		if (own_base && dladdr(st->pc[i], &info) &&
+		    info.dli_fbase == own_base)
+			continue;
 		if (dladdr(st->pc[i], &info)) {
 			obj = info.dli_fname ? info.dli_fname : "?";
 			sym = info.dli_sname;
@@ -267,13 +258,16 @@ static void print_stack(FILE *f, const char *label,
 		}
 		if (sym)
 			fprintf(f, "==%d==     #%u %p in %s+%#lx (%s)\n",
-				(int)getpid(), i, st->pc[i], sym,
+				(int)getpid(), k++, st->pc[i], sym,
 				(unsigned long)off, obj);
 		else
 			fprintf(f, "==%d==     #%u %p (%s+%#lx)\n",
-				(int)getpid(), i, st->pc[i], obj,
+				(int)getpid(), k++, st->pc[i], obj,
 				(unsigned long)off);
 	}
+	if (!k)
+		fprintf(f, "==%d==     (no frame of the program)\n",
+			(int)getpid());
 }
 
 /* Whether (kind, obj) is new; it is remembered.  Under report_lock. */

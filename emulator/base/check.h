@@ -24,7 +24,6 @@ enum check_kind {
 	CHECK_SEND_BUF_CHANGED, /* a source changed before its completion */
 	CHECK_DEREG_BUSY,	/* ibv_dereg_mr with work in flight on it */
 	CHECK_DEREG_BOUND,	/* ibv_dereg_mr with a window bound to it */
-	CHECK_REG_CONFLICT,	/* pages registered twice, access differs */
 	/* queues */
 	CHECK_SQ_OVERFLOW,	 /* a post past the send queue's depth */
 	CHECK_RQ_OVERFLOW,	 /* a post past the receive queue's depth */
@@ -51,7 +50,7 @@ enum check_kind {
 
 /* A call stack: the return addresses of the program's frames, the
  * provider's own left out. */
-#define CHECK_STACK_MAX 12
+#define CHECK_STACK_MAX 24
 struct check_stack {
 	uint8_t n;
 	void *pc[CHECK_STACK_MAX];

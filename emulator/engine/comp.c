@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "check_mem.h"
 #include "clock.h"
 #include "engine.h"
 #include "trace_rec.h"
@@ -171,6 +172,7 @@ void comp_retire_locked(struct emu_qp *qp)
 		}
 		qp->sq.head++;
 		progress = true;
+		check_mem_retire(qp, qp->sq.head - 1);
 		/* An acknowledgement that passed a rewind's resend
 		 * (comp_ack_upto) retires WQEs at and after req.next:
 		 * the resend resumes behind them. */

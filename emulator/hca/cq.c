@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "clock.h"
 #include "engine.h"
 #include "hca.h"
@@ -60,8 +61,12 @@ int emu_cq_create(struct emu_hca *hca, uint32_t cqe, int comp_fd,
 int emu_cq_destroy(struct emu_cq *cq)
 {
 	/* Destroying a CQ that a QP still uses fails (manual 3.3.9). */
-	if (atomic_load(&cq->usecnt))
+	if (atomic_load(&cq->usecnt)) {
+		check_report(CHECK_DESTROY_BUSY, (uintptr_t)cq, NULL,
+			     "ibv_destroy_cq with %d QPs still using it: fails "
+			     "with EBUSY", atomic_load(&cq->usecnt));
 		return EBUSY;
+	}
 	wc_ring_fini(&cq->ring);
 	free(cq);
 	return 0;

@@ -34,6 +34,7 @@
 
 struct engine;
 struct tp_peer;
+struct check_sq;
 
 /*
  * The process's attachment to its node's HCA.
@@ -319,6 +320,8 @@ struct emu_qp {
 	struct ibv_qp_cap cap; /* what create granted */
 	bool sq_sig_all;
 	struct wqe_ring sq;
+	/* the checking mode's record of the posts, beside sq (check_mem.c) */
+	struct check_sq *check_sq;
 	struct emu_rq rq; /* unused when attached to an SRQ */
 	struct emu_cq *scq, *rcq; /* NULL where the QP type has none */
 	/* An XRC target QP (IBA A14) has no SRQ of its own: each

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_mem.h"
 #include "engine.h"
 #include "hca.h"
 #include "log.h"
@@ -206,6 +207,7 @@ int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 
 int emu_mr_dereg(struct emu_mr *mr)
 {
+	check_mem_dereg(mr);
 	engine_mr_withdraw(mr->hca->engine, mr);
 	mr_key_free(mr->hca, mr);
 	engine_mr_release(mr->hca, &mr->win);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "check_mem.h"
 #include "engine.h"
 #include "hca.h"
 #include "hca_trace.h"
@@ -180,6 +181,7 @@ static struct ibv_send_wr *post_send_chain(struct emu_qp *qp,
 			break;
 		}
 		hca_trace_post_send(qp, wqe_ring_at(&qp->sq, tail));
+		check_mem_post(qp, tail);
 		tail++;
 		/* One at a time unless the batch is posted whole. */
 		if (!whole)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_mem.h"
 #include "engine.h"
 #include "hca.h"
 #include "hca_trace.h"
@@ -354,6 +355,7 @@ int emu_qp_destroy(struct emu_qp *qp)
 	mw_qp_destroyed(qp->hca, qp->qpn);
 	node_qpn_free(&qp->hca->node, qp->qpn);
 	qp_use(qp, -1);
+	check_mem_qp_destroy(qp);
 	qp_free_queues(qp);
 	free(qp);
 	return 0;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_life.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -230,6 +231,7 @@ static struct verbs_context *ibemu_alloc_context(struct ibv_device *device,
 		goto err_put;
 	ctx->pctx.vctx.context.num_comp_vectors = IBEMU_NUM_COMP_VECTORS;
 	pabi_set_ops(pabi_lib_vctx(&ctx->pctx), &ibemu_ctx_ops);
+	check_obj(CHECK_OBJ_CONTEXT, 1);
 	return pabi_lib_vctx(&ctx->pctx);
 
 err_put:
@@ -250,6 +252,8 @@ static void ibemu_free_context(struct ibv_context *context)
 {
 	struct ibemu_context *ctx = to_ectx(context);
 
+	check_life_close(ctx);
+	check_obj(CHECK_OBJ_CONTEXT, -1);
 	/* A forked child closing its parent's context: nothing of ours. */
 	if (!ibemu_ctx_stale(context))
 		emu_hca_ctx_remove(ctx->hca, ctx->async_wfd);

@@ -105,6 +105,7 @@ struct ibemu_cq {
 	struct ibemu_pd *parent; /* its parent domain (ibv_create_cq_ex) */
 	struct emu_buf_alloc buf_alloc; /* the parent domain's allocators */
 	atomic_uintptr_t chk_thread; /* checking mode: the poller (check_verbs.c) */
+	atomic_uint check_events; /* events returned, in checking mode */
 };
 
 struct ibemu_srq {

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "check_life.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -42,6 +43,7 @@ static struct ibemu_pd *pd_new(struct ibv_context *context)
 	}
 	pd->ibv_pd.context = context;
 	atomic_init(&pd->usecnt, 0);
+	check_obj(CHECK_OBJ_PD, 1);
 	return pd;
 }
 
@@ -53,6 +55,7 @@ struct ibv_pd *ibemu_alloc_pd(struct ibv_context *context)
 		return NULL;
 	if (ibemu_pd_share_new(pd)) {
 		atomic_fetch_sub(&to_ectx(context)->nr_pds, 1);
+		check_obj(CHECK_OBJ_PD, -1);
 		free(pd);
 		errno = ENOMEM;
 		return NULL;
@@ -71,6 +74,7 @@ int ibemu_dealloc_pd(struct ibv_pd *ibpd)
 	if (atomic_load(&pd->usecnt)) {
 		ibemu_log_dbg("dealloc_pd: %d objects still use it",
 			      atomic_load(&pd->usecnt));
+		check_life_pd_busy(ibpd, atomic_load(&pd->usecnt));
 		return EBUSY;
 	}
 	if (pd->protection)
@@ -82,6 +86,7 @@ int ibemu_dealloc_pd(struct ibv_pd *ibpd)
 	if (pd->share && !ibemu_ctx_stale(ibpd->context))
 		ibemu_share_put(pd->share, NULL);
 	atomic_fetch_sub(&to_ectx(ibpd->context)->nr_pds, 1);
+	check_obj(CHECK_OBJ_PD, -1);
 	free(pd);
 	return 0;
 }

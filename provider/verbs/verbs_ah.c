@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "ibemu.h"
 
 struct ibv_ah *ibemu_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
@@ -33,6 +34,7 @@ struct ibv_ah *ibemu_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	ah->ibv_ah.context = pd->context;
 	ah->ibv_ah.pd = pd;
 	atomic_fetch_add(&to_epd(pd)->usecnt, 1);
+	check_obj(CHECK_OBJ_AH, 1);
 	return &ah->ibv_ah;
 
 err_count:
@@ -50,6 +52,7 @@ int ibemu_destroy_ah(struct ibv_ah *ibah)
 		return EIO;
 	emu_ah_destroy(to_ectx(ibah->context)->hca, ibah->handle);
 	atomic_fetch_sub(&to_epd(ibah->pd)->usecnt, 1);
+	check_obj(CHECK_OBJ_AH, -1);
 	atomic_fetch_sub(&to_ectx(ibah->context)->nr_ahs, 1);
 	free(ah);
 	return 0;

@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "check_verbs.h"
+#include "check_life.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -87,6 +88,7 @@ static struct ibemu_cq *cq_create(struct ibv_context *context, int cqe,
 		goto err_fd;
 	cq->vcq.cq.context = context;
 	cq->vcq.cq.cqe = cqe;
+	check_obj(CHECK_OBJ_CQ, 1);
 	return cq;
 
 err_fd:
@@ -118,6 +120,7 @@ int ibemu_destroy_cq(struct ibv_cq *ibcq)
 
 	if (ibemu_ctx_stale(ibcq->context))
 		return EIO;
+	check_life_cq_destroy(cq);
 	ret = emu_cq_destroy(cq->ecq);
 	if (ret)
 		return ret;
@@ -126,6 +129,7 @@ int ibemu_destroy_cq(struct ibv_cq *ibcq)
 	if (cq->parent)
 		atomic_fetch_sub(&cq->parent->usecnt, 1);
 	atomic_fetch_sub(&to_ectx(ibcq->context)->nr_cqs, 1);
+	check_obj(CHECK_OBJ_CQ, -1);
 	free(cq);
 	return 0;
 }
@@ -158,6 +162,7 @@ int ibemu_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 void ibemu_cq_event(struct ibv_cq *cq)
 {
 	/* Nothing to do: the arm was consumed when the event was sent. */
+	check_life_cq_event(to_ecq(cq));
 }
 
 /* ---- extended CQ: ibv_start_poll / ibv_next_poll / ibv_end_poll ---- */

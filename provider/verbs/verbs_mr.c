@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "ibemu.h"
 #include "key_table.h"
 #include "log.h"
@@ -52,6 +53,7 @@ struct ibv_mr *ibemu_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		return NULL;
 	}
 	atomic_fetch_add(&to_epd(pd)->usecnt, 1);
+	check_obj(CHECK_OBJ_MR, 1);
 	return &mr->vmr.ibv_mr;
 }
 
@@ -64,6 +66,7 @@ int ibemu_dereg_mr(struct verbs_mr *vmr)
 	/* The region goes with its last handle (it may have imports). */
 	ibemu_mr_share_put(mr->share);
 	atomic_fetch_sub(&to_epd(vmr->ibv_mr.pd)->usecnt, 1);
+	check_obj(CHECK_OBJ_MR, -1);
 	free(mr);
 	return 0;
 }

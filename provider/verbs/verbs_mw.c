@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "ibemu.h"
 #include "key_table.h"
 #include "log.h"
@@ -43,6 +44,7 @@ struct ibv_mw *ibemu_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 	mw->ibv_mw.handle = key_num(key) - 1;
 	mw->ibv_mw.type = type;
 	atomic_fetch_add(&to_epd(pd)->usecnt, 1);
+	check_obj(CHECK_OBJ_MW, 1);
 	return &mw->ibv_mw;
 }
 
@@ -55,6 +57,7 @@ int ibemu_dealloc_mw(struct ibv_mw *ibmw)
 		return EIO;
 	emu_mw_dealloc(mw->emw);
 	atomic_fetch_sub(&to_epd(ibmw->pd)->usecnt, 1);
+	check_obj(CHECK_OBJ_MW, -1);
 	free(mw);
 	return 0;
 }

@@ -130,6 +130,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 		atomic_fetch_add(&to_epd(a->pd)->usecnt, 1);
 	/* Report what was granted (manual 3.4.3: cap is in/out). */
 	a->cap = init.cap;
+	check_obj(CHECK_OBJ_QP, 1);
 	return &qp->vqp.qp;
 
 err_free:
@@ -258,6 +259,7 @@ int ibemu_destroy_qp(struct ibv_qp *ibqp)
 	if (ibqp->pd)
 		atomic_fetch_sub(&to_epd(ibqp->pd)->usecnt, 1);
 	atomic_fetch_sub(&to_ectx(ibqp->context)->nr_qps, 1);
+	check_obj(CHECK_OBJ_QP, -1);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	free(qp);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -39,6 +40,7 @@ struct ibv_srq *ibemu_create_srq(struct ibv_pd *pd,
 	srq->vsrq.srq.pd = pd;
 	srq->vsrq.srq.handle = 0;
 	atomic_fetch_add(&to_epd(pd)->usecnt, 1);
+	check_obj(CHECK_OBJ_SRQ, 1);
 	return &srq->vsrq.srq;
 
 err_count:
@@ -75,6 +77,7 @@ int ibemu_destroy_srq(struct ibv_srq *ibsrq)
 	if (ret)
 		return ret;
 	atomic_fetch_sub(&to_epd(ibsrq->pd)->usecnt, 1);
+	check_obj(CHECK_OBJ_SRQ, -1);
 	atomic_fetch_sub(&to_ectx(ibsrq->context)->nr_srqs, 1);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);

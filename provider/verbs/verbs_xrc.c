@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "check.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -151,6 +152,7 @@ static struct ibv_srq *srq_create_xrc(struct ibv_context *context,
 	srq->vsrq.cq = a->cq;
 	srq_init_verbs(&srq->vsrq.srq, context, a);
 	atomic_fetch_add(&to_epd(a->pd)->usecnt, 1);
+	check_obj(CHECK_OBJ_SRQ, 1);
 	return &srq->vsrq.srq;
 
 err_count:

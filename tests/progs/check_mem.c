@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Memory and lifetime misuse for the checking mode (IBEMU_CHECK,
+ * emulator/engine/check_mem.c, provider/verbs/check_life.c): one
+ * subcommand per misuse, each committed in a function named for it, and
+ * a correct twin "NAME-ok" that does the same work in the right order.
+ * Two RC QPs of this process, A and B, are connected to each other.
+ *
+ * A send that the misuse needs outstanding is held by moving A to SQD
+ * before it is posted (IBA 10.3.1: SQD accepts work requests and does
+ * not start them), so that the misuse comes before the HCA could have
+ * read or completed it, whatever the scheduling.
+ *
+ * Usage: check_mem SUBCOMMAND
+ *   send-reuse   the send buffer changed after ibv_post_send, before
+ *                its completion was polled
+ *   dereg-busy   ibv_dereg_mr of the region a posted send uses
+ *   dereg-bound  ibv_dereg_mr of a region with a window bound to it
+ *   destroy-qp-busy  ibv_destroy_qp with a send outstanding
+ *   dealloc-pd-busy  ibv_dealloc_pd with a QP and an MR on it
+ *   leak         exits with its QPs and MRs never destroyed
+ * Exit: 0 done, 1 a verb failed unexpectedly, 2 usage, 77 no device.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <infiniband/verbs.h>
+
+#include "rc_pair.h"
+
+#define NOINLINE __attribute__((noinline))
+#define MSG_LEN 64
+#define POLL_TRIES 10000000L
+
+static struct rc_side a, b;
+
+/* Not static: the stacks name them (dladdr sees exported symbols). */
+int post_send_a(void);
+void send_reuse(void);
+int dereg_busy(void);
+int dereg_bound(void);
+int destroy_qp_busy(void);
+int dealloc_pd_busy(void);
+
+static int fail(const char *what)
+{
+	say("check_mem: %s failed", what);
+	return 1;
+}
+
+static int set_state(struct ibv_qp *qp, enum ibv_qp_state st)
+{
+	struct ibv_qp_attr attr = {.qp_state = st};
+
+	return ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+}
+
+/* One completion from cq (bounded); its status, or -1. */
+static int poll_one(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+	long i;
+	int n;
+
+	for (i = 0; i < POLL_TRIES; i++) {
+		n = ibv_poll_cq(cq, 1, &wc);
+		if (n < 0)
+			return -1;
+		if (n)
+			return wc.status;
+	}
+	return -1;
+}
+
+/* A's buffer, first MSG_LEN bytes, to B's; a receive on B first. */
+NOINLINE int post_send_a(void)
+{
+	struct ibv_sge rsge = {(uintptr_t)b.buf, MSG_LEN, b.mr->lkey};
+	struct ibv_recv_wr rwr = {.wr_id = 0xb0, .sg_list = &rsge,
+				  .num_sge = 1}, *rbad;
+	struct ibv_sge sge = {(uintptr_t)a.buf, MSG_LEN, a.mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 0xa0, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED}, *bad;
+
+	if (ibv_post_recv(b.qp, &rwr, &rbad))
+		return fail("ibv_post_recv");
+	if (ibv_post_send(a.qp, &wr, &bad))
+		return fail("ibv_post_send");
+	return 0;
+}
+
+/* The send held in SQD (see the top). */
+static int post_held(void)
+{
+	if (set_state(a.qp, IBV_QPS_SQD))
+		return fail("ibv_modify_qp SQD");
+	return post_send_a();
+}
+
+static int release_and_poll(int *status_a)
+{
+	if (set_state(a.qp, IBV_QPS_RTS))
+		return fail("ibv_modify_qp RTS");
+	*status_a = poll_one(a.cq);
+	poll_one(b.cq);
+	return 0;
+}
+
+NOINLINE void send_reuse(void)
+{
+	memset(a.buf, 0x5a, MSG_LEN);
+}
+
+static int do_send_reuse(int ok)
+{
+	int st;
+
+	if (!ok) {
+		if (post_held())
+			return 1;
+		send_reuse();
+		return release_and_poll(&st) || st ? fail("send") : 0;
+	}
+	if (post_send_a() || poll_one(a.cq) || poll_one(b.cq))
+		return fail("send");
+	send_reuse(); /* after the completion: allowed */
+	return 0;
+}
+
+NOINLINE int dereg_busy(void)
+{
+	int ret = ibv_dereg_mr(a.mr);
+
+	a.mr = NULL;
+	return ret;
+}
+
+static int do_dereg_busy(int ok)
+{
+	int st;
+
+	if (!ok) {
+		if (post_held() || dereg_busy())
+			return 1;
+		/* The send fails now (its key is gone): that is the bug. */
+		return release_and_poll(&st);
+	}
+	if (post_send_a() || poll_one(a.cq) || poll_one(b.cq))
+		return fail("send");
+	return dereg_busy() ? fail("ibv_dereg_mr") : 0;
+}
+
+NOINLINE int dereg_bound(void)
+{
+	int ret = ibv_dereg_mr(a.mr);
+
+	a.mr = NULL;
+	return ret;
+}
+
+static int do_dereg_bound(int ok)
+{
+	struct ibv_mw_bind bind = {.wr_id = 0xa1,
+				   .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_mw *mw = ibv_alloc_mw(a.pd, IBV_MW_TYPE_1);
+
+	if (!mw)
+		return fail("ibv_alloc_mw");
+	bind.bind_info.mr = a.mr;
+	bind.bind_info.addr = (uintptr_t)a.buf;
+	bind.bind_info.length = MSG_LEN;
+	bind.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+	if (ibv_bind_mw(a.qp, mw, &bind) || poll_one(a.cq))
+		return fail("ibv_bind_mw");
+	if (ok && ibv_dealloc_mw(mw))
+		return fail("ibv_dealloc_mw");
+	if (dereg_bound())
+		return fail("ibv_dereg_mr");
+	if (!ok && ibv_dealloc_mw(mw))
+		return fail("ibv_dealloc_mw");
+	return 0;
+}
+
+NOINLINE int destroy_qp_busy(void)
+{
+	int ret = ibv_destroy_qp(a.qp);
+
+	a.qp = NULL;
+	return ret;
+}
+
+static int do_destroy_qp_busy(int ok)
+{
+	if (!ok)
+		return post_held() || destroy_qp_busy() ? 1 : 0;
+	if (post_send_a() || poll_one(a.cq) || poll_one(b.cq))
+		return fail("send");
+	return destroy_qp_busy() ? fail("ibv_destroy_qp") : 0;
+}
+
+NOINLINE int dealloc_pd_busy(void)
+{
+	int ret = ibv_dealloc_pd(a.pd);
+
+	if (!ret)
+		a.pd = NULL;
+	return ret;
+}
+
+static int do_dealloc_pd_busy(int ok)
+{
+	if (ok) {
+		ibv_destroy_qp(a.qp);
+		ibv_dereg_mr(a.mr);
+		a.qp = NULL;
+		a.mr = NULL;
+	}
+	/* Misuse: EBUSY, and the PD stays for rc_pair_close. */
+	dealloc_pd_busy();
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*run)(int ok);
+	} cmds[] = {
+		{"send-reuse", do_send_reuse},
+		{"dereg-busy", do_dereg_busy},
+		{"dereg-bound", do_dereg_bound},
+		{"destroy-qp-busy", do_destroy_qp_busy},
+		{"dealloc-pd-busy", do_dealloc_pd_busy},
+		{"leak", NULL},
+	};
+	struct rc_pair_attr attr = {
+		.buf_len = 4096,
+		.mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND |
+			     IBV_ACCESS_REMOTE_READ,
+		.cq_depth = 16,
+		.max_send_wr = 8,
+		.max_recv_wr = 8,
+		.path_mtu = IBV_MTU_1024,
+		.timeout = 14,
+		.retry_cnt = 7,
+		.rnr_retry = 7,
+	};
+	const char *cmd = argc == 2 ? argv[1] : "";
+	size_t n = strlen(cmd), i;
+	int ok = n > 3 && !strcmp(cmd + n - 3, "-ok"), ret;
+
+	if (ok)
+		n -= 3;
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (strlen(cmds[i].name) == n && !strncmp(cmds[i].name, cmd, n))
+			break;
+	if (i == sizeof(cmds) / sizeof(cmds[0])) {
+		fprintf(stderr, "usage: check_mem SUBCOMMAND[-ok]\n");
+		return 2;
+	}
+	ret = rc_pair_open(&a, &attr);
+	if (!ret)
+		ret = rc_pair_open(&b, &attr);
+	if (ret == 1)
+		return 77;
+	if (ret || rc_pair_connect(&a, &b.me) || rc_pair_connect(&b, &a.me))
+		return fail("setup");
+	if (!cmds[i].run)
+		return ok ? (rc_pair_close(&a), rc_pair_close(&b), 0) : 0;
+	ret = cmds[i].run(ok);
+	rc_pair_close(&a);
+	rc_pair_close(&b);
+	return ret;
+}
