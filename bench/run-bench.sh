@@ -16,7 +16,8 @@
 # in this directory), BENCH_PORT (first TCP port, default 30000 + PID % 1000),
 # BENCH_NETNS (0: no section across network namespaces), BENCH_ONLY_NETNS
 # (1: only that section), BENCH_UCX (0: no section beside UCX,
-# bench/versus-ucx.sh).
+# bench/versus-ucx.sh), BENCH_CHECK (0: no section on the checking mode's
+# cost, bench/versus-check.sh).
 #
 # Limits, per row: send/write latency >= one-way hand-off + one copy of the
 # message; read latency >= a round trip + one copy; atomic latency >= a
@@ -179,37 +180,6 @@ echo "machine: shm one-way hand-off ${one_way} ns; memcpy GB/s:" \
 	"$(for s in $(printf '%s\n' "${!copy_gbs[@]}" | sort -n); do printf '%s=%s ' "$s" "${copy_gbs[$s]}"; done)"
 echo
 
-# figure KIND PROGRAM SIZE ITERS [ARGS...]: median over the runs of the
-# client's t_typical (usec, latency) or average bandwidth (GB/s).
-figure()
-{
-	local kind=$1 prog=$2 size=$3 iters=$4 r val
-	local -a vals=()
-	shift 4
-	for r in $(seq "$runs"); do
-		port=$(sc_pick_port $((port + 1)))
-		if ! sc_pair "$dir" "$secs" "$port" \
-			"$IBEMU" run -- "$prog" -d ibemu0 -i 1 -F -p "$port" -n "$iters" "$@" ::: \
-			"$IBEMU" run -- "$prog" -d ibemu0 -i 1 -F -p "$port" -n "$iters" "$@" localhost; then
-			echo "run-bench: $prog -s $size: server exited $SC_SERVER_RC, client $SC_CLIENT_RC" \
-				"(124: timed out after ${secs}s)" >&2
-			tail -n 3 "$dir/client.out" | sed 's/^/    client: /' >&2
-			[ -n "${BENCH_OUT:-}" ] && cat "$dir/server.out" "$dir/client.out" \
-				>"$BENCH_OUT/$prog-$size-$r.failed"
-			echo failed
-			return
-		fi
-		[ -n "${BENCH_OUT:-}" ] && cp "$dir/client.out" "$BENCH_OUT/$prog-$size-$r.out"
-		if [ "$kind" = lat ]; then
-			val=$(awk '/#bytes/ { getline; print $5; exit }' "$dir/client.out")
-		else # Gbit/s to GB/s
-			val=$(awk '/#bytes/ { getline; print $4 / 8; exit }' "$dir/client.out")
-		fi
-		[ -n "$val" ] && vals+=("$val")
-	done
-	printf '%s\n' "${vals[@]}" | median
-}
-
 row()
 {
 	local test=$1 size=$2 value=$3 limit=$4 unit=$5 ratio=-
@@ -261,6 +231,13 @@ if [ "${BENCH_UCX:-1}" != 0 ]; then
 	echo
 	IBEMU_BUILDDIR=$IBEMU_BUILDDIR BENCH_PORT=$((port + 100)) \
 		bash "$here/versus-ucx.sh"
+fi
+
+# What the checking mode costs (BENCH_CHECK=0: not run).
+if [ "${BENCH_CHECK:-1}" != 0 ]; then
+	echo
+	IBEMU_BUILDDIR=$IBEMU_BUILDDIR BENCH_PORT=$((port + 200)) \
+		bash "$here/versus-check.sh"
 fi
 
 if [ "${BENCH_NETNS:-1}" != 0 ]; then
