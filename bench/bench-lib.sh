@@ -6,6 +6,16 @@
 #                      bench-idle-PID is removed at exit, with $dir
 #   median             the median of the numbers on stdin, "-" for none
 #   figure ...         a perftest figure, the median of the runs (below)
+# Sourcing it also gives: IBEMU_BUILDDIR (default: the tree above bench/),
+# IBEMU, serverclient.sh's functions, runs (BENCH_RUNS, 5) and secs
+# (BENCH_TIMEOUT, 60 s a process).
+bench_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${IBEMU_BUILDDIR:=$(cd "$bench_lib_dir/.." && pwd)}"
+IBEMU=$IBEMU_BUILDDIR/ibemu
+. "$bench_lib_dir/../tests/lib/serverclient.sh"
+runs=${BENCH_RUNS:-5}
+secs=${BENCH_TIMEOUT:-60}
+
 bench_setup()
 {
 	IBEMU_NODE=$1-$$

@@ -38,11 +38,7 @@ if [ -z "${IBEMU_BUILDDIR:-}" ]; then
 		IBEMU_BUILDDIR=$(cd "$here/.." && pwd)
 	fi
 fi
-IBEMU=$IBEMU_BUILDDIR/ibemu
-. "$here/../tests/lib/serverclient.sh"
-
-runs=${BENCH_RUNS:-5}
-secs=${BENCH_TIMEOUT:-60}
+. "$here/bench-lib.sh"
 lat_sizes=${BENCH_LAT_SIZES:-8 4096 65536 1048576}
 bw_sizes=${BENCH_BW_SIZES:-8 4096 65536 1048576}
 port=${BENCH_PORT:-$((30000 + $$ % 1000))}
@@ -55,7 +51,6 @@ command -v ib_send_lat >/dev/null ||
 
 # A node of our own, removed at the end (every node of this run is named
 # bench-$$ or bench-idle-$$).
-. "$here/bench-lib.sh"
 bench_setup bench
 
 # Across nodes: two network namespaces joined by veth pairs and a bridge,

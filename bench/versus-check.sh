@@ -11,15 +11,10 @@
 # process), BENCH_PORT, BENCH_OUT (keep every raw output there).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-: "${IBEMU_BUILDDIR:=$(cd "$here/.." && pwd)}"
-IBEMU=$IBEMU_BUILDDIR/ibemu
-. "$here/../tests/lib/serverclient.sh"
-runs=${BENCH_RUNS:-5}
-secs=${BENCH_TIMEOUT:-60}
+. "$here/bench-lib.sh"
 port=${BENCH_PORT:-$((32000 + $$ % 1000))}
 command -v ib_send_lat >/dev/null ||
 	{ echo "versus-check: perftest is not installed" >&2; exit 2; }
-. "$here/bench-lib.sh"
 bench_setup bench-check
 # The checking mode's reports go to a file: the figures stay readable.
 export IBEMU_CHECK_LOG=$dir/check-%p.log

@@ -14,11 +14,7 @@
 # BENCH_CPUS ("0 1": the server's and the client's CPU).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-: "${IBEMU_BUILDDIR:=$(cd "$here/.." && pwd)}"
-IBEMU=$IBEMU_BUILDDIR/ibemu
-. "$here/../tests/lib/serverclient.sh"
-runs=${BENCH_RUNS:-5}
-secs=${BENCH_TIMEOUT:-60}
+. "$here/bench-lib.sh"
 port=${BENCH_PORT:-$((31000 + $$ % 1000))}
 read -r cpu_s cpu_c <<<"${BENCH_CPUS:-0 1}"
 
@@ -26,7 +22,6 @@ for c in ucx_perftest ib_send_lat taskset; do
 	command -v "$c" >/dev/null ||
 		{ echo "versus-ucx: $c is not installed (ucx-utils, perftest, util-linux)" >&2; exit 2; }
 done
-. "$here/bench-lib.sh"
 bench_setup bench-ucx
 # Each side pinned to its CPU (tests/lib/serverclient.sh's command prefixes).
 SC_SERVER_IN=(taskset -c "$cpu_s")
