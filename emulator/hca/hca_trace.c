@@ -13,26 +13,6 @@
 		 ? tbl[i]                                                      \
 		 : "UNKNOWN")
 
-const char *wr_opcode_trace_name(enum ibv_wr_opcode op)
-{
-	static const char *const names[] = {
-		[IBV_WR_RDMA_WRITE] = "RDMA_WRITE",
-		[IBV_WR_RDMA_WRITE_WITH_IMM] = "RDMA_WRITE_WITH_IMM",
-		[IBV_WR_SEND] = "SEND",
-		[IBV_WR_SEND_WITH_IMM] = "SEND_WITH_IMM",
-		[IBV_WR_RDMA_READ] = "RDMA_READ",
-		[IBV_WR_ATOMIC_CMP_AND_SWP] = "ATOMIC_CMP_AND_SWP",
-		[IBV_WR_ATOMIC_FETCH_AND_ADD] = "ATOMIC_FETCH_AND_ADD",
-		[IBV_WR_LOCAL_INV] = "LOCAL_INV",
-		[IBV_WR_BIND_MW] = "BIND_MW",
-		[IBV_WR_SEND_WITH_INV] = "SEND_WITH_INV",
-		[IBV_WR_TSO] = "TSO",
-		[EMU_WR_ATOMIC_WRITE] = "ATOMIC_WRITE",
-	};
-
-	return NAME(names, op);
-}
-
 const char *wc_opcode_trace_name(enum ibv_wc_opcode op)
 {
 	static const char *const names[] = {
@@ -122,14 +102,13 @@ void hca_trace_qp_create_rec(const struct emu_qp *qp)
 
 void hca_trace_qp_destroy_rec(const struct emu_qp *qp)
 {
-	if (trace_rec_on())
-		trace_rec("qp_destroy", "qp=%u", (unsigned int)qp->qpn);
+	trace_rec("qp_destroy", "qp=%u", (unsigned int)qp->qpn);
 }
 
 void hca_trace_qp_state_rec(const struct emu_qp *qp, enum ibv_qp_state from,
 			    enum ibv_qp_state to, const char *why)
 {
-	if (!trace_rec_on() || from == to)
+	if (from == to)
 		return;
 	if (why)
 		trace_rec("qp_state", "qp=%u from=%s to=%s why=%s",
@@ -150,11 +129,10 @@ void hca_trace_post_send_rec(const struct emu_qp *qp, const struct wqe *w)
 {
 	bool sig = qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
 
-	if (!trace_rec_on())
-		return;
+	/* Only opcodes the HCA accepts are posted: each has its name. */
 	trace_rec("post_send", "qp=%u wr=0x%llx op=%s len=%u sig=%d%s",
 		  (unsigned int)qp->qpn, (unsigned long long)w->wr_id,
-		  wr_opcode_trace_name(w->opcode), (unsigned int)w->length, sig,
+		  wr_opcode_get(w->opcode)->name, (unsigned int)w->length, sig,
 		  w->send_flags & IBV_SEND_INLINE ? " inline=1" : "");
 }
 
@@ -181,16 +159,12 @@ void hca_trace_post_recv_rec(uint32_t qpn, uint64_t srq,
 			     const struct ibv_recv_wr *wr,
 			     const struct ibv_recv_wr *bad)
 {
-	if (!trace_rec_on())
-		return;
 	for (; wr && wr != bad; wr = wr->next)
 		trace_post_recv_one(qpn, srq, wr);
 }
 
 void hca_trace_cqe_rec(const struct emu_cq *cq, const struct ibv_wc *wc)
 {
-	if (!trace_rec_on())
-		return;
 	trace_rec("cqe", "qp=%u cq=%llu wr=0x%llx status=%s op=%s len=%u",
 		  (unsigned int)wc->qp_num, cq_id(cq),
 		  (unsigned long long)wc->wr_id,
@@ -227,7 +201,6 @@ static const char *event_trace_name(enum ibv_event_type type)
 
 void hca_trace_async_rec(enum ibv_event_type type, uint64_t obj)
 {
-	if (trace_rec_on())
-		trace_rec("async", "type=%s obj=%llu", event_trace_name(type),
-			  (unsigned long long)obj);
+	trace_rec("async", "type=%s obj=%llu", event_trace_name(type),
+		  (unsigned long long)obj);
 }

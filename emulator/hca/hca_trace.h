@@ -70,9 +70,8 @@ static inline void hca_trace_async(enum ibv_event_type type, uint64_t obj)
 	if (trace_rec_on())
 		hca_trace_async_rec(type, obj);
 }
-/* The names doc/trace.md gives to work request and completion opcodes
- * and to statuses. */
-const char *wr_opcode_trace_name(enum ibv_wr_opcode op);
+/* The names doc/trace.md gives to completion opcodes and statuses
+ * (work request opcodes: wr_opcode.h's table). */
 const char *wc_opcode_trace_name(enum ibv_wc_opcode op);
 const char *wc_status_trace_name(enum ibv_wc_status st);
 
