@@ -4,9 +4,15 @@
  * of misuse breaks, the reports, once per (kind, object), with call
  * stacks in the style of AddressSanitizer, and the summary at exit.
  *
- * Lock rule: report_lock serialises the seen set, the counts and the
- * log's lines; check_state and the object counts are atomics read
- * without it.
+ * A misuse that one of the HCA's own threads finds (the progress
+ * engine retiring a WQE, the responder refusing an access) has no
+ * program frame on its stack: its report waits in a short queue and is
+ * printed by the program's next verbs call that the checking mode sees
+ * (check_flush), whose stack is the program's, or at exit.
+ *
+ * Lock rule: report_lock serialises the seen set, the counts, the
+ * queue of waiting reports and the log's lines; check_state, nwaiting
+ * and the object counts are atomics read without it.
  */
 #include "config.h"
 
@@ -158,6 +164,19 @@ static struct {
 static unsigned long counts[CHECK_NR_KINDS];
 static atomic_long objs[CHECK_OBJ_NR];
 static FILE *log_file; /* NULL: stderr */
+static _Thread_local bool internal_thread; /* one of the HCA's threads */
+
+/* Reports found on an HCA thread, waiting for a program thread. */
+#define WAITING_MAX 16u
+#define WAITING_TEXT 512u
+static struct waiting_report {
+	enum check_kind kind;
+	bool has_setup;
+	struct check_stack setup;
+	char text[WAITING_TEXT];
+} waiting[WAITING_MAX];
+static unsigned int nwaiting_locked;
+atomic_uint nwaiting;
 static const void *own_base; /* our shared object's load address */
 
 static FILE *out(void)
@@ -289,41 +308,124 @@ static bool seen_first_locked(enum check_kind kind, uint64_t obj)
 	return true; /* the set is full here: said again, never lost */
 }
 
+void check_thread_internal(void)
+{
+	internal_thread = true;
+}
+
+static void print_head(FILE *f, enum check_kind kind, const char *text)
+{
+	fprintf(f, "==%d== ibemu check: %s: %s\n==%d==   rule: %s\n",
+		(int)getpid(), rules[kind].name, text, (int)getpid(),
+		rules[kind].rule);
+}
+
+static void print_setup(FILE *f, enum check_kind kind,
+			const struct check_stack *setup)
+{
+	if (setup && rules[kind].setup)
+		print_stack(f, rules[kind].setup, setup);
+}
+
+static void maybe_abort(void)
+{
+	if (atomic_load(&check_state) != 3)
+		return;
+	fprintf(out(), "==%d== ibemu check: IBEMU_CHECK=abort: stopping at "
+		       "the first report\n", (int)getpid());
+	abort();
+}
+
+/* Print the waiting reports; here is the stack of the program's call
+ * that takes them, or NULL at exit.  Under report_lock. */
+static unsigned int flush_locked(const struct check_stack *here)
+{
+	unsigned int i, n = nwaiting_locked;
+	FILE *f = out();
+
+	for (i = 0; i < n; i++) {
+		const struct waiting_report *w = &waiting[i];
+
+		print_head(f, w->kind, w->text);
+		if (here)
+			print_stack(f, "at (found by the HCA, reported at the "
+				       "program's next verbs call)", here);
+		else
+			fprintf(f, "==%d==   at: (found by the HCA; the program "
+				   "made no verbs call after)\n",
+				(int)getpid());
+		print_setup(f, w->kind, w->has_setup ? &w->setup : NULL);
+	}
+	nwaiting_locked = 0;
+	atomic_store(&nwaiting, 0);
+	fflush(f);
+	return n;
+}
+
+void check_flush_slow(void)
+{
+	struct check_stack here;
+	unsigned int n;
+
+	if (internal_thread)
+		return;
+	check_stack_here(&here);
+	pthread_mutex_lock(&report_lock);
+	n = flush_locked(&here);
+	pthread_mutex_unlock(&report_lock);
+	if (n)
+		maybe_abort();
+}
+
+/* Keep a report found on an HCA thread; under report_lock.  A full queue
+ * prints it now, with the HCA's stack. */
+static bool wait_locked(enum check_kind kind, const struct check_stack *setup,
+			const char *text)
+{
+	struct waiting_report *w;
+
+	if (nwaiting_locked == WAITING_MAX)
+		return false;
+	w = &waiting[nwaiting_locked++];
+	w->kind = kind;
+	w->has_setup = setup != NULL;
+	if (setup)
+		w->setup = *setup;
+	snprintf(w->text, sizeof(w->text), "%s", text);
+	atomic_store(&nwaiting, nwaiting_locked);
+	return true;
+}
+
 bool check_report(enum check_kind kind, uint64_t obj,
 		  const struct check_stack *setup, const char *fmt, ...)
 {
 	struct check_stack here;
+	char text[WAITING_TEXT];
 	va_list ap;
 	FILE *f;
-	bool first;
+	bool first, waits = false;
 
 	if (!check_on() || (unsigned int)kind >= CHECK_NR_KINDS)
 		return false;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
 	check_stack_here(&here);
 	pthread_mutex_lock(&report_lock);
 	counts[kind]++;
 	first = seen_first_locked(kind, obj);
-	if (first) {
+	if (first && internal_thread)
+		waits = wait_locked(kind, setup, text);
+	if (first && !waits) {
 		f = out();
-		fprintf(f, "==%d== ibemu check: %s: ", (int)getpid(),
-			rules[kind].name);
-		va_start(ap, fmt);
-		vfprintf(f, fmt, ap);
-		va_end(ap);
-		fprintf(f, "\n==%d==   rule: %s\n", (int)getpid(),
-			rules[kind].rule);
+		print_head(f, kind, text);
 		print_stack(f, "at", &here);
-		if (setup && rules[kind].setup)
-			print_stack(f, rules[kind].setup, setup);
+		print_setup(f, kind, setup);
 		fflush(f);
 	}
 	pthread_mutex_unlock(&report_lock);
-	if (first && atomic_load(&check_state) == 3) {
-		fprintf(out(), "==%d== ibemu check: IBEMU_CHECK=abort: "
-			       "stopping at the first report\n",
-			(int)getpid());
-		abort();
-	}
+	if (first && !waits)
+		maybe_abort();
 	return first;
 }
 
@@ -352,6 +454,11 @@ static void check_summary(void)
 						 used ? ", " : "", n,
 						 obj_names[i]);
 	}
+	pthread_mutex_lock(&report_lock);
+	i = flush_locked(NULL);
+	pthread_mutex_unlock(&report_lock);
+	if (i)
+		maybe_abort();
 	if (*left)
 		check_report(CHECK_LEAK, 0, NULL, "%s not destroyed", left);
 	pthread_mutex_lock(&report_lock);

@@ -79,6 +79,20 @@ bool check_report(enum check_kind kind, uint64_t obj,
 		  const struct check_stack *setup, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* This thread is one of the HCA's own (the progress engine, the CM's,
+ * a transport's): what it reports waits for the program's next call. */
+void check_thread_internal(void);
+
+/* Print the reports found on the HCA's threads, with the stack of the
+ * program's call that takes them; a verbs entry point calls it. */
+extern atomic_uint nwaiting;
+void check_flush_slow(void);
+static inline void check_flush(void)
+{
+	if (atomic_load_explicit(&nwaiting, memory_order_relaxed))
+		check_flush_slow();
+}
+
 /* Objects the program holds, for the summary's leaks at exit. */
 enum check_obj {
 	CHECK_OBJ_PD,

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "clock.h"
 #include "cm_int.h"
 #include "cm_watch.h"
@@ -177,6 +178,7 @@ void *cm_thread(void *arg)
 	uint64_t now, next, count;
 	unsigned int i, n;
 	int timeout, r;
+	check_thread_internal();
 
 	pthread_mutex_lock(&cm->lock);
 	for (;;) {

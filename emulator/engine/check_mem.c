@@ -103,6 +103,7 @@ void check_mem_post_slow(struct emu_qp *qp, uint32_t pos)
 	const uint8_t *bytes;
 	uint32_t i;
 
+	check_flush();
 	if (!c)
 		return;
 	p = check_sq_at(c, pos);

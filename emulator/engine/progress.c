@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "clock.h"
 #include "cpu.h"
 #include "engine.h"
@@ -582,6 +583,7 @@ static void *engine_thread(void *arg)
 	uint64_t next, now, timeout;
 	unsigned int served;
 	bool busy;
+	check_thread_internal();
 
 	while (!atomic_load(&e->stop)) {
 		/* A port changed (`ibemu port`, which wakes us): told

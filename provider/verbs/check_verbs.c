@@ -48,6 +48,7 @@ int check_verbs_poll_cq(struct ibv_cq *ibcq, int num_entries,
 	bool mine;
 	int n;
 
+	check_flush();
 	if (cq->parent && cq->parent->td)
 		return emu_cq_poll(cq->ecq, num_entries, wc);
 	snprintf(what, sizeof(what), "CQ %p: a second thread entered "

@@ -20,7 +20,7 @@ while read -r cmd kind obj at posted; do
 	if [ "$rc" = 0 ] && [ "$kinds" = "ibemu check: $kind: " ] &&
 		grep -q "ibemu check: $kind: .*$obj" "$out" &&
 		grep -q "rule: " "$out" &&
-		sed -n '/  at:/,/  posted at:/p' "$out" | grep -q " in $at+" &&
+		sed -n '/  at[ :]/,/  posted at:/p' "$out" | grep -q " in $at+" &&
 		{ [ "$posted" = - ] ||
 			sed -n '/  posted at:/,$p' "$out" | grep -q " in $posted+"; }; then
 		pass "$cmd: $kind, naming $at"
@@ -36,11 +36,21 @@ while read -r cmd kind obj at posted; do
 	fi
 done <<'LIST'
 send-reuse send-buffer-changed SGE.0.*lkey main post_send_a
+send-reuse-idle send-buffer-changed SGE.0.*lkey main post_send_a
 dereg-busy dereg-in-flight wr_id.0xa0.*send.queue dereg_busy post_send_a
 dereg-bound dereg-window-bound window.rkey dereg_bound -
 destroy-qp-busy destroy-qp-busy 1.send.work.request.*wr_id.0xa0 destroy_qp_busy post_send_a
 dealloc-pd-busy destroy-busy ibv_dealloc_pd.*2.MRs dealloc_pd_busy -
 LIST
+
+# Found on the device's own thread while the program slept: reported at
+# the program's next verbs call, with that call's stack.
+"$IBEMU" run --check -- "$prog" send-reuse-idle >"$out" 2>&1
+if grep -q "  at (found by the HCA, reported at the program's next verbs" "$out"; then
+	pass "send-reuse-idle: reported at the program's next call"
+else
+	fail "send-reuse-idle: not deferred"; cat "$out"
+fi
 
 # Leaks: the QPs and MRs never destroyed, in the summary at exit.
 "$IBEMU" run --check -- "$prog" leak >"$out" 2>&1

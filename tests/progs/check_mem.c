@@ -14,6 +14,8 @@
  * Usage: check_mem SUBCOMMAND
  *   send-reuse   the send buffer changed after ibv_post_send, before
  *                its completion was polled
+ *   send-reuse-idle  the same, the program asleep while the device
+ *                completes the send (the report waits for its next call)
  *   dereg-busy   ibv_dereg_mr of the region a posted send uses
  *   dereg-bound  ibv_dereg_mr of a region with a window bound to it
  *   destroy-qp-busy  ibv_destroy_qp with a send outstanding
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 #include "rc_pair.h"
@@ -98,10 +101,12 @@ static int post_held(void)
 	return post_send_a();
 }
 
-static int release_and_poll(int *status_a)
+static int release_and_poll(int *status_a, int idle)
 {
 	if (set_state(a.qp, IBV_QPS_RTS))
 		return fail("ibv_modify_qp RTS");
+	if (idle)
+		usleep(300000); /* the device completes it meanwhile */
 	*status_a = poll_one(a.cq);
 	poll_one(b.cq);
 	return 0;
@@ -112,7 +117,7 @@ NOINLINE void send_reuse(void)
 	memset(a.buf, 0x5a, MSG_LEN);
 }
 
-static int do_send_reuse(int ok)
+static int send_reuse_run(int ok, int idle)
 {
 	int st;
 
@@ -120,12 +125,23 @@ static int do_send_reuse(int ok)
 		if (post_held())
 			return 1;
 		send_reuse();
-		return release_and_poll(&st) || st ? fail("send") : 0;
+		return release_and_poll(&st, idle) || st ? fail("send") : 0;
 	}
 	if (post_send_a() || poll_one(a.cq) || poll_one(b.cq))
 		return fail("send");
 	send_reuse(); /* after the completion: allowed */
 	return 0;
+}
+
+static int do_send_reuse(int ok)
+{
+	return send_reuse_run(ok, 0);
+}
+
+/* The same, with the program asleep while the device completes it. */
+static int do_send_reuse_idle(int ok)
+{
+	return send_reuse_run(ok, 1);
 }
 
 NOINLINE int dereg_busy(void)
@@ -144,7 +160,7 @@ static int do_dereg_busy(int ok)
 		if (post_held() || dereg_busy())
 			return 1;
 		/* The send fails now (its key is gone): that is the bug. */
-		return release_and_poll(&st);
+		return release_and_poll(&st, 0);
 	}
 	if (post_send_a() || poll_one(a.cq) || poll_one(b.cq))
 		return fail("send");
@@ -228,6 +244,7 @@ int main(int argc, char **argv)
 		int (*run)(int ok);
 	} cmds[] = {
 		{"send-reuse", do_send_reuse},
+		{"send-reuse-idle", do_send_reuse_idle},
 		{"dereg-busy", do_dereg_busy},
 		{"dereg-bound", do_dereg_bound},
 		{"destroy-qp-busy", do_destroy_qp_busy},

@@ -68,6 +68,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "engine.h"
 #include "fabric.h"
 #include "fabric_key.h"
@@ -632,6 +633,7 @@ static void *mcast_ip_thread(void *arg)
 	struct mcast_ip *m = arg;
 	struct epoll_event ev[8];
 	int n, i;
+	check_thread_internal();
 
 	for (;;) {
 		n = epoll_wait(m->epfd, ev, 8, -1);

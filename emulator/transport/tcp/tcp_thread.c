@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "clock.h"
 #include "cpu.h"
 #include "fabric.h"
@@ -143,6 +144,7 @@ void *tcp_thread(void *arg)
 	struct epoll_event evs[32];
 	struct tcp_ev *ev;
 	int n, i, timeout, reap = -1;
+	check_thread_internal();
 
 	tcp_probe_own_lid(t);
 	while (!atomic_load(&t->stop)) {
