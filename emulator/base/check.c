@@ -167,7 +167,7 @@ static FILE *log_file; /* NULL: stderr */
 static _Thread_local bool internal_thread; /* one of the HCA's threads */
 
 /* Reports found on an HCA thread, waiting for a program thread. */
-#define WAITING_MAX 16u
+#define WAITING_MAX 64u
 #define WAITING_TEXT 512u
 static struct waiting_report {
 	enum check_kind kind;
@@ -213,6 +213,35 @@ static void check_open_log(void)
 	}
 }
 
+/*
+ * A child of fork(2) is a process of its own: it reports and sums up its
+ * own misuse, in a log of its own when the name has %p, and begins with
+ * no objects (a verbs object is not the child's to use or destroy,
+ * ibv_fork_init(3)).  The lock may have been held by a thread that the
+ * child does not have.
+ */
+static void check_child(void)
+{
+	unsigned int i;
+
+	pthread_mutex_init(&report_lock, NULL);
+	memset(seen, 0, sizeof(seen));
+	memset(counts, 0, sizeof(counts));
+	nwaiting_locked = 0;
+	atomic_store(&nwaiting, 0);
+	for (i = 0; i < CHECK_OBJ_NR; i++)
+		atomic_store(&objs[i], 0);
+	if (log_file) {
+		const char *tmpl = getenv("IBEMU_CHECK_LOG");
+
+		if (tmpl && strstr(tmpl, "%p")) {
+			fclose(log_file);
+			log_file = NULL;
+			check_open_log();
+		}
+	}
+}
+
 __attribute__((noinline)) int check_init(void)
 {
 	static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -235,6 +264,7 @@ __attribute__((noinline)) int check_init(void)
 			own_base = info.dli_fbase;
 		check_open_log();
 		atexit(check_summary);
+		pthread_atfork(NULL, NULL, check_child);
 	}
 	atomic_store(&check_state, st);
 	pthread_mutex_unlock(&init_lock);
