@@ -52,6 +52,12 @@ static const struct check_rule rules[CHECK_NR_KINDS] = {
 		"deregistered: EBUSY on hardware (ibv_alloc_mw(3), IBA "
 		"10.6.7)",
 		"bound at" },
+	[CHECK_REG_CONFLICT] = {
+		"reg-conflict",
+		"access rights are the region's (IBA 10.6.3.1): two regions "
+		"over the same bytes with different rights hand the peers "
+		"keys that grant what the other refuses (ibv_reg_mr(3))",
+		NULL },
 	[CHECK_SQ_OVERFLOW] = {
 		"sq-overflow",
 		"a send queue holds max_send_wr work requests until their "
@@ -92,11 +98,17 @@ static const struct check_rule rules[CHECK_NR_KINDS] = {
 		"destroyed; ibv_destroy_cq waits for them on hardware "
 		"(ibv_get_cq_event(3), ibv_ack_cq_events)",
 		NULL },
+	[CHECK_DESTROY_ASYNC_EVENTS] = {
+		"destroy-async-events",
+		"every asynchronous event must be acknowledged before its QP, "
+		"CQ or SRQ is destroyed; the destroy waits for them on "
+		"hardware (ibv_get_async_event(3), ibv_ack_async_event)",
+		NULL },
 	[CHECK_DESTROY_BUSY] = {
 		"destroy-busy",
 		"objects created on it must be destroyed first: EBUSY on "
 		"hardware (ibv_dealloc_pd(3), ibv_destroy_cq(3), "
-		"ibv_close_device(3))",
+		"ibv_destroy_srq(3), ibv_close_device(3))",
 		NULL },
 	[CHECK_LEAK] = {
 		"leak",

@@ -24,6 +24,7 @@ enum check_kind {
 	CHECK_SEND_BUF_CHANGED, /* a source changed before its completion */
 	CHECK_DEREG_BUSY,	/* ibv_dereg_mr with work in flight on it */
 	CHECK_DEREG_BOUND,	/* ibv_dereg_mr with a window bound to it */
+	CHECK_REG_CONFLICT,	/* the same bytes registered with other rights */
 	/* queues */
 	CHECK_SQ_OVERFLOW,	 /* a post past the send queue's depth */
 	CHECK_RQ_OVERFLOW,	 /* a post past the receive queue's depth */
@@ -33,6 +34,7 @@ enum check_kind {
 	/* lifetimes */
 	CHECK_DESTROY_QP_BUSY,	 /* ibv_destroy_qp with work outstanding */
 	CHECK_DESTROY_CQ_EVENTS, /* ibv_destroy_cq, events not acked */
+	CHECK_DESTROY_ASYNC_EVENTS, /* a destroy, async events not acked */
 	CHECK_DESTROY_BUSY,	 /* destroy with objects still using it */
 	CHECK_LEAK,		 /* objects alive at exit */
 	/* protocol */

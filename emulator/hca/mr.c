@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "check_mem.h"
+#include "check_reg.h"
 #include "engine.h"
 #include "hca.h"
 #include "log.h"
@@ -200,6 +201,7 @@ int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 		return ret;
 	}
 	engine_mr_publish(hca->engine, mr);
+	check_reg(mr);
 	*mr_p = mr;
 	*key_p = mr->key;
 	return 0;
@@ -295,5 +297,6 @@ int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 	mr_table_swap(hca, mr->index, mr);
 	free(next);
 	engine_mr_publish(hca->engine, mr);
+	check_reg(mr);
 	return 0;
 }

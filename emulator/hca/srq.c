@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "hca.h"
 #include "hca_trace.h"
 #include "log.h"
@@ -112,8 +113,12 @@ void emu_srq_query(struct emu_srq *srq, struct ibv_srq_attr *attr)
 int emu_srq_destroy(struct emu_srq *srq)
 {
 	/* Destroying an SRQ that QPs still use fails (manual 3.4.7). */
-	if (atomic_load(&srq->usecnt))
+	if (atomic_load(&srq->usecnt)) {
+		check_report(CHECK_DESTROY_BUSY, (uintptr_t)srq, NULL,
+			     "ibv_destroy_srq with %d QPs still using it: "
+			     "fails with EBUSY", atomic_load(&srq->usecnt));
 		return EBUSY;
+	}
 	if (srq->xrcd)
 		xrc_srq_withdraw(srq);
 	rq_fini(&srq->rq);

@@ -9,8 +9,15 @@
  * to acknowledge hangs there on hardware.  Events written to the channel
  * and never read are not the program's to acknowledge.
  *
- * Lock rule: ibemu_cq.check_events is atomic; comp_events_completed is
- * libibverbs', read once, the program destroying the CQ it owns.
+ * Asynchronous events likewise: ibv_get_async_event calls the provider's
+ * async_event for each event it returns, ibv_ack_async_event counts the
+ * acknowledged ones in the QP's, CQ's or SRQ's events_completed, and a
+ * kernel provider's destroy waits until they agree (ibv_get_async_event(3):
+ * "every event must be acknowledged").
+ *
+ * Lock rule: the check_events and check_async counts are atomics; the
+ * completed counts are libibverbs', read once, the program destroying
+ * the object it owns.
  */
 #include "config.h"
 
@@ -27,6 +34,50 @@ void check_life_cq_destroy_slow(struct ibemu_cq *cq)
 			     "CQ %p destroyed with %u of its %u completion "
 			     "events not acknowledged",
 			     (void *)ibcq, got - acked, got);
+}
+
+/* The event's object, by its kind (ibv_get_async_event(3)). */
+void ibemu_async_event(struct ibv_context *context,
+		       struct ibv_async_event *event)
+{
+	atomic_uint *count = NULL;
+
+	(void)context;
+	if (!check_on())
+		return;
+	switch (event->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		count = &to_ecq(event->element.cq)->check_async;
+		break;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		count = &to_eqp(event->element.qp)->check_async;
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		count = &to_esrq(event->element.srq)->check_async;
+		break;
+	default:
+		break;
+	}
+	if (count)
+		atomic_fetch_add_explicit(count, 1, memory_order_relaxed);
+}
+
+void check_life_async_destroy_slow(const char *what, uint64_t id,
+				   unsigned int got, unsigned int acked)
+{
+	if (got > acked)
+		check_report(CHECK_DESTROY_ASYNC_EVENTS, id, NULL,
+			     "%s %#llx destroyed with %u of its %u asynchronous "
+			     "events not acknowledged",
+			     what, (unsigned long long)id, got - acked, got);
 }
 
 void check_life_pd_busy(struct ibv_pd *pd, int users)

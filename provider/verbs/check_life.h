@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The checking mode's lifetime checks at the verbs (check_life.c):
- * completion events not acknowledged at ibv_destroy_cq, and objects
+ * completion and asynchronous events not acknowledged at the destroy of
+ * their object, and objects
  * still open at ibv_dealloc_pd and ibv_close_device.  Each hook is one
  * relaxed load while IBEMU_CHECK is off (check.h).
  */
@@ -14,6 +15,20 @@
 void check_life_cq_destroy_slow(struct ibemu_cq *cq);
 void check_life_pd_busy(struct ibv_pd *pd, int users);
 void check_life_close_slow(struct ibemu_context *ctx);
+void check_life_async_destroy_slow(const char *what, uint64_t id,
+				   unsigned int got, unsigned int acked);
+
+/* A QP (id: its number), CQ or SRQ (id: its handle) about to go: got
+ * async events returned by ibv_get_async_event, acked of them
+ * acknowledged (libibverbs' count). */
+static inline void check_life_async_destroy(const char *what, uint64_t id,
+					    atomic_uint *got,
+					    unsigned int acked)
+{
+	if (check_on())
+		check_life_async_destroy_slow(what, id, atomic_load(got),
+					      acked);
+}
 
 /* ibv_get_cq_event returned an event of cq to the program. */
 static inline void check_life_cq_event(struct ibemu_cq *cq)

@@ -97,6 +97,7 @@ static const struct pabi_ops ibemu_ctx_ops = {
 	.alloc_parent_domain = ibemu_alloc_parent_domain,
 	.alloc_pd = ibemu_alloc_pd,
 	.alloc_td = ibemu_alloc_td,
+	.async_event = ibemu_async_event,
 	.bind_mw = ibemu_bind_mw,
 	.attach_mcast = ibemu_attach_mcast,
 	.close_xrcd = ibemu_close_xrcd,

@@ -106,12 +106,14 @@ struct ibemu_cq {
 	struct emu_buf_alloc buf_alloc; /* the parent domain's allocators */
 	atomic_uintptr_t chk_thread; /* checking mode: the poller (check_verbs.c) */
 	atomic_uint check_events; /* events returned, in checking mode */
+	atomic_uint check_async; /* async events returned, checking mode */
 };
 
 struct ibemu_srq {
 	struct verbs_srq vsrq;
 	struct emu_srq *esrq;
 	struct emu_buf_alloc buf_alloc; /* its parent domain's allocators */
+	atomic_uint check_async; /* async events returned, checking mode */
 };
 
 /* One ibv_open_xrcd(3) handle; handles on one file share the domain. */
@@ -133,6 +135,7 @@ struct ibemu_qp {
 	struct ibemu_wr_stage *stage; /* extended send API */
 	struct emu_buf_alloc buf_alloc; /* its parent domain's allocators */
 	atomic_uintptr_t chk_thread; /* checking mode: the poster (check_verbs.c) */
+	atomic_uint check_async; /* async events returned, checking mode */
 };
 
 struct ibemu_ah {
@@ -338,6 +341,8 @@ int ibemu_resize_cq(struct ibv_cq *cq, int cqe);
 int ibemu_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 int ibemu_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 void ibemu_cq_event(struct ibv_cq *cq);
+void ibemu_async_event(struct ibv_context *context,
+		       struct ibv_async_event *event);
 
 /* verbs_srq.c */
 struct ibv_srq *ibemu_create_srq(struct ibv_pd *pd,

@@ -121,6 +121,8 @@ int ibemu_destroy_cq(struct ibv_cq *ibcq)
 	if (ibemu_ctx_stale(ibcq->context))
 		return EIO;
 	check_life_cq_destroy(cq);
+	check_life_async_destroy("CQ", (uintptr_t)ibcq, &cq->check_async,
+				 ibcq->async_events_completed);
 	ret = emu_cq_destroy(cq->ecq);
 	if (ret)
 		return ret;

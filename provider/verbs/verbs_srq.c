@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "check.h"
+#include "check_life.h"
 #include "ibemu.h"
 #include "log.h"
 
@@ -73,6 +73,8 @@ int ibemu_destroy_srq(struct ibv_srq *ibsrq)
 
 	if (ibemu_ctx_stale(ibsrq->context))
 		return EIO;
+	check_life_async_destroy("SRQ", (uintptr_t)ibsrq, &srq->check_async,
+				 ibsrq->events_completed);
 	ret = emu_srq_destroy(srq->esrq);
 	if (ret)
 		return ret;

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The checking mode's registration check (check_reg.h).
+ *
+ * Two regions of one process over the same bytes with different access
+ * (IBA 10.6.3.1: access rights belong to the region, not to the pages)
+ * give the peers two keys to one buffer, one of them granting what the
+ * other refuses: a program that registered a buffer read-only for one
+ * peer finds it written through the key it handed another.  The access
+ * that counts is what a key grants: local write and the remote rights;
+ * zero-based and on-demand regions are compared by their addresses in
+ * this process all the same.  Reported once per new region, naming the
+ * first older region it conflicts with.
+ *
+ * Lock rule: hca.mrs is read without hca.lock, as the data path reads
+ * it (acquire loads of entries published with release order, hca.h).
+ */
+#include "config.h"
+
+#include <infiniband/verbs.h>
+
+#include "check_reg.h"
+#include "hca.h"
+
+#define KEY_RIGHTS                                                       \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |              \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |             \
+	 IBV_ACCESS_MW_BIND)
+
+static bool overlap(const struct emu_mr *a, const struct emu_mr *b)
+{
+	uintptr_t a0 = (uintptr_t)a->addr, b0 = (uintptr_t)b->addr;
+
+	return a->length && b->length && a0 < b0 + b->length &&
+	       b0 < a0 + a->length;
+}
+
+void check_reg_slow(const struct emu_mr *mr)
+{
+	const struct key_table *t = &mr->hca->mrs;
+	const struct emu_mr *o;
+	uint32_t i;
+
+	for (i = 0; i < t->size; i++) {
+		o = key_table_get(t, i);
+		if (!o || o == mr || o->key == mr->key || !overlap(o, mr) ||
+		    !((o->access ^ mr->access) & KEY_RIGHTS))
+			continue;
+		check_report(CHECK_REG_CONFLICT, mr->key, NULL,
+			     "MR lkey %#x (addr %p, length %llu, access %#x) "
+			     "registers bytes of MR lkey %#x (addr %p, length "
+			     "%llu, access %#x) with other rights",
+			     mr->key, (void *)mr->addr,
+			     (unsigned long long)mr->length,
+			     mr->access & KEY_RIGHTS, o->key, (void *)o->addr,
+			     (unsigned long long)o->length,
+			     o->access & KEY_RIGHTS);
+		return;
+	}
+}
