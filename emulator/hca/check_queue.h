@@ -66,7 +66,7 @@ static inline void check_queue_cq_overrun(struct emu_cq *cq)
 }
 
 /* The responder took a receive from the QP's SRQ (found), leaving left,
- * or found it empty (!found). */
+ * or found it empty (!found); qp.lock held, and the SRQ's rq.lock. */
 static inline void check_queue_srq_taken(struct emu_qp *qp, bool found,
 					 uint32_t left)
 {
