@@ -256,6 +256,7 @@ static bool resp_take_wqe(struct emu_qp *qp)
 	if (!w)
 		return false;
 	qp->resp.has_wqe = true;
+	check_proto_rnr_end(qp, NULL);
 	return true;
 }
 

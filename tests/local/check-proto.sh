@@ -31,7 +31,7 @@ sq-overflow sq-overflow QP.0x[0-9a-f]*:.*max_send_wr.4 ibv_post_send(3) post_wri
 rq-overflow rq-overflow QP.0x[0-9a-f]*:.*max_recv_wr.4 ibv_post_recv(3) post_recv_chain
 unsignaled unsignaled-full QP.0x[0-9a-f]*:.4.unsignaled IBV_SEND_SIGNALED post_unsignaled
 cq-overflow cq-overflow CQ.0x[0-9a-f]*:.*2.entries ibv_create_cq(3) verbs_open
-rnr rnr QP.0x[0-9a-f]*:.a.SEND.from.QPN IBA.9.7.5.2.8 -
+rnr rnr QP.0x[0-9a-f]*:.a.SEND.from.QPN.*waited.[0-9.]*.ms,.[0-9]*.RNR.NAKs*.of.min_rnr_timer.1.(10.us),.until.a.receive.was.posted IBA.9.7.5.2.8 -
 remote-access remote-access QP.0x[0-9a-f]*.refused.*without.IBV_ACCESS_REMOTE_WRITE IBA.9.7.5.2.5 -
 atomic-align atomic-align QP.0x[0-9a-f]*:.ATOMIC_FETCH_AND_ADD.*not.8-byte IBA.9.4.5 fetch_add_unaligned
 inline-size inline-size QP.0x[0-9a-f]*:.IBV_SEND_INLINE.of.1024.*max_inline_data.64 max_inline_data send_inline_too_big
