@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "check_proto.h"
+#include "clock.h"
 #include "engine.h"
 #include "hca.h"
 
@@ -28,17 +29,55 @@ static int req_access(uint32_t mask, const char **name)
 	return IBV_ACCESS_REMOTE_WRITE;
 }
 
-/* IBA 9.7.5.2.8: no receive WQE, the responder NAKs RNR and the requester
- * retries after min_rnr_timer, rnr_retry times (7: for ever). */
+/*
+ * IBA 9.7.5.2.8: no receive WQE, the responder NAKs RNR and the requester
+ * retries after the timer the NAK carries (the responder's min_rnr_timer),
+ * rnr_retry times (7: for ever).  The report waits for the end of the
+ * wait, to say how long it was: the first NAK of a SEND starts it, a
+ * receive taken for it or the QP leaving the states that receive
+ * (check_proto_rnr_end_slow) ends it.
+ */
 void check_proto_rnr_slow(struct emu_qp *qp, const struct pkt *p)
 {
+	struct check_qp *c = &qp->chk;
+	uint64_t now = clock_now_ns();
+
 	if (!qp_is_reliable(qp))
 		return;
+	if (!c->rnr.since_ns) {
+		c->rnr.since_ns = now;
+		c->rnr.naks = 0;
+		c->rnr.psn = p->psn;
+		c->rnr.src_qpn = p->hdr->src_qpn;
+		c->rnr.slid = p->hdr->slid;
+	}
+	c->rnr.last_ns = now;
+	c->rnr.naks++;
+}
+
+void check_proto_rnr_end_slow(struct emu_qp *qp, const char *how)
+{
+	struct check_qp *c = &qp->chk;
+	uint8_t timer = qp->attr.min_rnr_timer & 31;
+	uint64_t end;
+
+	if (!c->rnr.since_ns)
+		return;
+	/* A receive taken: the SEND waited until now.  Otherwise its last
+	 * NAK is the last the responder knows of it. */
+	end = how ? c->rnr.last_ns : clock_now_ns();
 	check_report(CHECK_RNR, qp->qpn, NULL,
-		     "QP %#x: a SEND from QPN %#x (LID %u) found no receive "
-		     "posted; RNR NAK, PSN %#x, min_rnr_timer %u",
-		     qp->qpn, p->hdr->src_qpn, p->hdr->slid, p->psn,
-		     qp->attr.min_rnr_timer);
+		     "QP %#x: a SEND from QPN %#x (LID %u), PSN %#x, found no "
+		     "receive posted and waited %.3f ms, %u RNR NAK%s of "
+		     "min_rnr_timer %u (%u us), %s%s", qp->qpn,
+		     c->rnr.src_qpn, c->rnr.slid, c->rnr.psn,
+		     (double)(end - c->rnr.since_ns) / 1e6, c->rnr.naks,
+		     c->rnr.naks == 1 ? "" : "s", timer,
+		     comp_rnr_timer_us[timer],
+		     how ? "and no receive was posted before the QP was "
+			 : "until a receive was posted",
+		     how ? how : "");
+	c->rnr.since_ns = 0;
 }
 
 /* Why rkey does not grant [va, va+len) with access: the first check of

@@ -22,7 +22,7 @@
 #define COMP_MIN_TIMEOUT_NS (32ull * 1000 * 1000)
 
 /* RNR NAK timer field encoding, IBA 9.7.5.2.8 table 45, in microseconds. */
-static const uint32_t rnr_timer_us[32] = {
+const uint32_t comp_rnr_timer_us[32] = {
 	655360, 10,    20,    30,    40,    60,    80,    120,
 	160,	240,   320,   480,   640,   960,   1280,  1920,
 	2560,	3840,  5120,  7680,  10240, 15360, 20480, 30720,
@@ -445,10 +445,10 @@ static void comp_rnr(struct emu_qp *qp, uint32_t psn, uint8_t timer)
 	req_rewind_from_locked(qp, psn);
 	qp->comp.deadline = 0;
 	qp->comp.rnr_resume =
-		clock_now_ns() + rnr_timer_us[timer & 31] * 1000ull;
+		clock_now_ns() + comp_rnr_timer_us[timer & 31] * 1000ull;
 	if (trace_rec_on())
 		trace_rec("rnr_wait", "qp=%u psn=%u us=%u", (unsigned int)qp->qpn,
-			  (unsigned int)psn, rnr_timer_us[timer & 31]);
+			  (unsigned int)psn, comp_rnr_timer_us[timer & 31]);
 	engine_pending_add_locked(qp);
 }
 

@@ -239,6 +239,9 @@ bool resp_pull_desc_copy(const uint8_t *payload, uint32_t paylen,
 			 struct pull_desc_copy *d);
 
 /* comp.c */
+/* The RNR NAK timer field's waits, in microseconds (IBA 9.7.5.2.8,
+ * table 45). */
+extern const uint32_t comp_rnr_timer_us[32];
 void comp_recv_locked(struct emu_qp *qp, const struct pkt *pkt);
 uint64_t comp_timers_locked(struct emu_qp *qp, uint64_t now);
 void comp_retire_locked(struct emu_qp *qp);

@@ -246,16 +246,17 @@ static bool resp_take_wqe(struct emu_qp *qp)
 			qp->srq->limit = 0;
 			limit = true;
 		}
+	} else {
+		check_queue_srq_taken(qp, false, 0);
 	}
 	if (qp->srq)
 		emu_unlock(&rq->lock);
 	if (limit)
 		emu_event(&qp->srq->owner, IBV_EVENT_SRQ_LIMIT_REACHED);
-	if (!w) {
-		check_queue_srq_taken(qp, false, 0);
+	if (!w)
 		return false;
-	}
 	qp->resp.has_wqe = true;
+	check_proto_rnr_end(qp, NULL);
 	return true;
 }
 

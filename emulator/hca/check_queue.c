@@ -109,12 +109,15 @@ void check_queue_cq_overrun_slow(struct emu_cq *cq)
 		     cq->ring.size);
 }
 
-/* IBA 10.2.9.4: the limit event is the SRQ's only warning. */
+/* IBA 10.2.9.4: the limit event is the SRQ's only warning.  It fires once
+ * and disarms the limit (IBA 10.2.9.5, ibv_modify_srq(3)): a program that
+ * armed it was told, whether or not it armed it again.  Under the SRQ's
+ * rq.lock. */
 void check_queue_srq_taken_slow(struct emu_qp *qp, bool found, uint32_t left)
 {
 	struct emu_srq *srq = qp->srq;
 
-	if (!srq || left || srq->limit)
+	if (!srq || left || srq->limit || srq->limit_armed)
 		return;
 	check_report(CHECK_SRQ_EMPTY, srq->owner.handle, NULL,
 		     found ? "SRQ %#llx: QP %#x took its last receive, no "

@@ -20,10 +20,18 @@ struct emu_qp;
 struct emu_cq;
 struct emu_srq;
 
-/* A QP's checking state.  Lock rule: under qp.lock (the posts). */
+/* A QP's checking state.  Lock rule: under qp.lock (the posts, the
+ * responder). */
 struct check_qp {
 	uint32_t unsig; /* unsignaled WRs posted since the last signaled */
 	struct check_stack first_unsig; /* the first of them */
+	/* The SEND the responder NAKs RNR while it waits for a receive
+	 * (engine/check_proto.c); since_ns 0: none waits. */
+	struct {
+		uint64_t since_ns, last_ns; /* its first and last RNR NAK */
+		uint32_t naks, psn, src_qpn;
+		uint16_t slid;
+	} rnr;
 };
 
 void check_queue_send_slow(struct emu_qp *qp, const struct ibv_send_wr *wr,
@@ -66,7 +74,7 @@ static inline void check_queue_cq_overrun(struct emu_cq *cq)
 }
 
 /* The responder took a receive from the QP's SRQ (found), leaving left,
- * or found it empty (!found). */
+ * or found it empty (!found); qp.lock held, and the SRQ's rq.lock. */
 static inline void check_queue_srq_taken(struct emu_qp *qp, bool found,
 					 uint32_t left)
 {

@@ -164,6 +164,10 @@ struct emu_srq {
 	struct emu_rq rq;
 	uint64_t pd_id;
 	uint32_t limit; /* armed limit, 0 = not armed (IBA 10.2.9.4) */
+	/* The program armed a limit once: the event disarms it (IBA
+	 * 10.2.9.5), the checking mode's srq-empty remembers it was asked
+	 * for (check_queue.c).  Under rq.lock. */
+	bool limit_armed;
 	struct emu_owner owner;
 	atomic_int usecnt; /* QPs attached */
 	/* XRC SRQ (IBA A14): its domain, the CQ its receives complete

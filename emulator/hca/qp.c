@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "check_mem.h"
+#include "check_proto.h"
 #include "engine.h"
 #include "hca.h"
 #include "hca_trace.h"
@@ -349,6 +350,7 @@ int emu_qp_destroy(struct emu_qp *qp)
 	 * counts on this, as mlx5 gives it). */
 	qp_forget_completions(qp);
 	emu_lock(&qp->lock);
+	check_proto_rnr_end(qp, "destroyed");
 	qp_drop_peer_locked(qp);
 	emu_unlock(&qp->lock);
 	/* Before its number can name another QP (mw.c). */
@@ -493,6 +495,7 @@ static void qp_engine_idle_locked(struct emu_qp *qp)
  */
 static void qp_reset_locked(struct emu_qp *qp)
 {
+	check_proto_rnr_end(qp, "reset");
 	qp_forget_completions(qp);
 	qp->sq.head = qp->sq.tail;
 	/* The QP's own ring: under qp.lock, held (rq.c). */
@@ -540,6 +543,7 @@ static void qp_enter_error_locked(struct emu_qp *qp, const char *why)
 	if (qp->state == IBV_QPS_ERR)
 		return;
 	hca_trace_qp_state(qp, qp->state, IBV_QPS_ERR, why);
+	check_proto_rnr_end(qp, "moved to the error state");
 	qp->state = IBV_QPS_ERR;
 	qp_publish_locked(qp);
 	resp_flush_open_locked(qp);

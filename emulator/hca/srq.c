@@ -41,6 +41,7 @@ int emu_srq_create(struct emu_hca *hca, uint64_t pd_id,
 	srq->hca = hca;
 	srq->pd_id = pd_id;
 	srq->limit = a->srq_limit;
+	srq->limit_armed = a->srq_limit > 0;
 	srq->owner = *owner;
 	atomic_init(&srq->usecnt, 0);
 	*srq_p = srq;
@@ -94,8 +95,10 @@ int emu_srq_modify(struct emu_srq *srq, const struct ibv_srq_attr *attr,
 	}
 	if (max_wr != rq->ring.size)
 		ret = srq_resize_locked(rq, max_wr);
-	if (!ret && (mask & IBV_SRQ_LIMIT))
+	if (!ret && (mask & IBV_SRQ_LIMIT)) {
 		srq->limit = attr->srq_limit;
+		srq->limit_armed |= attr->srq_limit > 0;
+	}
 out:
 	emu_unlock(&rq->lock);
 	return ret;

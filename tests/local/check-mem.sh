@@ -41,6 +41,7 @@ dereg-busy dereg-in-flight wr_id.0xa0.*send.queue dereg_busy post_send_a
 dereg-bound dereg-window-bound window.rkey dereg_bound -
 destroy-qp-busy destroy-qp-busy 1.send.work.request.*wr_id.0xa0 destroy_qp_busy post_send_a
 dealloc-pd-busy destroy-busy ibv_dealloc_pd.*2.MRs dealloc_pd_busy -
+destroy-cq-events destroy-cq-events CQ.*destroyed.with.1.of.its.1.completion.events.not.acknowledged destroy_cq_events -
 LIST
 
 # Found on the device's own thread while the program slept: reported at

@@ -20,9 +20,12 @@
  *   dereg-bound  ibv_dereg_mr of a region with a window bound to it
  *   destroy-qp-busy  ibv_destroy_qp with a send outstanding
  *   dealloc-pd-busy  ibv_dealloc_pd with a QP and an MR on it
+ *   destroy-cq-events  ibv_destroy_cq with a completion event taken by
+ *                ibv_get_cq_event and never acknowledged
  *   leak         exits with its QPs and MRs never destroyed
  * Exit: 0 done, 1 a verb failed unexpectedly, 2 usage, 77 no device.
  */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +47,7 @@ int dereg_busy(void);
 int dereg_bound(void);
 int destroy_qp_busy(void);
 int dealloc_pd_busy(void);
+int destroy_cq_events(struct ibv_cq **cq);
 
 static int fail(const char *what)
 {
@@ -237,6 +241,77 @@ static int do_dealloc_pd_busy(int ok)
 	return 0;
 }
 
+NOINLINE int destroy_cq_events(struct ibv_cq **cq)
+{
+	int ret = ibv_destroy_cq(*cq);
+
+	if (!ret)
+		*cq = NULL;
+	return ret;
+}
+
+/* A's QP again, on a CQ of a completion channel, and the pair connected
+ * anew (B from RESET). */
+static struct ibv_cq *requeue_on_channel(struct ibv_comp_channel *ch)
+{
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_RC, .sq_sig_all = 1,
+		.cap = {.max_send_wr = 8, .max_recv_wr = 8,
+			.max_send_sge = 1, .max_recv_sge = 1},
+	};
+	struct ibv_cq *cq = ibv_create_cq(a.ctx, 16, NULL, ch, 0);
+
+	if (!cq)
+		return NULL;
+	ia.send_cq = ia.recv_cq = cq;
+	ibv_destroy_qp(a.qp);
+	a.qp = ibv_create_qp(a.pd, &ia);
+	if (!a.qp || set_state(b.qp, IBV_QPS_RESET)) {
+		ibv_destroy_cq(cq);
+		return NULL;
+	}
+	a.me.qpn = a.qp->qp_num;
+	if (rc_pair_connect(&a, &b.me) || rc_pair_connect(&b, &a.me)) {
+		ibv_destroy_cq(cq);
+		return NULL;
+	}
+	return cq;
+}
+
+/* One completion event of ch, waited for (bounded). */
+static int take_cq_event(struct ibv_comp_channel *ch)
+{
+	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+
+	if (poll(&pfd, 1, 5000) != 1)
+		return fail("completion event (none in 5 s)");
+	return ibv_get_cq_event(ch, &ev_cq, &ev_ctx) ? fail("ibv_get_cq_event")
+						     : 0;
+}
+
+static int do_destroy_cq_events(int ok)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(a.ctx);
+	struct ibv_cq *cq = ch ? requeue_on_channel(ch) : NULL;
+	int ret;
+
+	if (!cq)
+		return fail("a CQ on a completion channel");
+	if (ibv_req_notify_cq(cq, 0) || post_send_a() || take_cq_event(ch) ||
+	    poll_one(cq) || poll_one(b.cq))
+		return fail("send");
+	/* Misuse: the event taken is not acknowledged. */
+	if (ok)
+		ibv_ack_cq_events(cq, 1);
+	ibv_destroy_qp(a.qp);
+	a.qp = NULL;
+	ret = destroy_cq_events(&cq);
+	ibv_destroy_comp_channel(ch);
+	return ret ? fail("ibv_destroy_cq") : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -249,6 +324,7 @@ int main(int argc, char **argv)
 		{"dereg-bound", do_dereg_bound},
 		{"destroy-qp-busy", do_destroy_qp_busy},
 		{"dealloc-pd-busy", do_dealloc_pd_busy},
+		{"destroy-cq-events", do_destroy_cq_events},
 		{"leak", NULL},
 	};
 	struct rc_pair_attr attr = {

@@ -15,12 +15,17 @@
  *   qkey           a UD SEND with a Q_Key other than the receiver's
  *   ud-ah-pd       a UD SEND through an AH of another PD
  *   threads-cq     two threads polling one CQ at once
+ *   srq-empty      an SRQ drained by SENDs, no srq_limit armed (the twin
+ *                  arms it, takes IBV_EVENT_SRQ_LIMIT_REACHED, posts again)
+ *   threads-qp     two threads posting to one QP at once
  *
  * Two RC QPs of this process are connected to each other; the UD cases
  * use two UD QPs on one context.  Exit 0 when the program ran, whatever
  * ibemu said of it (the test reads the reports); 77: no device.
  */
 #include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -50,6 +55,7 @@ int ud_send(uint32_t qkey);
 int send_with_wrong_qkey(uint32_t qkey);
 int send_through_ah_of_other_pd(void);
 void *poll_from_two_threads(void *arg);
+void *post_from_two_threads(void *arg);
 
 static struct rc_side a, b;
 
@@ -73,8 +79,8 @@ static int requeue(struct rc_side *s, int sig_all, uint32_t max_inline)
 	return 0;
 }
 
-/* a and b, connected; mr_access for both regions. */
-static int pair(int mr_access, int cq_depth, int sig_all, uint32_t inl)
+/* a and b, not connected yet; mr_access for both regions. */
+static int pair_open(int mr_access, int cq_depth)
 {
 	struct rc_pair_attr at = {
 		.buf_len = 4096, .mr_access = mr_access,
@@ -87,15 +93,26 @@ static int pair(int mr_access, int cq_depth, int sig_all, uint32_t inl)
 	};
 	int ret = rc_pair_open(&a, &at);
 
-	if (!ret)
-		ret = rc_pair_open(&b, &at);
+	return ret ? ret : rc_pair_open(&b, &at);
+}
+
+static int pair_connect(void)
+{
+	return rc_pair_connect(&a, &b.me) || rc_pair_connect(&b, &a.me) ? -1
+									 : 0;
+}
+
+/* a and b, connected; mr_access for both regions. */
+static int pair(int mr_access, int cq_depth, int sig_all, uint32_t inl)
+{
+	int ret = pair_open(mr_access, cq_depth);
+
 	if (ret)
 		return ret;
 	if ((!sig_all || inl) &&
 	    (requeue(&a, sig_all, inl) || requeue(&b, sig_all, inl)))
 		return -1;
-	return rc_pair_connect(&a, &b.me) || rc_pair_connect(&b, &a.me) ? -1
-									 : 0;
+	return pair_connect();
 }
 
 static void unpair(void)
@@ -484,12 +501,189 @@ static int threads_cq(bool ok)
 	return 0;
 }
 
+/* ---- SRQ ---- */
+
+static struct ibv_srq *srq;
+
+/* B's QP again, its receives from an SRQ of DEPTH. */
+static int requeue_on_srq(void)
+{
+	struct ibv_srq_init_attr sa = {
+		.attr = { .max_wr = DEPTH, .max_sge = 1 },
+	};
+	struct ibv_qp_init_attr ia = {
+		.send_cq = b.cq, .recv_cq = b.cq, .qp_type = IBV_QPT_RC,
+		.sq_sig_all = 1,
+		.cap = { .max_send_wr = DEPTH, .max_send_sge = 1 },
+	};
+
+	srq = ibv_create_srq(b.pd, &sa);
+	if (!srq)
+		return -1;
+	ia.srq = srq;
+	ibv_destroy_qp(b.qp);
+	b.qp = ibv_create_qp(b.pd, &ia);
+	if (!b.qp)
+		return -1;
+	b.me.qpn = b.qp->qp_num;
+	return 0;
+}
+
+static int post_srq_recvs(int n)
+{
+	struct ibv_sge sge = { (uintptr_t)b.buf, 64, b.mr->lkey };
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (ibv_post_srq_recv(srq, &wr, &bad))
+			return -1;
+	return 0;
+}
+
+/* ibv_modify_srq(3): IBV_EVENT_SRQ_LIMIT_REACHED once fewer than limit
+ * receives are left; the event disarms it. */
+static int arm_srq_limit(uint32_t limit)
+{
+	struct ibv_srq_attr attr = { .srq_limit = limit };
+
+	return ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT) ? -1 : 0;
+}
+
+/* The SRQ's limit event, within WAIT_S; 0, or -1 (said). */
+static int srq_limit_event(void)
+{
+	struct pollfd pfd = { .fd = b.ctx->async_fd, .events = POLLIN };
+	double end = now_s() + WAIT_S;
+	struct ibv_async_event ev;
+	bool got = false;
+
+	while (!got && now_s() < end) {
+		if (poll(&pfd, 1, 100) != 1)
+			continue;
+		if (ibv_get_async_event(b.ctx, &ev))
+			return -1;
+		got = ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
+		      ev.element.srq == srq;
+		ibv_ack_async_event(&ev);
+	}
+	if (!got)
+		say("no IBV_EVENT_SRQ_LIMIT_REACHED");
+	return got ? 0 : -1;
+}
+
+/* DEPTH SENDs take the SRQ's DEPTH receives: the last leaves it empty.
+ * The twin arms a limit of half first: told at the third, it posts
+ * again; the fourth still empties the SRQ, the limit disarmed by then. */
+static int srq_empty(bool ok)
+{
+	int i, ret;
+
+	ret = pair_open(ALL, 16);
+	if (ret)
+		return ret;
+	if (requeue_on_srq() || pair_connect() || post_srq_recvs(DEPTH))
+		return -1;
+	if (ok && arm_srq_limit(DEPTH / 2))
+		return -1;
+	for (i = 0; i < DEPTH; i++)
+		if (send_before_recv())
+			return -1;
+	if (reap(a.cq, DEPTH) || reap(b.cq, DEPTH))
+		return -1;
+	if (ok && (srq_limit_event() || post_srq_recvs(DEPTH)))
+		return -1;
+	return 0;
+}
+
+static void srq_close(void)
+{
+	if (b.qp)
+		ibv_destroy_qp(b.qp);
+	b.qp = NULL;
+	if (srq)
+		ibv_destroy_srq(srq);
+	unpair();
+}
+
+/* ---- threads posting ---- */
+
+struct poster {
+	struct rc_side *from, *to;
+	pthread_barrier_t *go;
+	pthread_mutex_t *poll_lock; /* the CQ's one poller at a time */
+	atomic_int *inflight;	    /* WRs posted and not yet polled */
+	bool failed;
+};
+
+/* Signaled 8-byte WRITEs from p->from for half a second, no more than
+ * DEPTH outstanding on the QP, polled one thread at a time. */
+NOINLINE void *post_from_two_threads(void *arg)
+{
+	struct poster *p = arg;
+	struct ibv_sge sge = { (uintptr_t)p->from->buf, 8,
+			       p->from->mr->lkey };
+	struct ibv_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { p->to->me.addr, p->to->me.rkey },
+	}, *bad;
+	struct ibv_wc wc[DEPTH];
+	double end;
+	long i;
+	int n, got;
+
+	pthread_barrier_wait(p->go);
+	end = now_s() + 0.5;
+	for (i = 0; i < 1000000 && !p->failed; i++) {
+		n = atomic_load(p->inflight);
+		if (n < DEPTH && now_s() < end &&
+		    atomic_compare_exchange_weak(p->inflight, &n, n + 1) &&
+		    ibv_post_send(p->from->qp, &wr, &bad)) {
+			say("ibv_post_send failed");
+			p->failed = true;
+		}
+		pthread_mutex_lock(p->poll_lock);
+		got = ibv_poll_cq(p->from->cq, DEPTH, wc);
+		pthread_mutex_unlock(p->poll_lock);
+		if (got < 0 || (got && wc[0].status != IBV_WC_SUCCESS))
+			p->failed = true;
+		if (got > 0)
+			atomic_fetch_sub(p->inflight, got);
+		if (now_s() >= end && !atomic_load(p->inflight))
+			break;
+	}
+	return NULL;
+}
+
+/* The twin: the second thread posts to B's QP, not A's. */
+static int threads_qp(bool ok)
+{
+	pthread_mutex_t poll_lock = PTHREAD_MUTEX_INITIALIZER;
+	atomic_int in1 = 0, in2 = 0;
+	pthread_barrier_t go;
+	struct poster p1 = { &a, &b, &go, &poll_lock, &in1, false };
+	struct poster p2 = { ok ? &b : &a, ok ? &a : &b, &go, &poll_lock,
+			     ok ? &in2 : &in1, false };
+	pthread_t t;
+
+	if (pair(ALL, 16, 1, 0))
+		return -1;
+	pthread_barrier_init(&go, NULL, 2);
+	if (pthread_create(&t, NULL, post_from_two_threads, &p1))
+		return -1;
+	post_from_two_threads(&p2);
+	pthread_join(t, NULL);
+	pthread_barrier_destroy(&go);
+	return p1.failed || p2.failed ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const names[] = {
 		"sq-overflow", "rq-overflow", "unsignaled", "cq-overflow",
 		"rnr", "remote-access", "atomic-align", "inline-size",
-		"qkey", "ud-ah-pd", "threads-cq",
+		"qkey", "ud-ah-pd", "threads-cq", "srq-empty", "threads-qp",
 	};
 	const char *arg = argc > 1 ? argv[1] : "";
 	size_t n, i;
@@ -520,11 +714,15 @@ int main(int argc, char **argv)
 	case 8: ret = ud_case(true, ok); break;
 	case 9: ret = ud_case(false, ok); break;
 	case 10: ret = threads_cq(ok); break;
+	case 11: ret = srq_empty(ok); break;
+	case 12: ret = threads_qp(ok); break;
 	}
-	if (i < 8 || i == 10)
-		unpair();
-	else
+	if (i == 8 || i == 9)
 		ud_close();
+	else if (i == 11)
+		srq_close();
+	else
+		unpair();
 	if (ret == 1)
 		return 77;
 	if (ret)
