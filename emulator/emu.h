@@ -141,6 +141,8 @@ int emu_cq_destroy(struct emu_cq *cq);
 int emu_cq_resize(struct emu_cq *cq, uint32_t cqe);
 int emu_cq_poll(struct emu_cq *cq, int num_entries, struct ibv_wc *wc);
 void emu_cq_arm(struct emu_cq *cq, bool solicited_only);
+/* Completions waiting in a CQ that is not armed: no event will say so. */
+bool emu_cq_waits_unarmed(struct emu_cq *cq);
 /* Extended poll: the oldest entry, with the CQ locked until
  * emu_cq_poll_end(); NULL (and unlocked) when empty. */
 const struct ibv_wc *emu_cq_poll_start(struct emu_cq *cq);

@@ -110,6 +110,12 @@ static const struct check_rule rules[CHECK_NR_KINDS] = {
 		"hardware (ibv_dealloc_pd(3), ibv_destroy_cq(3), "
 		"ibv_destroy_srq(3), ibv_close_device(3))",
 		NULL },
+	[CHECK_CQ_NOT_ARMED] = {
+		"cq-not-armed",
+		"a CQ gives one event per ibv_req_notify_cq: re-arm it after "
+		"each event, before polling it empty, or the next completion "
+		"raises none (ibv_get_cq_event(3), IBA 11.4.2.2)",
+		NULL },
 	[CHECK_LEAK] = {
 		"leak",
 		"objects still alive at exit (destroy them, or the kernel "
@@ -467,6 +473,34 @@ bool check_report(enum check_kind kind, uint64_t obj,
 	}
 	pthread_mutex_unlock(&report_lock);
 	if (first && !waits)
+		maybe_abort();
+	return first;
+}
+
+bool check_report_at(enum check_kind kind, uint64_t obj,
+		     const struct check_stack *at, const char *fmt, ...)
+{
+	char text[WAITING_TEXT];
+	va_list ap;
+	FILE *f;
+	bool first;
+
+	if (!check_on() || (unsigned int)kind >= CHECK_NR_KINDS)
+		return false;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&report_lock);
+	counts[kind]++;
+	first = seen_first_locked(kind, obj);
+	if (first) {
+		f = out();
+		print_head(f, kind, text);
+		print_stack(f, "at", at);
+		fflush(f);
+	}
+	pthread_mutex_unlock(&report_lock);
+	if (first)
 		maybe_abort();
 	return first;
 }

@@ -36,6 +36,7 @@ enum check_kind {
 	CHECK_DESTROY_CQ_EVENTS, /* ibv_destroy_cq, events not acked */
 	CHECK_DESTROY_ASYNC_EVENTS, /* a destroy, async events not acked */
 	CHECK_DESTROY_BUSY,	 /* destroy with objects still using it */
+	CHECK_CQ_NOT_ARMED,	 /* a reader waits on a CQ not re-armed */
 	CHECK_LEAK,		 /* objects alive at exit */
 	/* protocol */
 	CHECK_RNR,		 /* a SEND found no receive posted */
@@ -94,6 +95,12 @@ static inline void check_flush(void)
 	if (atomic_load_explicit(&nwaiting, memory_order_relaxed))
 		check_flush_slow();
 }
+
+/* check_report with at, the stack of the call the report is about,
+ * taken earlier (a watcher's own stack names nothing of the program). */
+bool check_report_at(enum check_kind kind, uint64_t obj,
+		     const struct check_stack *at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* Objects the program holds, for the summary's leaks at exit. */
 enum check_obj {

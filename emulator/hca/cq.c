@@ -124,6 +124,17 @@ int emu_cq_poll(struct emu_cq *cq, int num_entries, struct ibv_wc *wc)
 	return n;
 }
 
+bool emu_cq_waits_unarmed(struct emu_cq *cq)
+{
+	bool waits;
+
+	emu_lock(&cq->lock);
+	waits = !atomic_load_explicit(&cq->armed, memory_order_relaxed) &&
+		wc_ring_count(&cq->ring);
+	emu_unlock(&cq->lock);
+	return waits;
+}
+
 void emu_cq_arm(struct emu_cq *cq, bool solicited_only)
 {
 	emu_lock(&cq->lock);

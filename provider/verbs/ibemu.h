@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+#include "check.h"
 #include "emu.h"
 #include "layout.h"
 #include "params.h"
@@ -107,6 +108,11 @@ struct ibemu_cq {
 	atomic_uintptr_t chk_thread; /* checking mode: the poller (check_verbs.c) */
 	atomic_uint check_events; /* events returned, in checking mode */
 	atomic_uint check_async; /* async events returned, checking mode */
+	/* checking mode: the watch over its channel (check_arm.c) */
+	struct ibemu_cq *check_next;
+	bool check_watched, check_said;
+	unsigned int check_stuck;
+	struct check_stack check_last_event;
 };
 
 struct ibemu_srq {

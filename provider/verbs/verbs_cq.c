@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "check_arm.h"
 #include "check_verbs.h"
 #include "check_life.h"
 #include "ibemu.h"
@@ -121,6 +122,7 @@ int ibemu_destroy_cq(struct ibv_cq *ibcq)
 	if (ibemu_ctx_stale(ibcq->context))
 		return EIO;
 	check_life_cq_destroy(cq);
+	check_arm_forget(cq);
 	check_life_async_destroy("CQ", (uintptr_t)ibcq, &cq->check_async,
 				 ibcq->async_events_completed);
 	ret = emu_cq_destroy(cq->ecq);
@@ -165,6 +167,7 @@ void ibemu_cq_event(struct ibv_cq *cq)
 {
 	/* Nothing to do: the arm was consumed when the event was sent. */
 	check_life_cq_event(to_ecq(cq));
+	check_arm_event(to_ecq(cq));
 }
 
 /* ---- extended CQ: ibv_start_poll / ibv_next_poll / ibv_end_poll ---- */

@@ -12,14 +12,19 @@
  *                 ibv_destroy_qp (-ok: ibv_ack_async_event first)
  *   srq-busy      ibv_destroy_srq of an SRQ a QP still uses: EBUSY (-ok:
  *                 the QP goes first)
+ *   cq-rearm      a CQ's event is taken and the CQ polled but not re-armed;
+ *                 a completion comes, and a thread blocks in
+ *                 ibv_get_cq_event for a second (-ok: re-armed at once)
  * Every object is released at the end, so a correct run has no leaks.
  * Exit: 0 done, 1 a verb failed unexpectedly, 2 usage, 77 no device.
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 #include "rc_pair.h"
@@ -37,6 +42,7 @@ static char buf[BUF_LEN];
 int reg_twice(int ok);
 int destroy_qp_unacked(int ok);
 int destroy_srq_busy(int ok);
+int wait_event_unarmed(int ok);
 
 static int fail(const char *what)
 {
@@ -137,6 +143,159 @@ NOINLINE int destroy_srq_busy(int ok)
 	return ret;
 }
 
+/* Two RC QPs of this process, A's sends completing on a CQ with a
+ * completion channel, A granted RDMA WRITE into B's buffer. */
+static struct rc_side qa, qb;
+static struct ibv_comp_channel *chan;
+static struct ibv_cq *chan_cq;
+
+static int chan_pair(void)
+{
+	struct rc_pair_attr attr = {
+		.buf_len = 4096,
+		.mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+		.cq_depth = 16, .max_send_wr = 8, .max_recv_wr = 8,
+		.qp_access = IBV_ACCESS_REMOTE_WRITE,
+		.path_mtu = IBV_MTU_1024, .timeout = 14, .retry_cnt = 7,
+		.rnr_retry = 7,
+	};
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_RC, .sq_sig_all = 1,
+		.cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1,
+			.max_recv_sge = 1},
+	};
+
+	if (rc_pair_open(&qa, &attr) || rc_pair_open(&qb, &attr))
+		return -1;
+	chan = ibv_create_comp_channel(qa.ctx);
+	chan_cq = chan ? ibv_create_cq(qa.ctx, 16, NULL, chan, 0) : NULL;
+	if (!chan_cq)
+		return -1;
+	ibv_destroy_qp(qa.qp);
+	ia.send_cq = chan_cq;
+	ia.recv_cq = qa.cq;
+	qa.qp = ibv_create_qp(qa.pd, &ia);
+	if (!qa.qp)
+		return -1;
+	qa.me.qpn = qa.qp->qp_num;
+	qa.me.psn = (qa.qp->qp_num * 7919u) & 0xffffff;
+	return rc_pair_connect(&qa, &qb.me) || rc_pair_connect(&qb, &qa.me);
+}
+
+static void chan_pair_close(void)
+{
+	if (qa.qp)
+		ibv_destroy_qp(qa.qp);
+	qa.qp = NULL;
+	if (chan_cq)
+		ibv_destroy_cq(chan_cq);
+	if (chan)
+		ibv_destroy_comp_channel(chan);
+	rc_pair_close(&qa);
+	rc_pair_close(&qb);
+}
+
+/* One 8-byte RDMA WRITE from A into B, signaled. */
+static int write_one(uint64_t wr_id)
+{
+	struct ibv_sge sge = {(uintptr_t)qa.buf, 8, qa.mr->lkey};
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = {.remote_addr = qb.me.addr, .rkey = qb.me.rkey},
+	}, *bad;
+
+	return ibv_post_send(qa.qp, &wr, &bad);
+}
+
+/* The next completion event of chan, within five seconds: 0, or -1. */
+static int take_cq_event(void)
+{
+	struct pollfd p = {.fd = chan->fd, .events = POLLIN};
+	struct ibv_cq *ev_cq;
+	void *cq_ctx;
+
+	if (poll(&p, 1, 5000) != 1 ||
+	    ibv_get_cq_event(chan, &ev_cq, &cq_ctx))
+		return -1;
+	ibv_ack_cq_events(ev_cq, 1);
+	return ev_cq == chan_cq ? 0 : -1;
+}
+
+/* All of chan_cq's completions, each successful: their number, or -1. */
+static int drain(void)
+{
+	struct ibv_wc wc;
+	int n = 0, got;
+
+	while ((got = ibv_poll_cq(chan_cq, 1, &wc)) == 1) {
+		if (wc.status != IBV_WC_SUCCESS)
+			return -1;
+		n++;
+	}
+	return got < 0 ? -1 : n;
+}
+
+/* The waiter: blocks in ibv_get_cq_event as an event loop would. */
+static void *waiter(void *arg)
+{
+	struct ibv_cq *ev_cq;
+	void *cq_ctx;
+	long ret = ibv_get_cq_event(chan, &ev_cq, &cq_ctx);
+
+	(void)arg;
+	if (!ret)
+		ibv_ack_cq_events(ev_cq, 1);
+	return (void *)ret;
+}
+
+/* A completion that must arrive: poll until it does, within 5 s. */
+static int wait_completion(void)
+{
+	int i, n;
+
+	for (i = 0; i < 5000; i++) {
+		n = drain();
+		if (n)
+			return n < 0 ? -1 : 0;
+		usleep(1000);
+	}
+	return -1;
+}
+
+NOINLINE int wait_event_unarmed(int ok)
+{
+	pthread_t t;
+	void *tret;
+
+	if (chan_pair()) {
+		chan_pair_close();
+		return fail("the pair with a channel");
+	}
+	if (ibv_req_notify_cq(chan_cq, 0) || write_one(1) || take_cq_event())
+		return fail("the first event");
+	if (ok && ibv_req_notify_cq(chan_cq, 0))
+		return fail("ibv_req_notify_cq");
+	if (drain() != 1 || write_one(2))
+		return fail("the first completion");
+	if (pthread_create(&t, NULL, waiter, NULL))
+		return fail("pthread_create");
+	if (!ok) {
+		/* The completion of WRITE 2 raises no event: the waiter
+		 * waits until the CQ is armed and WRITE 3 completes. */
+		sleep(2);
+		if (wait_completion() || ibv_req_notify_cq(chan_cq, 0) ||
+		    write_one(3))
+			return fail("the release of the waiter");
+	}
+	if (pthread_join(t, &tret) || tret)
+		return fail("the waiter's ibv_get_cq_event");
+	if (wait_completion())
+		return fail("the last completion");
+	chan_pair_close();
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -146,6 +305,7 @@ int main(int argc, char **argv)
 		{"reg-conflict", reg_twice},
 		{"async-unacked", destroy_qp_unacked},
 		{"srq-busy", destroy_srq_busy},
+		{"cq-rearm", wait_event_unarmed},
 	};
 	const char *cmd = argc == 2 ? argv[1] : "";
 	struct ibv_port_attr pa;
