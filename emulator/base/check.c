@@ -289,16 +289,227 @@ __attribute__((noinline)) int check_init(void)
 	return st;
 }
 
+/*
+ * The stacks a thread took, so that a post from a call chain already seen
+ * costs a look at the stack rather than an unwind (glibc's backtrace(3)
+ * reads the DWARF call frame information of every frame: 2 us a post,
+ * where the post itself is 0.1 us).  An entry keeps a stack's return
+ * addresses and where each was found, as an offset from the frame of
+ * check_stack_here; it is taken again only if every one of those words
+ * is still in its place, and each return address fixes the size of the
+ * frame above it (no alloca), so a full match is the same chain, to its
+ * last recorded frame, as a chain the unwinder walked.  The words are
+ * read only between our frame and the top of the thread's stack
+ * (pthread_getattr_np(3)); a thread whose stack it cannot tell, or a call
+ * off that stack (a signal stack, a coroutine's), unwinds every time.
+ *
+ * The entry is looked up by one word: the return address at a position
+ * (a probe) where an earlier unwind found the program's first frame.
+ * Each path through the provider to check_stack_here puts it at its own
+ * depth, so a thread keeps a few probes.
+ *
+ * Lock rule: a thread's cache is its own (thread-local), allocated at its
+ * first stack in checking mode and freed when it exits.
+ */
+#define STACK_ENTRIES 64u /* a power of 2 */
+#define STACK_PROBES 4u
+#define STACK_SCAN_MAX (256u << 10) /* how far one frame is looked for */
+
+struct stack_entry {
+	struct check_stack st;
+	uint8_t key;			 /* the frame found at the probe */
+	uint32_t off[CHECK_STACK_MAX]; /* where st.pc[i] was, from our frame */
+};
+
+struct stack_cache {
+	uintptr_t lo, hi; /* the thread's stack; 0, 0: not known */
+	uint32_t probe[STACK_PROBES];
+	unsigned int nprobe;
+	struct stack_entry e[STACK_ENTRIES];
+};
+
+static _Thread_local struct stack_cache *stack_cache;
+static _Thread_local bool stack_cache_failed;
+static pthread_key_t stack_cache_key;
+static pthread_once_t stack_cache_once = PTHREAD_ONCE_INIT;
+
+/* At the thread's exit (the key's destructor, on that thread). */
+static void stack_cache_free(void *c)
+{
+	free(c);
+	stack_cache = NULL;
+	stack_cache_failed = true;
+}
+
+static void stack_cache_key_make(void)
+{
+	if (pthread_key_create(&stack_cache_key, stack_cache_free))
+		stack_cache_failed = true;
+}
+
+/* This thread's cache; NULL if it has none (no memory, stack unknown). */
+static struct stack_cache *stack_cache_get(void)
+{
+	struct stack_cache *c = stack_cache;
+	pthread_attr_t attr;
+	void *lo;
+	size_t size;
+
+	if (c || stack_cache_failed)
+		return c;
+	stack_cache_failed = true;
+	pthread_once(&stack_cache_once, stack_cache_key_make);
+	if (pthread_getattr_np(pthread_self(), &attr))
+		return NULL;
+	if (pthread_attr_getstack(&attr, &lo, &size) || !size) {
+		pthread_attr_destroy(&attr);
+		return NULL;
+	}
+	pthread_attr_destroy(&attr);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	if (pthread_setspecific(stack_cache_key, c)) {
+		free(c);
+		return NULL;
+	}
+	c->lo = (uintptr_t)lo;
+	c->hi = (uintptr_t)lo + size;
+	stack_cache_failed = false;
+	stack_cache = c;
+	return c;
+}
+
+static unsigned int stack_hash(uintptr_t word, uint32_t probe)
+{
+	return (unsigned int)(((word ^ probe) * 0x9e3779b97f4a7c15ull) >> 58) &
+	       (STACK_ENTRIES - 1);
+}
+
+/* The word at offset off from frame, if it is on the thread's stack.
+ * It may lie in another frame's AddressSanitizer redzone: not checked. */
+__attribute__((no_sanitize_address)) static bool
+stack_word(const struct stack_cache *c, uintptr_t frame, uint32_t off,
+	   uintptr_t *word)
+{
+	if (frame + off + sizeof(*word) > c->hi)
+		return false;
+	*word = *(const uintptr_t *)(frame + off);
+	return true;
+}
+
+/* Whether every return address of e is where it was found. */
+static bool stack_entry_holds(const struct stack_cache *c,
+			      const struct stack_entry *e, uintptr_t frame)
+{
+	uintptr_t w;
+	unsigned int i;
+
+	for (i = 0; i < e->st.n; i++)
+		if (!stack_word(c, frame, e->off[i], &w) ||
+		    w != (uintptr_t)e->st.pc[i])
+			return false;
+	return true;
+}
+
+static bool stack_lookup(struct stack_cache *c, uintptr_t frame,
+			 struct check_stack *st)
+{
+	const struct stack_entry *e;
+	unsigned int i, j, slot;
+	uintptr_t w;
+	uint32_t p;
+
+	for (i = 0; i < c->nprobe; i++) {
+		p = c->probe[i];
+		if (!stack_word(c, frame, p, &w))
+			continue;
+		slot = stack_hash(w, p);
+		for (j = 0; j < 4; j++) {
+			e = &c->e[(slot + j) & (STACK_ENTRIES - 1)];
+			if (!e->st.n || e->off[e->key] != p ||
+			    (uintptr_t)e->st.pc[e->key] != w ||
+			    !stack_entry_holds(c, e, frame))
+				continue;
+			st->n = e->st.n;
+			memcpy(st->pc, e->st.pc, e->st.n * sizeof(st->pc[0]));
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Whether pc is the provider's own (own_base: check_init). */
+static bool stack_pc_own(void *pc)
+{
+	Dl_info info;
+
+	return own_base && dladdr(pc, &info) && info.dli_fbase == own_base;
+}
+
+/* Remember st, just unwound from frame: find each return address on the
+ * stack, each above the one before; a frame not found is not kept. */
+static void stack_learn(struct stack_cache *c, uintptr_t frame,
+			const struct check_stack *st)
+{
+	struct stack_entry e = {.st = *st};
+	unsigned int i, j, slot;
+	uintptr_t w;
+	uint32_t off = 0, end;
+
+	for (i = 0; i < st->n; i++) {
+		for (end = off + STACK_SCAN_MAX; off < end; off += sizeof(w)) {
+			if (!stack_word(c, frame, off, &w))
+				return;
+			if (w == (uintptr_t)st->pc[i])
+				break;
+		}
+		if (off >= end)
+			return;
+		e.off[i] = off;
+		off += sizeof(w);
+	}
+	/* The key: the program's first frame, past the provider's. */
+	for (i = 0; i < st->n && stack_pc_own(st->pc[i]); i++)
+		;
+	if (i == st->n)
+		return;
+	e.key = (uint8_t)i;
+	for (j = 0; j < c->nprobe && c->probe[j] != e.off[i]; j++)
+		;
+	if (j == c->nprobe) {
+		if (c->nprobe < STACK_PROBES)
+			c->nprobe++;
+		else
+			j = STACK_PROBES - 1; /* the last one goes */
+		c->probe[j] = e.off[i];
+	}
+	slot = stack_hash((uintptr_t)st->pc[i], e.off[i]);
+	for (j = 0; j < 4; j++)
+		if (!c->e[(slot + j) & (STACK_ENTRIES - 1)].st.n)
+			break;
+	c->e[(slot + (j & 3)) & (STACK_ENTRIES - 1)] = e;
+}
+
 /* The raw return addresses, cheap enough for every post: the
  * provider's own frames are left out when a stack is printed. */
 __attribute__((noinline)) void check_stack_here(struct check_stack *st)
 {
 	void *pc[CHECK_STACK_MAX + 1];
-	int n = backtrace(pc, CHECK_STACK_MAX + 1);
+	uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
+	struct stack_cache *c = stack_cache_get();
+	int n;
 
+	if (c && (frame < c->lo || frame >= c->hi))
+		c = NULL;
+	if (c && stack_lookup(c, frame, st))
+		return;
+	n = backtrace(pc, CHECK_STACK_MAX + 1);
 	/* Frame 0 is ourselves. */
 	st->n = n > 1 ? (uint8_t)(n - 1) : 0;
 	memcpy(st->pc, pc + 1, st->n * sizeof(pc[0]));
+	if (c)
+		stack_learn(c, frame, st);
 }
 
 static void print_stack(FILE *f, const char *label,
