@@ -2,15 +2,17 @@
 /*
  * The checking mode's registration check (check_reg.h).
  *
- * Two regions of one process over the same bytes with different access
- * (IBA 10.6.3.1: access rights belong to the region, not to the pages)
- * give the peers two keys to one buffer, one of them granting what the
- * other refuses: a program that registered a buffer read-only for one
- * peer finds it written through the key it handed another.  The access
- * that counts is what a key grants: local write and the remote rights;
+ * Two regions of one process over the same bytes with different remote
+ * rights (IBA 10.6.3.1: access rights belong to the region, not to the
+ * pages) give the peers two keys to one buffer, one of them granting what
+ * the other refuses: a program that registered a buffer read-only for one
+ * peer finds it written through the key it handed another.  Local write
+ * and window binding are the program's own business and not compared;
  * zero-based and on-demand regions are compared by their addresses in
- * this process all the same.  Reported once per new region, naming the
- * first older region it conflicts with.
+ * this process all the same, but an implicit on-demand region (all of
+ * the address space, ibv_reg_mr(3)) overlaps everything by design.
+ * Reported once per new region, naming the first older region it
+ * conflicts with.
  *
  * Lock rule: hca.mrs is read without hca.lock, as the data path reads
  * it (acquire loads of entries published with release order, hca.h).
@@ -23,16 +25,20 @@
 #include "hca.h"
 
 #define KEY_RIGHTS                                                       \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |              \
-	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |             \
-	 IBV_ACCESS_MW_BIND)
+	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |              \
+	 IBV_ACCESS_REMOTE_ATOMIC)
+
+static bool implicit(const struct emu_mr *mr)
+{
+	return !mr->addr && mr->length == UINT64_MAX;
+}
 
 static bool overlap(const struct emu_mr *a, const struct emu_mr *b)
 {
 	uintptr_t a0 = (uintptr_t)a->addr, b0 = (uintptr_t)b->addr;
 
-	return a->length && b->length && a0 < b0 + b->length &&
-	       b0 < a0 + a->length;
+	return a->length && b->length && !implicit(a) && !implicit(b) &&
+	       a0 < b0 + b->length && b0 < a0 + a->length;
 }
 
 void check_reg_slow(const struct emu_mr *mr)
