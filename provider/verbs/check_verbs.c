@@ -18,7 +18,6 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "check.h"
 #include "check_verbs.h"
@@ -27,16 +26,20 @@
 
 static _Thread_local char thread_mark;
 
-/* Enter: true if this call set the marker (and must clear it). */
+/* Enter: true if this call set the marker (and must clear it).  The
+ * report is worded only when there is one: this runs at every call. */
 static bool mark_enter(atomic_uintptr_t *mark, enum check_kind kind,
-		       uint64_t obj, const char *what)
+		       const char *obj_name, uint64_t obj, const char *verb)
 {
 	uintptr_t me = (uintptr_t)&thread_mark, prev = 0;
 
 	if (atomic_compare_exchange_strong(mark, &prev, me))
 		return true;
 	if (prev != me)
-		check_report(kind, obj, NULL, "%s", what);
+		check_report(kind, obj, NULL,
+			     "%s %#llx: a second thread entered %s while "
+			     "another was in it", obj_name,
+			     (unsigned long long)obj, verb);
 	return false;
 }
 
@@ -44,17 +47,14 @@ int check_verbs_poll_cq(struct ibv_cq *ibcq, int num_entries,
 			struct ibv_wc *wc)
 {
 	struct ibemu_cq *cq = to_ecq(ibcq);
-	char what[96];
 	bool mine;
 	int n;
 
 	check_flush();
 	if (cq->parent && cq->parent->td)
 		return emu_cq_poll(cq->ecq, num_entries, wc);
-	snprintf(what, sizeof(what), "CQ %p: a second thread entered "
-		 "ibv_poll_cq while another was polling it", (void *)ibcq);
-	mine = mark_enter(&cq->chk_thread, CHECK_THREADS_CQ,
-			  (uintptr_t)ibcq, what);
+	mine = mark_enter(&cq->chk_thread, CHECK_THREADS_CQ, "CQ",
+			  (uintptr_t)ibcq, "ibv_poll_cq");
 	n = emu_cq_poll(cq->ecq, num_entries, wc);
 	if (mine)
 		atomic_store(&cq->chk_thread, 0);
@@ -85,19 +85,14 @@ int check_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 {
 	struct ibemu_qp *qp = to_eqp(ibqp);
 	struct ibemu_pd *pd = to_epd(ibqp->pd);
-	char what[96];
 	bool mine = false;
 	int ret;
 
 	if (ibqp->qp_type == IBV_QPT_UD)
 		check_ud_ah_pd(ibqp, wr);
-	if (!pd->td) {
-		snprintf(what, sizeof(what), "QP %#x: a second thread entered "
-			 "ibv_post_send while another was posting to it",
-			 ibqp->qp_num);
-		mine = mark_enter(&qp->chk_thread, CHECK_THREADS_QP,
-				  ibqp->qp_num, what);
-	}
+	if (!pd->td)
+		mine = mark_enter(&qp->chk_thread, CHECK_THREADS_QP, "QP",
+				  ibqp->qp_num, "ibv_post_send");
 	ret = emu_post_send(qp->eqp, wr, bad_wr, false);
 	if (mine)
 		atomic_store(&qp->chk_thread, 0);

@@ -37,6 +37,7 @@ while read -r cmd kind obj at posted; do
 done <<'LIST'
 send-reuse send-buffer-changed SGE.0.*lkey main post_send_a
 send-reuse-idle send-buffer-changed SGE.0.*lkey main post_send_a
+send-reuse-again send-buffer-changed SGE.0.*lkey main post_via_second
 dereg-busy dereg-in-flight wr_id.0xa0.*send.queue dereg_busy post_send_a
 dereg-bound dereg-window-bound window.rkey dereg_bound -
 destroy-qp-busy destroy-qp-busy 1.send.work.request.*wr_id.0xa0 destroy_qp_busy post_send_a

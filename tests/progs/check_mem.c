@@ -16,6 +16,8 @@
  *                its completion was polled
  *   send-reuse-idle  the same, the program asleep while the device
  *                completes the send (the report waits for its next call)
+ *   send-reuse-again  a correct send, then the misuse posted from the
+ *                same site through another caller, which the report names
  *   dereg-busy   ibv_dereg_mr of the region a posted send uses
  *   dereg-bound  ibv_dereg_mr of a region with a window bound to it
  *   destroy-qp-busy  ibv_destroy_qp with a send outstanding
@@ -43,6 +45,7 @@ static struct rc_side a, b;
 /* Not static: the stacks name them (dladdr sees exported symbols). */
 int post_send_a(void);
 void send_reuse(void);
+int post_via_second(void);
 int dereg_busy(void);
 int dereg_bound(void);
 int destroy_qp_busy(void);
@@ -146,6 +149,32 @@ static int do_send_reuse(int ok)
 static int do_send_reuse_idle(int ok)
 {
 	return send_reuse_run(ok, 1);
+}
+
+/* A second call chain to the same post: the stack of each post is its
+ * own, however many posts came from that site before. */
+NOINLINE int post_via_second(void)
+{
+	int ret = post_held();
+
+	__asm__ volatile("" ::: "memory"); /* a frame of its own: no tail call */
+	return ret;
+}
+
+/* A correct send from post_send_a's site, then the misuse through
+ * another caller. */
+static int do_send_reuse_again(int ok)
+{
+	int st;
+
+	if (post_send_a() || poll_one(a.cq) || poll_one(b.cq))
+		return fail("the first send");
+	if (ok)
+		return send_reuse_run(1, 0);
+	if (post_via_second())
+		return 1;
+	send_reuse();
+	return release_and_poll(&st, 0) || st ? fail("send") : 0;
 }
 
 NOINLINE int dereg_busy(void)
@@ -320,6 +349,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{"send-reuse", do_send_reuse},
 		{"send-reuse-idle", do_send_reuse_idle},
+		{"send-reuse-again", do_send_reuse_again},
 		{"dereg-busy", do_dereg_busy},
 		{"dereg-bound", do_dereg_bound},
 		{"destroy-qp-busy", do_destroy_qp_busy},
