@@ -19,6 +19,7 @@
 #include <rdma/rdma_verbs.h>
 
 #include "ibemu.h"
+#include "check.h"
 #include "cm.h"
 #include "log.h"
 #include "rdmacm_face.h"
@@ -106,6 +107,15 @@ int face_init(void)
 		goto out;
 	face_hca = to_ectx(face_verbs)->hca;
 	face_pd = verbs.alloc_pd(face_verbs);
+	/*
+	 * The face's device and PD are the library's, kept for the
+	 * process's life as librdmacm keeps the devices it opens
+	 * (rdma_cm(7)): not the program's objects, so not its leaks in
+	 * the checking mode's summary (ibemu(1) CHECKS).
+	 */
+	check_obj(CHECK_OBJ_CONTEXT, -1);
+	if (face_pd)
+		check_obj(CHECK_OBJ_PD, -1);
 	ret = emu_cm_open(face_hca);
 	if (!verbs.query_device(face_verbs, &da)) {
 		face_max_rd_atom = (uint8_t)(da.max_qp_rd_atom > 255

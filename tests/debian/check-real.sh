@@ -158,6 +158,33 @@ allow pyverbs remote-access 'registered without IBV_ACCESS_REMOTE_WRITE$' \
 allow pyverbs remote-access 'a memory window that is not bound' \
 	"test_mr's MW invalidate/dealloc tests write through an invalidated window, on purpose"
 
+# ibv_srq_pingpong (rdma-core libibverbs/examples/srq_pingpong.c, main):
+# its loop posts a QP's next send whenever scnt < iters, on each of its
+# num_qp QPs, but scnt counts send completions over all of them and the
+# loop ends once scnt and rcnt reach iters: sends posted in the last
+# round on other QPs are still outstanding when pp_close_ctx destroys
+# the QPs, never polled.  Whether one is left depends on timing.
+allow ibv_srq_pingpong destroy-qp-busy '^QP 0x[0-9a-f]+ destroyed with [0-9]+ send work requests? outstanding, the first wr_id 0x2$' \
+	"srq_pingpong.c's main ends its loop on the total of send completions while the last round's sends on other QPs are outstanding (PINGPONG_SEND_WRID 2)"
+# ib_send_bw (perftest src/perftest_resources.c): create_cqs sets
+# need_recv_cq for every SEND test and create_reg_cqs makes ctx->recv_cq,
+# but destroy_ctx destroys it only when tst == LAT, machine == SERVER,
+# duplex or ctx->channel: the bandwidth client without -e never does and
+# closes the device with it open (a run under gdb sees two
+# ibv_create_cq and one ibv_destroy_cq).
+allow ib_send_bw destroy-busy '^ibv_close_device of context 0x[0-9a-f]+ with 0 PDs, 1 CQs, 0 QPs, 0 SRQs and 0 AHs still open$' \
+	"perftest's destroy_ctx skips the SEND client's recv_cq (BW, not duplex, no events) that create_cqs made, then ibv_close_device"
+allow ib_send_bw leak '^1 CQs not destroyed$' \
+	"the same recv_cq of the ib_send_bw client, never destroyed (perftest_resources.c destroy_ctx)"
+# rdma-core's test_cq_events (tests/test_cq_events.py): test_cq_events_rc
+# and _ud keep their players in local variables and never close them;
+# Python frees each player's attributes when the test returns, the MR
+# (tests/base.py init_resources makes it before the QPs, and nothing
+# else holds it) before the QPs, whose receives utils.traffic reposted
+# after each message.
+allow pyverbs dereg-in-flight 'deregistered while wr_id 0 on the receive queue of QP' \
+	"test_cq_events's players are freed by Python, their MR before the QPs that still hold posted receives"
+
 # --- ibverbs-utils ---
 checked 1 "ibv_devinfo" ibv_devinfo
 timeout -k 5 "$secs" "$IBEMU" run --check -- ibv_devinfo -d ibemu0 -v \
@@ -282,22 +309,11 @@ else
 	echo "note: no pyverbs tests in $pysrc"
 fi
 
-# --- The conformance suites that commit no misuse on purpose ---
-# (the others test error statuses: mr, mw, mr_rereg, odp and rc_errors
-# refused accesses, post and srq overflowing queues, xrc and rc_ops an
-# SRQ run dry or an inline send too long, rc_events a CQ overrun, ud a
-# Q_Key mismatch, rc_stress RNR; uc and mcast are left out: their peer
-# process ends without the summary): every process of these is clean.
-conf=$IBEMU_BUILDDIR/ibemu-conformance
-if [ -x "$conf" ]; then
-	for suite in device pd cq channel qp_create qp_state ah td; do
-		checked 1 "conformance $suite" ibemu-conformance
-		timeout 120 "$IBEMU" run -- "$conf" -d ibemu0 -s "$suite" \
-			>"$dir/conf.out" 2>&1 ||
-			{ fail "conformance $suite: exit $?"; tail -n 5 "$dir/conf.out"; }
-		verdict
-	done
-fi
+# The conformance suite under --check is conformance-check.sh's, which
+# names each report's test (tests/lib/check_judge.py): its forked
+# children (qp_create/null_cq's, peer_run.c's peers) end by _exit(2),
+# which runs no atexit(3) handler and so writes no summary; the programs
+# here all end by exit(3) or a return from main.
 
 for i in "${!allow_prog[@]}"; do
 	[ "${allow_prog[$i]}" = self-test ] && continue
