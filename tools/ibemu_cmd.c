@@ -27,6 +27,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@
 
 #define LIB_NAME "libibemu.so"
 #define AUDIT_NAME "libibemu-audit.so"
+#define CHECK_NAME "libibemu-check.so"
 
 static void usage(FILE *out)
 {
@@ -203,6 +205,27 @@ static int find_library(char *buf, size_t len)
 	return -1;
 }
 
+/* The library name beside lib (in its directory) into buf; false if
+ * it does not fit or cannot be read. */
+static bool beside(const char *lib, const char *name, char *buf, size_t len)
+{
+	const char *slash = strrchr(lib, '/');
+
+	if (!slash || (size_t)(slash - lib) + 1 + strlen(name) + 1 > len)
+		return false;
+	memcpy(buf, lib, (size_t)(slash + 1 - lib));
+	strcpy(buf + (slash + 1 - lib), name);
+	return readable(buf);
+}
+
+/* The checking mode is on (IBEMU_CHECK, as check.c reads it). */
+static bool checking(void)
+{
+	const char *env = getenv("IBEMU_CHECK");
+
+	return env && *env && strcmp(env, "0");
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -215,7 +238,7 @@ static int cmd_run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	char lib[PATH_MAX], audit[PATH_MAX], *preload, *slash;
+	char lib[PATH_MAX], audit[PATH_MAX], check[PATH_MAX], *preload;
 	const char *old;
 	int c;
 
@@ -267,27 +290,20 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (find_library(lib, sizeof(lib)))
 		return 1;
+	/* Checking, munmap and free are asked about first, by the library
+	 * beside the preload (provider/verbs/check_preload.c). */
+	if (!checking() || !beside(lib, CHECK_NAME, check, sizeof(check)))
+		check[0] = '\0';
 	old = getenv("LD_PRELOAD");
-	if (old && *old) {
-		if (asprintf(&preload, "%s:%s", lib, old) < 0)
-			return 1;
-	} else {
-		preload = strdup(lib);
-		if (!preload)
-			return 1;
-	}
+	if (asprintf(&preload, "%s%s%s%s%s", lib, *check ? ":" : "", check,
+		     old && *old ? ":" : "", old && *old ? old : "") < 0)
+		return 1;
 	setenv("LD_PRELOAD", preload, 1);
 	free(preload);
 	/* The audit module beside the preload serves programs that dlopen
 	 * libibverbs and dlsym() its functions themselves (audit.c). */
-	slash = strrchr(lib, '/');
-	if (slash && (size_t)(slash - lib) + sizeof("/" AUDIT_NAME) <=
-			     sizeof(audit)) {
-		memcpy(audit, lib, (size_t)(slash - lib));
-		strcpy(audit + (slash - lib), "/" AUDIT_NAME);
-		if (readable(audit) && !getenv("LD_AUDIT"))
-			setenv("LD_AUDIT", audit, 1);
-	}
+	if (beside(lib, AUDIT_NAME, audit, sizeof(audit)) && !getenv("LD_AUDIT"))
+		setenv("LD_AUDIT", audit, 1);
 	execvp(argv[optind], &argv[optind]);
 	fprintf(stderr, "ibemu: %s: %s\n", argv[optind], strerror(errno));
 	return errno == ENOENT ? 127 : 126;

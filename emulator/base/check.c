@@ -58,6 +58,19 @@ static const struct check_rule rules[CHECK_NR_KINDS] = {
 		"over the same bytes with different rights hand the peers "
 		"keys that grant what the other refuses (ibv_reg_mr(3))",
 		NULL },
+	[CHECK_RECV_BUF_WRITTEN] = {
+		"recv-buffer-written",
+		"a receive buffer, or the local buffer of an RDMA READ or an "
+		"atomic, belongs to the HCA until its completion was polled: "
+		"the program may not read or write it meanwhile "
+		"(ibv_post_recv(3), ibv_post_send(3))",
+		"posted at" },
+	[CHECK_UNMAP_REGISTERED] = {
+		"unmap-registered",
+		"memory must stay mapped as long as a memory region is "
+		"registered on it: deregister first, then unmap or free it "
+		"(ibv_reg_mr(3), ibv_dereg_mr(3))",
+		NULL },
 	[CHECK_SQ_OVERFLOW] = {
 		"sq-overflow",
 		"a send queue holds max_send_wr work requests until their "

@@ -25,6 +25,8 @@ enum check_kind {
 	CHECK_DEREG_BUSY,	/* ibv_dereg_mr with work in flight on it */
 	CHECK_DEREG_BOUND,	/* ibv_dereg_mr with a window bound to it */
 	CHECK_REG_CONFLICT,	/* the same bytes registered with other rights */
+	CHECK_RECV_BUF_WRITTEN,	/* a buffer the HCA writes, changed first */
+	CHECK_UNMAP_REGISTERED,	/* munmap or free of registered memory */
 	/* queues */
 	CHECK_SQ_OVERFLOW,	 /* a post past the send queue's depth */
 	CHECK_RQ_OVERFLOW,	 /* a post past the receive queue's depth */

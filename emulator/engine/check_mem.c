@@ -142,9 +142,8 @@ void check_mem_retire_slow(struct emu_qp *qp, uint32_t pos)
 	}
 }
 
-/* The first WQE of ring [head, tail) with an SGE of key, or NULL. */
-static const struct wqe *check_ring_uses(const struct wqe_ring *r,
-					 uint32_t key, uint32_t *pos_p)
+const struct wqe *check_ring_uses(const struct wqe_ring *r, uint32_t key,
+				  uint32_t *pos_p)
 {
 	const struct wqe *w;
 	uint32_t pos, i;

@@ -19,6 +19,10 @@ void check_mem_post_slow(struct emu_qp *qp, uint32_t pos);
 void check_mem_retire_slow(struct emu_qp *qp, uint32_t pos);
 void check_mem_dereg_slow(struct emu_mr *mr);
 void check_mem_qp_destroy_slow(struct emu_qp *qp);
+/* The first WQE of ring [head, tail) with an SGE of key, or NULL; its
+ * position in *pos_p.  The ring's lock held. */
+const struct wqe *check_ring_uses(const struct wqe_ring *r, uint32_t key,
+				  uint32_t *pos_p);
 
 /* A send WQE stored at SQ position pos; qp.lock held. */
 static inline void check_mem_post(struct emu_qp *qp, uint32_t pos)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check_mem.h"
+#include "check_recv.h"
 #include "clock.h"
 #include "engine.h"
 #include "trace_rec.h"
@@ -503,6 +504,8 @@ static void comp_read_resp(struct emu_qp *qp, const struct pkt *p)
 	w->read_reissued = false; /* the new stream has begun */
 	comp_answered(qp, w, p->psn);
 	progress = comp_progress(qp, p->psn);
+	if (!off)
+		check_read_place(qp, w, true);
 	if (p->paylen && sge_copy(qp, w->sge, w->num_sge, off,
 				  (void *)p->payload, p->paylen, true)) {
 		wqe_fail(qp, w, IBV_WC_LOC_PROT_ERR);
@@ -537,6 +540,7 @@ static void comp_atomic_ack(struct emu_qp *qp, const struct pkt *p)
 		return;
 	}
 	orig = pkt_atmack_orig(p);
+	check_read_place(qp, w, true);
 	if (sge_copy(qp, w->sge, 1, 0, &orig, 8, true)) {
 		wqe_fail(qp, w, IBV_WC_LOC_PROT_ERR);
 		return;

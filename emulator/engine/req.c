@@ -16,6 +16,7 @@
 
 #include <string.h>
 
+#include "check_recv.h"
 #include "clock.h"
 #include "engine.h"
 #include "log.h"
@@ -628,6 +629,9 @@ static enum req_step req_start_wqe(struct emu_qp *qp, struct wqe *w,
 	w->status = req_check_wqe(qp, w, local, nl);
 	if (w->status != IBV_WC_SUCCESS)
 		return REQ_LOCAL_ERROR;
+	/* The requester may place a READ itself, now. */
+	if (place && rd_atomic)
+		check_read_place(qp, w, false);
 	if (place && place->rdma(qp, w, local, *nl))
 		return REQ_PLACED;
 	w->pulled = qp->type != IBV_QPT_UD && place && place->pull_ok(qp, w);

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "check_proto.h"
+#include "check_recv.h"
 #include "engine.h"
 #include "log.h"
 #include "route.h"
@@ -222,8 +223,10 @@ static void resp_fail(struct emu_qp *qp, const struct pkt *p, uint8_t nak,
 		emu_event(&qp->owner, event);
 }
 
-/* Take the next receive WQE of the QP or its SRQ into resp_wqe. */
-static bool resp_take_wqe(struct emu_qp *qp)
+/* Take the next receive WQE of the QP or its SRQ into resp_wqe; placed:
+ * the message's data goes into it (a SEND, a datagram; not a WRITE with
+ * immediate). */
+static bool resp_take_wqe(struct emu_qp *qp, bool placed)
 {
 	struct emu_rq *rq = qp_rq(qp);
 	struct wqe *w;
@@ -237,6 +240,8 @@ static bool resp_take_wqe(struct emu_qp *qp)
 	if (w) {
 		memcpy(qp->resp.wqe, w,
 		       sizeof(*w) + w->num_sge * sizeof(w->sge[0]));
+		if (placed)
+			check_recv_take(qp, rq, rq->ring.head);
 		rq->ring.head++;
 		check_queue_srq_taken(qp, true, wqe_ring_count(&rq->ring));
 		/* SRQ limit: armed, and fewer WQEs left than it (IBA
@@ -372,7 +377,7 @@ static void resp_send(struct emu_qp *qp, const struct pkt *p)
 		 * message dropped on the way (IBA 9.8.3: a dropped message
 		 * consumes no receive WQE), or one whose pulled data could
 		 * not be read from a sender that died. */
-		if (!qp->resp.has_wqe && !resp_take_wqe(qp)) {
+		if (!qp->resp.has_wqe && !resp_take_wqe(qp, true)) {
 			resp_rnr(qp, p);
 			return;
 		}
@@ -503,7 +508,7 @@ static void resp_write(struct emu_qp *qp, const struct pkt *p)
 		}
 		/* An immediate needs a receive WQE before anything lands. */
 		if ((mask & OPM_LAST) && (mask & OPM_IMMDT) &&
-		    !qp->resp.has_wqe && !resp_take_wqe(qp)) {
+		    !qp->resp.has_wqe && !resp_take_wqe(qp, false)) {
 			resp_rnr(qp, p);
 			return;
 		}
@@ -526,7 +531,7 @@ static void resp_write(struct emu_qp *qp, const struct pkt *p)
 		return;
 	}
 	if ((mask & OPM_LAST) && (mask & OPM_IMMDT) && !qp->resp.has_wqe &&
-	    !resp_take_wqe(qp)) {
+	    !resp_take_wqe(qp, false)) {
 		resp_rnr(qp, p);
 		return;
 	}
@@ -1139,7 +1144,7 @@ static void resp_ud(struct emu_qp *qp, const struct pkt *p)
 		check_proto_qkey(qp, p);
 		return;
 	}
-	if (!resp_take_wqe(qp))
+	if (!resp_take_wqe(qp, true))
 		return;
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = qp->resp.wqe->wr_id;

@@ -35,6 +35,7 @@
 struct engine;
 struct tp_peer;
 struct check_sq;
+struct check_ring;
 
 /*
  * The process's attachment to its node's HCA.
@@ -157,6 +158,9 @@ struct emu_rq {
 	struct emu_lock lock;
 	struct wqe_ring ring;
 	uint32_t max_sge;
+	/* the checking mode's record of the posts (check_recv.c), under
+	 * the ring's lock */
+	struct check_ring *check_rq;
 };
 
 struct emu_srq {
@@ -326,6 +330,8 @@ struct emu_qp {
 	struct wqe_ring sq;
 	/* the checking mode's record of the posts, beside sq (check_mem.c) */
 	struct check_sq *check_sq;
+	/* ...and of its READs' and atomics' buffers (check_recv.c) */
+	struct check_ring *check_rd;
 	struct emu_rq rq; /* unused when attached to an SRQ */
 	struct emu_cq *scq, *rcq; /* NULL where the QP type has none */
 	/* An XRC target QP (IBA A14) has no SRQ of its own: each

@@ -31,6 +31,7 @@
 
 #include "check_mem.h"
 #include "check_reg.h"
+#include "check_unmap.h"
 #include "engine.h"
 #include "hca.h"
 #include "log.h"
@@ -202,6 +203,7 @@ int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 	}
 	engine_mr_publish(hca->engine, mr);
 	check_reg(mr);
+	check_unmap_reg(mr);
 	*mr_p = mr;
 	*key_p = mr->key;
 	return 0;
@@ -210,6 +212,7 @@ int emu_mr_reg(struct emu_hca *hca, uint64_t pd_id, void *addr,
 int emu_mr_dereg(struct emu_mr *mr)
 {
 	check_mem_dereg(mr);
+	check_unmap_dereg(mr);
 	engine_mr_withdraw(mr->hca->engine, mr);
 	mr_key_free(mr->hca, mr);
 	engine_mr_release(mr->hca, &mr->win);
@@ -286,6 +289,8 @@ int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 	}
 	if (flags & IBV_REREG_MR_CHANGE_PD)
 		next->pd_id = pd_id;
+	if (moved)
+		check_unmap_dereg(mr);
 	engine_mr_withdraw(hca->engine, mr);
 	mr_table_swap(hca, mr->index, next);
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
@@ -298,5 +303,7 @@ int emu_mr_rereg(struct emu_mr *mr, int flags, uint64_t pd_id, void *addr,
 	free(next);
 	engine_mr_publish(hca->engine, mr);
 	check_reg(mr);
+	if (moved)
+		check_unmap_reg(mr);
 	return 0;
 }

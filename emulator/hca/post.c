@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "check_mem.h"
+#include "check_recv.h"
 #include "engine.h"
 #include "hca.h"
 #include "hca_trace.h"
@@ -182,6 +183,7 @@ static struct ibv_send_wr *post_send_chain(struct emu_qp *qp,
 		}
 		hca_trace_post_send(qp, wqe_ring_at(&qp->sq, tail));
 		check_mem_post(qp, tail);
+		check_read_post(qp, tail);
 		tail++;
 		/* One at a time unless the batch is posted whole. */
 		if (!whole)
@@ -244,6 +246,7 @@ int emu_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr)
 {
 	struct ibv_recv_wr *bad = NULL;
+	uint32_t from;
 	int ret;
 
 	/* A QP on an SRQ takes receives from the SRQ only (manual 3.6.4);
@@ -262,7 +265,9 @@ int emu_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr,
 			*bad_wr = wr;
 		return EINVAL;
 	}
+	from = qp->rq.ring.tail;
 	ret = rq_post_locked(&qp->rq, wr, &bad);
+	check_recv_post(qp->hca, &qp->rq, from, qp);
 	check_queue_recv(qp, NULL, ret);
 	hca_trace_post_recv(qp->qpn, 0, wr, ret ? bad : NULL);
 	if (ret && bad_wr)

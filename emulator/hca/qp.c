@@ -176,6 +176,7 @@ static void qp_free_queues(struct emu_qp *qp)
 	if (qp_has_own_rq(qp))
 		rq_fini(&qp->rq);
 	wqe_ring_fini(&qp->sq);
+	free(qp->check_rd);
 	free(qp->resp.wqe);
 	free(qp->resp.replies);
 	free(qp->resp.res);

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hca.h"
@@ -28,6 +29,8 @@ int rq_init(struct emu_rq *rq, uint32_t max_wr, uint32_t max_sge,
 void rq_fini(struct emu_rq *rq)
 {
 	wqe_ring_fini(&rq->ring);
+	free(rq->check_rq);
+	rq->check_rq = NULL;
 }
 
 /* Caller holds the ring's lock.  Returns 0, EINVAL or ENOMEM. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "check_recv.h"
 #include "hca.h"
 #include "hca_trace.h"
 #include "log.h"
@@ -133,10 +134,13 @@ int emu_srq_post_recv(struct emu_srq *srq, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad_wr)
 {
 	struct ibv_recv_wr *bad = NULL;
+	uint32_t from;
 	int ret;
 
 	emu_lock(&srq->rq.lock);
+	from = srq->rq.ring.tail;
 	ret = rq_post_locked(&srq->rq, wr, &bad);
+	check_recv_post(srq->hca, &srq->rq, from, NULL);
 	emu_unlock(&srq->rq.lock);
 	check_queue_recv(NULL, srq, ret);
 	hca_trace_post_recv(0, srq->owner.handle, wr, ret ? bad : NULL);

@@ -1,6 +1,6 @@
 #!/bin/bash
-# make install (into a DESTDIR): the ibemu command, the preload and audit
-# libraries, ibemu-conformance and the man pages land in the configured
+# make install (into a DESTDIR): the ibemu command, the preload, audit
+# and checking libraries, ibemu-conformance and the man pages land in the configured
 # directories; the installed ibemu runs programs with the installed
 # libraries, not the build tree's; make uninstall takes every file away.
 # debian/ibemu.install names the same files for the package, and
@@ -25,7 +25,8 @@ mk install DESTDIR="$dest" >"$dest.log" 2>&1 && pass "make install DESTDIR=..." 
 	{ cat "$dest.log"; fail "make install"; }
 rm -f "$dest.log"
 for f in "$bindir/ibemu" "$bindir/ibemu-conformance" "$libdir/libibemu.so" \
-	"$libdir/libibemu-audit.so" "$mandir/man1/ibemu.1" "$mandir/man7/ibemu.7" \
+	"$libdir/libibemu-audit.so" "$libdir/libibemu-check.so" \
+	"$mandir/man1/ibemu.1" "$mandir/man7/ibemu.7" \
 	"$pkgdatadir/conformance/ibemu.txt"; do
 	[ -f "$dest$f" ] && pass "installed $f" || fail "$f not installed"
 done
@@ -35,6 +36,10 @@ out=$("$cmd" run -- sh -c 'echo "$LD_PRELOAD $LD_AUDIT"' 2>&1)
 [ "$out" = "$dest$libdir/libibemu.so $dest$libdir/libibemu-audit.so" ] &&
 	pass "the installed ibemu preloads the installed libraries" ||
 	fail "the installed ibemu preloads: $out"
+out=$("$cmd" run --check -- sh -c 'echo "$LD_PRELOAD"' 2>&1)
+[ "$out" = "$dest$libdir/libibemu.so:$dest$libdir/libibemu-check.so" ] &&
+	pass "checking, the installed ibemu preloads the installed libibemu-check.so" ||
+	fail "the installed ibemu --check preloads: $out"
 out=$("$cmd" run -- ibv_devices 2>&1)
 echo "$out" | grep -q "ibemu0" && pass "installed: ibv_devices lists ibemu0" ||
 	fail "installed: ibv_devices: $out"
@@ -49,7 +54,7 @@ left=$(find "$dest" ! -type d)
 # again when the package is built).
 src=${IBEMU_SRCDIR:-$IBEMU_BUILDDIR}
 for f in bin/ibemu bin/ibemu-conformance 'lib/*/libibemu.so' \
-	'lib/*/libibemu-audit.so' share/man/man1/ibemu.1 share/man/man7/ibemu.7 \
+	'lib/*/libibemu-audit.so' 'lib/*/libibemu-check.so' share/man/man1/ibemu.1 share/man/man7/ibemu.7 \
 	share/ibemu/conformance/; do
 	grep -Fqx "usr/$f" "$src/debian/ibemu.install" && pass "debian/ibemu.install: usr/$f" ||
 		fail "debian/ibemu.install lacks usr/$f"

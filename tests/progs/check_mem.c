@@ -25,6 +25,12 @@
  *   destroy-cq-events  ibv_destroy_cq with a completion event taken by
  *                ibv_get_cq_event and never acknowledged
  *   leak         exits with its QPs and MRs never destroyed
+ *   recv-written the receive buffer written after ibv_post_recv, before
+ *                the peer's SEND lands in it
+ *   read-dest-written  an RDMA READ's destination written after
+ *                ibv_post_send, before the response lands in it
+ *   unmap-registered  munmap of memory still registered
+ *   free-registered   free of memory still registered
  * Exit: 0 done, 1 a verb failed unexpectedly, 2 usage, 77 no device.
  */
 #include <poll.h>
@@ -32,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <infiniband/verbs.h>
 
 #include "rc_pair.h"
@@ -51,6 +58,12 @@ int dereg_bound(void);
 int destroy_qp_busy(void);
 int dealloc_pd_busy(void);
 int destroy_cq_events(struct ibv_cq **cq);
+int post_recv_b(void);
+void recv_written(void);
+int post_read_a(void);
+void read_dest_written(void);
+int unmap_registered(void *p, size_t len);
+void free_registered(void *p);
 
 static int fail(const char *what)
 {
@@ -341,6 +354,134 @@ static int do_destroy_cq_events(int ok)
 	return ret ? fail("ibv_destroy_cq") : 0;
 }
 
+/* A receive on B, into B's buffer. */
+NOINLINE int post_recv_b(void)
+{
+	struct ibv_sge sge = {(uintptr_t)b.buf, MSG_LEN, b.mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = 0xb0, .sg_list = &sge,
+				 .num_sge = 1}, *bad;
+
+	return ibv_post_recv(b.qp, &wr, &bad) ? fail("ibv_post_recv") : 0;
+}
+
+NOINLINE void recv_written(void)
+{
+	memset(b.buf, 0x5a, MSG_LEN);
+}
+
+/* The receive buffer written while the receive is posted; the peer's
+ * SEND comes after, so the write is before the placement. */
+static int do_recv_written(int ok)
+{
+	struct ibv_sge sge = {(uintptr_t)a.buf, MSG_LEN, a.mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 0xa0, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED}, *bad;
+
+	if (ok)
+		recv_written(); /* before the post: allowed */
+	if (post_recv_b())
+		return 1;
+	if (!ok)
+		recv_written();
+	if (ibv_post_send(a.qp, &wr, &bad))
+		return fail("ibv_post_send");
+	return poll_one(a.cq) || poll_one(b.cq) ? fail("send") : 0;
+}
+
+/* A READ of B's buffer into A's. */
+NOINLINE int post_read_a(void)
+{
+	struct ibv_sge sge = {(uintptr_t)a.buf, MSG_LEN, a.mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 0xa2, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_READ,
+				 .send_flags = IBV_SEND_SIGNALED}, *bad;
+
+	wr.wr.rdma.remote_addr = (uintptr_t)b.buf;
+	wr.wr.rdma.rkey = b.mr->rkey;
+	return ibv_post_send(a.qp, &wr, &bad) ? fail("ibv_post_send") : 0;
+}
+
+NOINLINE void read_dest_written(void)
+{
+	memset(a.buf, 0x5a, MSG_LEN);
+}
+
+/* The READ held in SQD (see the top), its destination written meanwhile. */
+static int do_read_dest_written(int ok)
+{
+	if (ok) {
+		if (post_read_a() || poll_one(a.cq))
+			return fail("read");
+		read_dest_written(); /* after the completion: allowed */
+		return 0;
+	}
+	if (set_state(a.qp, IBV_QPS_SQD))
+		return fail("ibv_modify_qp SQD");
+	if (post_read_a())
+		return 1;
+	read_dest_written();
+	if (set_state(a.qp, IBV_QPS_RTS))
+		return fail("ibv_modify_qp RTS");
+	return poll_one(a.cq) ? fail("read") : 0;
+}
+
+/* Not a tail call: the stack names this function. */
+NOINLINE int unmap_registered(void *p, size_t len)
+{
+	int ret = munmap(p, len);
+
+	__asm__ volatile("");
+	return ret;
+}
+
+/* A mapping of its own, registered, unmapped before (misuse) or after
+ * its deregistration. */
+static int do_unmap_registered(int ok)
+{
+	size_t len = 4096;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
+
+	if (p == MAP_FAILED)
+		return fail("mmap");
+	mr = ibv_reg_mr(a.pd, p, len, IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		return fail("ibv_reg_mr");
+	if (!ok && unmap_registered(p, len))
+		return fail("munmap");
+	if (ibv_dereg_mr(mr))
+		return fail("ibv_dereg_mr");
+	return ok && unmap_registered(p, len) ? fail("munmap") : 0;
+}
+
+NOINLINE void free_registered(void *p)
+{
+	free(p);
+	__asm__ volatile("");
+}
+
+/* The same with memory from malloc, freed. */
+static int do_free_registered(int ok)
+{
+	struct ibv_mr *mr;
+	void *p;
+
+	if (posix_memalign(&p, 4096, 8192))
+		return fail("posix_memalign");
+	mr = ibv_reg_mr(a.pd, p, 8192, IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		return fail("ibv_reg_mr");
+	if (!ok)
+		free_registered(p);
+	if (ibv_dereg_mr(mr))
+		return fail("ibv_dereg_mr");
+	if (ok)
+		free_registered(p);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -355,6 +496,10 @@ int main(int argc, char **argv)
 		{"destroy-qp-busy", do_destroy_qp_busy},
 		{"dealloc-pd-busy", do_dealloc_pd_busy},
 		{"destroy-cq-events", do_destroy_cq_events},
+		{"recv-written", do_recv_written},
+		{"read-dest-written", do_read_dest_written},
+		{"unmap-registered", do_unmap_registered},
+		{"free-registered", do_free_registered},
 		{"leak", NULL},
 	};
 	struct rc_pair_attr attr = {
@@ -364,6 +509,7 @@ int main(int argc, char **argv)
 		.cq_depth = 16,
 		.max_send_wr = 8,
 		.max_recv_wr = 8,
+		.qp_access = IBV_ACCESS_REMOTE_READ,
 		.path_mtu = IBV_MTU_1024,
 		.timeout = 14,
 		.retry_cnt = 7,
