@@ -79,14 +79,18 @@ static struct check_ring *check_ring_new(uint32_t slots, uint32_t nsge)
 }
 
 /* Where an SGE's bytes are here, or NULL: no region of ours holds them
- * (the WQE fails on its own), or one paged on demand, whose pages a sum
- * would fault in. */
+ * (the WQE fails on its own), one paged on demand, whose pages a sum
+ * would fault in, or one the peers may write (remote write or atomic
+ * access): their RDMA WRITEs land without this process seeing them, so a
+ * change is not the program's for sure. */
 static const uint8_t *check_dest_bytes(struct emu_hca *hca,
 				       const struct ibv_sge *sge)
 {
 	struct emu_mr *mr = mr_lookup(hca, sge->lkey);
 
-	if (!mr || !sge->length || (mr->access & IBV_ACCESS_ON_DEMAND))
+	if (!mr || !sge->length ||
+	    (mr->access & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_ATOMIC)))
 		return NULL;
 	return sge_mr_addr(mr, sge->addr, sge->length, false);
 }

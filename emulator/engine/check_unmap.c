@@ -2,9 +2,13 @@
 /*
  * The checking mode's record of the regions registered, and the question
  * libibemu-check.so asks at each munmap and free (check_unmap.h): memory
- * unmapped or freed while a region is registered on it, which a real HCA
- * goes on reading and writing (ibv_reg_mr(3): the pages stay pinned to
- * the region, not to the program's mapping).
+ * unmapped or freed while a work request that a region registered on it
+ * names is in flight, which a real HCA goes on reading and writing
+ * (ibv_reg_mr(3): the pages stay pinned to the region, not to the
+ * program's mapping).  A region alone over freed memory is not reported:
+ * registration caches (UCX's rcache, Open MPI's) keep regions over memory
+ * the program freed and deregister them when their memory hooks say so,
+ * and the pinned pages make that safe while no work uses them.
  *
  * The record is a table of (start, length, region), open addressing on
  * the start, read without a lock: free asks only whether its pointer is
@@ -173,11 +177,12 @@ static void unmap_report(struct table_slot *t, const void *addr,
 	else
 		snprintf(call, sizeof(call), "munmap(%p, %zu)", addr, len);
 	unmap_in_flight(mr->hca->engine, mr->key, busy, sizeof(busy));
-	check_report(CHECK_UNMAP_REGISTERED, mr->key, NULL,
-		     "%s of memory still registered as MR lkey %#x (addr %p, "
-		     "length %llu)%s",
-		     call, mr->key, (void *)mr->addr,
-		     (unsigned long long)mr->length, busy);
+	if (busy[0])
+		check_report(CHECK_UNMAP_REGISTERED, mr->key, NULL,
+			     "%s of memory still registered as MR lkey %#x "
+			     "(addr %p, length %llu)%s",
+			     call, mr->key, (void *)mr->addr,
+			     (unsigned long long)mr->length, busy);
 	pthread_mutex_unlock(&table_lock);
 }
 

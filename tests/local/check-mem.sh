@@ -45,8 +45,8 @@ dealloc-pd-busy destroy-busy ibv_dealloc_pd.*2.MRs dealloc_pd_busy -
 destroy-cq-events destroy-cq-events CQ.*destroyed.with.1.of.its.1.completion.events.not.acknowledged destroy_cq_events -
 recv-written recv-buffer-written wr_id.0xb0:.SGE.0.*of.a.receive main post_recv_b
 read-dest-written recv-buffer-written wr_id.0xa2:.SGE.0.*RDMA.READ main post_read_a
-unmap-registered unmap-registered munmap(.*still.registered.as.MR unmap_registered -
-free-registered unmap-registered free(.*still.registered.as.MR free_registered -
+unmap-registered unmap-registered munmap(.*still.registered.as.MR.*wr_id.0xb1.on.QP unmap_registered -
+free-registered unmap-registered free(.*still.registered.as.MR.*wr_id.0xb1.on.QP free_registered -
 LIST
 
 # Found on the device's own thread while the program slept: reported at

@@ -29,8 +29,9 @@
  *                the peer's SEND lands in it
  *   read-dest-written  an RDMA READ's destination written after
  *                ibv_post_send, before the response lands in it
- *   unmap-registered  munmap of memory still registered
- *   free-registered   free of memory still registered
+ *   unmap-registered  munmap of registered memory with a receive in it
+ *                (-ok: registered, nothing in flight, as caches keep it)
+ *   free-registered   the same with free
  * Exit: 0 done, 1 a verb failed unexpectedly, 2 usage, 77 no device.
  */
 #include <poll.h>
@@ -435,8 +436,27 @@ NOINLINE int unmap_registered(void *p, size_t len)
 	return ret;
 }
 
-/* A mapping of its own, registered, unmapped before (misuse) or after
- * its deregistration. */
+/* A receive on B into [p, p + len) of mr, in flight until B's QP goes to
+ * ERR and its flush is polled (flush_b). */
+static int recv_into(struct ibv_mr *mr, void *p, size_t len)
+{
+	struct ibv_sge sge = {(uintptr_t)p, (uint32_t)len, mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = 0xb1, .sg_list = &sge, .num_sge = 1},
+			   *bad;
+
+	return ibv_post_recv(b.qp, &wr, &bad) ? fail("ibv_post_recv") : 0;
+}
+
+static int flush_b(void)
+{
+	if (set_state(b.qp, IBV_QPS_ERR))
+		return fail("ibv_modify_qp ERR");
+	return poll_one(b.cq) == IBV_WC_WR_FLUSH_ERR ? 0 : fail("the flush");
+}
+
+/* A mapping of its own, registered, with a receive of B in it (misuse)
+ * or not (-ok: a region over unmapped memory with no work on it, as
+ * registration caches keep them), unmapped before its deregistration. */
 static int do_unmap_registered(int ok)
 {
 	size_t len = 4096;
@@ -446,14 +466,16 @@ static int do_unmap_registered(int ok)
 
 	if (p == MAP_FAILED)
 		return fail("mmap");
-	mr = ibv_reg_mr(a.pd, p, len, IBV_ACCESS_LOCAL_WRITE);
+	mr = ibv_reg_mr(b.pd, p, len, IBV_ACCESS_LOCAL_WRITE);
 	if (!mr)
 		return fail("ibv_reg_mr");
-	if (!ok && unmap_registered(p, len))
+	if (!ok && recv_into(mr, p, len))
+		return 1;
+	if (unmap_registered(p, len))
 		return fail("munmap");
-	if (ibv_dereg_mr(mr))
-		return fail("ibv_dereg_mr");
-	return ok && unmap_registered(p, len) ? fail("munmap") : 0;
+	if (!ok && flush_b())
+		return 1;
+	return ibv_dereg_mr(mr) ? fail("ibv_dereg_mr") : 0;
 }
 
 NOINLINE void free_registered(void *p)
@@ -470,16 +492,15 @@ static int do_free_registered(int ok)
 
 	if (posix_memalign(&p, 4096, 8192))
 		return fail("posix_memalign");
-	mr = ibv_reg_mr(a.pd, p, 8192, IBV_ACCESS_LOCAL_WRITE);
+	mr = ibv_reg_mr(b.pd, p, 8192, IBV_ACCESS_LOCAL_WRITE);
 	if (!mr)
 		return fail("ibv_reg_mr");
-	if (!ok)
-		free_registered(p);
-	if (ibv_dereg_mr(mr))
-		return fail("ibv_dereg_mr");
-	if (ok)
-		free_registered(p);
-	return 0;
+	if (!ok && recv_into(mr, p, 8192))
+		return 1;
+	free_registered(p);
+	if (!ok && flush_b())
+		return 1;
+	return ibv_dereg_mr(mr) ? fail("ibv_dereg_mr") : 0;
 }
 
 int main(int argc, char **argv)
