@@ -45,6 +45,7 @@ void ibemu_async_event(struct ibv_context *context,
 	(void)context;
 	if (!check_on())
 		return;
+	check_flush(); /* what the HCA found before it raised this */
 	switch (event->event_type) {
 	case IBV_EVENT_CQ_ERR:
 		count = &to_ecq(event->element.cq)->check_async;
@@ -73,6 +74,7 @@ void ibemu_async_event(struct ibv_context *context,
 void check_life_async_destroy_slow(const char *what, uint64_t id,
 				   unsigned int got, unsigned int acked)
 {
+	check_flush();
 	if (got > acked)
 		check_report(CHECK_DESTROY_ASYNC_EVENTS, id, NULL,
 			     "%s %#llx destroyed with %u of its %u asynchronous "

@@ -33,9 +33,11 @@ static inline void check_life_async_destroy(const char *what, uint64_t id,
 /* ibv_get_cq_event returned an event of cq to the program. */
 static inline void check_life_cq_event(struct ibemu_cq *cq)
 {
-	if (check_on())
+	if (check_on()) {
+		check_flush();
 		atomic_fetch_add_explicit(&cq->check_events, 1,
 					  memory_order_relaxed);
+	}
 }
 
 /* ibv_destroy_cq, before the CQ goes. */
