@@ -176,6 +176,29 @@ allow ib_send_bw destroy-busy '^ibv_close_device of context 0x[0-9a-f]+ with 0 P
 	"perftest's destroy_ctx skips the SEND client's recv_cq (BW, not duplex, no events) that create_cqs made, then ibv_close_device"
 allow ib_send_bw leak '^1 CQs not destroyed$' \
 	"the same recv_cq of the ib_send_bw client, never destroyed (perftest_resources.c destroy_ctx)"
+# ibv_rc_pingpong and ibv_uc_pingpong -c (rdma-core
+# libibverbs/examples/rc_pingpong.c, uc_pingpong.c, main): the client
+# posts its rx_depth receives into ctx->buf (pp_post_recv at start) and
+# then, for -c, writes the pattern it sends into the same ctx->buf
+# ("ctx->buf[i] = i / page_size % sizeof(char)") before its first send.
+allow ibv_rc_pingpong recv-buffer-written '^QP 0x[0-9a-f]+ wr_id 0x1: SGE 0 .* of a receive changed between ibv_post_recv and the placement' \
+	"rc_pingpong.c's client writes its -c pattern into ctx->buf, where its rx_depth receives (PINGPONG_RECV_WRID 1) are already posted"
+allow ibv_uc_pingpong recv-buffer-written '^QP 0x[0-9a-f]+ wr_id 0x1: SGE 0 .* of a receive changed between ibv_post_recv and the placement' \
+	"uc_pingpong.c's client writes its -c pattern into ctx->buf, where its receives (PINGPONG_RECV_WRID 1) are already posted"
+allow ibv_ud_pingpong recv-buffer-written '^QP 0x[0-9a-f]+ wr_id 0x1: SGE 0 .* of a receive changed between ibv_post_recv and the placement' \
+	"ud_pingpong.c's client writes its -c pattern into ctx->buf + 40, where its receives (PINGPONG_RECV_WRID 1) are already posted"
+# rdma-core's tests/utils.py traffic(): each round posts the server's
+# receive into server.mr (post_recv) and then get_send_elements writes
+# the reply into the same MR (mem_write) before sending it; the client
+# likewise.
+allow pyverbs recv-buffer-written '^QP 0x[0-9a-f]+ wr_id 0: SGE 0 .* of a receive changed between ibv_post_recv and the placement' \
+	"tests/utils.py traffic() writes each reply (get_send_elements, mem_write) into the MR its receive was just posted in"
+# UCX's rc_verbs iface cleanup (the stack: ucp_worker_destroy,
+# ucs_mpool_cleanup, uct_iface_mp_chunk_release, uct_mem_free) frees its
+# receive descriptors' chunk while its QP still has receives posted in
+# it; the region is still registered, kept by UCX's registration cache.
+allow ucx_perftest unmap-registered '^free\(0x[0-9a-f]+\) of memory still registered as MR lkey 0x[0-9a-f]+ .*, and wr_id 0x[0-9a-f]+ on QP 0x[0-9a-f]+ uses it$' \
+	"UCX's iface cleanup frees its receive pool's chunk (uct_iface_mp_chunk_release) before its QP and the receives posted in it are destroyed"
 # rdma-core's test_cq_events (tests/test_cq_events.py): test_cq_events_rc
 # and _ud keep their players in local variables and never close them;
 # Python frees each player's attributes when the test returns, the MR
@@ -184,6 +207,8 @@ allow ib_send_bw leak '^1 CQs not destroyed$' \
 # after each message.
 allow pyverbs dereg-in-flight 'deregistered while wr_id 0 on the receive queue of QP' \
 	"test_cq_events's players are freed by Python, their MR before the QPs that still hold posted receives"
+allow pyverbs unmap-registered '^free\(0x[0-9a-f]+\) of memory still registered as MR lkey 0x[0-9a-f]+ .*, and wr_id 0 on QP 0x[0-9a-f]+ uses it$' \
+	"the same players: Python frees the MR's buffer before the QPs whose receives utils.traffic reposted in it"
 
 # --- ibverbs-utils ---
 checked 1 "ibv_devinfo" ibv_devinfo
