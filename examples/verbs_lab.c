@@ -3,11 +3,14 @@
  * The tutorial's laboratory (doc/tutorial/): two RC QPs of one process,
  * connected to each other, made to meet one rule of the transport each.
  *
- *   verbs_lab rnr [-t MIN_RNR_TIMER] [-w DELAY_MS] [-r RNR_RETRY]
+ *   verbs_lab rnr [-t MIN_RNR_TIMER] [-w DELAY_MS] [-r RNR_RETRY] [-u]
  *	A SEND is posted before the responder has a receive: the responder
  *	answers RNR NAKs (IBA 9.7.5.2.8) until the receive is posted DELAY_MS
  *	later; the requester waits the responder's MIN_RNR_TIMER (IBA table
  *	45) between tries and gives up after RNR_RETRY of them (7: never).
+ *	With -u the requester writes a new message into the SEND's buffer
+ *	while it waits, before its completion (ibv_post_send(3) forbids it):
+ *	what arrives is either message, as the HCA happened to read it.
  *
  *   verbs_lab access [-m rkey|noperm]
  *	An RDMA WRITE with a wrong R_Key (rkey), or to a region registered
@@ -189,7 +192,7 @@ static int lab_open(struct rc_side *a, struct rc_side *b, int b_access,
 	return 0;
 }
 
-static int lab_rnr(int timer, int delay_ms, int rnr_retry)
+static int lab_rnr(int timer, int delay_ms, int rnr_retry, int reuse)
 {
 	struct rc_side a = { 0 }, b = { 0 };
 	struct ibv_qp_attr qa = { .min_rnr_timer = (uint8_t)timer };
@@ -210,6 +213,10 @@ static int lab_rnr(int timer, int delay_ms, int rnr_retry)
 	if (post_send(&a, 1, IBV_WR_SEND, 0, 0))
 		goto out;
 	printf("requester: SEND of %d bytes posted\n", LAB_MSG);
+	if (reuse) {
+		strcpy(a.buf, "the buffer written again before its completion");
+		printf("requester: buffer of the SEND written again\n");
+	}
 	lab_idle(&b, delay_ms);
 	if (post_recv(&b, 2))
 		goto out;
@@ -217,6 +224,9 @@ static int lab_rnr(int timer, int delay_ms, int rnr_retry)
 	st = show_wc("requester", &a);
 	if (st == IBV_WC_SUCCESS)
 		st = show_wc("responder", &b);
+	if (reuse && st == IBV_WC_SUCCESS)
+		printf("responder: received \"%.*s\"\n", LAB_MSG - 1,
+		       (char *)b.buf);
 	ret = st < 0 ? -1 : 0;
 out:
 	rc_pair_close(&b);
@@ -263,21 +273,24 @@ out:
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: verbs_lab rnr [-t MIN_RNR_TIMER] [-w DELAY_MS] [-r RNR_RETRY]\n"
+		"usage: verbs_lab rnr [-t MIN_RNR_TIMER] [-w DELAY_MS] [-r RNR_RETRY] [-u]\n"
 		"       verbs_lab access [-m rkey|noperm]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	int timer = 14, delay_ms = 20, rnr_retry = 7, c;
+	int timer = 14, delay_ms = 20, rnr_retry = 7, reuse = 0, c;
 	const char *mode = "rkey";
 
 	if (argc < 2)
 		usage();
 	optind = 2;
-	while ((c = getopt(argc, argv, "t:w:r:m:")) != -1) {
+	while ((c = getopt(argc, argv, "t:w:r:m:u")) != -1) {
 		switch (c) {
+		case 'u':
+			reuse = 1;
+			break;
 		case 't':
 			timer = atoi(optarg);
 			break;
@@ -299,7 +312,7 @@ int main(int argc, char **argv)
 		usage();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(argv[1], "rnr"))
-		return lab_rnr(timer, delay_ms, rnr_retry) ? 1 : 0;
+		return lab_rnr(timer, delay_ms, rnr_retry, reuse) ? 1 : 0;
 	if (!strcmp(argv[1], "access"))
 		return lab_access(mode) ? 1 : 0;
 	usage();
