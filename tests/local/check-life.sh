@@ -5,36 +5,15 @@
 # object, the rule and the offending function; its correct twin is
 # reported clean, and a clean RDMA CM program is reported clean.
 . "$(dirname "$0")/../lib/lib.sh"
-prog=$IBEMU_BUILDDIR/tests/progs/check_life
+. "$(dirname "$0")/../lib/check-lib.sh"
 out=$(mktemp)
 trap 'rm -f "$out"; ibemu_cleanup' EXIT
-
-# misuse  kind  message pattern  rule pattern  function at
-while read -r cmd kind msg rule at; do
-	timeout 60 "$IBEMU" run --check -- "$prog" "$cmd" >"$out" 2>&1
-	rc=$?
-	[ "$rc" = 77 ] && { echo "SKIP: no device"; exit 77; }
-	kinds=$(grep -o 'ibemu check: [a-z-]*:' "$out" | grep -v summary | sort -u | tr '\n' ' ')
-	if [ "$rc" = 0 ] && [ "$kinds" = "ibemu check: $kind: " ] &&
-		grep -q "ibemu check: $kind: $msg" "$out" &&
-		grep -q "rule: .*$rule" "$out" &&
-		sed -n '/  at:/,$p' "$out" | grep -q " in $at+"; then
-		pass "$cmd: $kind, naming $at"
-	else
-		fail "$cmd: rc $rc, kinds '$kinds'"; cat "$out"
-	fi
-	timeout 60 "$IBEMU" run --check -- "$prog" "$cmd-ok" >"$out" 2>&1
-	if [ $? = 0 ] && grep -q "ibemu check: no misuse found" "$out"; then
-		pass "$cmd-ok: clean"
-	else
-		fail "$cmd-ok: not clean"; cat "$out"
-	fi
-done <<'LIST'
+check_cases "$IBEMU_BUILDDIR/tests/progs/check_life" <<'CASES'
 reg-conflict reg-conflict MR.lkey.0x[0-9a-f]*.*access.0x2).registers.bytes.of.MR.lkey.*access.0) IBA.10.6.3.1 reg_twice
 async-unacked destroy-async-events QP.0x[0-9a-f]*.destroyed.with.1.of.its.1.asynchronous ibv_ack_async_event destroy_qp_unacked
 srq-busy destroy-busy ibv_destroy_srq.with.1.QPs ibv_destroy_srq destroy_srq_busy
 cq-rearm cq-not-armed CQ.0x[0-9a-f]*.has.completions.waiting.and.was.not.re-armed ibv_get_cq_event(3) wait_event_unarmed
-LIST
+CASES
 
 # The RDMA CM's own device context and PD (provider/rdmacm/rdmacm_qp.c's
 # face_init, kept for the process's life as librdmacm keeps its devices)

@@ -5,36 +5,10 @@
 # and (for checks at post) a stack naming the offending function; each
 # correct twin is reported clean.
 . "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/check-lib.sh"
 P=$IBEMU_BUILDDIR/tests/progs/check_proto
-out=$(mktemp)
-trap 'rm -f "$out"; ibemu_cleanup' EXIT
 
-# case  kind[,kind it may lead to...]  object-pattern  rule-pattern
-# function ('-': none at post)
-while read -r c kinds_ok obj rule fn; do
-	kind=${kinds_ok%%,*}
-	timeout 60 "$IBEMU" run --check -- "$P" "$c" >"$out" 2>&1
-	rc=$?
-	[ $rc = 77 ] && exit 77
-	# no kind but those listed: not reported for a wrong reason
-	other=$(grep -o 'ibemu check: [a-z-]*:' "$out" | grep -v summary |
-		sed 's/ibemu check: \(.*\):/\1/' |
-		grep -vxF "$(echo "$kinds_ok" | tr ',' '\n')")
-	if [ $rc = 0 ] && [ -z "$other" ] &&
-	   grep -q "ibemu check: $kind: $obj" "$out" &&
-	   grep -q "rule: .*$rule" "$out" &&
-	   { [ "$fn" = - ] || grep -q "#[0-9]* .* in $fn+" "$out"; }; then
-		pass "check-proto $c: $kind"
-	else
-		fail "check-proto $c: $kind"; cat "$out"
-	fi
-	timeout 60 "$IBEMU" run --check -- "$P" "$c-ok" >"$out" 2>&1
-	if [ $? = 0 ] && grep -q "ibemu check: no misuse found" "$out"; then
-		pass "check-proto $c-ok: clean"
-	else
-		fail "check-proto $c-ok: clean"; cat "$out"
-	fi
-done <<'CASES'
+check_cases "$P" <<'CASES'
 sq-overflow sq-overflow QP.0x[0-9a-f]*:.*max_send_wr.4 ibv_post_send(3) post_write_chain
 rq-overflow rq-overflow QP.0x[0-9a-f]*:.*max_recv_wr.4 ibv_post_recv(3) post_recv_chain
 unsignaled unsignaled-full,destroy-qp-busy QP.0x[0-9a-f]*:.4.unsignaled IBV_SEND_SIGNALED post_unsignaled

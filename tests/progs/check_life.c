@@ -74,15 +74,22 @@ static struct ibv_srq *make_srq(void)
 	return ibv_create_srq(pd, &sa);
 }
 
-static struct ibv_qp *make_qp(struct ibv_srq *srq)
+/* An SRQ and an RC QP on it: 0, or -1 with nothing left made. */
+static int make_srq_qp(struct ibv_srq **srq_p, struct ibv_qp **qp_p)
 {
 	struct ibv_qp_init_attr ia = {
-		.send_cq = cq, .recv_cq = cq, .srq = srq,
+		.send_cq = cq, .recv_cq = cq,
 		.qp_type = IBV_QPT_RC,
 		.cap = {.max_send_wr = 4, .max_send_sge = 1},
 	};
 
-	return ibv_create_qp(pd, &ia);
+	ia.srq = *srq_p = make_srq();
+	*qp_p = ia.srq ? ibv_create_qp(pd, &ia) : NULL;
+	if (*qp_p)
+		return 0;
+	if (*srq_p)
+		ibv_destroy_srq(*srq_p);
+	return fail("ibv_create_srq/qp");
 }
 
 /* The QP's next async event, within five seconds: 0, or -1. */
@@ -106,15 +113,12 @@ NOINLINE int destroy_qp_unacked(int ok)
 {
 	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
 	struct ibv_async_event ev;
-	struct ibv_srq *srq = make_srq();
-	struct ibv_qp *qp = srq ? make_qp(srq) : NULL;
+	struct ibv_srq *srq;
+	struct ibv_qp *qp;
 	int ret = 0;
 
-	if (!qp) {
-		if (srq)
-			ibv_destroy_srq(srq);
-		return fail("ibv_create_srq/qp");
-	}
+	if (make_srq_qp(&srq, &qp))
+		return 1;
 	/* IBA 10.3.1: an SRQ-attached QP in ERR raises LAST_WQE_REACHED. */
 	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE) || take_event(qp, &ev))
 		ret = fail("the LAST_WQE_REACHED event");
@@ -127,15 +131,12 @@ NOINLINE int destroy_qp_unacked(int ok)
 
 NOINLINE int destroy_srq_busy(int ok)
 {
-	struct ibv_srq *srq = make_srq();
-	struct ibv_qp *qp = srq ? make_qp(srq) : NULL;
+	struct ibv_srq *srq;
+	struct ibv_qp *qp;
 	int ret = 0;
 
-	if (!qp) {
-		if (srq)
-			ibv_destroy_srq(srq);
-		return fail("ibv_create_srq/qp");
-	}
+	if (make_srq_qp(&srq, &qp))
+		return 1;
 	if (!ok && ibv_destroy_srq(srq) != EBUSY)
 		ret = fail("ibv_destroy_srq of a busy SRQ: not EBUSY");
 	if (ibv_destroy_qp(qp) || ibv_destroy_srq(srq))
@@ -298,33 +299,24 @@ NOINLINE int wait_event_unarmed(int ok)
 
 int main(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int (*run)(int ok);
-	} cmds[] = {
+	static const struct misuse_cmd cmds[] = {
 		{"reg-conflict", reg_twice},
 		{"async-unacked", destroy_qp_unacked},
 		{"srq-busy", destroy_srq_busy},
 		{"cq-rearm", wait_event_unarmed},
 	};
-	const char *cmd = argc == 2 ? argv[1] : "";
+	const struct misuse_cmd *c;
 	struct ibv_port_attr pa;
-	size_t n = strlen(cmd), i;
-	int ok = n > 3 && !strcmp(cmd + n - 3, "-ok"), ret;
+	int ok, ret;
 
-	if (ok)
-		n -= 3;
-	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (strlen(cmds[i].name) == n && !strncmp(cmds[i].name, cmd, n))
-			break;
-	if (i == sizeof(cmds) / sizeof(cmds[0])) {
-		fprintf(stderr, "usage: check_life SUBCOMMAND[-ok]\n");
+	c = misuse_cmd_find("check_life", argc, argv, cmds,
+			    sizeof(cmds) / sizeof(cmds[0]), &ok);
+	if (!c)
 		return 2;
-	}
 	ret = verbs_open(&list, &ctx, &pd, &cq, 16, &pa);
 	if (ret == 1)
 		return 77;
-	ret = ret ? fail("setup") : cmds[i].run(ok);
+	ret = ret ? fail("setup") : c->run(ok);
 	verbs_release(NULL, NULL, cq, pd, ctx, list);
 	return ret;
 }

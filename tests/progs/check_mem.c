@@ -505,10 +505,7 @@ static int do_free_registered(int ok)
 
 int main(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int (*run)(int ok);
-	} cmds[] = {
+	static const struct misuse_cmd cmds[] = {
 		{"send-reuse", do_send_reuse},
 		{"send-reuse-idle", do_send_reuse_idle},
 		{"send-reuse-again", do_send_reuse_again},
@@ -536,19 +533,13 @@ int main(int argc, char **argv)
 		.retry_cnt = 7,
 		.rnr_retry = 7,
 	};
-	const char *cmd = argc == 2 ? argv[1] : "";
-	size_t n = strlen(cmd), i;
-	int ok = n > 3 && !strcmp(cmd + n - 3, "-ok"), ret;
+	const struct misuse_cmd *c;
+	int ok, ret;
 
-	if (ok)
-		n -= 3;
-	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (strlen(cmds[i].name) == n && !strncmp(cmds[i].name, cmd, n))
-			break;
-	if (i == sizeof(cmds) / sizeof(cmds[0])) {
-		fprintf(stderr, "usage: check_mem SUBCOMMAND[-ok]\n");
+	c = misuse_cmd_find("check_mem", argc, argv, cmds,
+			    sizeof(cmds) / sizeof(cmds[0]), &ok);
+	if (!c)
 		return 2;
-	}
 	ret = rc_pair_open(&a, &attr);
 	if (!ret)
 		ret = rc_pair_open(&b, &attr);
@@ -556,9 +547,9 @@ int main(int argc, char **argv)
 		return 77;
 	if (ret || rc_pair_connect(&a, &b.me) || rc_pair_connect(&b, &a.me))
 		return fail("setup");
-	if (!cmds[i].run)
+	if (!c->run)
 		return ok ? (rc_pair_close(&a), rc_pair_close(&b), 0) : 0;
-	ret = cmds[i].run(ok);
+	ret = c->run(ok);
 	rc_pair_close(&a);
 	rc_pair_close(&b);
 	return ret;

@@ -204,3 +204,22 @@ int rc_pair_join(struct rc_side *s, const struct rc_pair_attr *attr, int fd)
 		return -1;
 	return 0;
 }
+
+const struct misuse_cmd *misuse_cmd_find(const char *prog, int argc,
+					 char **argv,
+					 const struct misuse_cmd *table,
+					 size_t n, int *ok_p)
+{
+	const char *cmd = argc == 2 ? argv[1] : "";
+	size_t len = strlen(cmd), i;
+
+	*ok_p = len > 3 && !strcmp(cmd + len - 3, "-ok");
+	if (*ok_p)
+		len -= 3;
+	for (i = 0; i < n; i++)
+		if (strlen(table[i].name) == len &&
+		    !strncmp(table[i].name, cmd, len))
+			return &table[i];
+	fprintf(stderr, "usage: %s SUBCOMMAND[-ok]\n", prog);
+	return NULL;
+}

@@ -90,4 +90,17 @@ int rc_pair_connect(struct rc_side *s, const struct rc_conn *to);
  * the socket fd, then rc_pair_connect() to it.  0, 1: no device, -1. */
 int rc_pair_join(struct rc_side *s, const struct rc_pair_attr *attr, int fd);
 
+/* The misuse programs' subcommands (check_mem, check_life): the command
+ * line's one argument, NAME or NAME-ok, found in table (n entries of
+ * struct misuse_cmd).  Its entry, *ok_p whether it ended in -ok; NULL
+ * (after a usage line naming prog on stderr) if it is none of them. */
+struct misuse_cmd {
+	const char *name;
+	int (*run)(int ok);
+};
+const struct misuse_cmd *misuse_cmd_find(const char *prog, int argc,
+					 char **argv,
+					 const struct misuse_cmd *table,
+					 size_t n, int *ok_p);
+
 #endif
