@@ -18,10 +18,12 @@
  * A region the table has no room for is not checked.
  *
  * Lock rule: table_lock serialises the writers (registration,
- * deregistration) and a report, which holds it while it reads the
- * region; readers load the slots' atomics without it.  A report looks
- * for work in flight with try-locks only: free may be called with any
- * lock of the provider held.
+ * deregistration) and a report's reading of the region, released before
+ * the report is made; readers load the slots' atomics without it.  A
+ * report looks for work in flight with try-locks only (hca.lock, then
+ * engine.lock, then each qp.lock): free may be called with any lock of
+ * the provider held.  A thread inside the hook is not asked about its
+ * own frees.
  */
 #include "config.h"
 
@@ -29,6 +31,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "check_mem.h"
 #include "check_unmap.h"
@@ -53,8 +56,23 @@ static unsigned int table_hash(uintptr_t start)
 			      54) & (TABLE_SLOTS - 1);
 }
 
+/* A child of fork holds none of the parent's regions (ibv_fork_init(3)),
+ * and the lock may have been held by a thread it does not have. */
+static void table_child(void)
+{
+	pthread_mutex_init(&table_lock, NULL);
+	memset(table, 0, sizeof(table));
+	atomic_store(&nregions, 0);
+}
+
+static void table_atfork(void)
+{
+	pthread_atfork(NULL, NULL, table_child);
+}
+
 void check_unmap_reg_slow(const struct emu_mr *mr)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	uintptr_t start = (uintptr_t)mr->addr, s;
 	unsigned int i, h = table_hash(start);
 	struct table_slot *t;
@@ -62,6 +80,7 @@ void check_unmap_reg_slow(const struct emu_mr *mr)
 	/* An implicit on-demand region (addr NULL) covers everything. */
 	if (start <= SLOT_GONE || !mr->length)
 		return;
+	pthread_once(&once, table_atfork);
 	pthread_mutex_lock(&table_lock);
 	for (i = 0; i < TABLE_PROBES; i++) {
 		t = &table[(h + i) & (TABLE_SLOTS - 1)];
@@ -134,56 +153,91 @@ static struct table_slot *table_find_range(uintptr_t p, size_t len)
 	return NULL;
 }
 
-/* A work request of the engine's QPs that uses key, said into buf; ""
- * if none was found.  Try-locks only (see the top). */
-static void unmap_in_flight(struct engine *e, uint32_t key, char *buf,
+/* A work request of the HCA's QPs that uses key, said into buf; "" if
+ * none was found.  Try-locks only (see the top); hca.lock keeps the
+ * engine from going meanwhile (emu_hca_put stops it under it). */
+static void unmap_in_flight(struct emu_hca *hca, uint32_t key, char *buf,
 			    size_t len)
 {
 	const struct wqe *w = NULL;
+	struct engine *e;
 	struct emu_qp *qp;
 	uint32_t pos;
 
 	buf[0] = '\0';
-	if (!e || !emu_lock_try(&e->lock))
+	if (pthread_mutex_trylock(&hca->lock))
 		return;
-	for (qp = e->all_qps; qp && !w; qp = qp->all_next) {
-		if (!emu_lock_try(&qp->lock))
-			continue;
-		w = check_ring_uses(&qp->sq, key, &pos);
-		if (!w && qp_has_own_rq(qp))
-			w = check_ring_uses(&qp->rq.ring, key, &pos);
-		if (w)
-			snprintf(buf, len, ", and wr_id %#llx on QP %#x uses it",
-				 (unsigned long long)w->wr_id, qp->qpn);
-		emu_unlock(&qp->lock);
+	e = hca->engine;
+	if (e && emu_lock_try(&e->lock)) {
+		for (qp = e->all_qps; qp && !w; qp = qp->all_next) {
+			if (!emu_lock_try(&qp->lock))
+				continue;
+			w = check_ring_uses(&qp->sq, key, &pos);
+			if (!w && qp_has_own_rq(qp))
+				w = check_ring_uses(&qp->rq.ring, key, &pos);
+			if (w)
+				snprintf(buf, len,
+					 ", and wr_id %#llx on QP %#x uses it",
+					 (unsigned long long)w->wr_id,
+					 qp->qpn);
+			emu_unlock(&qp->lock);
+		}
+		emu_unlock(&e->lock);
 	}
-	emu_unlock(&e->lock);
+	pthread_mutex_unlock(&hca->lock);
 }
+
+/* What a report says of its region, copied out under table_lock. */
+struct unmap_seen {
+	uint32_t key;
+	const void *addr;
+	unsigned long long length;
+	char busy[96];
+};
+
+/* The region of slot t, if it is still the one the lock-free lookup
+ * found (its start at addr for free, meeting [addr, addr + len) for
+ * munmap), with the work in flight on it; false if it went. */
+static bool unmap_seen_locked(struct table_slot *t, const void *addr,
+			      size_t len, bool is_free,
+			      struct unmap_seen *seen)
+{
+	uintptr_t s = atomic_load(&t->start), p = (uintptr_t)addr;
+	const struct emu_mr *mr = s > SLOT_GONE ? t->mr : NULL;
+
+	if (!mr || (is_free ? s != p : !(s < p + len && p < atomic_load(&t->end))))
+		return false;
+	seen->key = mr->key;
+	seen->addr = mr->addr;
+	seen->length = mr->length;
+	unmap_in_flight(mr->hca, mr->key, seen->busy, sizeof(seen->busy));
+	return true;
+}
+
+static _Thread_local bool in_hook; /* this thread is in ibemu_check_unmap */
 
 static void unmap_report(struct table_slot *t, const void *addr,
 			 size_t len, bool is_free)
 {
-	const struct emu_mr *mr;
-	char call[64], busy[96];
+	struct unmap_seen seen;
+	char call[64];
+	bool found;
 
+	/* A report may free (the stack's first unwinding, its cache):
+	 * that free is not asked about, and no lock is held over it. */
 	pthread_mutex_lock(&table_lock);
-	mr = atomic_load(&t->start) > SLOT_GONE ? t->mr : NULL;
-	if (!mr) {
-		pthread_mutex_unlock(&table_lock);
+	found = unmap_seen_locked(t, addr, len, is_free, &seen);
+	pthread_mutex_unlock(&table_lock);
+	if (!found || !seen.busy[0])
 		return;
-	}
 	if (is_free)
 		snprintf(call, sizeof(call), "free(%p)", addr);
 	else
 		snprintf(call, sizeof(call), "munmap(%p, %zu)", addr, len);
-	unmap_in_flight(mr->hca->engine, mr->key, busy, sizeof(busy));
-	if (busy[0])
-		check_report(CHECK_UNMAP_REGISTERED, mr->key, NULL,
-			     "%s of memory still registered as MR lkey %#x "
-			     "(addr %p, length %llu)%s",
-			     call, mr->key, (void *)mr->addr,
-			     (unsigned long long)mr->length, busy);
-	pthread_mutex_unlock(&table_lock);
+	check_report(CHECK_UNMAP_REGISTERED, seen.key, NULL,
+		     "%s of memory still registered as MR lkey %#x (addr %p, "
+		     "length %llu)%s",
+		     call, seen.key, seen.addr, seen.length, seen.busy);
 }
 
 /*
@@ -205,6 +259,9 @@ ibemu_check_unmap(const void *addr, size_t len, int is_free)
 		t = table_find_start((uintptr_t)addr);
 	else
 		t = len ? table_find_range((uintptr_t)addr, len) : NULL;
-	if (t)
-		unmap_report(t, addr, len, is_free);
+	if (t && !in_hook) {
+		in_hook = true;
+		unmap_report(t, addr, len, is_free != 0);
+		in_hook = false;
+	}
 }

@@ -14,10 +14,12 @@
  * Reported once per new region, naming the first older region it
  * conflicts with.
  *
- * Lock rule: hca.mrs is read without hca.lock, as the data path reads
- * it (acquire loads of entries published with release order, hca.h).
+ * Lock rule: hca.mrs is walked under hca.lock, which keeps its regions
+ * from being freed meanwhile (hca.h); the report is made after it.
  */
 #include "config.h"
+
+#include <pthread.h>
 
 #include <infiniband/verbs.h>
 
@@ -43,24 +45,35 @@ static bool overlap(const struct emu_mr *a, const struct emu_mr *b)
 
 void check_reg_slow(const struct emu_mr *mr)
 {
-	const struct key_table *t = &mr->hca->mrs;
+	struct emu_hca *hca = mr->hca;
+	const struct key_table *t = &hca->mrs;
 	const struct emu_mr *o;
+	struct emu_mr other;
+	bool found = false;
 	uint32_t i;
 
-	for (i = 0; i < t->size; i++) {
+	/* Under hca.lock a region in the table is not freed (deregistration
+	 * and re-registration change the table under it): copied out, and
+	 * reported without it. */
+	pthread_mutex_lock(&hca->lock);
+	for (i = 0; !found && i < t->size; i++) {
 		o = key_table_get(t, i);
 		if (!o || o == mr || o->key == mr->key || !overlap(o, mr) ||
 		    !((o->access ^ mr->access) & KEY_RIGHTS))
 			continue;
+		other = *o;
+		found = true;
+	}
+	pthread_mutex_unlock(&hca->lock);
+	if (found)
 		check_report(CHECK_REG_CONFLICT, mr->key, NULL,
 			     "MR lkey %#x (addr %p, length %llu, access %#x) "
 			     "registers bytes of MR lkey %#x (addr %p, length "
 			     "%llu, access %#x) with other rights",
 			     mr->key, (void *)mr->addr,
 			     (unsigned long long)mr->length,
-			     mr->access & KEY_RIGHTS, o->key, (void *)o->addr,
-			     (unsigned long long)o->length,
-			     o->access & KEY_RIGHTS);
-		return;
-	}
+			     mr->access & KEY_RIGHTS, other.key,
+			     (void *)other.addr,
+			     (unsigned long long)other.length,
+			     other.access & KEY_RIGHTS);
 }

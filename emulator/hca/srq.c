@@ -66,6 +66,9 @@ static int srq_resize_locked(struct emu_rq *rq, uint32_t max_wr)
 	bigger.tail = n;
 	wqe_ring_fini(&rq->ring);
 	rq->ring = bigger;
+	/* The checking mode's sums were by the old slots: begun again. */
+	free(rq->check_rq);
+	rq->check_rq = NULL;
 	return 0;
 }
 

@@ -9,7 +9,8 @@
  * twice a second a thread of the checking mode looks for one with
  * completions waiting and no arm, and for a thread of the process blocked
  * in read(2) on that CQ's channel (its /proc/self/task/TID/syscall), where
- * ibv_get_cq_event blocks.  Seen so at two looks in a row it is reported,
+ * ibv_get_cq_event blocks, the CQ not polled since the look before.  Seen
+ * so at two looks in a row it is reported,
  * with the stack of the ibv_get_cq_event that took the CQ's last event.
  *
  * Lock rule: watch_lock protects the watched list and each watched CQ's
@@ -69,8 +70,13 @@ static bool reader_blocked(int fd)
 static void watch_one_locked(struct ibemu_cq *cq)
 {
 	struct ibv_cq *ibcq = &cq->vcq.cq;
+	unsigned int polls = atomic_load(&cq->check_polls);
+	bool polled = polls != cq->check_polls_seen;
 
-	if (cq->check_said || !ibcq->channel ||
+	cq->check_polls_seen = polls;
+	/* A CQ polled since the last look is being drained: its program
+	 * may re-arm it when done. */
+	if (cq->check_said || polled || !ibcq->channel ||
 	    !emu_cq_waits_unarmed(cq->ecq) ||
 	    !reader_blocked(ibcq->channel->fd)) {
 		cq->check_stuck = 0;
@@ -152,6 +158,7 @@ void check_arm_forget_slow(struct ibemu_cq *cq)
 	for (p = &watched; *p; p = &(*p)->check_next)
 		if (*p == cq) {
 			*p = cq->check_next;
+			cq->check_watched = false; /* a failed destroy: again */
 			break;
 		}
 	pthread_mutex_unlock(&watch_lock);

@@ -15,11 +15,13 @@
  * kernel provider's destroy waits until they agree (ibv_get_async_event(3):
  * "every event must be acknowledged").
  *
- * Lock rule: the check_events and check_async counts are atomics; the
- * completed counts are libibverbs', read once, the program destroying
- * the object it owns.
+ * Lock rule: the check_events counts are atomics, the async counts are
+ * under async_lock (below); the completed counts are libibverbs', read
+ * once, the program destroying the object it owns.
  */
 #include "config.h"
+
+#include <pthread.h>
 
 #include "check_life.h"
 
@@ -36,11 +38,61 @@ void check_life_cq_destroy_slow(struct ibemu_cq *cq)
 			     (void *)ibcq, got - acked, got);
 }
 
+/*
+ * The async events returned per object, by its handle: a record of an
+ * object destroyed since it was raised may still be read from the async
+ * descriptor, and its handle then names freed memory, so the counts are
+ * kept here, never in the object.  Lock rule: async_lock, a leaf.
+ */
+#define ASYNC_SLOTS 1024u
+static pthread_mutex_t async_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	uintptr_t handle; /* 0: free */
+	unsigned int got;
+} async_seen[ASYNC_SLOTS];
+
+static void async_count(uintptr_t handle)
+{
+	unsigned int i, free_slot = ASYNC_SLOTS;
+
+	pthread_mutex_lock(&async_lock);
+	for (i = 0; i < ASYNC_SLOTS; i++) {
+		if (async_seen[i].handle == handle)
+			break;
+		if (!async_seen[i].handle && free_slot == ASYNC_SLOTS)
+			free_slot = i;
+	}
+	if (i == ASYNC_SLOTS && free_slot < ASYNC_SLOTS) {
+		i = free_slot;
+		async_seen[i].handle = handle;
+		async_seen[i].got = 0;
+	}
+	if (i < ASYNC_SLOTS)
+		async_seen[i].got++;
+	pthread_mutex_unlock(&async_lock);
+}
+
+/* The count of handle's object, which goes: forgotten. */
+static unsigned int async_take(uintptr_t handle)
+{
+	unsigned int i, got = 0;
+
+	pthread_mutex_lock(&async_lock);
+	for (i = 0; i < ASYNC_SLOTS; i++)
+		if (async_seen[i].handle == handle) {
+			got = async_seen[i].got;
+			async_seen[i].handle = 0;
+			break;
+		}
+	pthread_mutex_unlock(&async_lock);
+	return got;
+}
+
 /* The event's object, by its kind (ibv_get_async_event(3)). */
 void ibemu_async_event(struct ibv_context *context,
 		       struct ibv_async_event *event)
 {
-	atomic_uint *count = NULL;
+	uintptr_t handle = 0;
 
 	(void)context;
 	if (!check_on())
@@ -48,7 +100,7 @@ void ibemu_async_event(struct ibv_context *context,
 	check_flush(); /* what the HCA found before it raised this */
 	switch (event->event_type) {
 	case IBV_EVENT_CQ_ERR:
-		count = &to_ecq(event->element.cq)->check_async;
+		handle = (uintptr_t)event->element.cq;
 		break;
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
@@ -58,28 +110,31 @@ void ibemu_async_event(struct ibv_context *context,
 	case IBV_EVENT_PATH_MIG:
 	case IBV_EVENT_PATH_MIG_ERR:
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		count = &to_eqp(event->element.qp)->check_async;
+		handle = (uintptr_t)event->element.qp;
 		break;
 	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		count = &to_esrq(event->element.srq)->check_async;
+		handle = (uintptr_t)event->element.srq;
 		break;
 	default:
 		break;
 	}
-	if (count)
-		atomic_fetch_add_explicit(count, 1, memory_order_relaxed);
+	if (handle)
+		async_count(handle);
 }
 
 void check_life_async_destroy_slow(const char *what, uint64_t id,
-				   unsigned int got, unsigned int acked)
+				   const void *obj,
+				   const unsigned int *acked)
 {
+	unsigned int got = async_take((uintptr_t)obj);
+
 	check_flush();
-	if (got > acked)
+	if (got > *acked)
 		check_report(CHECK_DESTROY_ASYNC_EVENTS, id, NULL,
 			     "%s %#llx destroyed with %u of its %u asynchronous "
 			     "events not acknowledged",
-			     what, (unsigned long long)id, got - acked, got);
+			     what, (unsigned long long)id, got - *acked, got);
 }
 
 void check_life_pd_busy(struct ibv_pd *pd, int users)

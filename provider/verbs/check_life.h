@@ -16,18 +16,18 @@ void check_life_cq_destroy_slow(struct ibemu_cq *cq);
 void check_life_pd_busy(struct ibv_pd *pd, int users);
 void check_life_close_slow(struct ibemu_context *ctx);
 void check_life_async_destroy_slow(const char *what, uint64_t id,
-				   unsigned int got, unsigned int acked);
+				   const void *obj,
+				   const unsigned int *acked);
 
-/* A QP (id: its number), CQ or SRQ (id: its handle) about to go: got
- * async events returned by ibv_get_async_event, acked of them
- * acknowledged (libibverbs' count). */
+/* A QP (id: its number), CQ or SRQ (id: its handle) obj about to go:
+ * the async events ibv_get_async_event returned of it against acked,
+ * libibverbs' count of those acknowledged (read only when checking). */
 static inline void check_life_async_destroy(const char *what, uint64_t id,
-					    atomic_uint *got,
-					    unsigned int acked)
+					    const void *obj,
+					    const unsigned int *acked)
 {
 	if (check_on())
-		check_life_async_destroy_slow(what, id, atomic_load(got),
-					      acked);
+		check_life_async_destroy_slow(what, id, obj, acked);
 }
 
 /* ibv_get_cq_event returned an event of cq to the program. */

@@ -51,6 +51,7 @@ int check_verbs_poll_cq(struct ibv_cq *ibcq, int num_entries,
 	int n;
 
 	check_flush();
+	atomic_fetch_add_explicit(&cq->check_polls, 1, memory_order_relaxed);
 	if (cq->parent && cq->parent->td)
 		return emu_cq_poll(cq->ecq, num_entries, wc);
 	mine = mark_enter(&cq->chk_thread, CHECK_THREADS_CQ, "CQ",

@@ -107,11 +107,11 @@ struct ibemu_cq {
 	struct emu_buf_alloc buf_alloc; /* the parent domain's allocators */
 	atomic_uintptr_t chk_thread; /* checking mode: the poller (check_verbs.c) */
 	atomic_uint check_events; /* events returned, in checking mode */
-	atomic_uint check_async; /* async events returned, checking mode */
 	/* checking mode: the watch over its channel (check_arm.c) */
 	struct ibemu_cq *check_next;
 	bool check_watched, check_said;
-	unsigned int check_stuck;
+	unsigned int check_stuck, check_polls_seen;
+	atomic_uint check_polls; /* ibv_poll_cq calls, in checking mode */
 	struct check_stack check_last_event;
 };
 
@@ -119,7 +119,6 @@ struct ibemu_srq {
 	struct verbs_srq vsrq;
 	struct emu_srq *esrq;
 	struct emu_buf_alloc buf_alloc; /* its parent domain's allocators */
-	atomic_uint check_async; /* async events returned, checking mode */
 };
 
 /* One ibv_open_xrcd(3) handle; handles on one file share the domain. */
@@ -141,7 +140,6 @@ struct ibemu_qp {
 	struct ibemu_wr_stage *stage; /* extended send API */
 	struct emu_buf_alloc buf_alloc; /* its parent domain's allocators */
 	atomic_uintptr_t chk_thread; /* checking mode: the poster (check_verbs.c) */
-	atomic_uint check_async; /* async events returned, checking mode */
 };
 
 struct ibemu_ah {

@@ -123,8 +123,8 @@ int ibemu_destroy_cq(struct ibv_cq *ibcq)
 		return EIO;
 	check_life_cq_destroy(cq);
 	check_arm_forget(cq);
-	check_life_async_destroy("CQ", (uintptr_t)ibcq, &cq->check_async,
-				 ibcq->async_events_completed);
+	check_life_async_destroy("CQ", (uintptr_t)ibcq, ibcq,
+				 &ibcq->async_events_completed);
 	ret = emu_cq_destroy(cq->ecq);
 	if (ret)
 		return ret;

@@ -253,8 +253,8 @@ int ibemu_destroy_qp(struct ibv_qp *ibqp)
 
 	if (ibemu_ctx_stale(ibqp->context))
 		return EIO;
-	check_life_async_destroy("QP", ibqp->qp_num, &qp->check_async,
-				 ibqp->events_completed);
+	check_life_async_destroy("QP", ibqp->qp_num, ibqp,
+				 &ibqp->events_completed);
 	ret = emu_qp_destroy(qp->eqp);
 	if (ret)
 		return ret;

@@ -73,8 +73,8 @@ int ibemu_destroy_srq(struct ibv_srq *ibsrq)
 
 	if (ibemu_ctx_stale(ibsrq->context))
 		return EIO;
-	check_life_async_destroy("SRQ", (uintptr_t)ibsrq, &srq->check_async,
-				 ibsrq->events_completed);
+	check_life_async_destroy("SRQ", (uintptr_t)ibsrq, ibsrq,
+				 &ibsrq->events_completed);
 	ret = emu_srq_destroy(srq->esrq);
 	if (ret)
 		return ret;

@@ -284,7 +284,7 @@ NOINLINE int wait_event_unarmed(int ok)
 	if (!ok) {
 		/* The completion of WRITE 2 raises no event: the waiter
 		 * waits until the CQ is armed and WRITE 3 completes. */
-		sleep(2);
+		sleep(3);
 		if (wait_completion() || ibv_req_notify_cq(chan_cq, 0) ||
 		    write_one(3))
 			return fail("the release of the waiter");
