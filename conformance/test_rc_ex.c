@@ -820,6 +820,11 @@ CF_TUNE_IMPL(wr_atomic_write)
 {
 	p->qp_ex = true;
 	p->send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE;
+	/* The responder's process spins on the word: on a loaded or
+	 * instrumented host (valgrind runs one thread at a time) its HCA
+	 * may answer late, which is no part of what is tested here.
+	 * 4.096 us * 2^17 = 537 ms a try. */
+	p->timeout = 17;
 }
 
 /*
