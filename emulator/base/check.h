@@ -120,5 +120,8 @@ void check_obj(enum check_obj obj, int delta);
 
 /* A fast checksum of a buffer, for buffers that must not change. */
 uint64_t check_sum(const void *buf, uint64_t len);
+/* The sum the buffer checks take: whole up to 16 KiB, sampled beyond
+ * (its edges and the start of every 4 KiB; check.c). */
+uint64_t check_sum_buffer(const void *buf, uint64_t len);
 
 #endif /* IBEMU_CHECK_H */

@@ -111,7 +111,7 @@ void check_mem_post_slow(struct emu_qp *qp, uint32_t pos)
 	p->summed = check_wqe_reads_sges(w) && w->num_sge <= c->nsge;
 	for (i = 0; p->summed && i < w->num_sge; i++) {
 		bytes = check_sge_bytes(qp, &w->sge[i]);
-		p->sum[i] = bytes ? check_sum(bytes, w->sge[i].length) : 0;
+		p->sum[i] = bytes ? check_sum_buffer(bytes, w->sge[i].length) : 0;
 	}
 }
 
@@ -129,7 +129,7 @@ void check_mem_retire_slow(struct emu_qp *qp, uint32_t pos)
 		sge = &w->sge[i];
 		bytes = check_sge_bytes(qp, sge);
 		if (!bytes || !p->sum[i] ||
-		    check_sum(bytes, sge->length) == p->sum[i])
+		    check_sum_buffer(bytes, sge->length) == p->sum[i])
 			continue;
 		check_report(CHECK_SEND_BUF_CHANGED, qp->qpn, &p->stack,
 			     "QP %#x wr_id %#llx: SGE %u (addr %#llx, length "

@@ -131,6 +131,19 @@ static bool check_ring_overlaps(const struct wqe_ring *r, uint32_t head,
 	return false;
 }
 
+/* Whether an SGE of w is one to sum: checked at all, before the walk
+ * for sharing and the stack, which a WQE only into regions the peers may
+ * write (perftest's, UCX's) would pay for nothing. */
+static bool check_dest_wanted(struct emu_hca *hca, const struct wqe *w)
+{
+	uint32_t i;
+
+	for (i = 0; i < w->num_sge; i++)
+		if (check_dest_bytes(hca, &w->sge[i]))
+			return true;
+	return false;
+}
+
 /* Sum w's SGEs into d, with the stack of the post; shared: not to be
  * checked (see the top). */
 static void check_dest_arm(struct emu_hca *hca, const struct check_ring *c,
@@ -146,7 +159,7 @@ static void check_dest_arm(struct emu_hca *hca, const struct check_ring *c,
 	check_stack_here(&d->stack);
 	for (i = 0; i < w->num_sge; i++) {
 		bytes = check_dest_bytes(hca, &w->sge[i]);
-		d->sum[i] = bytes ? check_sum(bytes, w->sge[i].length) : 0;
+		d->sum[i] = bytes ? check_sum_buffer(bytes, w->sge[i].length) : 0;
 	}
 }
 
@@ -160,7 +173,7 @@ static int check_dest_changed(struct emu_hca *hca,
 	for (i = 0; i < w->num_sge; i++) {
 		bytes = check_dest_bytes(hca, &w->sge[i]);
 		if (bytes && d->sum[i] &&
-		    check_sum(bytes, w->sge[i].length) != d->sum[i])
+		    check_sum_buffer(bytes, w->sge[i].length) != d->sum[i])
 			return (int)i;
 	}
 	return -1;
@@ -180,7 +193,8 @@ void check_recv_post_slow(struct emu_hca *hca, struct emu_rq *rq,
 		return;
 	for (; from != r->tail; from++) {
 		w = wqe_ring_at(r, from);
-		shared = check_ring_overlaps(r, r->head, from, w, 0) ||
+		shared = !check_dest_wanted(hca, w) ||
+			 check_ring_overlaps(r, r->head, from, w, 0) ||
 			 (qp && qp->resp.has_wqe &&
 			  check_wqes_overlap(qp->resp.wqe, w));
 		check_dest_arm(hca, rq->check_rq,
@@ -228,8 +242,9 @@ void check_read_post_slow(struct emu_qp *qp, uint32_t pos)
 		return;
 	}
 	check_dest_arm(qp->hca, c, check_dest_at(c, pos), w,
-		       check_ring_overlaps(&qp->sq, qp->sq.head, pos, w,
-					   WR_RD_ATOMIC));
+		       !check_dest_wanted(qp->hca, w) ||
+			       check_ring_overlaps(&qp->sq, qp->sq.head, pos,
+						   w, WR_RD_ATOMIC));
 }
 
 void check_read_place_slow(struct emu_qp *qp, const struct wqe *w,
