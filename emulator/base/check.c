@@ -668,30 +668,35 @@ static bool wait_locked(enum check_kind kind, const struct check_stack *setup,
 	return true;
 }
 
-bool check_report(enum check_kind kind, uint64_t obj,
-		  const struct check_stack *setup, const char *fmt, ...)
+/* Count a report of kind about obj and say it the first time, worded
+ * by fmt and ap: at, the call it is about, or NULL for this one (then,
+ * found on an HCA thread, it waits for the program's next call); setup,
+ * the call that set it up (may be NULL). */
+static __attribute__((format(printf, 5, 0))) bool
+report_v(enum check_kind kind, uint64_t obj, const struct check_stack *at,
+	 const struct check_stack *setup, const char *fmt, va_list ap)
 {
 	struct check_stack here;
 	char text[WAITING_TEXT];
-	va_list ap;
 	FILE *f;
 	bool first, waits = false;
 
 	if (!check_on() || (unsigned int)kind >= CHECK_NR_KINDS)
 		return false;
-	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	check_stack_here(&here);
+	if (!at) {
+		check_stack_here(&here);
+		at = &here;
+	}
 	pthread_mutex_lock(&report_lock);
 	counts[kind]++;
 	first = seen_first_locked(kind, obj);
-	if (first && internal_thread)
+	if (first && at == &here && internal_thread)
 		waits = wait_locked(kind, setup, text);
 	if (first && !waits) {
 		f = out();
 		print_head(f, kind, text);
-		print_stack(f, "at", &here);
+		print_stack(f, "at", at);
 		print_setup(f, kind, setup);
 		fflush(f);
 	}
@@ -701,31 +706,27 @@ bool check_report(enum check_kind kind, uint64_t obj,
 	return first;
 }
 
+bool check_report(enum check_kind kind, uint64_t obj,
+		  const struct check_stack *setup, const char *fmt, ...)
+{
+	va_list ap;
+	bool first;
+
+	va_start(ap, fmt);
+	first = report_v(kind, obj, NULL, setup, fmt, ap);
+	va_end(ap);
+	return first;
+}
+
 bool check_report_at(enum check_kind kind, uint64_t obj,
 		     const struct check_stack *at, const char *fmt, ...)
 {
-	char text[WAITING_TEXT];
 	va_list ap;
-	FILE *f;
 	bool first;
 
-	if (!check_on() || (unsigned int)kind >= CHECK_NR_KINDS)
-		return false;
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	first = report_v(kind, obj, at, NULL, fmt, ap);
 	va_end(ap);
-	pthread_mutex_lock(&report_lock);
-	counts[kind]++;
-	first = seen_first_locked(kind, obj);
-	if (first) {
-		f = out();
-		print_head(f, kind, text);
-		print_stack(f, "at", at);
-		fflush(f);
-	}
-	pthread_mutex_unlock(&report_lock);
-	if (first)
-		maybe_abort();
 	return first;
 }
 
