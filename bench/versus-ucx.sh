@@ -11,7 +11,8 @@
 #
 # Environment: IBEMU_BUILDDIR, BENCH_RUNS (5), BENCH_TIMEOUT (60 s a
 # process), BENCH_PORT, BENCH_OUT (keep every raw output there),
-# BENCH_CPUS ("0 1": the server's and the client's CPU).
+# BENCH_CPUS ("0 1": the server's and the client's CPU), BENCH_ONLY (an
+# extended regular expression: only the rows whose figure matches it).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/bench-lib.sh"
@@ -154,6 +155,7 @@ figure() # FIGURE UNIT GOAL KIND PROGRAM ITERS TEST UCX_ITERS SIZE
 {
 	local name=$1 unit=$2 goal=$3 a b h t
 	shift 3
+	[ -n "${BENCH_ONLY:-}" ] && ! grep -Eq -- "$BENCH_ONLY" <<<"$name" && return
 	read -r a b h t <<<"$(both "$@")"
 	row "$name" "$a" "$b" "$unit" "$goal" "$h" "$t"
 }
@@ -168,13 +170,18 @@ figure "8 B RDMA write latency (ib_write_lat / ucp_put_lat)" us "<= 1.0" \
 # ucp_put_lat over shared memory.  ib_write_lat polls its buffer in a
 # tight loop, ucx_perftest with a progress call between two looks, and
 # the line moves faster to the second (the hand-off and tight columns).
-figure "8 B RDMA write latency (ucp_put_lat on ibemu / on sm)" us "-" \
+figure "8 B RDMA write latency (ucp_put_lat on ibemu / on sm)" us "<= 1.0" \
 	lat ucx:ucp_put_lat 200000 ucp_put_lat 200000 8
-figure "4 KiB send latency (ib_send_lat / tag_lat)" us "-" \
+# The send latency with one harness, tag_lat over ibemu's RC QPs (UCX's
+# rc transport: a SEND of each tagged message, posted receives) against
+# tag_lat over shared memory.
+figure "8 B send latency (tag_lat on ibemu / on sm)" us "<= 1.0" \
+	lat ucx:tag_lat 200000 tag_lat 200000 8
+figure "4 KiB send latency (ib_send_lat / tag_lat)" us "<= 1.0" \
 	lat ib_send_lat 50000 tag_lat 100000 4096
 figure "64 B send rate (ib_send_bw / tag_bw)" Mpps ">= 1.3" \
 	rate ib_send_bw 1000000 tag_bw 1000000 64
-figure "64 B RDMA write rate (ib_write_bw / ucp_put_bw)" Mpps ">= 0.5" \
+figure "64 B RDMA write rate (ib_write_bw / ucp_put_bw)" Mpps ">= 1.0" \
 	rate ib_write_bw 4000000 ucp_put_bw 8000000 64
 figure "1 MiB RDMA write bandwidth (ib_write_bw / ucp_put_bw)" GB/s ">= 1.0" \
 	bw ib_write_bw 2000 ucp_put_bw 5000 1048576
