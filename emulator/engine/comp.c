@@ -604,7 +604,11 @@ static enum comp_outcome comp_classify(struct emu_qp *qp, const struct pkt *p)
 
 void comp_recv_locked(struct emu_qp *qp, const struct pkt *p)
 {
-	enum comp_outcome o = comp_classify(qp, p);
+	enum comp_outcome o;
+
+	if (comp_fast_ack_locked(qp, p))
+		return;
+	o = comp_classify(qp, p);
 
 	ibemu_trace("comp qp %#x psn %#x %s: %s", qp->qpn, p->psn,
 		    p->op->name, comp_outcome_name[o]);

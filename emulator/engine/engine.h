@@ -43,6 +43,10 @@ struct engine {
 	struct emu_qp **qps; /* by QPN - IBEMU_QPN_FIRST */
 	struct emu_qp *all_qps; /* the same, as a list (all_next) */
 	struct emu_qp *ack_list; /* ACKs owed by the current drain */
+	/* ack_list holds QPs whose ACKs an application's poll held for
+	 * their next SEND (ack_bundle.c); written under engine.lock, read
+	 * without it by engine_poll */
+	atomic_bool acks_held;
 	/* The application's last poll left inbox room to give back
 	 * (engine_poll); read unlocked */
 	atomic_bool owed;
@@ -232,6 +236,30 @@ void resp_pending_locked(struct emu_qp *qp);
 void resp_reset_locked(struct emu_qp *qp);
 void resp_flush_open_locked(struct emu_qp *qp);
 void resp_ack_flush_locked(struct emu_qp *qp);
+/* The message just executed is acknowledged at the end of the drain
+ * (resp.c, IBA 9.7.5.1.1); qp.lock and engine.lock held. */
+void resp_ack_later_locked(struct emu_qp *qp);
+/* resp_fast.c: a one-packet RC SEND into the QP's own receive queue in
+ * a straight line; false: the general responder takes the packet. */
+bool resp_fast_send_locked(struct emu_qp *qp, const struct pkt *p);
+/* comp_fast.c: the ACK of the one request in flight in a straight line;
+ * false: the general completer takes the packet. */
+bool comp_fast_ack_locked(struct emu_qp *qp, const struct pkt *p);
+
+/* ack_bundle.c: an owed ACK held for the QP's next SEND (doc/design.md
+ * §9).  engine_fast_on: the two-sided fast paths are on (IBEMU_FAST). */
+bool engine_fast_on(void);
+bool ack_bundle_hold_locked(struct emu_qp *qp);
+void ack_bundle_let_go_locked(struct emu_qp *qp);
+void ack_bundle_sent_locked(struct emu_qp *qp);
+bool ack_bundle_add_locked(struct emu_qp *qp, struct pkt_out *out);
+/* BTH and AETH */
+#define ACK_BUNDLE_VIEW_LEN 16
+bool ack_bundle_view(const struct pkt *first, const struct tp_pkt *in,
+		     struct pkt_hdr *hdr, uint8_t buf[ACK_BUNDLE_VIEW_LEN],
+		     struct tp_pkt *view);
+void ack_bundle_engine_add(struct engine *e);
+void ack_bundle_engine_remove(struct engine *e);
 void resp_ack_owed_locked(struct emu_qp *qp);
 /* Copy a pulled SEND's descriptor out of its payload (shared memory),
  * once; false if it is malformed. */

@@ -198,7 +198,13 @@ static bool fault_copy_in(struct fault_copy *c, const struct tp_pkt *in)
 		return false;
 	if (c->hdr.flags & PKT_F_GRH)
 		c->grh = *in->grh;
-	memcpy(c->data, in->data, c->hdr.len);
+	/* A bundled acknowledgement (ack_bundle.c) is held, lost or
+	 * duplicated with the packet it rides behind, as one frame. */
+	if ((c->hdr.flags & PKT_F_ACK_BUNDLED) && pkt_bundle_fits(c->hdr.len))
+		memcpy(c->data, in->data,
+		       pkt_bundle_off(c->hdr.len) + PKT_BUNDLE_ACK_LEN);
+	else
+		memcpy(c->data, in->data, c->hdr.len);
 	return true;
 }
 

@@ -69,6 +69,7 @@ void pkt_layout_qp(struct pkt_out *out, struct emu_qp *qp, uint8_t opcode,
 	};
 
 	pkt_layout(out, &link, opcode, dst_qpn, psn, ackreq, paylen);
+	out->stats = qp->stats;
 	/* MigReq while MIGRATED (IBA 9.2, 17.2.8; apm.c). */
 	if (qp->attr.path_mig_state == IBV_MIG_MIGRATED)
 		((struct bth *)out->base)->flags |= BTH_MIG;
@@ -311,18 +312,36 @@ static void engine_dispatch(struct engine *e, const struct pkt *p)
 	emu_unlock(&qp->lock);
 }
 
-/* Send the coalesced ACKs of a drain, one per QP; caller holds
- * engine.lock. */
-void engine_flush_acks_locked(struct engine *e)
+/* Send the coalesced ACKs of a drain, one per QP, but those that may
+ * wait for their QP's next SEND if hold (ack_bundle.c): they stay on
+ * the list.  Caller holds engine.lock. */
+static void engine_acks_locked(struct engine *e, bool hold)
 {
-	struct emu_qp *qp;
+	struct emu_qp *qp, *held = NULL;
 
 	while ((qp = e->ack_list)) {
 		e->ack_list = qp->ack_next;
 		emu_lock(&qp->lock);
+		if (hold && ack_bundle_hold_locked(qp)) {
+			qp->resp.ack_held = true;
+			emu_unlock(&qp->lock);
+			qp->ack_next = held;
+			held = qp;
+			continue;
+		}
 		resp_ack_flush_locked(qp);
 		emu_unlock(&qp->lock);
 	}
+	e->ack_list = held;
+	if (atomic_load_explicit(&e->acks_held, memory_order_relaxed) !=
+	    (held != NULL))
+		atomic_store_explicit(&e->acks_held, held != NULL,
+				      memory_order_relaxed);
+}
+
+void engine_flush_acks_locked(struct engine *e)
+{
+	engine_acks_locked(e, false);
 }
 
 /* What a poll's drain left (engine_drain, later): its room in the
@@ -335,12 +354,24 @@ static void engine_flush_owed_locked(struct engine *e)
 		atomic_store_explicit(&e->owed, false, memory_order_relaxed);
 }
 
+/* A packet, and the acknowledgement bundled behind it (ack_bundle.c),
+ * each parsed and checked on its own. */
 void engine_recv_locked(struct engine *e, const struct tp_pkt *in)
 {
-	struct pkt p;
+	struct pkt p, ack;
+	struct pkt_hdr ack_hdr;
+	struct tp_pkt view;
+	uint8_t buf[ACK_BUNDLE_VIEW_LEN];
 
-	if (pkt_parse(in, &p))
-		engine_dispatch(e, &p);
+	if (!pkt_parse(in, &p))
+		return;
+	engine_dispatch(e, &p);
+	if (!(p.link.flags & PKT_F_ACK_BUNDLED) ||
+	    !ack_bundle_view(&p, in, &ack_hdr, buf, &view) ||
+	    !pkt_parse(&view, &ack) ||
+	    (ack.opcode & ~IB_OPCODE_MASK_PREFIX) != IB_OP_ACKNOWLEDGE)
+		return;
+	engine_dispatch(e, &ack);
 }
 
 /*
@@ -368,10 +399,12 @@ static unsigned int engine_drain(struct engine *e, unsigned int max,
 	}
 	/* The ACKs the burst earned, one per QP, before anything else can
 	 * happen to their QPs (destroy, exit): an HCA has sent them.  Held
-	 * back, an ACK would race what the application does next: a peer
-	 * that processes its disconnect before its last completions (as
-	 * libfabric's RxM does) loses the completion the ACK gives. */
-	engine_flush_acks_locked(e);
+	 * back for long, an ACK would race what the application does next:
+	 * a peer that processes its disconnect before its last completions
+	 * (as libfabric's RxM does) loses the completion the ACK gives.  An
+	 * application's poll may hold one for the QP's next SEND only
+	 * (ack_bundle.c): its next poll, verb or exit sends it. */
+	engine_acks_locked(e, later);
 	/* A slot held stays visible to the progress thread's sleep as a
 	 * packet waiting (transport.h): it never sleeps over it. */
 	if (!later)
@@ -493,7 +526,7 @@ static bool engine_poll_count(struct engine *e)
 
 void engine_poll(struct engine *e, bool active)
 {
-	bool busy, run, owed;
+	bool busy, run, owed, held;
 	uint64_t due;
 
 	if (!e)
@@ -513,7 +546,8 @@ void engine_poll(struct engine *e, bool active)
 	if (active && e->net)
 		e->net->poll(e);
 	owed = atomic_load_explicit(&e->owed, memory_order_relaxed);
-	if (!run && !owed && !engine_has_packet(e))
+	held = atomic_load_explicit(&e->acks_held, memory_order_relaxed);
+	if (!run && !owed && !held && !engine_has_packet(e))
 		goto done;
 	if (!emu_lock_try(&e->lock))
 		goto done; /* the thread is at it */
@@ -525,6 +559,9 @@ void engine_poll(struct engine *e, bool active)
 	 */
 	if (owed)
 		engine_flush_owed_locked(e);
+	/* ACKs the last poll held for a SEND that has not come. */
+	if (held)
+		engine_flush_acks_locked(e);
 	engine_drain(e, ENGINE_DRAIN_BATCH, active);
 	if (run)
 		engine_run_pending(e, &busy);
@@ -734,12 +771,14 @@ int engine_start(struct emu_hca *hca)
 	if (e->tp == &tp_shm_ops && !tp_tcp_ops.open(e) && e->net_priv)
 		e->net = &tp_tcp_ops;
 	hca->engine = e;
+	ack_bundle_engine_add(e);
 	engine_ports_init(e);
 	pcap_open();
 	engine_trace_open(hca);
 	ret = pthread_create(&e->thread, NULL, engine_thread, e);
 	if (ret) {
 		hca->engine = NULL;
+		ack_bundle_engine_remove(e);
 		goto err_net;
 	}
 	return 0;
@@ -768,6 +807,7 @@ void engine_forget(struct emu_hca *hca)
 	hca->engine = NULL;
 	if (!e)
 		return;
+	ack_bundle_engine_remove(e);
 	if (e->net)
 		e->net->forget(e);
 	e->tp->forget(e);
@@ -783,6 +823,7 @@ void engine_stop(struct emu_hca *hca)
 
 	if (!e)
 		return;
+	ack_bundle_engine_remove(e);
 	atomic_store(&e->stop, true);
 	/* Also through the sleeper's `more`: a wake counts only once the
 	 * sleep has begun (transport.h), and the thread may have looked at
@@ -792,6 +833,11 @@ void engine_stop(struct emu_hca *hca)
 	atomic_store(&e->pending_new, true);
 	e->tp->wake(e);
 	pthread_join(e->thread, NULL);
+	/* ACKs still held for a SEND (ack_bundle.c) go before the
+	 * transport closes. */
+	emu_lock(&e->lock);
+	engine_flush_acks_locked(e);
+	emu_unlock(&e->lock);
 	/* The network thread delivers into the inbox and drives the
 	 * engine (tcp_thread.c): stopped before anything of the engine goes. */
 	if (e->net)

@@ -702,6 +702,11 @@ static bool req_send_small(struct emu_qp *qp, struct wqe *w)
 		out_set_se(&out);
 	if (len)
 		memcpy(out_payload(&out), src, len);
+	/* The ACK this QP's responder holds rides in the same room
+	 * (ack_bundle.c); a SEND posted gives holding a new chance. */
+	if (qp->resp.ack_held)
+		ack_bundle_add_locked(qp, &out);
+	ack_bundle_sent_locked(qp);
 	req_pkt_send(&out, w);
 	w->pulled = false;
 	req_give_psns(qp, w, 1);

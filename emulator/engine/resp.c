@@ -100,6 +100,9 @@ static void resp_ack(struct emu_qp *qp)
 	} else {
 		qp->resp.ack_pending = false;
 		qp->resp.pulled_unacked = 0;
+		/* It covers whatever was owed or held (ack_bundle.c). */
+		qp->resp.ack_owed = false;
+		qp->resp.ack_held = false;
 	}
 }
 
@@ -119,24 +122,30 @@ void resp_flush_open_locked(struct emu_qp *qp)
  * inbox, so a burst of messages costs one ACK per QP.  Caller holds
  * engine.lock (the responder always runs under it).
  */
-static void resp_ack_later(struct emu_qp *qp)
+void resp_ack_later_locked(struct emu_qp *qp)
 {
 	struct engine *e = qp->hca->engine;
 
-	if (!qp_is_rc(qp) || qp->ack_queued)
+	if (!qp_is_rc(qp))
+		return;
+	qp->resp.ack_owed = true;
+	if (qp->ack_queued)
 		return;
 	qp->ack_queued = true;
 	qp->ack_next = e->ack_list;
 	e->ack_list = qp;
 }
 
-/* The coalesced ACK of one QP; qp.lock held. */
+/* The coalesced ACK of one QP, unless a SEND carried it meanwhile
+ * (ack_bundle.c); qp.lock held. */
 void resp_ack_flush_locked(struct emu_qp *qp)
 {
 	enum ibv_qp_state st = qp->state;
 
 	qp->ack_queued = false;
-	if (st == IBV_QPS_RTR || st == IBV_QPS_RTS || st == IBV_QPS_SQD)
+	ack_bundle_let_go_locked(qp);
+	if (qp->resp.ack_owed &&
+	    (st == IBV_QPS_RTR || st == IBV_QPS_RTS || st == IBV_QPS_SQD))
 		resp_ack(qp);
 }
 
@@ -154,7 +163,7 @@ void resp_ack_owed_locked(struct emu_qp *qp)
 {
 	enum ibv_qp_state st = qp->state;
 
-	if (qp->ack_queued &&
+	if (qp->ack_queued && qp->resp.ack_owed &&
 	    (st == IBV_QPS_RTR || st == IBV_QPS_RTS || st == IBV_QPS_SQD))
 		resp_ack(qp);
 }
@@ -166,6 +175,9 @@ void resp_reset_locked(struct emu_qp *qp)
 	qp->resp.offset = 0;
 	qp->resp.remaining = 0;
 	qp->resp.ack_pending = false;
+	qp->resp.ack_owed = false;
+	qp->resp.ack_held = false;
+	qp->resp.ack_misses = 0;
 	qp->resp.nak_sent = false;
 	qp->resp.replies_head = qp->resp.replies_tail = 0;
 	qp->resp.replies_dups = 0;
@@ -363,7 +375,7 @@ static void resp_send_pull(struct emu_qp *qp, const struct pkt *p)
 	if (qp->resp.pulled_unacked >= RESP_PULL_ACK_BYTES)
 		resp_ack(qp);
 	else
-		resp_ack_later(qp);
+		resp_ack_later_locked(qp);
 }
 
 static void resp_send(struct emu_qp *qp, const struct pkt *p)
@@ -431,7 +443,7 @@ static void resp_send(struct emu_qp *qp, const struct pkt *p)
 		qp->resp.op = 0;
 		resp_complete_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV,
 				   qp->resp.offset, p);
-		resp_ack_later(qp);
+		resp_ack_later_locked(qp);
 	}
 }
 
@@ -561,7 +573,7 @@ static void resp_write(struct emu_qp *qp, const struct pkt *p)
 			resp_complete_recv(qp, IBV_WC_SUCCESS,
 					   IBV_WC_RECV_RDMA_WITH_IMM,
 					   qp->resp.wlen, p);
-		resp_ack_later(qp);
+		resp_ack_later_locked(qp);
 	}
 }
 
@@ -605,7 +617,7 @@ static void resp_atomic_write(struct emu_qp *qp, const struct pkt *p)
 	fault_point(FAULT_AT_WRITE);
 	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
 	qp->resp.msn++;
-	resp_ack_later(qp);
+	resp_ack_later_locked(qp);
 }
 
 /* Responses owed: none is waiting for room in the requester's inbox. */
@@ -1310,7 +1322,11 @@ static bool resp_xrc_bind(struct emu_qp *qp, const struct pkt *p)
 
 void resp_recv_locked(struct emu_qp *qp, const struct pkt *p)
 {
-	enum resp_check c = resp_check(qp, p);
+	enum resp_check c;
+
+	if (resp_fast_send_locked(qp, p))
+		return;
+	c = resp_check(qp, p);
 
 	ibemu_trace("resp qp %#x psn %#x (expected %#x) %s: %s", qp->qpn,
 		    p->psn, qp->resp.epsn, p->op->name, resp_check_name[c]);

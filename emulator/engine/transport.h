@@ -152,6 +152,10 @@ struct tp_net_ops {
 
 struct transport_ops {
 	const char *name;
+	/* The room pkt_claim gives holds PKT_MAX_LEN bytes of data, all
+	 * carried: a packet may bring a bundled acknowledgement behind it
+	 * (PKT_F_ACK_BUNDLED, wire.h). */
+	bool bundles;
 	int (*open)(struct engine *e); /* 0 or a positive errno */
 	void (*close)(struct engine *e);
 	/* In a forked child: drop the parent's state without touching it. */

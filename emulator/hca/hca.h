@@ -292,6 +292,13 @@ struct qp_resp {
 	uint32_t remaining; /* RDMA WRITE: bytes still expected */
 	uint32_t wlen; /* RDMA WRITE: total length */
 	bool ack_pending; /* an ACK could not be sent yet */
+	/* A message was executed since the last ACK this QP sent, and
+	 * held: its ACK waits, at the end of an application's poll, to
+	 * ride in the same slot as this QP's next SEND (ack_bundle.c);
+	 * misses: held ACKs that had to go alone since the last SEND
+	 * posted here */
+	bool ack_owed, ack_held;
+	uint8_t ack_misses;
 	uint64_t pulled_unacked; /* bytes of pulled SENDs not yet ACKed */
 	/* responses still to send, in PSN order: at most
 	 * max_dest_rd_atomic owed to new requests (IBA 9.7.4.1.5
@@ -369,6 +376,9 @@ struct emu_qp {
 	struct qp_comp comp;
 	struct qp_resp resp;
 	struct check_qp chk; /* checking mode (check_queue.h) */
+	/* its entry in the node's figures for `ibemu top`, NULL: none; set
+	 * once its QPN is ours (qp_stats.c) */
+	struct node_qp_stats *stats;
 
 	/* engine links */
 	struct emu_qp *_Atomic pending_next; /* engine's pending list */

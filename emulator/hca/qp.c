@@ -23,6 +23,7 @@
 #include "hca_trace.h"
 #include "log.h"
 #include "qp_state.h"
+#include "qp_stats.h"
 
 /* A QP's rights are the remote ones (IBA 11.2.4.2); LOCAL_WRITE, and
  * ON_DEMAND, a region's attribute, are accepted and mean nothing for a
@@ -256,6 +257,7 @@ int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
 	ret = -node_qpn_alloc(&hca->node, qp->type, &qp->qpn);
 	if (ret)
 		goto err_queues;
+	qp_stats_bind(qp);
 	qp->state = IBV_QPS_RESET;
 	qp_attr_defaults(qp);
 	/* UD datagrams are bounded by the port's active MTU (IBA 9.8.2). */
@@ -344,6 +346,11 @@ int emu_qp_destroy(struct emu_qp *qp)
 	if (!qp_last_handle(qp))
 		return 0;
 	hca_trace_qp_destroy(qp);
+	/* An ACK held for the next SEND goes now: the messages it covers
+	 * were executed and completed (ack_bundle.c). */
+	emu_lock(&qp->lock);
+	resp_ack_owed_locked(qp);
+	emu_unlock(&qp->lock);
 	/* Out of the engine first: no packet reaches it from now on. */
 	engine_qp_remove(qp->hca->engine, qp);
 	/* Nor does a completion of its reach the application: the work

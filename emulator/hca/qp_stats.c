@@ -4,7 +4,9 @@
  * node_qp_stats, for the lock rule; qp_stats.h for the calls).  Each
  * call writes only an entry whose QPN the node gives to this process,
  * so every entry has one writer, and costs a few relaxed atomics: the
- * data path is not slowed for a view nobody may be looking at.
+ * data path is not slowed for a view nobody may be looking at.  A QP
+ * finds its entry once, when its QPN becomes ours (qp_stats_bind); a
+ * packet carries its QP's (pkt_out.stats).
  */
 #include "config.h"
 
@@ -55,6 +57,11 @@ static bool qp_stats_is_nak(uint8_t syndrome)
 	return (syndrome & AETH_TYPE_MASK) != AETH_ACK;
 }
 
+void qp_stats_bind(struct emu_qp *qp)
+{
+	qp->stats = qp_stats_of(qp->hca, qp->qpn);
+}
+
 /* Completions waiting in a CQ: its ring's indexes are atomic, so the
  * count can be read without the CQ's lock (a hint). */
 static uint32_t qp_stats_cq_count(const struct emu_cq *cq)
@@ -64,7 +71,7 @@ static uint32_t qp_stats_cq_count(const struct emu_cq *cq)
 
 void qp_stats_sync_locked(struct emu_qp *qp)
 {
-	struct node_qp_stats *st = qp_stats_of(qp->hca, qp->qpn);
+	struct node_qp_stats *st = qp->stats;
 	uint32_t depth;
 
 	if (!st)
@@ -87,9 +94,11 @@ void qp_stats_sync_locked(struct emu_qp *qp)
 
 void qp_stats_tx(struct emu_hca *hca, const struct pkt_out *out)
 {
-	struct node_qp_stats *st = qp_stats_of(hca, out->pkt.hdr->src_qpn);
+	struct node_qp_stats *st = out->stats;
 	const struct aeth *aeth;
 
+	if (!st)
+		st = qp_stats_of(hca, out->pkt.hdr->src_qpn);
 	if (!st)
 		return;
 	qp_stats_inc64(&st->tx_pkts);
@@ -100,9 +109,14 @@ void qp_stats_tx(struct emu_hca *hca, const struct pkt_out *out)
 		qp_stats_inc32(&st->naks_sent);
 }
 
+void qp_stats_tx_ack(struct node_qp_stats *st)
+{
+	qp_stats_inc64(&st->tx_pkts);
+}
+
 void qp_stats_rx_locked(struct emu_qp *qp, const struct pkt *p)
 {
-	struct node_qp_stats *st = qp_stats_of(qp->hca, qp->qpn);
+	struct node_qp_stats *st = qp->stats;
 
 	if (!st)
 		return;
@@ -126,7 +140,7 @@ void qp_stats_cqe(struct emu_hca *hca, const struct ibv_wc *wc)
 
 void qp_stats_retry_locked(struct emu_qp *qp)
 {
-	struct node_qp_stats *st = qp_stats_of(qp->hca, qp->qpn);
+	struct node_qp_stats *st = qp->stats;
 
 	if (st)
 		qp_stats_inc32(&st->retries);

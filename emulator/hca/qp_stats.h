@@ -16,6 +16,8 @@
 struct emu_hca;
 struct emu_qp;
 
+/* The QP's entry, found once its QPN is ours (qp.c). */
+void qp_stats_bind(struct emu_qp *qp);
 /* The QP's PSNs, queue fills and CQ depth, as they are now; caller
  * holds qp.lock. */
 void qp_stats_sync_locked(struct emu_qp *qp);
@@ -26,6 +28,8 @@ void qp_stats_tx(struct emu_hca *hca, const struct pkt_out *out);
  * completer saw it: counted, a NAK counted as received, then synced;
  * caller holds qp.lock. */
 void qp_stats_rx_locked(struct emu_qp *qp, const struct pkt *p);
+/* An acknowledgement carried behind a request (ack_bundle.c). */
+void qp_stats_tx_ack(struct node_qp_stats *st);
 /* A completion added to a CQ (cq_push): one in error is counted. */
 void qp_stats_cqe(struct emu_hca *hca, const struct ibv_wc *wc);
 /* The requester resends (req_rewind_from_locked). */

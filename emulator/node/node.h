@@ -40,6 +40,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <infiniband/verbs.h>
+
 #include "params.h"
 
 #define IBEMU_NODE_MAGIC 0x6962656d756e6f64ull /* "ibemunod" */
@@ -340,15 +342,56 @@ bool node_qp_reachable(struct node *node, uint32_t qpn,
  */
 void node_ports_init(struct node_seg *seg);
 void node_ports_told(const struct node_seg *seg);
-unsigned int node_nr_ports(const struct node_seg *seg);
-unsigned int node_port_of_lid(const struct node_seg *seg, uint16_t lid);
+
+/* Inline: every packet asks (the link, pkt_layout_qp). */
+static inline unsigned int node_nr_ports(const struct node_seg *seg)
+{
+	unsigned int n = seg->nr_ports; /* immutable; bounded all the same */
+
+	return n >= 1 && n <= IBEMU_MAX_PORTS ? n : 1;
+}
+
+static inline unsigned int node_port_of_lid(const struct node_seg *seg,
+					    uint16_t lid)
+{
+	unsigned int i, n = node_nr_ports(seg);
+
+	for (i = 0; lid && i < n; i++)
+		if (seg->ports[i].lid == lid)
+			return i + 1;
+	return 0;
+}
+
 /* The port (1..) a QP's or an address vector's port_num names: its own
  * where the HCA has it, port 1 for any other number (the verbs checked
  * it); node_port_at: that port's entry. */
-unsigned int node_port_num(const struct node_seg *seg, unsigned int port_num);
-const struct node_port *node_port_at(const struct node_seg *seg,
-				     unsigned int port_num);
-uint32_t node_port_state(const struct node_seg *seg, unsigned int port);
+static inline unsigned int node_port_num(const struct node_seg *seg,
+					 unsigned int port_num)
+{
+	return port_num >= 1 && port_num <= node_nr_ports(seg) ? port_num : 1;
+}
+
+static inline const struct node_port *
+node_port_at(const struct node_seg *seg, unsigned int port_num)
+{
+	return &seg->ports[node_port_num(seg, port_num) - 1];
+}
+
+/* The segment is writable by every process of the node's user: a value
+ * node_port_set_state never writes is taken as DOWN, so it is never
+ * reported nor used as a port state of its own. */
+static inline uint32_t node_port_state(const struct node_seg *seg,
+				       unsigned int port)
+{
+	uint32_t state;
+
+	if (port < 1 || port > node_nr_ports(seg))
+		return IBV_PORT_NOP;
+	state = atomic_load_explicit(&seg->ports[port - 1].state,
+				     memory_order_relaxed);
+	return state == IBV_PORT_ACTIVE ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+}
+
 int node_port_set_state(struct node_seg *seg, unsigned int port,
 			uint32_t state);
 /* The IBEMU_PORTS this process asks for: 1 or 2 (another value is said

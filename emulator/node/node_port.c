@@ -74,13 +74,6 @@ void node_ports_init(struct node_seg *seg)
 	atomic_init(&seg->port_gen, 0);
 }
 
-unsigned int node_nr_ports(const struct node_seg *seg)
-{
-	unsigned int n = seg->nr_ports; /* immutable; bounded all the same */
-
-	return n >= 1 && n <= IBEMU_MAX_PORTS ? n : 1;
-}
-
 void node_ports_told(const struct node_seg *seg)
 {
 	static atomic_bool told;
@@ -95,41 +88,6 @@ void node_ports_told(const struct node_seg *seg)
 		      "of the node and remove its segment (`ibemu status` "
 		      "names it)",
 		      want, have, have == 1 ? "" : "s", have);
-}
-
-unsigned int node_port_of_lid(const struct node_seg *seg, uint16_t lid)
-{
-	unsigned int i, n = node_nr_ports(seg);
-
-	for (i = 0; lid && i < n; i++)
-		if (seg->ports[i].lid == lid)
-			return i + 1;
-	return 0;
-}
-
-unsigned int node_port_num(const struct node_seg *seg, unsigned int port_num)
-{
-	return port_num >= 1 && port_num <= node_nr_ports(seg) ? port_num : 1;
-}
-
-const struct node_port *node_port_at(const struct node_seg *seg,
-				     unsigned int port_num)
-{
-	return &seg->ports[node_port_num(seg, port_num) - 1];
-}
-
-/* The segment is writable by every process of the node's user: a value
- * node_port_set_state never writes is taken as DOWN, so it is never
- * reported nor used as a port state of its own. */
-uint32_t node_port_state(const struct node_seg *seg, unsigned int port)
-{
-	uint32_t state;
-
-	if (port < 1 || port > node_nr_ports(seg))
-		return IBV_PORT_NOP;
-	state = atomic_load_explicit(&seg->ports[port - 1].state,
-				     memory_order_relaxed);
-	return state == IBV_PORT_ACTIVE ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 }
 
 int node_port_set_state(struct node_seg *seg, unsigned int port,

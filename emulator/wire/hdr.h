@@ -21,6 +21,7 @@
 #include "wire.h"
 
 struct engine;
+struct node_qp_stats;
 struct tp_peer;
 
 /* One packet in a transport's buffer, being built or being received. */
@@ -74,6 +75,9 @@ struct pkt_out {
 	 * packet belongs to; pkt_layout clears has_wr. */
 	bool has_wr;
 	uint64_t wr_id;
+	/* The sending QP's entry for `ibemu top` (qp_stats.h), NULL: none
+	 * (pkt_layout clears it, pkt_layout_qp sets it). */
+	struct node_qp_stats *stats;
 };
 
 static inline const void *pkt_hdr_at(const struct pkt *p, uint8_t off)
@@ -146,6 +150,7 @@ static inline void pkt_layout(struct pkt_out *out,
 	out->op = op;
 	out->base = out->pkt.data;
 	out->has_wr = false;
+	out->stats = NULL;
 	hdr = out->pkt.hdr;
 	hdr->len = op->hdr_len + paylen;
 	hdr->slid = link->slid;

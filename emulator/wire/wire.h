@@ -140,6 +140,13 @@ struct pkt_grh {
 /* Sent out of a port that is down (progress.c): the link never carried
  * it, the receiver drops it. */
 #define PKT_F_LOST 8u
+/* A second packet follows this one in the same room: the acknowledgement
+ * the sender's responder owed to the destination QP (ack_bundle.c), as
+ * struct bundled_ack at pkt_bundle_off.  Only the node's shared-memory
+ * transport carries it; the receiver rebuilds the ACK's BTH from the
+ * first packet's and parses and checks each packet as if it had come
+ * alone. */
+#define PKT_F_ACK_BUNDLED 16u
 
 /* Where a pulled SEND's data is: the sender's process and segments. */
 struct pull_seg {
@@ -175,6 +182,28 @@ struct pull_desc_copy {
 #define PKT_MAX_HDRS 64
 #define PKT_MAX_PAYLOAD 4096
 #define PKT_MAX_LEN (PKT_MAX_HDRS + PKT_MAX_PAYLOAD)
+
+/* A bundled acknowledgement, 4-byte aligned behind a packet of len
+ * bytes: of an RC ACKNOWLEDGE (IBA 9.2, table 35) to the same QP, what
+ * differs from the first packet's BTH (its PSN) and its AETH; 8 bytes,
+ * so that behind a small SEND it shares the slot's first cache line. */
+struct bundled_ack {
+	__be32 psn;
+	__be32 aeth;
+};
+#define PKT_BUNDLE_ACK_LEN ((uint32_t)sizeof(struct bundled_ack))
+static inline uint32_t pkt_bundle_off(uint32_t len)
+{
+	return (len + 3u) & ~3u;
+}
+
+/* Whether room of PKT_MAX_LEN bytes holds a bundled acknowledgement
+ * behind a packet of len bytes. */
+static inline bool pkt_bundle_fits(uint32_t len)
+{
+	return len <= PKT_MAX_LEN &&
+	       pkt_bundle_off(len) + PKT_BUNDLE_ACK_LEN <= PKT_MAX_LEN;
+}
 
 static inline uint32_t bth_psn(const struct bth *b)
 {

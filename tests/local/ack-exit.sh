@@ -4,16 +4,27 @@
 # acknowledged every message it received: the requester's SENDs all
 # succeed (tests/progs/ack_exit.c); with 32-byte messages and with 64 KiB ones,
 # which ibemu's responder copies from the sender's memory and acknowledges
-# apart (doc/design.md §14 "Large SENDs pulled by the responder").
+# apart (doc/design.md §14 "Large SENDs pulled by the responder"); and
+# in a ping-pong, where the last ACK was held for an answer that does
+# not come.
 . "$(dirname "$0")/../lib/lib.sh"
-for len in 32 65536; do
-	for mode in exit destroy error idle; do
-		LD_PRELOAD=$IBEMU_LIB_PATH "$IBEMU_BUILDDIR/tests/progs/ack_exit" $mode $len
-		case $? in
-		0) pass "ack-exit $mode $len" ;;
-		77) exit 77 ;;
-		*) fail "ack-exit $mode $len" ;;
-		esac
+# With "reply", a ping-pong: the responder answers all but the last
+# message, so the ACK of the last has no answer to ride with
+# (doc/design.md §9, "An ACK rides with the answer"); run with the fast
+# paths and without them.
+for fast in 1 0; do
+	for how in "" reply; do
+		for len in 32 65536; do
+			for mode in exit destroy error idle; do
+				IBEMU_FAST=$fast LD_PRELOAD=$IBEMU_LIB_PATH \
+					"$IBEMU_BUILDDIR/tests/progs/ack_exit" $mode $len $how
+				case $? in
+				0) pass "ack-exit $mode $len $how (IBEMU_FAST=$fast)" ;;
+				77) exit 77 ;;
+				*) fail "ack-exit $mode $len $how (IBEMU_FAST=$fast)" ;;
+				esac
+			done
+		done
 	done
 done
 finish

@@ -23,10 +23,17 @@
  * The requester's QP has a short transport timeout and no retry, so an
  * ACK not sent in time fails its SEND within a fraction of a second.
  *
- * Usage: ack_exit exit|destroy|error|idle [LENGTH].  Exit: 0 pass, 1
- * fail, 77 skip.
+ * With "reply", the responder answers every message but the last with a
+ * SEND of its own, and the requester waits for the answer before it
+ * sends the next: a ping-pong, where a device may hold an ACK to carry
+ * it with the answer (ibemu does, doc/design.md §9), and the last one has
+ * no answer to ride with.
+ *
+ * Usage: ack_exit exit|destroy|error|idle [LENGTH [reply]].  Exit: 0
+ * pass, 1 fail, 77 skip.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +52,12 @@
  * enough for a device to move it apart from its small ones (ibemu has the
  * responder copy it straight from the sender's memory). */
 static size_t msg_len = 32;
+
+/* The responder answers each message but the last (see above). */
+static int reply;
+
+/* The answer to message m: its first bytes, from where it landed. */
+#define REPLY_LEN 8u
 
 /* 4.096 us * 2^16 (268 ms: room for a loaded machine), no retry: a SEND
  * whose ACK does not come within the timeout fails, where a resend would
@@ -103,6 +116,84 @@ static struct ibv_sge msg_sge(const struct rc_side *s, size_t off)
 	return sge;
 }
 
+/* The answer to message m, unsignaled: the requester's next SEND is
+ * its acknowledgement. */
+static int answer(struct rc_side *s, unsigned int m)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge = msg_sge(s, (size_t)m * msg_len);
+
+	sge.length = msg_len < REPLY_LEN ? (uint32_t)msg_len : REPLY_LEN;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1000 + m;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	if (ibv_post_send(s->qp, &wr, &bad)) {
+		say("FAIL: ack-exit: answer %u: post_send", m);
+		return -1;
+	}
+	return 0;
+}
+
+/* Receives for the answers, one per message but the last, into the
+ * requester's buffer past its first message. */
+static int post_answers(struct rc_side *s)
+{
+	struct ibv_recv_wr wr, *bad;
+	struct ibv_sge sge;
+	unsigned int m;
+
+	for (m = 0; m + 1 < NMSG; m++) {
+		sge = msg_sge(s, (size_t)(m + 1) * msg_len);
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 1000 + m;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		if (ibv_post_recv(s->qp, &wr, &bad))
+			return -1;
+	}
+	return 0;
+}
+
+/* SEND m's completion and, in reply mode, its answer: 0, or -1 (said). */
+static int requester_wait(struct rc_side *s, const char *name, unsigned int m)
+{
+	bool sent = false, answered = !reply || m + 1 == NMSG;
+	struct ibv_wc wc;
+	uint8_t *p;
+	unsigned int i;
+	int got;
+
+	while (!sent || !answered) {
+		got = poll_one(s->cq, &wc);
+		if (got == 1 && wc.status == IBV_WC_SUCCESS &&
+		    wc.wr_id == m && !sent) {
+			sent = true;
+			continue;
+		}
+		if (got == 1 && wc.status == IBV_WC_SUCCESS &&
+		    wc.wr_id == 1000 + m && wc.opcode == IBV_WC_RECV &&
+		    !answered) {
+			p = (uint8_t *)s->buf + (size_t)(m + 1) * msg_len;
+			for (i = 0; i < wc.byte_len; i++)
+				if (p[i] != pattern(m, i)) {
+					say("FAIL: ack-exit %s: answer %u byte %u",
+					    name, m, i);
+					return -1;
+				}
+			answered = true;
+			continue;
+		}
+		say("FAIL: ack-exit %s: SEND %u of %u%s: %s, expected %s", name,
+		    m, NMSG, sent ? " (its answer)" : "",
+		    got == 1 ? ibv_wc_status_str(wc.status) : "no completion",
+		    ibv_wc_status_str(IBV_WC_SUCCESS));
+		return -1;
+	}
+	return 0;
+}
+
 /* Every receive posted, then the messages checked as they come. */
 static int responder(int fd, enum mode mode)
 {
@@ -114,7 +205,7 @@ static int responder(int fd, enum mode mode)
 	unsigned int m, i;
 	uint8_t *p;
 	char ready = 'r';
-	int ret;
+	int ret, got;
 
 	memset(&s, 0, sizeof(s));
 	ret = rc_pair_join(&s, &pair_attr, fd);
@@ -135,7 +226,14 @@ static int responder(int fd, enum mode mode)
 	if (rc_xfer(fd, &ready, 1, 1))
 		return 3;
 	for (m = 0; m < NMSG; m++) {
-		if (poll_one(s.cq, &wc) != 1 || wc.status != IBV_WC_SUCCESS ||
+		/* An answer's completion, where the QP signals every
+		 * SEND, is not what is waited for. */
+		while ((got = poll_one(s.cq, &wc)) == 1 &&
+		       wc.opcode == IBV_WC_SEND &&
+		       wc.status == IBV_WC_SUCCESS && wc.wr_id >= 1000)
+			;
+		if (got != 1 || wc.status != IBV_WC_SUCCESS ||
+		    wc.opcode != IBV_WC_RECV ||
 		    wc.wr_id != m || wc.byte_len != msg_len) {
 			say("FAIL: ack-exit: receive %u", m);
 			return 4;
@@ -146,6 +244,8 @@ static int responder(int fd, enum mode mode)
 				say("FAIL: ack-exit: message %u byte %u", m, i);
 				return 4;
 			}
+		if (reply && m + 1 < NMSG && answer(&s, m))
+			return 4;
 	}
 	/* At once, as the mode says. */
 	switch (mode) {
@@ -175,9 +275,8 @@ static int requester(int fd, pid_t pid, const char *name)
 	struct ibv_send_wr wr, *bad;
 	struct rc_side s;
 	struct ibv_sge sge;
-	struct ibv_wc wc;
 	unsigned int m, i;
-	int ret, status, got;
+	int ret, status;
 	char ready;
 
 	memset(&s, 0, sizeof(s));
@@ -187,6 +286,10 @@ static int requester(int fd, pid_t pid, const char *name)
 		    name, strerror(errno));
 	if (ret)
 		return ret > 0 ? 77 : 1;
+	if (reply && post_answers(&s)) {
+		say("FAIL: ack-exit %s: post_recv", name);
+		return 1;
+	}
 	if (rc_xfer(fd, &ready, 1, 0)) {
 		say("FAIL: ack-exit %s: the responder did not get ready", name);
 		return 1;
@@ -205,15 +308,8 @@ static int requester(int fd, pid_t pid, const char *name)
 			say("FAIL: ack-exit %s: post_send %u", name, m);
 			return 1;
 		}
-		got = poll_one(s.cq, &wc);
-		if (got != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != m) {
-			say("FAIL: ack-exit %s: SEND %u of %u: %s, expected %s",
-			    name, m, NMSG,
-			    got == 1 ? ibv_wc_status_str(wc.status)
-				     : "no completion",
-			    ibv_wc_status_str(IBV_WC_SUCCESS));
+		if (requester_wait(&s, name, m))
 			return 1;
-		}
 	}
 	(void)rc_xfer(fd, &ready, 1, 1);
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
@@ -243,11 +339,13 @@ int main(int argc, char **argv)
 	pid_t pid;
 	int fd;
 
-	if (argc != 2 && argc != 3) {
-		say("usage: ack_exit exit|destroy|error|idle [LENGTH]");
+	if (argc < 2 || argc > 4 ||
+	    (argc == 4 && strcmp(argv[3], "reply"))) {
+		say("usage: ack_exit exit|destroy|error|idle [LENGTH [reply]]");
 		return 2;
 	}
-	if (argc == 3) {
+	reply = argc == 4;
+	if (argc >= 3) {
 		char *end;
 
 		msg_len = strtoul(argv[2], &end, 0);

@@ -376,6 +376,7 @@ const struct transport_ops tp_shm_ops = {
 	.peer_runs = tp_shm_peer_runs,
 	.pkt_claim = tp_shm_pkt_claim,
 	.pkt_send = tp_shm_pkt_send,
+	.bundles = true,
 	.pkt_peek = tp_shm_pkt_peek,
 	.pkt_release = tp_shm_pkt_release,
 	.pkt_flush = tp_shm_pkt_flush,
