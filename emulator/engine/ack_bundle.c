@@ -13,10 +13,13 @@
  * slot, as a second packet behind the first (PKT_F_ACK_BUNDLED, wire.h).
  * The receiver parses and checks that packet as if it had come alone.
  *
- * A held ACK never waits long: it goes alone at the start of the
- * application's next poll of an empty CQ, at the progress thread's next
- * drain (within a nap once the application stops polling), when the QP
- * leaves service (resp_ack_owed_locked), at exit, and whenever any other
+ * It is off unless IBEMU_ACK_BUNDLE=1: measured, a ping-pong that waits
+ * for each send completion (ib_send_lat) then waits for its ACK behind
+ * the answer, and loses more than the slot saves, at either placement
+ * of the two CPUs (doc/design.md §9).  A held ACK never waits long: it
+ * goes alone at the start of the application's next poll of an empty
+ * CQ, at the progress thread's next drain (within a nap once the
+ * application stops polling), when the QP leaves service (resp_ack_owed_locked), at exit, and whenever any other
  * ACK of the QP is sent.  A QP that holds ACKs no SEND takes (a receiver
  * of a stream) stops holding after two, until its application posts a
  * SEND again.  Nothing is held while packets are captured or traced
@@ -60,7 +63,8 @@ bool engine_fast_on(void)
 	return s == 1;
 }
 
-/* IBEMU_ACK_BUNDLE=0 keeps ACKs apart, the other fast paths on. */
+/* IBEMU_ACK_BUNDLE=1 holds ACKs for the next SEND; by default they go
+ * at the end of the drain (measured: doc/design.md §9). */
 static int bundle_state; /* 0: not read yet, 1: on, 2: off */
 
 static bool ack_bundle_on(void)
@@ -70,7 +74,7 @@ static bool ack_bundle_on(void)
 	if (__builtin_expect(!s, 0)) {
 		const char *v = getenv("IBEMU_ACK_BUNDLE");
 
-		s = v && !strcmp(v, "0") ? 2 : 1;
+		s = v && !strcmp(v, "1") ? 1 : 2;
 		__atomic_store_n(&bundle_state, s, __ATOMIC_RELAXED);
 	}
 	return s == 1;

@@ -4,15 +4,14 @@
  * §10, "The two-sided fast path"): an RC SEND that fits in one packet
  * (SEND_ONLY, with or without immediate data), in sequence, from the
  * connected peer, into the next receive WQE of the QP's own receive
- * queue, one scatter entry that holds it.  resp_recv_locked's checks
- * and steps for it, less what cannot apply: no open message, no pull,
- * no SRQ (its lock and limit event), no checking mode (its records), no
- * RTR (COMM_EST, manual 6.1.5), no invalidation.  Anything else, and
- * any check that fails, goes the general way, which reports it; nothing
- * here fails a packet.
+ * queue or its SRQ, one scatter entry that holds it.  resp_recv_locked's
+ * checks and steps for it, less what cannot apply: no open message, no
+ * pull, no checking mode (its records), no RTR (COMM_EST, manual 6.1.5),
+ * no invalidation, no XRC.  Anything else, and any check that fails,
+ * goes the general way, which reports it; nothing here fails a packet.
  *
- * Lock rule: qp.lock held, as for resp_recv_locked; the receive ring is
- * the QP's own, under it.
+ * Lock rule: qp.lock held, as for resp_recv_locked; an SRQ's ring under
+ * its rq.lock, taken here.
  */
 #include "config.h"
 
@@ -31,22 +30,17 @@ static bool resp_fast_opcode(uint8_t opcode)
 	       opcode == (IB_OPCODE_RC | IB_OP_SEND_ONLY_IMM);
 }
 
-bool resp_fast_send_locked(struct emu_qp *qp, const struct pkt *p)
+/* The payload into the next receive WQE of rq, taken; its wr_id in
+ * *wr_id.  false: nothing was taken (none, or not one this line takes).
+ * An SRQ's ring is under its own lock (rq.c), the QP's own under qp.lock,
+ * held; *limit: the SRQ's limit was reached and is disarmed (IBA
+ * 10.2.9.4). */
+static bool resp_fast_take(struct emu_qp *qp, struct emu_rq *rq,
+			   const struct pkt *p, uint64_t *wr_id, bool *limit)
 {
-	struct emu_rq *rq = &qp->rq;
-	struct wqe *w;
-	uint8_t *dst = NULL;
-	struct ibv_wc wc;
+	struct wqe *w = wqe_ring_head(&rq->ring);
+	uint8_t *dst;
 
-	if (!resp_fast_opcode(p->opcode) || qp->type != IBV_QPT_RC ||
-	    qp->state != IBV_QPS_RTS || qp->srq || qp->resp.op ||
-	    qp->resp.has_wqe || p->psn != qp->resp.epsn ||
-	    (p->hdr->flags & PKT_F_PULL) ||
-	    p->hdr->src_qpn != qp->attr.dest_qp_num ||
-	    !route_from_peer_locked(qp, p->hdr->src_proc) ||
-	    !engine_fast_on() || check_on())
-		return false;
-	w = wqe_ring_head(&rq->ring);
 	/* No receive WQE is an RNR NAK, the general path's (IBA 9.7.5.2.8). */
 	if (!w || w->num_sge > 1)
 		return false;
@@ -61,12 +55,45 @@ bool resp_fast_send_locked(struct emu_qp *qp, const struct pkt *p)
 			return false;
 		memcpy(dst, p->payload, p->paylen);
 	}
+	*wr_id = w->wr_id;
 	rq->ring.head++;
+	if (qp->srq && qp->srq->limit &&
+	    wqe_ring_count(&rq->ring) < qp->srq->limit) {
+		qp->srq->limit = 0;
+		*limit = true;
+	}
+	return true;
+}
+
+bool resp_fast_send_locked(struct emu_qp *qp, const struct pkt *p)
+{
+	struct emu_rq *rq = qp_rq(qp);
+	bool limit = false, taken;
+	struct ibv_wc wc;
+	uint64_t wr_id;
+
+	if (!resp_fast_opcode(p->opcode) || qp->type != IBV_QPT_RC ||
+	    qp->state != IBV_QPS_RTS || qp->resp.op ||
+	    qp->resp.has_wqe || p->psn != qp->resp.epsn ||
+	    (p->hdr->flags & PKT_F_PULL) ||
+	    p->hdr->src_qpn != qp->attr.dest_qp_num ||
+	    !route_from_peer_locked(qp, p->hdr->src_proc) ||
+	    !engine_fast_on() || check_on())
+		return false;
+	if (qp->srq)
+		emu_lock(&rq->lock);
+	taken = resp_fast_take(qp, rq, p, &wr_id, &limit);
+	if (qp->srq)
+		emu_unlock(&rq->lock);
+	if (limit)
+		emu_event(&qp->srq->owner, IBV_EVENT_SRQ_LIMIT_REACHED);
+	if (!taken)
+		return false;
 	qp->resp.nak_sent = false;
 	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
 	qp->resp.msn++;
 	wc = (struct ibv_wc){
-		.wr_id = w->wr_id,
+		.wr_id = wr_id,
 		.status = IBV_WC_SUCCESS,
 		.opcode = IBV_WC_RECV,
 		.byte_len = p->paylen,

@@ -11,17 +11,17 @@
 # With "reply", a ping-pong: the responder answers all but the last
 # message, so the ACK of the last has no answer to ride with
 # (doc/design.md §9, "An ACK rides with the answer"); run with the fast
-# paths and without them.
-for fast in 1 0; do
+# paths, with them and the ACK bundling, and without either.
+for fast in "IBEMU_FAST=1 IBEMU_ACK_BUNDLE=1" IBEMU_FAST=1 IBEMU_FAST=0; do
 	for how in "" reply; do
 		for len in 32 65536; do
 			for mode in exit destroy error idle; do
-				IBEMU_FAST=$fast LD_PRELOAD=$IBEMU_LIB_PATH \
+				env $fast LD_PRELOAD=$IBEMU_LIB_PATH \
 					"$IBEMU_BUILDDIR/tests/progs/ack_exit" $mode $len $how
 				case $? in
-				0) pass "ack-exit $mode $len $how (IBEMU_FAST=$fast)" ;;
+				0) pass "ack-exit $mode $len $how ($fast)" ;;
 				77) exit 77 ;;
-				*) fail "ack-exit $mode $len $how (IBEMU_FAST=$fast)" ;;
+				*) fail "ack-exit $mode $len $how ($fast)" ;;
 				esac
 			done
 		done
