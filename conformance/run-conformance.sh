@@ -32,8 +32,8 @@ out=$(mktemp)
 expect=${IBEMU_SRCDIR:-$(dirname "$0")/..}/conformance/expect/ibemu.txt
 # The reports for CI systems, beside this script's log in the build tree:
 # conformance/ibemu0.tap, .xml (JUnit), .caps (capability matrix) and
-# .dev (deviation report).
-rep=$builddir/conformance/ibemu0
+# .dev (deviation report); CF_REPORT_NAME names them otherwise.
+rep=$builddir/conformance/${CF_REPORT_NAME:-ibemu0}
 LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}" "$prog" -d ibemu0 -a 127.0.0.1 \
 	-E "$expect" -T "$rep.tap" -J "$rep.xml" -C "$rep.caps" -D "$rep.dev" \
 	"$@" >"$out" 2>&1

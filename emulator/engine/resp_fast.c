@@ -6,8 +6,8 @@
  * connected peer, into the next receive WQE of the QP's own receive
  * queue or its SRQ, one scatter entry that holds it.  resp_recv_locked's
  * checks and steps for it, less what cannot apply: no open message, no
- * pull, no checking mode (its records), no RTR (COMM_EST, manual 6.1.5),
- * no invalidation, no XRC.  Anything else, and any check that fails,
+ * pull, no checking mode (its records), not the first packet in RTR
+ * (COMM_EST, manual 6.1.5), no invalidation, no XRC.  Anything else, and any check that fails,
  * goes the general way, which reports it; nothing here fails a packet.
  *
  * Lock rule: qp.lock held, as for resp_recv_locked; an SRQ's ring under
@@ -65,6 +65,23 @@ static bool resp_fast_take(struct emu_qp *qp, struct emu_rq *rq,
 	return true;
 }
 
+/* A state whose responder executes requests (IBA 10.3.1), past the
+ * first packet of RTR, which establishes communication (COMM_EST, manual
+ * 6.1.5: the general path raises it). */
+static bool resp_fast_state(const struct emu_qp *qp)
+{
+	switch (qp->state) {
+	case IBV_QPS_RTR:
+		return qp->resp.comm_est;
+	case IBV_QPS_RTS:
+	case IBV_QPS_SQD:
+	case IBV_QPS_SQE:
+		return true;
+	default:
+		return false;
+	}
+}
+
 bool resp_fast_send_locked(struct emu_qp *qp, const struct pkt *p)
 {
 	struct emu_rq *rq = qp_rq(qp);
@@ -73,7 +90,7 @@ bool resp_fast_send_locked(struct emu_qp *qp, const struct pkt *p)
 	uint64_t wr_id;
 
 	if (!resp_fast_opcode(p->opcode) || qp->type != IBV_QPT_RC ||
-	    qp->state != IBV_QPS_RTS || qp->resp.op ||
+	    !resp_fast_state(qp) || qp->resp.op ||
 	    qp->resp.has_wqe || p->psn != qp->resp.epsn ||
 	    (p->hdr->flags & PKT_F_PULL) ||
 	    p->hdr->src_qpn != qp->attr.dest_qp_num ||

@@ -15,4 +15,6 @@
 IBEMU_CMA=0 IBEMU_FAULTS="$faults,seed=1" run "rc: $FAULT_RC_MIB MiB per QP, packets only" "$prog" rc "$FAULT_RC_MIB"
 grep -h "IBEMU_FAULTS: process" "$tmp/out" | sed 's/^/    /'
 IBEMU_FAULTS="$faults,seed=2" run "rc: 128 MiB per QP, requester-placed RDMA on" "$prog" rc 128
+# The general paths alone (IBEMU_FAST=0, doc/design.md §10).
+IBEMU_FAST=0 IBEMU_FAULTS="$faults,seed=3" run "rc: 128 MiB per QP, fast paths off" "$prog" rc 128
 finish
