@@ -137,6 +137,17 @@ both()
 # A figure with its unit, or the word that says why there is none.
 value() { case $1 in failed | - | "") echo "${1:--}" ;; *) printf '%.4g %s' "$1" "$2" ;; esac; }
 
+# Where the host put the two vCPUs during a row, from its hand-off: tens
+# of ns, one core's two threads ("1 core"); 140 ns or more, two cores;
+# between, the runs of the row saw both.
+placement()
+{
+	case $1 in
+	failed | - | "") echo - ;;
+	*) awk -v h="$1" 'BEGIN { print (h < 100 ? "1 core" : h >= 140 ? "2 cores" : "mixed") }' ;;
+	esac
+}
+
 row() # FIGURE IBEMU UCX UNIT GOAL HAND-OFF TIGHT
 {
 	local ratio=-
@@ -144,13 +155,14 @@ row() # FIGURE IBEMU UCX UNIT GOAL HAND-OFF TIGHT
 	*failed* | *-*) ;;
 	*) ratio=$(awk -v a="$2" -v b="$3" 'BEGIN { printf "%.3g", a / b }') ;;
 	esac
-	printf '%-54s %12s %12s %8s %7s %9s %9s\n' "$1" "$(value "$2" "$4")" \
-		"$(value "$3" "$4")" "$ratio" "$5" "$(value "$6" ns)" "$(value "$7" ns)"
+	printf '%-54s %12s %12s %8s %7s %9s %9s %8s\n' "$1" "$(value "$2" "$4")" \
+		"$(value "$3" "$4")" "$ratio" "$5" "$(value "$6" ns)" "$(value "$7" ns)" \
+		"$(placement "$6")"
 }
 
 echo "ibemu beside UCX over shared memory ($(ucx_info -v 2>/dev/null | sed -n 's/^# Version /UCX /p' | head -1)," \
 	"UCX_TLS=sm,self), server on CPU $cpu_s, client on CPU $cpu_c, median of $runs runs"
-printf '%-54s %12s %12s %8s %7s %9s %9s\n' figure ibemu "UCX shm" ratio goal hand-off tight
+printf '%-54s %12s %12s %8s %7s %9s %9s %8s\n' figure ibemu "UCX shm" ratio goal hand-off tight CPUs
 figure() # FIGURE UNIT GOAL KIND PROGRAM ITERS TEST UCX_ITERS SIZE
 {
 	local name=$1 unit=$2 goal=$3 a b h t
@@ -192,6 +204,8 @@ figure "1 MiB send bandwidth (ib_send_bw / tag_bw)" GB/s ">= 1.0" \
 echo "ratio = ibemu / UCX: below 1 for a latency is faster than UCX, above 1 for a rate or a bandwidth."
 echo "hand-off = the machine's one-way cache-line hand-off between the two CPUs during the row's runs (bench/shm_pingpong):"
 echo "  where the host puts the two vCPUs (tens of ns: one core's two threads; hundreds: two cores) moves every figure."
+echo "CPUs = that placement: \"1 core\" (its two threads), \"2 cores\", or \"mixed\" (the row's runs saw both); the goals are"
+echo "  judged at two cores."
 echo "tight = the same, each side polling in a tight loop, as ib_write_lat polls its buffer (the line moves more slowly than when"
 echo "  a loop does other work between looks, as ucx_perftest's and ibv_poll_cq's do): ib_write_lat's floor, where hand-off is ucp_put_lat's."
 echo "UCX's latency is the median of its last 2048 iterations (ucx_perftest's 50.0%ile); perftest's, of all of them."
