@@ -19,8 +19,9 @@
  * of the two CPUs (doc/design.md §9).  A held ACK never waits long: it
  * goes alone at the start of the application's next poll of an empty
  * CQ, at the progress thread's next drain (within a nap once the
- * application stops polling), when the QP leaves service (resp_ack_owed_locked), at exit, and whenever any other
- * ACK of the QP is sent.  A QP that holds ACKs no SEND takes (a receiver
+ * application stops polling), when the QP leaves service
+ * (resp_ack_owed_locked), at exit, and whenever any other ACK of the QP
+ * is sent.  A QP that holds ACKs no SEND takes (a receiver
  * of a stream) stops holding after two, until its application posts a
  * SEND again.  Nothing is held while packets are captured or traced
  * (each packet is written as it is sent), with IBEMU_FAST=0, or toward
@@ -47,36 +48,26 @@
 #include "qp_stats.h"
 #include "trace_rec.h"
 
-/* IBEMU_FAST=0 turns the two-sided fast paths off (ibemu(7)). */
-static int fast_state; /* 0: not read yet, 1: on, 2: off */
+/* IBEMU_FAST=0 turns the two-sided fast paths off (ibemu(7));
+ * IBEMU_ACK_BUNDLE=1 holds ACKs for the next SEND, which by default go
+ * at the end of the drain (measured: doc/design.md §9).  Read once. */
+atomic_int engine_fast_state, ack_bundle_state;
 
-bool engine_fast_on(void)
+bool engine_fast_read(void)
 {
-	int s = __atomic_load_n(&fast_state, __ATOMIC_RELAXED);
+	const char *v = getenv("IBEMU_FAST");
+	int s = v && !strcmp(v, "0") ? 2 : 1;
 
-	if (__builtin_expect(!s, 0)) {
-		const char *v = getenv("IBEMU_FAST");
-
-		s = v && !strcmp(v, "0") ? 2 : 1;
-		__atomic_store_n(&fast_state, s, __ATOMIC_RELAXED);
-	}
+	atomic_store_explicit(&engine_fast_state, s, memory_order_relaxed);
 	return s == 1;
 }
 
-/* IBEMU_ACK_BUNDLE=1 holds ACKs for the next SEND; by default they go
- * at the end of the drain (measured: doc/design.md §9). */
-static int bundle_state; /* 0: not read yet, 1: on, 2: off */
-
-static bool ack_bundle_on(void)
+bool ack_bundle_read(void)
 {
-	int s = __atomic_load_n(&bundle_state, __ATOMIC_RELAXED);
+	const char *v = getenv("IBEMU_ACK_BUNDLE");
+	int s = v && !strcmp(v, "1") ? 1 : 2;
 
-	if (__builtin_expect(!s, 0)) {
-		const char *v = getenv("IBEMU_ACK_BUNDLE");
-
-		s = v && !strcmp(v, "1") ? 1 : 2;
-		__atomic_store_n(&bundle_state, s, __ATOMIC_RELAXED);
-	}
+	atomic_store_explicit(&ack_bundle_state, s, memory_order_relaxed);
 	return s == 1;
 }
 
@@ -88,12 +79,12 @@ bool ack_bundle_hold_locked(struct emu_qp *qp)
 {
 	struct tp_peer *peer = qp->peer;
 
-	return qp->resp.ack_owed && qp->type == IBV_QPT_RC &&
-	       qp->state == IBV_QPS_RTS && peer && peer->tp->bundles &&
-	       !qp->resp.ack_pending &&
+	return ack_bundle_on() && engine_fast_on() && qp->resp.ack_owed &&
+	       qp->type == IBV_QPT_RC && qp->state == IBV_QPS_RTS && peer &&
+	       peer->tp->bundles && !qp->resp.ack_pending &&
 	       qp->resp.replies_head == qp->resp.replies_tail &&
 	       qp->resp.ack_misses < ACK_BUNDLE_MAX_MISSES &&
-	       engine_fast_on() && ack_bundle_on() && !pcap_enabled() && !trace_rec_on();
+	       !pcap_enabled() && !trace_rec_on();
 }
 
 void ack_bundle_let_go_locked(struct emu_qp *qp)

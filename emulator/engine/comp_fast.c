@@ -22,15 +22,15 @@ bool comp_fast_ack_locked(struct emu_qp *qp, const struct pkt *p)
 	struct wqe *w;
 	struct ibv_wc wc;
 
-	if (p->opcode != (IB_OPCODE_RC | IB_OP_ACKNOWLEDGE) ||
+	if (!engine_fast_on() ||
+	    p->opcode != (IB_OPCODE_RC | IB_OP_ACKNOWLEDGE) ||
 	    qp->type != IBV_QPT_RC || qp->state != IBV_QPS_RTS ||
 	    (pkt_aeth_syndrome(p) & AETH_TYPE_MASK) != AETH_ACK ||
 	    qp->comp.told.on || qp->comp.implied.on ||
 	    qp->sq.head == qp->req.next || qp->sq.head + 1 != qp->req.next ||
 	    psn_add(p->psn, 1) != qp->req.psn ||
-	    p->hdr->src_qpn != qp->attr.dest_qp_num ||
-	    !route_from_peer_locked(qp, p->hdr->src_proc) ||
-	    !engine_fast_on() || check_on())
+	    p->hdr->src_qpn != qp->attr.dest_qp_num || check_on() ||
+	    !route_from_peer_locked(qp, p->hdr->src_proc))
 		return false;
 	w = wqe_ring_at(&qp->sq, qp->sq.head);
 	/* The one request in flight, whole: its last PSN is the ACK's

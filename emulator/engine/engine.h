@@ -248,7 +248,21 @@ bool comp_fast_ack_locked(struct emu_qp *qp, const struct pkt *p);
 
 /* ack_bundle.c: an owed ACK held for the QP's next SEND (doc/design.md
  * §9).  engine_fast_on: the two-sided fast paths are on (IBEMU_FAST). */
-bool engine_fast_on(void);
+extern atomic_int engine_fast_state, ack_bundle_state;
+bool engine_fast_read(void);
+bool ack_bundle_read(void);
+static inline bool engine_fast_on(void)
+{
+	int s = atomic_load_explicit(&engine_fast_state, memory_order_relaxed);
+
+	return s ? s == 1 : engine_fast_read();
+}
+static inline bool ack_bundle_on(void)
+{
+	int s = atomic_load_explicit(&ack_bundle_state, memory_order_relaxed);
+
+	return s ? s == 1 : ack_bundle_read();
+}
 bool ack_bundle_hold_locked(struct emu_qp *qp);
 void ack_bundle_let_go_locked(struct emu_qp *qp);
 void ack_bundle_sent_locked(struct emu_qp *qp);

@@ -7,8 +7,9 @@
  * queue or its SRQ, one scatter entry that holds it.  resp_recv_locked's
  * checks and steps for it, less what cannot apply: no open message, no
  * pull, no checking mode (its records), not the first packet in RTR
- * (COMM_EST, manual 6.1.5), no invalidation, no XRC.  Anything else, and any check that fails,
- * goes the general way, which reports it; nothing here fails a packet.
+ * (COMM_EST, manual 6.1.5), no invalidation, no XRC.  Anything else,
+ * and any check that fails, goes the general way, which reports it;
+ * nothing here fails a packet.
  *
  * Lock rule: qp.lock held, as for resp_recv_locked; an SRQ's ring under
  * its rq.lock, taken here.
@@ -89,13 +90,12 @@ bool resp_fast_send_locked(struct emu_qp *qp, const struct pkt *p)
 	struct ibv_wc wc;
 	uint64_t wr_id;
 
-	if (!resp_fast_opcode(p->opcode) || qp->type != IBV_QPT_RC ||
-	    !resp_fast_state(qp) || qp->resp.op ||
+	if (!engine_fast_on() || !resp_fast_opcode(p->opcode) ||
+	    qp->type != IBV_QPT_RC || !resp_fast_state(qp) || qp->resp.op ||
 	    qp->resp.has_wqe || p->psn != qp->resp.epsn ||
 	    (p->hdr->flags & PKT_F_PULL) ||
-	    p->hdr->src_qpn != qp->attr.dest_qp_num ||
-	    !route_from_peer_locked(qp, p->hdr->src_proc) ||
-	    !engine_fast_on() || check_on())
+	    p->hdr->src_qpn != qp->attr.dest_qp_num || check_on() ||
+	    !route_from_peer_locked(qp, p->hdr->src_proc))
 		return false;
 	if (qp->srq)
 		emu_lock(&rq->lock);
