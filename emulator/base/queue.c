@@ -153,29 +153,6 @@ int wc_ring_resize(struct wc_ring *r, uint32_t size)
 	return 0;
 }
 
-bool wc_ring_put(struct wc_ring *r, const struct ibv_wc *wc,
-		 const struct emu_wc_stamp *stamp)
-{
-	if (wc_ring_count(r) >= r->size)
-		return false;
-	r->buf[r->tail & r->mask] = *wc;
-	if (r->stamp)
-		r->stamp[r->tail & r->mask] = *stamp;
-	atomic_store_explicit(&r->tail, r->tail + 1, memory_order_release);
-	return true;
-}
-
-bool wc_ring_get(struct wc_ring *r, struct ibv_wc *wc)
-{
-	const struct ibv_wc *oldest = wc_ring_oldest(r);
-
-	if (!oldest)
-		return false;
-	*wc = *oldest;
-	wc_ring_drop(r);
-	return true;
-}
-
 uint32_t wc_ring_remove_qp(struct wc_ring *r, uint32_t qpn)
 {
 	uint32_t from, to = r->head, tail = r->tail;

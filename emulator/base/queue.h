@@ -143,18 +143,36 @@ static inline void wc_ring_drop(struct wc_ring *r)
 {
 	atomic_store_explicit(&r->head, r->head + 1, memory_order_relaxed);
 }
-/* false if full */
-/* stamp: kept with the entry when the ring is stamped (may be NULL
- * otherwise). */
-bool wc_ring_put(struct wc_ring *r, const struct ibv_wc *wc,
-		 const struct emu_wc_stamp *stamp);
+/* false if full; stamp: kept with the entry when the ring is stamped
+ * (may be NULL otherwise).  Inline, as wc_ring_get: every completion
+ * passes both. */
+static inline bool wc_ring_put(struct wc_ring *r, const struct ibv_wc *wc,
+			       const struct emu_wc_stamp *stamp)
+{
+	if (wc_ring_count(r) >= r->size)
+		return false;
+	r->buf[r->tail & r->mask] = *wc;
+	if (r->stamp)
+		r->stamp[r->tail & r->mask] = *stamp;
+	atomic_store_explicit(&r->tail, r->tail + 1, memory_order_release);
+	return true;
+}
 /* The stamp of the oldest entry (there is one; the ring is stamped). */
 static inline const struct emu_wc_stamp *wc_ring_oldest_stamp(
 	const struct wc_ring *r)
 {
 	return &r->stamp[r->head & r->mask];
 }
-bool wc_ring_get(struct wc_ring *r, struct ibv_wc *wc);
+static inline bool wc_ring_get(struct wc_ring *r, struct ibv_wc *wc)
+{
+	const struct ibv_wc *oldest = wc_ring_oldest(r);
+
+	if (!oldest)
+		return false;
+	*wc = *oldest;
+	wc_ring_drop(r);
+	return true;
+}
 /* Remove every entry of QP qpn; the others keep their order (and
  * stamps).  Returns how many went. */
 uint32_t wc_ring_remove_qp(struct wc_ring *r, uint32_t qpn);

@@ -26,6 +26,9 @@
 #include "inbox.h"
 #include "transport.h"
 #include "opcode.h"
+#include "pcap.h"
+#include "qp_stats.h"
+#include "trace_rec.h"
 #include "wire.h"
 #include "wr_opcode.h"
 
@@ -152,16 +155,42 @@ void engine_mr_share(struct emu_hca *hca, void *addr, size_t length,
 void engine_mr_release(struct emu_hca *hca, const struct mr_window *w);
 /* In a forked child, before anything else: the transports' fork hooks. */
 void engine_fork_child(void);
-/* Claim room to dst and lay out BTH for opcode; false if dst is full. */
-bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
-	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
-	       uint32_t paylen);
 /* pkt_layout (hdr.h) with qp's addresses: pkt_begin's second half, and
  * the multicast datagrams, whose room is the caller's. */
 void pkt_layout_qp(struct pkt_out *out, struct emu_qp *qp, uint8_t opcode,
 		   uint32_t dst_qpn, uint32_t psn, bool ackreq,
 		   uint32_t paylen);
-void pkt_send(struct pkt_out *out);
+/* Claim room to dst and lay out BTH for opcode; false if dst is full.
+ * Inline, as pkt_send: every packet takes both. */
+static inline bool pkt_begin(struct pkt_out *out, struct tp_peer *dst,
+			     struct emu_qp *qp, uint8_t opcode,
+			     uint32_t dst_qpn, uint32_t psn, bool ackreq,
+			     uint32_t paylen)
+{
+	out->pkt.src_proc = qp->hca->node.proc_slot;
+	if (!dst->tp->pkt_claim(dst, &out->pkt))
+		return false;
+	out->e = qp->hca->engine;
+	out->dst = dst;
+	pkt_layout_qp(out, qp, opcode, dst_qpn, psn, ackreq, paylen);
+	return true;
+}
+/* Hand the packet to its transport, counted for `ibemu top`; captured,
+ * traced and passed by the fault points first when any of them is on
+ * (pkt_send_watched). */
+void pkt_send_watched(struct pkt_out *out);
+static inline void pkt_send(struct pkt_out *out)
+{
+	if (__builtin_expect(pcap_enabled() || trace_rec_on() ||
+				     atomic_load_explicit(&fault_points_armed,
+							  memory_order_relaxed),
+			     0)) {
+		pkt_send_watched(out);
+		return;
+	}
+	qp_stats_tx(out->e->hca, out);
+	out->dst->tp->pkt_send(out->dst, &out->pkt);
+}
 /* Receive one packet as the transport delivered it: parse it and hand it
  * to its QP's responder or completer (a malformed packet, or one for no
  * QP of ours, is dropped).  Caller holds engine.lock; the ACKs it earns

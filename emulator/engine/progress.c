@@ -79,21 +79,6 @@ void pkt_layout_qp(struct pkt_out *out, struct emu_qp *qp, uint8_t opcode,
 		out->pkt.hdr->flags |= PKT_F_LOST;
 }
 
-bool pkt_begin(struct pkt_out *out, struct tp_peer *dst, struct emu_qp *qp,
-	       uint8_t opcode, uint32_t dst_qpn, uint32_t psn, bool ackreq,
-	       uint32_t paylen)
-{
-	struct engine *e = qp->hca->engine;
-
-	out->pkt.src_proc = qp->hca->node.proc_slot;
-	if (!dst->tp->pkt_claim(dst, &out->pkt))
-		return false;
-	out->e = e;
-	out->dst = dst;
-	pkt_layout_qp(out, qp, opcode, dst_qpn, psn, ackreq, paylen);
-	return true;
-}
-
 /* The tx event of a packet (doc/trace.md), naming the work request a
  * request packet carries. */
 static void engine_trace_tx(const struct pkt_out *out)
@@ -106,7 +91,7 @@ static void engine_trace_tx(const struct pkt_out *out)
 	pkt_trace_out("tx", out, wr);
 }
 
-void pkt_send(struct pkt_out *out)
+void pkt_send_watched(struct pkt_out *out)
 {
 	/* Captured before publishing: the receiver may reuse the slot. */
 	if (pcap_enabled())

@@ -119,13 +119,11 @@ void route_publish_peer_locked(struct emu_qp *qp)
  * slot, or the connection it came by, never a field of the packet), so
  * an off-path host that learnt the QPN and PSN still cannot inject.
  */
-bool route_from_peer_locked(struct emu_qp *qp, int32_t src_proc)
+bool route_from_peer_slow_locked(struct emu_qp *qp, int32_t src_proc)
 {
 	struct engine *e = qp->hca->engine;
 	const struct tp_net_ops *net;
 
-	if (src_proc == qp->peer_proc && src_proc >= 0)
-		return true;
 	if (qp->peer_proc < 0 && req_resolve_peer_locked(qp) == 0 &&
 	    src_proc == qp->peer_proc)
 		return true;

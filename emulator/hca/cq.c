@@ -202,7 +202,8 @@ bool cq_push(struct emu_cq *cq, const struct ibv_wc *wc, bool solicited)
 	}
 	ok = !cq->overflow;
 	emu_unlock(&cq->lock);
-	qp_stats_cqe(cq->hca, wc);
+	if (wc->status != IBV_WC_SUCCESS)
+		qp_stats_cqe(cq->hca, wc);
 	if (overrun) {
 		ibemu_log_dbg("CQ %#llx overrun",
 			      (unsigned long long)cq->owner.handle);

@@ -40,7 +40,7 @@
 #define UDP_HDR_LEN 8
 #define FRAME_HDR_LEN (ETH_HDR_LEN + IPV4_HDR_LEN + UDP_HDR_LEN)
 
-static FILE *_Atomic pcap_file;
+FILE *_Atomic pcap_file;
 static pthread_mutex_t pcap_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct pcap_file_hdr {
@@ -104,11 +104,6 @@ void pcap_close(void)
 void pcap_forget(void)
 {
 	pcap_file = NULL;
-}
-
-bool pcap_enabled(void)
-{
-	return atomic_load_explicit(&pcap_file, memory_order_relaxed) != NULL;
 }
 
 static uint16_t ip_checksum(const uint8_t *p, size_t len)

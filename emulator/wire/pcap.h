@@ -3,8 +3,10 @@
 #ifndef IBEMU_PCAP_H
 #define IBEMU_PCAP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "wire.h"
 
@@ -12,7 +14,12 @@
 void pcap_open(void);
 void pcap_close(void);
 void pcap_forget(void);
-bool pcap_enabled(void);
+/* Whether packets are captured: one relaxed load (every packet asks). */
+extern FILE *_Atomic pcap_file;
+static inline bool pcap_enabled(void)
+{
+	return atomic_load_explicit(&pcap_file, memory_order_relaxed) != NULL;
+}
 /* Record one packet: the link header and the bytes from the BTH on. */
 void pcap_write(const struct pkt_hdr *hdr, const uint8_t *bth_base);
 
