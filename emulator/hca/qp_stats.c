@@ -114,17 +114,9 @@ void qp_stats_tx_ack(struct node_qp_stats *st)
 	qp_stats_inc64(&st->tx_pkts);
 }
 
-void qp_stats_rx_locked(struct emu_qp *qp, const struct pkt *p)
+void qp_stats_nak_rcvd(struct node_qp_stats *st)
 {
-	struct node_qp_stats *st = qp->stats;
-
-	if (!st)
-		return;
-	qp_stats_inc64(&st->rx_pkts);
-	if (!(p->op->mask & OPM_REQ) && (p->op->mask & OPM_AETH) &&
-	    qp_stats_is_nak(pkt_aeth_syndrome(p)))
-		qp_stats_inc32(&st->naks_rcvd);
-	qp_stats_sync_locked(qp);
+	qp_stats_inc32(&st->naks_rcvd);
 }
 
 void qp_stats_cqe(struct emu_hca *hca, const struct ibv_wc *wc)

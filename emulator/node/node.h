@@ -109,7 +109,9 @@ struct node_qp {
  * whole as a hint: the fields are not consistent with one another.
  */
 struct node_qp_stats {
-	/* As of the owner's last post or packet received on the QP. */
+	/* The PSNs as of the owner's last post or packet received on the
+	 * QP; the fills and depth as of its last post or every 16th packet
+	 * (qp_stats.h, QP_STATS_RX_SYNC). */
 	_Atomic uint32_t sq_psn; /* PSN of the next new request */
 	_Atomic uint32_t rq_psn; /* the responder's expected PSN */
 	_Atomic uint32_t sq_wrs; /* send WRs posted, not yet completed */
