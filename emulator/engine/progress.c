@@ -340,7 +340,10 @@ static void engine_flush_owed_locked(struct engine *e)
 }
 
 /* A packet, and the acknowledgement bundled behind it (ack_bundle.c),
- * each parsed and checked on its own. */
+ * each parsed and checked on its own.  Only a transport whose room holds
+ * PKT_MAX_LEN bytes carries a bundle (transport_ops.bundles): from any
+ * other the flag is the sender's word alone, and no byte past the packet
+ * is read. */
 void engine_recv_locked(struct engine *e, const struct tp_pkt *in)
 {
 	struct pkt p, ack;
@@ -351,7 +354,7 @@ void engine_recv_locked(struct engine *e, const struct tp_pkt *in)
 	if (!pkt_parse(in, &p))
 		return;
 	engine_dispatch(e, &p);
-	if (!(p.link.flags & PKT_F_ACK_BUNDLED) ||
+	if (!(p.link.flags & PKT_F_ACK_BUNDLED) || !e->tp->bundles ||
 	    !ack_bundle_view(&p, in, &ack_hdr, buf, &view) ||
 	    !pkt_parse(&view, &ack) ||
 	    (ack.opcode & ~IB_OPCODE_MASK_PREFIX) != IB_OP_ACKNOWLEDGE)

@@ -119,6 +119,10 @@ void test_req_lkey_wrong_part(void);
 void test_keys_not_bare_index(void);
 void test_mw_type2_key_part(void);
 
+/* test_engine_fast.c: the fast paths and a bundled ACK */
+void test_fast_bundled_ack(void);
+void test_fast_bundled_ack_stray(void);
+
 /* test_engine_comp.c: the completer */
 void test_comp_ack(void);
 void test_comp_nak_access(void);

@@ -259,6 +259,8 @@ static bool loop_is_sleeping(struct engine *e)
 
 const struct transport_ops loop_ops = {
 	.name = "loop",
+	/* Its rooms are PKT_MAX_LEN bytes, carried whole (struct loop_pkt). */
+	.bundles = true,
 	.open = loop_open,
 	.close = loop_close,
 	.forget = loop_forget,

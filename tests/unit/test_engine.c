@@ -339,6 +339,8 @@ int main(void)
 		{ "resp_fetch_add", test_resp_fetch_add },
 		{ "resp_fetch_add_pipelined", test_resp_fetch_add_pipelined },
 		{ "comp_ack", test_comp_ack },
+		{ "fast_bundled_ack", test_fast_bundled_ack },
+		{ "fast_bundled_ack_stray", test_fast_bundled_ack_stray },
 		{ "comp_nak_access", test_comp_nak_access },
 		{ "comp_rnr_exhausted", test_comp_rnr_exhausted },
 		{ "comp_nak_psn_seq", test_comp_nak_psn_seq },
