@@ -585,6 +585,11 @@ void check_thread_internal(void)
 	internal_thread = true;
 }
 
+bool check_thread_is_internal(void)
+{
+	return internal_thread;
+}
+
 static void print_head(FILE *f, enum check_kind kind, const char *text)
 {
 	fprintf(f, "==%d== ibemu check: %s: %s\n==%d==   rule: %s\n",

@@ -87,6 +87,8 @@ bool check_report(enum check_kind kind, uint64_t obj,
 /* This thread is one of the HCA's own (the progress engine, the CM's,
  * a transport's): what it reports waits for the program's next call. */
 void check_thread_internal(void);
+/* Whether this thread is one of them. */
+bool check_thread_is_internal(void);
 
 /* Print the reports found on the HCA's threads, with the stack of the
  * program's call that takes them; a verbs entry point calls it. */

@@ -162,7 +162,9 @@ static void tcp_conn_attach(struct tp_tcp *t, struct tcp_conn *c, int fd)
 	c->fd = fd;
 	atomic_store(&c->rx_at, tcp_now_ms());
 	c->tx_head = c->tx_tail = 0;
-	c->tx_armed = false;
+	c->tx_reg = c->tx_armed = false;
+	atomic_store(&c->out_fired, false);
+	atomic_store_explicit(&c->tx_backlog, false, memory_order_relaxed);
 	c->rx_len = 0;
 	atomic_store_explicit(&c->rx_stalled, false, memory_order_relaxed);
 	c->parked = false;

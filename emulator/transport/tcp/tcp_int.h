@@ -61,8 +61,15 @@
 #define TCP_RX_HELLO_CAP 256
 #define TCP_DOOR_RETRY_MS 1000
 #define TCP_STALL_MS 1 /* a full inbox: read again this soon */
-#define TCP_APP_POLL_NS 5000 /* tcp_app_polling */
+/* Parked connections (tcp_thread.c) are looked at this often: one
+ * wake-up of the network thread a coarse clock tick while a busy poller
+ * has them, not one a millisecond on the CPU it spins on. */
+#define TCP_PARK_MS 4
+/* An application polled this recently (ms, by the coarse clock whose
+ * ticks may be 4 ms) busy-polls (tcp_app_polling). */
+#define TCP_APP_POLL_MS 5
 #define TCP_BATCH (256u << 10) /* tcp_more_follows */
+#define TCP_TX_RETRY_NS (20ull * 1000) /* a full socket asked again */
 #define TCP_POLL_CONNS 64 /* connections an application's poll reads */
 #define TCP_FRAME_ROOM                                                         \
 	(sizeof(struct tp_frame_hdr) + sizeof(struct tp_frame_grh) +         \
@@ -170,7 +177,8 @@ struct tcp_conn {
 	_Atomic int state; /* enum tcp_conn_state */
 	/* The socket, registered for reading one event at a time
 	 * (EPOLLONESHOT, re-armed by the network thread), and a duplicate
-	 * registered for writing while the queue is not empty. */
+	 * for writing, armed one event at a time too, when the socket
+	 * refused some of the queue (tcp_arm_out_locked). */
 	int fd, wfd;
 	_Atomic int pub; /* its net_peers entry, -1: none */
 	/* The remote process; set before UP, fixed while UP. */
@@ -186,7 +194,18 @@ struct tcp_conn {
 	pthread_mutex_t tx_lock;
 	uint8_t *tx;
 	uint32_t tx_head, tx_tail;
-	bool tx_armed; /* EPOLLOUT asked for */
+	bool tx_reg; /* wfd is in the epoll set */
+	uint64_t tx_retry_at; /* ns: the socket refused, ask from then */
+	bool tx_armed; /* EPOLLOUT asked for, not seen fired */
+	/* The network thread took the EPOLLOUT event (tx_armed is stale)
+	 * without tx_lock. */
+	atomic_bool out_fired;
+	/* A busy poller flushes the queue (tcp_poll): EPOLLOUT is not
+	 * asked for.  Set and cleared by the network thread. */
+	atomic_bool out_parked;
+	/* The queue holds bytes the socket has not taken: written under
+	 * tx_lock, read without it as a hint (tcp_poll). */
+	atomic_bool tx_backlog;
 	bool tx_refused; /* a claim found no room since the last flush */
 	bool tx_deferred; /* holds an ACK for the application's next call */
 	bool discard; /* the claimed packet goes nowhere */
@@ -263,16 +282,20 @@ struct tp_tcp {
 	uint64_t reap_at, accept_paused_until;
 	bool accept_paused;
 	bool clash_told; /* a LID collision was reported */
-	/* The application polled the network since the thread last looked
-	 * (tcp_poll); the thread leaves connections to it meanwhile. */
-	atomic_bool app_polls;
+	/* When the application last polled the network (tcp_poll, ms; 0:
+	 * it arms its CQs now, tcp_flush_deferred); the thread leaves
+	 * connections to it while that is recent. */
+	_Atomic uint64_t app_poll_ms;
+	/* Some connection is parked (written by the network thread, read
+	 * as a hint), and the application asks for it back now. */
+	atomic_bool parked_any, unpark_now;
 	atomic_bool deferred; /* some connection holds an ACK back */
 	/* Some connection was ever made (conns[] entries are kept while
 	 * the transport is open): until then the application's polls have
 	 * nothing to read here and pay one load. */
 	atomic_bool has_conns;
 	unsigned int poll_next; /* the application's next poll starts here */
-	unsigned int nr_parked;
+	unsigned int nr_parked, nr_out_parked;
 	uint64_t park_check; /* ms */
 	unsigned int nr_stalled;
 };
@@ -365,7 +388,9 @@ int tcp_lookup(struct tp_tcp *t, const struct sockaddr_storage *node_addr,
 extern __thread bool tcp_app_draining;
 void tcp_conn_drop_locked(struct tcp_conn *c, int err);
 void tcp_flush_locked(struct tcp_conn *c);
+void tcp_flush_backlog(struct tcp_conn *c);
 void tcp_flush_deferred(struct engine *e);
+void tcp_net_flush(struct engine *e);
 void tcp_poll_done(struct engine *e);
 bool tcp_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt);
 void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt);
@@ -380,6 +405,8 @@ void tcp_room(struct engine *e);
 bool tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c);
 void tcp_poll(struct engine *e);
 void tcp_conn_writable(struct tcp_conn *c);
+void tcp_conn_out_event(struct tp_tcp *t, struct tcp_conn *c);
+void tcp_out_unpark(struct tp_tcp *t);
 void tcp_accept(struct tp_tcp *t);
 
 /* tcp_reap.c: bounds under hostile load */
@@ -398,6 +425,7 @@ void tcp_door_release(struct tp_tcp *t);
 void tcp_door_client_done(struct tp_tcp *t, struct tcp_door_client *d);
 
 /* tcp_thread.c: the network thread */
+bool tcp_app_polling(struct tp_tcp *t);
 void *tcp_thread(void *arg);
 
 #endif /* IBEMU_TCP_INT_H */

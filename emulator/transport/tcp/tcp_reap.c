@@ -150,6 +150,10 @@ static void tcp_conn_give_back(struct tp_tcp *t, struct tcp_conn *c)
 			c->parked = false;
 			t->nr_parked--;
 		}
+		if (atomic_load(&c->out_parked)) {
+			atomic_store(&c->out_parked, false);
+			t->nr_out_parked--;
+		}
 	}
 	pthread_mutex_unlock(&c->tx_lock);
 	pthread_mutex_unlock(&c->rx_lock);

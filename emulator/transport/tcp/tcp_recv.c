@@ -282,7 +282,7 @@ void tcp_room(struct engine *e)
 static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 {
 	bool direct = false, tried = false;
-	uint32_t taken = 0;
+	uint32_t taken = 0, want;
 	ssize_t n;
 	int err = 0;
 
@@ -303,8 +303,8 @@ static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 			err = EPROTO;
 			break;
 		}
-		n = recv(c->fd, c->rx + c->rx_len, c->rx_cap - c->rx_len,
-			 MSG_DONTWAIT);
+		want = c->rx_cap - c->rx_len;
+		n = recv(c->fd, c->rx + c->rx_len, want, MSG_DONTWAIT);
 		if (n == 0) {
 			err = ECONNRESET;
 			break;
@@ -329,6 +329,13 @@ static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 			err = EPROTO;
 			break;
 		}
+		/* Less than asked for: the socket had no more.  Asking
+		 * again would cost a ping-pong a system call a message
+		 * (EAGAIN) before its reply; what comes later is the next
+		 * poll's, or the next event's (a re-armed socket that has
+		 * data reports it at once). */
+		if ((uint32_t)n < want)
+			break;
 	}
 	if (atomic_load_explicit(&c->rx_stalled, memory_order_relaxed) &&
 	    !err) {
@@ -366,8 +373,12 @@ static __attribute__((noinline)) void tcp_poll_conns(struct engine *e)
 	struct tcp_conn *c, *ready[TCP_POLL_CONNS];
 	unsigned int i, n;
 
-	if (!atomic_load_explicit(&t->app_polls, memory_order_relaxed))
-		atomic_store_explicit(&t->app_polls, true,
+	uint64_t now = tcp_now_ms();
+
+	/* Written once a clock tick, not at every poll. */
+	if (atomic_load_explicit(&t->app_poll_ms, memory_order_relaxed) !=
+	    now)
+		atomic_store_explicit(&t->app_poll_ms, now,
 				      memory_order_relaxed);
 	tcp_flush_deferred(e);
 	tcp_app_draining = true;
@@ -389,6 +400,7 @@ static __attribute__((noinline)) void tcp_poll_conns(struct engine *e)
 	pthread_mutex_unlock(&t->lock);
 	for (i = 0; i < n; i++) {
 		c = ready[i];
+		tcp_flush_backlog(c);
 		if (pthread_mutex_trylock(&c->rx_lock))
 			continue;
 		if (tcp_conn_carries_data(c))
@@ -399,28 +411,13 @@ static __attribute__((noinline)) void tcp_poll_conns(struct engine *e)
 }
 
 /* The application's poll (transport.h): read the connections nobody
- * else is reading now.  Never blocks.  Most nodes have none: that costs
+ * else is reading now, and hand their sockets what they refused
+ * before (the network thread leaves that to a busy poller).  Never blocks.  Most nodes have none: that costs
  * one load. */
 void tcp_poll(struct engine *e)
 {
 	if (atomic_load_explicit(&tp_tcp(e)->has_conns, memory_order_relaxed))
 		tcp_poll_conns(e);
-}
-
-void tcp_conn_writable(struct tcp_conn *c)
-{
-	bool wake;
-
-	pthread_mutex_lock(&c->tx_lock);
-	tcp_flush_locked(c);
-	wake = c->tx_refused && c->tx_tail - c->tx_head + TCP_FRAME_ROOM <=
-						TCP_TX_CAP;
-	if (wake)
-		c->tx_refused = false;
-	pthread_mutex_unlock(&c->tx_lock);
-	/* A requester blocked on the full queue goes on. */
-	if (wake)
-		c->t->e->tp->wake(c->t->e);
 }
 
 /* A v4-mapped peer is an IPv4 node. */

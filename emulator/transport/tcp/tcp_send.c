@@ -11,32 +11,47 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include "check.h"
+#include "clock.h"
 #include "tcp_int.h"
 
-/* Ask the network thread to flush while the queue holds bytes; caller
- * holds tx_lock. */
+/*
+ * After a flush: ask the network thread to flush when the socket takes
+ * more, if the queue holds what it refused, one event at a time
+ * (EPOLLONESHOT: the registration stays, arming is one epoll_ctl, and
+ * a queue that empties meanwhile costs at most one look).  Not while a
+ * busy poller flushes it (out_parked, tcp_poll).  Caller holds tx_lock.
+ */
 static void tcp_arm_out_locked(struct tcp_conn *c)
 {
-	struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = &c->wev };
+	struct epoll_event ev = { .events = EPOLLOUT | EPOLLONESHOT,
+				  .data.ptr = &c->wev };
+	bool backlog = c->tx_head < c->tx_tail;
 
-	if ((c->tx_head < c->tx_tail) != c->tx_armed &&
-	    atomic_load(&c->state) == TCP_CONN_UP) {
-		c->tx_armed = !c->tx_armed;
-		epoll_ctl(c->t->ep,
-			  c->tx_armed ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, c->wfd,
-			  &ev);
-	}
+	atomic_store_explicit(&c->tx_backlog, backlog, memory_order_relaxed);
+	if (atomic_load_explicit(&c->out_fired, memory_order_relaxed) &&
+	    atomic_exchange(&c->out_fired, false))
+		c->tx_armed = false;
+	if (!backlog || c->tx_armed ||
+	    atomic_load_explicit(&c->out_parked, memory_order_relaxed) ||
+	    atomic_load(&c->state) != TCP_CONN_UP)
+		return;
+	if (!epoll_ctl(c->t->ep, c->tx_reg ? EPOLL_CTL_MOD : EPOLL_CTL_ADD,
+		       c->wfd, &ev))
+		c->tx_reg = c->tx_armed = true;
 }
 
 /* The sending side is done: its queue lost, its duplicate out of
  * epoll.  Caller holds tx_lock. */
 static void tcp_conn_stop_sending_locked(struct tcp_conn *c)
 {
-	if (c->tx_armed)
+	if (c->tx_reg)
 		epoll_ctl(c->t->ep, EPOLL_CTL_DEL, c->wfd, NULL);
-	c->tx_armed = false;
+	c->tx_reg = c->tx_armed = false;
 	c->tx_head = c->tx_tail = 0;
+	atomic_store_explicit(&c->tx_backlog, false, memory_order_relaxed);
 }
 
 /* Reading c's socket ended (a read failed, the peer closed, a frame
@@ -75,6 +90,7 @@ void tcp_flush_locked(struct tcp_conn *c)
 {
 	ssize_t n;
 
+	c->tx_retry_at = 0;
 	while (c->tx_head < c->tx_tail) {
 		n = send(c->fd, c->tx + c->tx_head, c->tx_tail - c->tx_head,
 			 MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -88,11 +104,34 @@ void tcp_flush_locked(struct tcp_conn *c)
 			continue;
 		if (n < 0 && errno != EAGAIN)
 			tcp_conn_send_failed_locked(c, errno);
+		else
+			c->tx_retry_at = clock_now_ns() + TCP_TX_RETRY_NS;
 		break;
 	}
 	if (c->tx_head == c->tx_tail)
 		c->tx_head = c->tx_tail = 0;
 	tcp_arm_out_locked(c);
+}
+
+/* Whether a socket that refused the queue is worth asking again: it
+ * frees room as its peer acknowledges, and a poller that asked at every
+ * turn would spend a system call a poll for nothing.  Caller holds
+ * tx_lock. */
+static bool tcp_retry_due_locked(const struct tcp_conn *c)
+{
+	return !c->tx_retry_at || clock_now_ns() >= c->tx_retry_at;
+}
+
+/* A busy poller's flush (tcp_poll): what the socket refused before,
+ * unless the queue's holder is at it now (it flushes itself). */
+void tcp_flush_backlog(struct tcp_conn *c)
+{
+	if (!atomic_load_explicit(&c->tx_backlog, memory_order_relaxed) ||
+	    pthread_mutex_trylock(&c->tx_lock))
+		return;
+	if (atomic_load(&c->state) == TCP_CONN_UP && tcp_retry_due_locked(c))
+		tcp_flush_locked(c);
+	pthread_mutex_unlock(&c->tx_lock);
 }
 
 /*
@@ -119,6 +158,33 @@ static void tcp_undefer_locked(struct tcp_conn *c)
 {
 	c->tx_deferred = false;
 	tcp_flush_locked(c);
+}
+
+/*
+ * The application arms a CQ to block (engine_app_blocks): it stops
+ * polling now, so the connections the network thread left to its polls
+ * go back to the thread at once, not once its last poll is old.
+ */
+static void tcp_app_blocks(struct tp_tcp *t)
+{
+	uint64_t one = 1;
+
+	if (!atomic_load_explicit(&t->app_poll_ms, memory_order_relaxed))
+		return;
+	atomic_store(&t->app_poll_ms, 0);
+	if (atomic_load(&t->parked_any)) {
+		atomic_store(&t->unpark_now, true);
+		(void)!write(t->kick, &one, sizeof(one));
+	}
+}
+
+/* The flush op (transport.h): the progress thread's call every nap,
+ * and the application's as it arms a CQ. */
+void tcp_net_flush(struct engine *e)
+{
+	if (!check_thread_is_internal())
+		tcp_app_blocks(tp_tcp(e));
+	tcp_flush_deferred(e);
 }
 
 void tcp_flush_deferred(struct engine *e)
@@ -158,9 +224,13 @@ void tcp_poll_done(struct engine *e)
  * FIRST and MIDDLE packets of a SEND or RDMA WRITE (IBA 9.2 table 35),
  * which the requester sends in one go (req.c).  Such a packet is only
  * queued, up to TCP_BATCH bytes, and the message goes to the socket in
- * one system call with its LAST packet; should the requester stop short
- * (its queue full, a region gone), the network thread flushes (EPOLLOUT
- * is asked for with the first queued byte).
+ * one system call with its LAST packet.  Nothing wakes the network
+ * thread for it (which would only fight the requester for tx_lock while
+ * it builds the next packet): a requester that stops short because the
+ * queue is full flushes in its claim (tcp_pkt_claim), and one that
+ * stops on a local error leaves its QP in the error state (IBA
+ * 10.7.3.1), sending nothing more; the next frame to the process, or a
+ * busy poller (tcp_poll), takes what it queued along.
  */
 static bool tcp_more_follows(uint8_t opcode)
 {
@@ -189,7 +259,22 @@ bool tcp_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt)
 	pthread_mutex_lock(&c->tx_lock);
 	c->discard = atomic_load(&c->state) != TCP_CONN_UP;
 	if (!c->discard) {
-		if (c->tx_tail + TCP_FRAME_ROOM > TCP_TX_CAP && c->tx_head) {
+		/* Full: what the socket takes now makes the room, from this
+		 * thread, rather than a network thread's wake-up later
+		 * (EPOLLOUT) and the engine thread's after it. */
+		if (c->tx_tail + TCP_FRAME_ROOM > TCP_TX_CAP &&
+		    c->tx_head < c->tx_tail && tcp_retry_due_locked(c)) {
+			tcp_flush_locked(c);
+			/* A send that failed broke the connection. */
+			c->discard = atomic_load(&c->state) != TCP_CONN_UP;
+		}
+	}
+	if (!c->discard) {
+		/* Moved to the front only when little waits: a queue the
+		 * socket barely drains is not copied again and again to
+		 * gain a frame's room each time. */
+		if (c->tx_tail + TCP_FRAME_ROOM > TCP_TX_CAP && c->tx_head &&
+		    c->tx_tail - c->tx_head <= TCP_TX_CAP / 4) {
 			memmove(c->tx, c->tx + c->tx_head,
 				c->tx_tail - c->tx_head);
 			c->tx_tail -= c->tx_head;
@@ -256,7 +341,8 @@ void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 		if (c->t->e->tp->is_sleeping(c->t->e))
 			tcp_undefer_locked(c);
 	} else if (batch) {
-		tcp_arm_out_locked(c);
+		atomic_store_explicit(&c->tx_backlog, true,
+				      memory_order_relaxed);
 	} else {
 		/* This frame takes what was held back along. */
 		c->tx_deferred = false;
@@ -267,6 +353,67 @@ void tcp_pkt_send(struct tp_peer *peer, struct tp_pkt *pkt)
 		tcp_count(&tcp_pub(c)->tx_bytes, total);
 	}
 	pthread_mutex_unlock(&c->tx_lock);
+}
+
+/* The network thread flushes c (its socket takes more): a requester
+ * blocked on the full queue goes on. */
+void tcp_conn_writable(struct tcp_conn *c)
+{
+	bool wake;
+
+	pthread_mutex_lock(&c->tx_lock);
+	tcp_flush_locked(c);
+	wake = c->tx_refused && c->tx_tail - c->tx_head + TCP_FRAME_ROOM <=
+						TCP_TX_CAP;
+	if (wake)
+		c->tx_refused = false;
+	pthread_mutex_unlock(&c->tx_lock);
+	if (wake)
+		c->t->e->tp->wake(c->t->e);
+}
+
+/*
+ * c's socket takes more (its one EPOLLOUT event, taken without tx_lock:
+ * out_fired tells its holder).  While the application busy-polls, its
+ * polls flush the queue (tcp_flush_backlog) and its claims too, and its
+ * polls resume a requester blocked on the queue (the pending pass runs
+ * while work is blocked): the thread leaves c to it (out_parked), as a
+ * parked reader, rather than fight it for tx_lock and wake its engine's
+ * thread, which would fight it for the QP's lock.  Network thread only.
+ */
+void tcp_conn_out_event(struct tp_tcp *t, struct tcp_conn *c)
+{
+	atomic_store(&c->out_fired, true);
+	if (tcp_app_polling(t)) {
+		if (!atomic_load_explicit(&c->out_parked,
+					  memory_order_relaxed)) {
+			atomic_store(&c->out_parked, true);
+			t->nr_out_parked++;
+			atomic_store(&t->parked_any, true);
+			if (!t->park_check)
+				t->park_check = tcp_now_ms();
+		}
+		return;
+	}
+	tcp_conn_writable(c);
+}
+
+/* The application stopped polling: the parked queues are the thread's
+ * again, flushed now and watched as before.  Network thread only. */
+void tcp_out_unpark(struct tp_tcp *t)
+{
+	struct tcp_conn *c;
+	unsigned int i;
+
+	for (i = 0; i < t->nr_conns; i++) {
+		c = t->conns[i];
+		if (!c || !atomic_load_explicit(&c->out_parked,
+						memory_order_relaxed))
+			continue;
+		atomic_store(&c->out_parked, false);
+		tcp_conn_writable(c);
+	}
+	t->nr_out_parked = 0;
 }
 
 uint64_t tcp_peer_taken(struct tp_peer *peer)

@@ -61,24 +61,20 @@ static void tcp_probe_own_lid(struct tp_tcp *t)
 }
 
 /*
- * Whether the application busy-polls now: it polled since the thread
- * last looked and polls again within TCP_APP_POLL_NS (a poll loop comes
- * back every microsecond or two).  An application that does not poll
- * costs nothing here.
+ * Whether the application busy-polls now: it polled within the last
+ * TCP_APP_POLL_MS.  A time, not a flag the thread clears and waits to
+ * see set again: on a machine whose every CPU runs a busy poller, the
+ * thread wakes on a poller's CPU, and the poller cannot poll while the
+ * thread waits for it, so such a check found it "not polling", took its
+ * connections back, and fought it for them (its socket, its QPs' locks)
+ * at every packet.  An application that does not poll costs nothing.
  */
-static bool tcp_app_polling(struct tp_tcp *t)
+bool tcp_app_polling(struct tp_tcp *t)
 {
-	uint64_t end;
+	uint64_t at = atomic_load_explicit(&t->app_poll_ms,
+					   memory_order_relaxed);
 
-	if (!atomic_exchange(&t->app_polls, false))
-		return false;
-	end = clock_now_ns() + TCP_APP_POLL_NS;
-	do {
-		if (atomic_load_explicit(&t->app_polls, memory_order_relaxed))
-			return true;
-		cpu_relax();
-	} while (clock_now_ns() < end);
-	return false;
+	return at && tcp_now_ms() - at <= TCP_APP_POLL_MS;
 }
 
 /*
@@ -95,6 +91,7 @@ static void tcp_conn_event(struct tp_tcp *t, struct tcp_conn *c)
 		if (!c->parked) {
 			c->parked = true;
 			t->nr_parked++;
+			atomic_store(&t->parked_any, true);
 			if (!t->park_check)
 				t->park_check = tcp_now_ms();
 		}
@@ -114,19 +111,23 @@ static void tcp_conn_event(struct tp_tcp *t, struct tcp_conn *c)
 		t->e->tp->wake(t->e);
 }
 
-/* Every TCP_STALL_MS: once the application has stopped polling, the
- * parked connections are the thread's again. */
+/* Every TCP_PARK_MS: once the application has stopped polling, the
+ * parked connections (read and written) are the thread's again; at
+ * once when it arms a CQ to block (unpark_now). */
 static void tcp_unpark(struct tp_tcp *t)
 {
 	uint64_t now = tcp_now_ms();
 	struct tcp_conn *c;
 	unsigned int i;
 
-	if (now < t->park_check + TCP_STALL_MS)
+	if (now < t->park_check + TCP_PARK_MS &&
+	    !atomic_load_explicit(&t->unpark_now, memory_order_relaxed))
 		return;
+	atomic_store(&t->unpark_now, false);
 	t->park_check = now;
 	if (tcp_app_polling(t))
 		return;
+	atomic_store(&t->parked_any, false);
 	for (i = 0; i < t->nr_conns; i++) {
 		c = t->conns[i];
 		if (!c || !c->parked)
@@ -135,6 +136,8 @@ static void tcp_unpark(struct tp_tcp *t)
 		tcp_rearm(t, c);
 	}
 	t->nr_parked = 0;
+	if (t->nr_out_parked)
+		tcp_out_unpark(t);
 	t->park_check = 0;
 }
 
@@ -148,7 +151,8 @@ void *tcp_thread(void *arg)
 
 	tcp_probe_own_lid(t);
 	while (!atomic_load(&t->stop)) {
-		timeout = t->nr_stalled || t->nr_parked ? TCP_STALL_MS
+		timeout = t->nr_stalled ? TCP_STALL_MS
+			  : t->nr_parked || t->nr_out_parked ? TCP_PARK_MS
 			  : t->door_fd < 0 && t->watch_fd < 0 ? TCP_DOOR_RETRY_MS
 							      : -1;
 		if (reap >= 0 && (timeout < 0 || reap < timeout))
@@ -183,7 +187,7 @@ void *tcp_thread(void *arg)
 				tcp_door_try(t);
 				break;
 			case TCP_EV_CONN_OUT:
-				tcp_conn_writable(ev->ptr);
+				tcp_conn_out_event(t, ev->ptr);
 				break;
 			case TCP_EV_CONN:
 				tcp_conn_event(t, ev->ptr);
@@ -192,7 +196,7 @@ void *tcp_thread(void *arg)
 		}
 		if (t->nr_stalled)
 			tcp_retry_stalled(t);
-		if (t->nr_parked)
+		if (t->nr_parked || t->nr_out_parked)
 			tcp_unpark(t);
 		if (t->door_fd < 0 && t->watch_fd < 0)
 			tcp_door_try(t);

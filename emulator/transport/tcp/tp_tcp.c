@@ -296,6 +296,6 @@ const struct transport_ops tp_tcp_ops = {
 	.room = tcp_room,
 	.poll = tcp_poll,
 	.poll_done = tcp_poll_done,
-	.flush = tcp_flush_deferred,
+	.flush = tcp_net_flush,
 	.net = &tcp_net_ops,
 };
