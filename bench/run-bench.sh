@@ -25,8 +25,8 @@
 # limit: above 1 for a latency means slower than the limit, below 1 for a
 # bandwidth means short of it.
 #
-# Then, across nodes (root only): ib_write_bw 1 MiB and ib_send_lat 8 B
-# between two network namespaces beside iperf3 (one stream) and a TCP
+# Then, across nodes (root only): ib_write_bw and ib_send_bw 1 MiB and
+# ib_send_lat 8 B between two network namespaces beside iperf3 (one stream) and a TCP
 # ping-pong (bench/tcp_pingpong) between the same two, and the CPU an idle
 # process with a cross-node RC QP uses.
 set -u
@@ -57,12 +57,12 @@ bench_setup bench
 # each with its own /dev/shm (tests/lib/netns-lib.sh; needs root, skipped
 # otherwise or with BENCH_NETNS=0).  The machine's TCP between them,
 # iperf3 with one stream and bench/tcp_pingpong (8 bytes one way, busy
-# polling and blocking), beside ib_write_bw 1 MiB and ib_send_lat 8 B
-# over ibemu between the same two nodes, then the CPU an idle process
+# polling and blocking), beside ib_write_bw and ib_send_bw 1 MiB and
+# ib_send_lat 8 B over ibemu between the same two nodes, then the CPU an idle process
 # with a connected cross-node RC QP uses (tests/progs/net_break idle).
 cross_nodes()
 {
-	local ip=5201 tp=47911 r v busy block wbw slat tcp_gbs tcp_busy
+	local ip=5201 tp=47911 r v busy block wbw sbw slat tcp_gbs tcp_busy
 	local tcp_block idle
 	local -a vals=()
 	# Not the EXIT trap of the parent shell: this runs in a subshell.
@@ -122,6 +122,7 @@ cross_nodes()
 		printf '%s\n' "${vals[@]}" | median
 	}
 	wbw=$(xfigure bw ib_write_bw 1000 -s 1048576 --report_gbits)
+	sbw=$(xfigure bw ib_send_bw 1000 -s 1048576 --report_gbits)
 	slat=$(xfigure lat ib_send_lat 5000 -s 8)
 	xrow()
 	{
@@ -140,6 +141,8 @@ cross_nodes()
 	printf '%-14s %8s %16s %22s %8s %8s\n' test size ibemu "TCP, same run" ratio goal
 	xrow ib_write_bw 1048576 "$wbw" "$tcp_gbs" GB/s ">= 0.9"
 	printf '%-14s %8s %16s %22s\n' "" "" "" "(iperf3, 1 stream)"
+	xrow ib_send_bw 1048576 "$sbw" "$tcp_gbs" GB/s ">= 0.9"
+	printf '%-14s %8s %16s %22s\n' "" "" "" "(iperf3, 1 stream)"
 	xrow ib_send_lat 8 "$slat" "$tcp_busy" us "<= 1.2"
 	printf '%-14s %8s %16s %22s\n' "" "" "" "(ping-pong, busy poll)"
 	xrow "" "" "$slat" "$tcp_block" us ""
@@ -153,7 +156,7 @@ cross_nodes()
 		"$IBEMU_BUILDDIR/tests/progs/net_break" peer "$a1" "$port"
 	idle=$(sed -n 's/^idle: //p' "$dir/server.out")
 	echo "idle process with a cross-node RC QP: ${idle:-failed (node 1 exited $NETNS_SERVER_RC, node 2 $NETNS_CLIENT_RC)}"
-	echo "ratio: ib_write_bw / iperf3 and ib_send_lat / TCP busy-polling one-way latency."
+	echo "ratio: ib_write_bw and ib_send_bw / iperf3, ib_send_lat / TCP busy-polling one-way latency."
 }
 echo "ibemu benchmark: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -sr), $(nproc) CPUs," \
 	"$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)"
