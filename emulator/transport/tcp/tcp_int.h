@@ -69,6 +69,10 @@
  * ticks may be 4 ms) busy-polls (tcp_app_polling). */
 #define TCP_APP_POLL_MS 5
 #define TCP_BATCH (256u << 10) /* tcp_more_follows */
+/* The network thread reads on after data came (tcp_conn_linger) until
+ * none came for this long, this long at most. */
+#define TCP_LINGER_NS (20ull * 1000)
+#define TCP_LINGER_MAX_NS (1000ull * 1000)
 #define TCP_TX_RETRY_NS (20ull * 1000) /* a full socket asked again */
 #define TCP_POLL_CONNS 64 /* connections an application's poll reads */
 #define TCP_FRAME_ROOM                                                         \
@@ -402,7 +406,8 @@ bool tcp_peer_is_self(struct engine *e, const struct tp_peer *peer);
 void tcp_room(struct engine *e);
 /* Read what c has, under its rx_lock; whether it is left stalled (the
  * engine's inbox full), as seen under that lock. */
-bool tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c);
+bool tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c,
+		       uint32_t *taken_p);
 void tcp_poll(struct engine *e);
 void tcp_conn_writable(struct tcp_conn *c);
 void tcp_conn_out_event(struct tp_tcp *t, struct tcp_conn *c);

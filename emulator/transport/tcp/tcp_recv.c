@@ -278,8 +278,10 @@ void tcp_room(struct engine *e)
 	(void)!write(tp_tcp(e)->kick, &one, sizeof(one));
 }
 
-/* Read what c has; caller holds c->rx_lock. */
-static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
+/* Read what c has, the bytes taken; caller holds c->rx_lock.  poller:
+ * the application's poll, which stops at a short read. */
+static uint32_t tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c,
+					 bool poller)
 {
 	bool direct = false, tried = false;
 	uint32_t taken = 0, want;
@@ -330,11 +332,10 @@ static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 			break;
 		}
 		/* Less than asked for: the socket had no more.  Asking
-		 * again would cost a ping-pong a system call a message
-		 * (EAGAIN) before its reply; what comes later is the next
-		 * poll's, or the next event's (a re-armed socket that has
-		 * data reports it at once). */
-		if ((uint32_t)n < want)
+		 * again would cost a busy poller's ping-pong a system call
+		 * a message (EAGAIN) before its reply; what comes later is
+		 * its next poll's. */
+		if (poller && (uint32_t)n < want)
 			break;
 	}
 	if (atomic_load_explicit(&c->rx_stalled, memory_order_relaxed) &&
@@ -350,19 +351,24 @@ static void tcp_conn_readable_locked(struct tp_tcp *t, struct tcp_conn *c)
 		tcp_conn_drop_locked(c, err);
 		pthread_mutex_unlock(&c->tx_lock);
 	}
+	return taken;
 }
 
-bool tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c)
+bool tcp_conn_readable(struct tp_tcp *t, struct tcp_conn *c,
+		       uint32_t *taken_p)
 {
 	bool stalled = false;
+	uint32_t taken = 0;
 
 	pthread_mutex_lock(&c->rx_lock);
 	if (tcp_conn_live(c)) {
-		tcp_conn_readable_locked(t, c);
+		taken = tcp_conn_readable_locked(t, c, false);
 		stalled = atomic_load_explicit(&c->rx_stalled,
 					       memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&c->rx_lock);
+	if (taken_p)
+		*taken_p = taken;
 	return stalled;
 }
 
@@ -404,7 +410,7 @@ static __attribute__((noinline)) void tcp_poll_conns(struct engine *e)
 		if (pthread_mutex_trylock(&c->rx_lock))
 			continue;
 		if (tcp_conn_carries_data(c))
-			tcp_conn_readable_locked(t, c);
+			(void)tcp_conn_readable_locked(t, c, true);
 		pthread_mutex_unlock(&c->rx_lock);
 	}
 	atomic_fetch_sub(&t->pollers, 1);

@@ -29,7 +29,7 @@ static void tcp_retry_stalled(struct tp_tcp *t)
 					  memory_order_relaxed) ||
 		    !tcp_conn_live(c))
 			continue;
-		if (tcp_conn_readable(t, c))
+		if (tcp_conn_readable(t, c, NULL))
 			stalled++;
 		else
 			tcp_rearm(t, c);
@@ -78,6 +78,36 @@ bool tcp_app_polling(struct tp_tcp *t)
 }
 
 /*
+ * After a read that found data, read on a while before sleeping: a
+ * stream to a process that runs no verb (the target of RDMA WRITEs)
+ * is then read as it comes, not at one wake-up of this thread, an
+ * epoll_ctl and an epoll_wait per batch the socket holds.  Bounded:
+ * TCP_LINGER_NS without data ends it, TCP_LINGER_MAX_NS in all (the
+ * other connections wait meanwhile), and an application that polls
+ * takes over.  Whether c is left stalled.
+ */
+static bool tcp_conn_linger(struct tp_tcp *t, struct tcp_conn *c)
+{
+	uint64_t now = clock_now_ns(), idle_end = now + TCP_LINGER_NS,
+		 end = now + TCP_LINGER_MAX_NS;
+	uint32_t taken;
+	bool stalled;
+
+	for (;;) {
+		stalled = tcp_conn_readable(t, c, &taken);
+		now = clock_now_ns();
+		if (taken) {
+			engine_poll(t->e, false);
+			idle_end = now + TCP_LINGER_NS;
+		}
+		if (stalled || !tcp_conn_live(c) || tcp_app_polling(t) ||
+		    now >= idle_end || now >= end)
+			return stalled;
+		cpu_relax();
+	}
+}
+
+/*
  * A connection became readable.  While the application busy-polls, it
  * reads the network itself (tcp_poll): the thread then leaves the
  * connection alone (parked, not re-armed), so a ping-pong neither waits
@@ -85,6 +115,9 @@ bool tcp_app_polling(struct tp_tcp *t)
  */
 static void tcp_conn_event(struct tp_tcp *t, struct tcp_conn *c)
 {
+	uint32_t taken;
+	bool stalled;
+
 	if (!tcp_conn_live(c))
 		return;
 	if (atomic_load(&c->state) == TCP_CONN_UP && tcp_app_polling(t)) {
@@ -97,16 +130,19 @@ static void tcp_conn_event(struct tp_tcp *t, struct tcp_conn *c)
 		}
 		return;
 	}
-	if (tcp_conn_readable(t, c))
-		t->nr_stalled++;
-	else
-		tcp_rearm(t, c);
+	stalled = tcp_conn_readable(t, c, &taken);
 	/* The application does not poll: its engine's thread may be
 	 * napping, deaf to producers (progress.c).  What came is served
 	 * here at once, as the application's own poll would (a target
 	 * spinning on its memory waits for an RDMA WRITE the engine
 	 * places), without a second thread's wake-up. */
 	engine_poll(t->e, false);
+	if (taken && !stalled)
+		stalled = tcp_conn_linger(t, c);
+	if (stalled)
+		t->nr_stalled++;
+	else
+		tcp_rearm(t, c);
 	if (engine_has_packet(t->e))
 		t->e->tp->wake(t->e);
 }
