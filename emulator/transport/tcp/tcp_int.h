@@ -393,7 +393,7 @@ extern __thread bool tcp_app_draining;
 void tcp_conn_drop_locked(struct tcp_conn *c, int err);
 void tcp_flush_locked(struct tcp_conn *c);
 void tcp_flush_backlog(struct tcp_conn *c);
-void tcp_flush_deferred(struct engine *e);
+void tcp_flush_deferred(struct engine *e, bool wait);
 void tcp_net_flush(struct engine *e);
 void tcp_poll_done(struct engine *e);
 bool tcp_pkt_claim(struct tp_peer *peer, struct tp_pkt *pkt);

@@ -386,7 +386,7 @@ static __attribute__((noinline)) void tcp_poll_conns(struct engine *e)
 	    now)
 		atomic_store_explicit(&t->app_poll_ms, now,
 				      memory_order_relaxed);
-	tcp_flush_deferred(e);
+	tcp_flush_deferred(e, false);
 	tcp_app_draining = true;
 	/* The entries seen under the lock are read without it (the
 	 * engine the reading drives takes it): counted in pollers, they

@@ -179,36 +179,56 @@ static void tcp_app_blocks(struct tp_tcp *t)
 }
 
 /* The flush op (transport.h): the progress thread's call every nap,
- * and the application's as it arms a CQ. */
+ * and before it sleeps, and the application's as it arms a CQ: both
+ * wait for the locks (what is held back goes before either sleeps). */
 void tcp_net_flush(struct engine *e)
 {
 	if (!check_thread_is_internal())
 		tcp_app_blocks(tp_tcp(e));
-	tcp_flush_deferred(e);
+	tcp_flush_deferred(e, true);
 }
 
-void tcp_flush_deferred(struct engine *e)
+/*
+ * Send the ACKs held back.  Not wait (the application's poll): a lock
+ * held is skipped and looked at again at the next call (the next poll,
+ * the progress thread's nap): its holder is sending, which takes what
+ * is held back along.
+ */
+void tcp_flush_deferred(struct engine *e, bool wait)
 {
 	struct tp_tcp *t = tp_tcp(e);
 	struct tcp_conn *c;
 	unsigned int i, n;
+	bool again = false;
 
 	if (!atomic_load_explicit(&t->deferred, memory_order_relaxed) ||
 	    !atomic_exchange(&t->deferred, false))
 		return;
-	pthread_mutex_lock(&t->lock);
+	if (wait)
+		pthread_mutex_lock(&t->lock);
+	else if (pthread_mutex_trylock(&t->lock)) {
+		atomic_store(&t->deferred, true);
+		return;
+	}
 	n = t->nr_conns;
 	for (i = 0; i < n; i++) {
 		c = t->conns[i];
 		if (!c)
 			continue;
 		/* Looked at under the lock it was set under. */
-		pthread_mutex_lock(&c->tx_lock);
+		if (wait) {
+			pthread_mutex_lock(&c->tx_lock);
+		} else if (pthread_mutex_trylock(&c->tx_lock)) {
+			again = true;
+			continue;
+		}
 		if (c->tx_deferred)
 			tcp_undefer_locked(c);
 		pthread_mutex_unlock(&c->tx_lock);
 	}
 	pthread_mutex_unlock(&t->lock);
+	if (again)
+		atomic_store(&t->deferred, true);
 }
 
 void tcp_poll_done(struct engine *e)

@@ -246,7 +246,7 @@ static void tcp_close(struct engine *e)
 	if (!t)
 		return;
 	/* ACKs held back are owed to peers still waiting for them. */
-	tcp_flush_deferred(e);
+	tcp_flush_deferred(e, true);
 	atomic_store(&t->stop, true);
 	(void)!write(t->kick, &one, sizeof(one));
 	pthread_join(t->thread, NULL);
