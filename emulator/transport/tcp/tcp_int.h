@@ -68,10 +68,14 @@
 /* An application polled this recently (ms, by the coarse clock whose
  * ticks may be 4 ms) busy-polls (tcp_app_polling). */
 #define TCP_APP_POLL_MS 5
+/* Polls this soon after the application armed a CQ are its last before
+ * it blocks, not a busy poller's (tcp_poll). */
+#define TCP_APP_ARMED_NS (1000ull * 1000)
 #define TCP_BATCH (256u << 10) /* tcp_more_follows */
 /* The network thread reads on after data came (tcp_conn_linger) until
  * none came for this long, this long at most. */
 #define TCP_LINGER_NS (20ull * 1000)
+#define TCP_LINGER_MIN (16u << 10)
 #define TCP_LINGER_MAX_NS (1000ull * 1000)
 #define TCP_TX_RETRY_NS (20ull * 1000) /* a full socket asked again */
 #define TCP_POLL_CONNS 64 /* connections an application's poll reads */
@@ -290,6 +294,7 @@ struct tp_tcp {
 	 * it arms its CQs now, tcp_flush_deferred); the thread leaves
 	 * connections to it while that is recent. */
 	_Atomic uint64_t app_poll_ms;
+	_Atomic uint64_t app_armed_ns; /* when it armed a CQ; 0: long ago */
 	/* Some connection is parked (written by the network thread, read
 	 * as a hint), and the application asks for it back now. */
 	atomic_bool parked_any, unpark_now;

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fabric.h"
 #include "log.h"
 #include "tcp_int.h"
@@ -379,11 +380,19 @@ static __attribute__((noinline)) void tcp_poll_conns(struct engine *e)
 	struct tcp_conn *c, *ready[TCP_POLL_CONNS];
 	unsigned int i, n;
 
-	uint64_t now = tcp_now_ms();
+	uint64_t now = tcp_now_ms(),
+		 armed = atomic_load_explicit(&t->app_armed_ns,
+					      memory_order_relaxed);
 
-	/* Written once a clock tick, not at every poll. */
-	if (atomic_load_explicit(&t->app_poll_ms, memory_order_relaxed) !=
-	    now)
+	/* Written once a clock tick, not at every poll; not by the polls
+	 * that follow the arming of a CQ (tcp_app_blocks). */
+	if (armed && clock_now_ns() - armed < TCP_APP_ARMED_NS)
+		now = 0;
+	else if (armed)
+		atomic_store_explicit(&t->app_armed_ns, 0,
+				      memory_order_relaxed);
+	if (now && atomic_load_explicit(&t->app_poll_ms,
+					memory_order_relaxed) != now)
 		atomic_store_explicit(&t->app_poll_ms, now,
 				      memory_order_relaxed);
 	tcp_flush_deferred(e, false);

@@ -169,6 +169,10 @@ static void tcp_app_blocks(struct tp_tcp *t)
 {
 	uint64_t one = 1;
 
+	/* The usual way to block arms the CQ, polls it empty, then waits
+	 * for the event: those polls do not make a busy poller. */
+	atomic_store_explicit(&t->app_armed_ns, clock_now_ns(),
+			      memory_order_relaxed);
 	if (!atomic_load_explicit(&t->app_poll_ms, memory_order_relaxed))
 		return;
 	atomic_store(&t->app_poll_ms, 0);

@@ -78,10 +78,12 @@ bool tcp_app_polling(struct tp_tcp *t)
 }
 
 /*
- * After a read that found data, read on a while before sleeping: a
- * stream to a process that runs no verb (the target of RDMA WRITEs)
- * is then read as it comes, not at one wake-up of this thread, an
- * epoll_ctl and an epoll_wait per batch the socket holds.  Bounded:
+ * After a read that found a stream's worth of data (TCP_LINGER_MIN),
+ * read on a while before sleeping: a stream to a process that runs no verb (the target of RDMA
+ * WRITEs) is then read as it comes, not at one wake-up of this thread,
+ * an epoll_ctl and an epoll_wait per batch the socket holds.  A small
+ * message does not: the application it wakes (a completion channel)
+ * may want this CPU for its answer.  Bounded:
  * TCP_LINGER_NS without data ends it, TCP_LINGER_MAX_NS in all (the
  * other connections wait meanwhile), and an application that polls
  * takes over.  Whether c is left stalled.
@@ -137,7 +139,7 @@ static void tcp_conn_event(struct tp_tcp *t, struct tcp_conn *c)
 	 * spinning on its memory waits for an RDMA WRITE the engine
 	 * places), without a second thread's wake-up. */
 	engine_poll(t->e, false);
-	if (taken && !stalled)
+	if (!stalled && taken >= TCP_LINGER_MIN)
 		stalled = tcp_conn_linger(t, c);
 	if (stalled)
 		t->nr_stalled++;
