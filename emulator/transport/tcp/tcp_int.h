@@ -307,6 +307,7 @@ struct tp_tcp {
 	unsigned int nr_parked, nr_out_parked;
 	uint64_t park_check; /* ms */
 	unsigned int nr_stalled;
+	struct tp_tcp *exit_next; /* tcp_exit.c's list, under its lock */
 };
 
 static inline struct tp_tcp *tp_tcp(struct engine *e)
@@ -433,6 +434,10 @@ void tcp_door_accept(struct tp_tcp *t);
 void tcp_door_try(struct tp_tcp *t);
 void tcp_door_release(struct tp_tcp *t);
 void tcp_door_client_done(struct tp_tcp *t, struct tcp_door_client *d);
+
+/* tcp_exit.c: held-back ACKs at the process's exit */
+void tcp_exit_add(struct tp_tcp *t);
+void tcp_exit_remove(struct tp_tcp *t);
 
 /* tcp_thread.c: the network thread */
 bool tcp_app_polling(struct tp_tcp *t);

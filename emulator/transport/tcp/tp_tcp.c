@@ -180,6 +180,7 @@ static int tcp_open(struct engine *e)
 		tcp_door_release(t);
 		goto err;
 	}
+	tcp_exit_add(t);
 	return 0;
 err:
 	if (t->lfd >= 0)
@@ -246,6 +247,7 @@ static void tcp_close(struct engine *e)
 	if (!t)
 		return;
 	/* ACKs held back are owed to peers still waiting for them. */
+	tcp_exit_remove(t);
 	tcp_flush_deferred(e, true);
 	atomic_store(&t->stop, true);
 	(void)!write(t->kick, &one, sizeof(one));
@@ -258,8 +260,10 @@ static void tcp_close(struct engine *e)
 /* In a forked child: the sockets are the parent's conversations. */
 static void tcp_forget(struct engine *e)
 {
-	if (tp_tcp(e))
+	if (tp_tcp(e)) {
+		tcp_exit_remove(tp_tcp(e));
 		tcp_free(e, false);
+	}
 }
 
 /* Known to run: not knowable across nodes; a congested connection shows
