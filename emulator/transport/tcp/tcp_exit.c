@@ -73,3 +73,12 @@ void tcp_exit_remove(struct tp_tcp *t)
 		tcp_exit_list = p->exit_next;
 	pthread_mutex_unlock(&tcp_exit_lock);
 }
+
+/* In a forked child, which has one thread and none of its parent's
+ * transports: the list and its lock, which a thread of the parent may
+ * have held at the fork, start afresh. */
+void tcp_exit_forget(void)
+{
+	pthread_mutex_init(&tcp_exit_lock, NULL);
+	tcp_exit_list = NULL;
+}

@@ -438,6 +438,7 @@ void tcp_door_client_done(struct tp_tcp *t, struct tcp_door_client *d);
 /* tcp_exit.c: held-back ACKs at the process's exit */
 void tcp_exit_add(struct tp_tcp *t);
 void tcp_exit_remove(struct tp_tcp *t);
+void tcp_exit_forget(void);
 
 /* tcp_thread.c: the network thread */
 bool tcp_app_polling(struct tp_tcp *t);

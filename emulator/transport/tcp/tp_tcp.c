@@ -260,10 +260,9 @@ static void tcp_close(struct engine *e)
 /* In a forked child: the sockets are the parent's conversations. */
 static void tcp_forget(struct engine *e)
 {
-	if (tp_tcp(e)) {
-		tcp_exit_remove(tp_tcp(e));
+	tcp_exit_forget();
+	if (tp_tcp(e))
 		tcp_free(e, false);
-	}
 }
 
 /* Known to run: not knowable across nodes; a congested connection shows
