@@ -268,6 +268,19 @@ void resp_ack_flush_locked(struct emu_qp *qp);
 /* The message just executed is acknowledged at the end of the drain
  * (resp.c, IBA 9.7.5.1.1); qp.lock and engine.lock held. */
 void resp_ack_later_locked(struct emu_qp *qp);
+/* A receive WQE was just taken from rq: whether it left the QP's SRQ
+ * under its armed limit (IBA 10.2.9.4, manual 6.1.16), which the event
+ * disarms; the caller raises IBV_EVENT_SRQ_LIMIT_REACHED once it has let
+ * go of rq.lock, held here. */
+static inline bool resp_srq_limit_reached(struct emu_qp *qp,
+					  const struct emu_rq *rq)
+{
+	if (!qp->srq || !qp->srq->limit ||
+	    wqe_ring_count(&rq->ring) >= qp->srq->limit)
+		return false;
+	qp->srq->limit = 0;
+	return true;
+}
 /* resp_fast.c: a one-packet RC SEND into the QP's own receive queue in
  * a straight line; false: the general responder takes the packet. */
 bool resp_fast_send_locked(struct emu_qp *qp, const struct pkt *p);

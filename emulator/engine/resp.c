@@ -256,13 +256,7 @@ static bool resp_take_wqe(struct emu_qp *qp, bool placed)
 			check_recv_take(qp, rq, rq->ring.head);
 		rq->ring.head++;
 		check_queue_srq_taken(qp, true, wqe_ring_count(&rq->ring));
-		/* SRQ limit: armed, and fewer WQEs left than it (IBA
-		 * 10.2.9.4, manual 6.1.16); the event disarms it. */
-		if (qp->srq && qp->srq->limit &&
-		    wqe_ring_count(&rq->ring) < qp->srq->limit) {
-			qp->srq->limit = 0;
-			limit = true;
-		}
+		limit = resp_srq_limit_reached(qp, rq);
 	} else {
 		check_queue_srq_taken(qp, false, 0);
 	}

@@ -58,11 +58,7 @@ static bool resp_fast_take(struct emu_qp *qp, struct emu_rq *rq,
 	}
 	*wr_id = w->wr_id;
 	rq->ring.head++;
-	if (qp->srq && qp->srq->limit &&
-	    wqe_ring_count(&rq->ring) < qp->srq->limit) {
-		qp->srq->limit = 0;
-		*limit = true;
-	}
+	*limit = resp_srq_limit_reached(qp, rq);
 	return true;
 }
 
