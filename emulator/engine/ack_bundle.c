@@ -79,7 +79,8 @@ bool ack_bundle_hold_locked(struct emu_qp *qp)
 {
 	struct tp_peer *peer = qp->peer;
 
-	return ack_bundle_on() && engine_fast_on() && qp->resp.ack_owed &&
+	return ack_bundle_on() && engine_fast_on() &&
+	       qp->hca->engine->acks_flushed_at_exit && qp->resp.ack_owed &&
 	       qp->type == IBV_QPT_RC && qp->state == IBV_QPS_RTS && peer &&
 	       peer->tp->bundles && !qp->resp.ack_pending &&
 	       qp->resp.replies_head == qp->resp.replies_tail &&
@@ -172,13 +173,15 @@ bool ack_bundle_view(const struct pkt *first, const struct tp_pkt *in,
 /*
  * At exit, the ACKs still held go: a responder that exits right after
  * its last receive completion has acknowledged what it received, as an
- * HCA would have.  The engines of the process are listed under
- * bundle_engines_lock; an engine whose lock stays taken (its thread or
- * another of the application's is at it) is left after a bounded wait,
- * never waited for: exit must not hang.
+ * HCA would have.  The engines of the process are listed in
+ * bundle_engines, each entry set and cleared with one atomic operation
+ * (no lock: a forked child inherits the list as it is, and clears its
+ * parent's engine the same way); an engine whose lock stays taken (its
+ * thread or another of the application's is at it) is left after a
+ * bounded wait, never waited for: exit must not hang.
  */
-static pthread_mutex_t bundle_engines_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct engine *bundle_engines[8];
+#define BUNDLE_ENGINES 8
+static struct engine *_Atomic bundle_engines[BUNDLE_ENGINES];
 static pthread_once_t bundle_exit_once = PTHREAD_ONCE_INIT;
 
 static void ack_bundle_at_exit(void)
@@ -186,10 +189,8 @@ static void ack_bundle_at_exit(void)
 	unsigned int i, tries;
 	struct engine *e;
 
-	pthread_mutex_lock(&bundle_engines_lock);
-	for (i = 0; i < sizeof(bundle_engines) / sizeof(bundle_engines[0]);
-	     i++) {
-		e = bundle_engines[i];
+	for (i = 0; i < BUNDLE_ENGINES; i++) {
+		e = atomic_load(&bundle_engines[i]);
 		if (!e || !atomic_load_explicit(&e->acks_held,
 						memory_order_relaxed))
 			continue;
@@ -201,7 +202,6 @@ static void ack_bundle_at_exit(void)
 		engine_flush_acks_locked(e);
 		emu_unlock(&e->lock);
 	}
-	pthread_mutex_unlock(&bundle_engines_lock);
 }
 
 static void ack_bundle_register_exit(void)
@@ -211,28 +211,29 @@ static void ack_bundle_register_exit(void)
 
 void ack_bundle_engine_add(struct engine *e)
 {
+	struct engine *none;
 	unsigned int i;
 
 	pthread_once(&bundle_exit_once, ack_bundle_register_exit);
-	pthread_mutex_lock(&bundle_engines_lock);
-	for (i = 0; i < sizeof(bundle_engines) / sizeof(bundle_engines[0]);
-	     i++) {
-		if (!bundle_engines[i]) {
-			bundle_engines[i] = e;
-			break;
+	for (i = 0; i < BUNDLE_ENGINES; i++) {
+		none = NULL;
+		if (atomic_compare_exchange_strong(&bundle_engines[i], &none,
+						   e)) {
+			e->acks_flushed_at_exit = true;
+			return;
 		}
 	}
-	pthread_mutex_unlock(&bundle_engines_lock);
+	/* More engines than entries: this one holds no ACK (nothing would
+	 * send it at exit). */
 }
 
 void ack_bundle_engine_remove(struct engine *e)
 {
+	struct engine *mine;
 	unsigned int i;
 
-	pthread_mutex_lock(&bundle_engines_lock);
-	for (i = 0; i < sizeof(bundle_engines) / sizeof(bundle_engines[0]);
-	     i++)
-		if (bundle_engines[i] == e)
-			bundle_engines[i] = NULL;
-	pthread_mutex_unlock(&bundle_engines_lock);
+	for (i = 0; i < BUNDLE_ENGINES; i++) {
+		mine = e;
+		atomic_compare_exchange_strong(&bundle_engines[i], &mine, NULL);
+	}
 }

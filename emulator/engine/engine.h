@@ -50,6 +50,9 @@ struct engine {
 	 * their next SEND (ack_bundle.c); written under engine.lock, read
 	 * without it by engine_poll */
 	atomic_bool acks_held;
+	/* listed for the exit-time flush of held ACKs (ack_bundle.c); set
+	 * at start, before the thread */
+	bool acks_flushed_at_exit;
 	/* The application's last poll left inbox room to give back
 	 * (engine_poll); read unlocked */
 	atomic_bool owed;
