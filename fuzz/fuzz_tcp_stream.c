@@ -126,7 +126,7 @@ static void peer_write(struct tcp_conn *c, int fd, const uint8_t *p,
 		}
 		p += w;
 		n -= (size_t)w;
-		tcp_conn_readable(t, c);
+		tcp_conn_readable(t, c, NULL);
 		peer_read(fd, NULL, 0);
 		if (!tcp_conn_live(c))
 			return;
@@ -167,7 +167,7 @@ static size_t greet(struct tcp_conn *c, int fd, const uint8_t *p, size_t n)
 			strerror(errno), c->fd, atomic_load(&c->state));
 		die("send HELLO");
 	}
-	tcp_conn_readable(t, c);
+	tcp_conn_readable(t, c, NULL);
 	if (peer_read(fd, buf, sizeof(buf)) != sizeof(buf) ||
 	    !t->key.set)
 		return k;
@@ -180,7 +180,7 @@ static size_t greet(struct tcp_conn *c, int fd, const uint8_t *p, size_t n)
 	if (send(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL) !=
 	    (ssize_t)sizeof(buf))
 		die("send proof");
-	tcp_conn_readable(t, c);
+	tcp_conn_readable(t, c, NULL);
 	if (atomic_load(&c->state) != TCP_CONN_UP)
 		die("a proven connection is not UP");
 	return k;
@@ -212,7 +212,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	peer_write(c, sv[1], data, size, (size_t)1 << (mode >> 4));
 	/* The peer's end: what is left is read to it, and c dies. */
 	shutdown(sv[1], SHUT_WR);
-	tcp_conn_readable(t, c);
+	tcp_conn_readable(t, c, NULL);
 	pthread_mutex_lock(&c->rx_lock);
 	pthread_mutex_lock(&c->tx_lock);
 	if (tcp_conn_live(c))
