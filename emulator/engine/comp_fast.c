@@ -20,14 +20,13 @@
 bool comp_fast_ack_locked(struct emu_qp *qp, const struct pkt *p)
 {
 	struct wqe *w;
-	struct ibv_wc wc;
 
 	if (!engine_fast_on() ||
 	    p->opcode != (IB_OPCODE_RC | IB_OP_ACKNOWLEDGE) ||
 	    qp->type != IBV_QPT_RC || qp->state != IBV_QPS_RTS ||
 	    (pkt_aeth_syndrome(p) & AETH_TYPE_MASK) != AETH_ACK ||
 	    qp->comp.told.on || qp->comp.implied.on ||
-	    qp->sq.head == qp->req.next || qp->sq.head + 1 != qp->req.next ||
+	    qp->sq.head + 1 != qp->req.next ||
 	    psn_add(p->psn, 1) != qp->req.psn ||
 	    p->hdr->src_qpn != qp->attr.dest_qp_num || check_on() ||
 	    !route_from_peer_locked(qp, p->hdr->src_proc))
@@ -45,20 +44,13 @@ bool comp_fast_ack_locked(struct emu_qp *qp, const struct pkt *p)
 	w->state = WQE_DONE;
 	qp->sq.head++;
 	comp_forward_locked(qp);
-	if (comp_wanted(qp, w->send_flags)) {
-		wc = (struct ibv_wc){
-			.wr_id = w->wr_id,
-			.status = IBV_WC_SUCCESS,
-			.opcode = wr_opcode_get(w->opcode)->wc_opcode,
-			.byte_len = wr_is(w->opcode, WR_ATOMIC_WRITE) ? 8
-								     : w->length,
-			.qp_num = qp->qpn,
-		};
-		if (!cq_push(qp->scq, &wc, false)) {
-			qp_fatal_locked(qp);
-			return true;
-		}
-	}
+	/* A completion whose CQ overflows fails the QP (comp.c), and the
+	 * requester then sends nothing more. */
+	if (comp_wanted(qp, w->send_flags))
+		comp_unqueued_wc_locked(qp, w->wr_id, w->opcode,
+					wr_is(w->opcode, WR_ATOMIC_WRITE)
+						? 8
+						: w->length);
 	/* What the application posted meanwhile, blocked behind nothing
 	 * now, goes (comp_recv_locked's last step). */
 	if (qp->req.next != qp->sq.tail)

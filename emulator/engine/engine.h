@@ -284,6 +284,12 @@ static inline bool resp_srq_limit_reached(struct emu_qp *qp,
 	qp->srq->limit = 0;
 	return true;
 }
+/* A receive completion of the QP's receive queue or SRQ, pushed (the QP
+ * fails if the CQ overflows); p: the packet that completed it, NULL for
+ * none (resp.c).  qp.lock held. */
+void resp_push_recv_locked(struct emu_qp *qp, uint64_t wr_id,
+			   enum ibv_wc_status st, enum ibv_wc_opcode opcode,
+			   uint32_t byte_len, const struct pkt *p);
 /* resp_fast.c: a one-packet RC SEND into the QP's own receive queue in
  * a straight line; false: the general responder takes the packet. */
 bool resp_fast_send_locked(struct emu_qp *qp, const struct pkt *p);

@@ -356,8 +356,7 @@ void engine_recv_locked(struct engine *e, const struct tp_pkt *in)
 	engine_dispatch(e, &p);
 	if (!(p.link.flags & PKT_F_ACK_BUNDLED) || !e->tp->bundles ||
 	    !ack_bundle_view(&p, in, &ack_hdr, buf, &view) ||
-	    !pkt_parse(&view, &ack) ||
-	    (ack.opcode & ~IB_OPCODE_MASK_PREFIX) != IB_OP_ACKNOWLEDGE)
+	    !pkt_parse(&view, &ack))
 		return;
 	engine_dispatch(e, &ack);
 }

@@ -183,12 +183,12 @@ void resp_reset_locked(struct emu_qp *qp)
 	qp->resp.replies_dups = 0;
 }
 
-static void resp_complete_recv(struct emu_qp *qp, enum ibv_wc_status st,
-			       enum ibv_wc_opcode opcode, uint32_t byte_len,
-			       const struct pkt *p)
+void resp_push_recv_locked(struct emu_qp *qp, uint64_t wr_id,
+			   enum ibv_wc_status st, enum ibv_wc_opcode opcode,
+			   uint32_t byte_len, const struct pkt *p)
 {
 	struct ibv_wc wc = {
-		.wr_id = qp->resp.wqe->wr_id,
+		.wr_id = wr_id,
 		.status = st,
 		.opcode = opcode,
 		.byte_len = byte_len,
@@ -206,10 +206,16 @@ static void resp_complete_recv(struct emu_qp *qp, enum ibv_wc_status st,
 		wc.wc_flags |= IBV_WC_WITH_INV;
 		wc.invalidated_rkey = pkt_ieth_rkey(p);
 	}
-	qp->resp.has_wqe = false;
-	if (!cq_push(qp->rcq, &wc,
-			      p && pkt_se(p)))
+	if (!cq_push(qp->rcq, &wc, p && pkt_se(p)))
 		qp_fatal_locked(qp);
+}
+
+static void resp_complete_recv(struct emu_qp *qp, enum ibv_wc_status st,
+			       enum ibv_wc_opcode opcode, uint32_t byte_len,
+			       const struct pkt *p)
+{
+	qp->resp.has_wqe = false;
+	resp_push_recv_locked(qp, qp->resp.wqe->wr_id, st, opcode, byte_len, p);
 }
 
 /*

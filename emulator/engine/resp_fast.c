@@ -83,7 +83,6 @@ bool resp_fast_send_locked(struct emu_qp *qp, const struct pkt *p)
 {
 	struct emu_rq *rq = qp_rq(qp);
 	bool limit = false, taken;
-	struct ibv_wc wc;
 	uint64_t wr_id;
 
 	if (!engine_fast_on() || !resp_fast_opcode(p->opcode) ||
@@ -105,22 +104,8 @@ bool resp_fast_send_locked(struct emu_qp *qp, const struct pkt *p)
 	qp->resp.nak_sent = false;
 	qp->resp.epsn = psn_add(qp->resp.epsn, 1);
 	qp->resp.msn++;
-	wc = (struct ibv_wc){
-		.wr_id = wr_id,
-		.status = IBV_WC_SUCCESS,
-		.opcode = IBV_WC_RECV,
-		.byte_len = p->paylen,
-		.qp_num = qp->qpn,
-		.src_qp = qp->attr.dest_qp_num,
-		.slid = p->hdr->slid,
-		.pkey_index = qp->attr.pkey_index,
-	};
-	if (p->op->mask & OPM_IMMDT) {
-		wc.wc_flags = IBV_WC_WITH_IMM;
-		wc.imm_data = pkt_immdt(p);
-	}
-	if (!cq_push(qp->rcq, &wc, pkt_se(p)))
-		qp_fatal_locked(qp);
+	resp_push_recv_locked(qp, wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, p->paylen,
+			      p);
 	resp_ack_later_locked(qp);
 	return true;
 }
