@@ -227,6 +227,17 @@ struct emu_qp_init {
 	bool sq_sig_all;
 	struct emu_owner owner;
 	const struct emu_buf_alloc *alloc; /* may be NULL; outlives the QP */
+	/* The Dynamically Connected transport (dc.c; mlx5dv_create_qp(3)):
+	 * with qp_type IBV_QPT_RC, EMU_DC_DCI makes an initiator whose
+	 * every work request names its target (struct emu_wr_ext), and
+	 * EMU_DC_DCT a target on srq that takes the requests carrying
+	 * dct_key from any initiator. */
+	enum emu_dc_type {
+		EMU_DC_NONE = 0,
+		EMU_DC_DCI,
+		EMU_DC_DCT,
+	} dc_type;
+	uint64_t dct_key;
 };
 int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
 		  struct emu_qp **qp_p, uint32_t *qpn_p);
@@ -249,6 +260,66 @@ int emu_mcast_detach(struct emu_qp *qp, const union ibv_gid *gid,
 /* whole: post every WR of the chain or none (ibv_wr_complete(3)). */
 int emu_post_send(struct emu_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr, bool whole);
+
+/*
+ * mkey.c: indirect memory keys (mlx5dv_create_mkey(3)).  An mkey is
+ * created empty (every access through it fails as a protection error)
+ * and given a layout by a UMR work request on a QP of its PD; its key
+ * is both its L_Key and its R_Key, in the regions' key space, and the
+ * addresses it names are zero-based: offset 0 is the layout's first
+ * byte.  LOCAL_INV (or SEND_WITH_INV, if created with remote_inv) of
+ * its key empties it again.
+ */
+struct emu_mkey;
+int emu_mkey_create(struct emu_hca *hca, uint64_t pd_id,
+		    uint16_t max_entries, bool remote_inv,
+		    struct emu_mkey **mkey_p, uint32_t *key_p);
+/* Returns once no operation of the HCA can touch the key any more. */
+int emu_mkey_destroy(struct emu_mkey *mkey);
+
+/* The UMR work request's opcode, past enum ibv_wr_opcode's values; it
+ * completes as IBV_WC_DRIVER1 (MLX5DV_WC_UMR). */
+#define EMU_WR_UMR ((enum ibv_wr_opcode)0x40)
+/* One entry of a layout: bytes_count bytes at addr of the region lkey,
+ * then bytes_skip bytes left out (the interleaved layout's stride; 0
+ * in a list layout). */
+struct emu_umr_entry {
+	uint64_t addr;
+	uint32_t bytes_count, bytes_skip;
+	uint32_t lkey;
+};
+/* A UMR: the layout it gives mkey.  interleaved: the entries repeated
+ * repeat_count times, each repetition advancing every entry's addr by
+ * its bytes_count + bytes_skip (mlx5dv_wr_mr_interleaved(3)); else the
+ * entries once, in order (mlx5dv_wr_mr_list(3)).  access: the
+ * IBV_ACCESS_* rights the mkey grants. */
+struct emu_umr {
+	uint32_t mkey; /* the mkey's key */
+	uint32_t access;
+	bool interleaved;
+	uint32_t repeat_count;
+	uint16_t num_entries;
+	const struct emu_umr_entry *entries; /* copied at post */
+};
+
+/* What a work request of a chain carries beyond struct ibv_send_wr:
+ * for a DCI, its target (mlx5dv_wr_set_dc_addr(3)), which every WR of
+ * a DCI must have; for EMU_WR_UMR, its UMR. */
+struct emu_dc_addr {
+	uint32_t ah_handle; /* the address vector, as for UD */
+	uint32_t dctn; /* the target DCT's number */
+	uint64_t dc_key; /* the DC access key it must match */
+};
+struct emu_wr_ext {
+	bool has_dc;
+	struct emu_dc_addr dc;
+	const struct emu_umr *umr; /* EMU_WR_UMR only */
+};
+/* As emu_post_send, with ext[i] for the i-th WR of the chain (ext may
+ * be NULL when no WR needs one). */
+int emu_post_send_ext(struct emu_qp *qp, struct ibv_send_wr *wr,
+		      const struct emu_wr_ext *ext,
+		      struct ibv_send_wr **bad_wr, bool whole);
 int emu_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr);
 
