@@ -56,6 +56,7 @@ struct wqe {
 	};
 	uint32_t remote_qpn, remote_qkey; /* UD */
 	uint32_t xrc_srqn; /* XRC: the SRQ its XRCETH names */
+	uint64_t dc_key; /* DCI: the key its target DCT must have */
 	/* requester state, under the QP lock */
 	uint8_t state; /* enum wqe_state */
 	uint8_t status; /* enum ibv_wc_status */

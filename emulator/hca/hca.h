@@ -381,6 +381,11 @@ struct emu_qp {
 	struct node_qp_stats *stats;
 
 	/* engine links */
+	/* DC (dc.c): an initiator, a target or neither; a target's key.
+	 * Immutable. */
+	enum emu_dc_type dc_type;
+	uint64_t dct_key;
+
 	struct emu_qp *_Atomic pending_next; /* engine's pending list */
 	struct emu_qp *pass_next; /* the pending pass's own walk */
 	struct emu_qp *ack_next; /* engine's ACK list */
@@ -461,6 +466,18 @@ int xrc_bind_locked(struct emu_qp *qp, uint32_t srqn, bool open_message);
 void xrcd_use(struct emu_xrcd *xrcd, int n);
 /* Before an XRC SRQ is freed: no request finds it, no QP keeps it. */
 void xrc_srq_withdraw(struct emu_srq *srq);
+
+/* dc.c: the Dynamically Connected transport.  Store a DCI's WQE's
+ * target from its ext (EINVAL if it has none or names no AH). */
+int dc_store_wqe(struct emu_qp *qp, struct wqe *wqe,
+		 const struct emu_wr_ext *ext);
+
+/* mkey.c: UMR work requests.  The post-time checks of a UMR (EINVAL,
+ * as mlx5dv_wr_post(3) says), and storing it in its WQE. */
+int umr_check_wr(struct emu_qp *qp, const struct ibv_send_wr *wr,
+		 const struct emu_wr_ext *ext);
+int umr_store_wqe(struct emu_qp *qp, struct wqe *wqe,
+		  const struct emu_wr_ext *ext);
 
 /* event.c: async events to the owner's descriptor (never blocks) */
 void emu_event(const struct emu_owner *owner, enum ibv_event_type type);

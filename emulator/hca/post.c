@@ -37,8 +37,12 @@ static uint32_t sge_total(const struct ibv_sge *sge, int n)
 }
 
 /* Checks that fail the post itself; the rest fail as completions. */
-static int post_send_check(struct emu_qp *qp, const struct ibv_send_wr *wr)
+static int post_send_check(struct emu_qp *qp, const struct ibv_send_wr *wr,
+			   const struct emu_wr_ext *ext)
 {
+	/* A UMR carries its layout beside the WR (mkey.c). */
+	if (wr->opcode == EMU_WR_UMR)
+		return umr_check_wr(qp, wr, ext);
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge) {
 		ibemu_log_dbg("post_send: num_sge %d > max_send_sge %u",
 			      wr->num_sge, qp->cap.max_send_sge);
@@ -100,11 +104,12 @@ static void post_store_bind(struct wqe *wqe, const struct ibv_send_wr *wr)
 /* Fill the WQE at the tail of the send queue; EINVAL if a UD WR names
  * an address handle the HCA does not have. */
 static int post_send_store(struct emu_qp *qp, uint32_t pos,
-			   const struct ibv_send_wr *wr)
+			   const struct ibv_send_wr *wr,
+			   const struct emu_wr_ext *ext)
 {
 	struct wqe *wqe = wqe_ring_at(&qp->sq, pos);
 	uint8_t *dst;
-	int i;
+	int i, ret;
 
 	if (qp->type == IBV_QPT_UD) {
 		if (!ah_copy(qp->hca, wr->wr.ud.ah->handle, &wqe->av))
@@ -133,6 +138,17 @@ static int post_send_store(struct emu_qp *qp, uint32_t pos,
 	wqe->state = WQE_PENDING;
 	wqe->status = IBV_WC_SUCCESS;
 	wqe->inline_len = 0;
+	/* A DCI's target, named by each WR (dc.c). */
+	if (qp->dc_type == EMU_DC_DCI) {
+		ret = dc_store_wqe(qp, wqe, ext);
+		if (ret)
+			return ret;
+	}
+	if (wr->opcode == EMU_WR_UMR) {
+		wqe->num_sge = 0;
+		wqe->length = 0;
+		return umr_store_wqe(qp, wqe, ext);
+	}
 	if (wr_is(wr->opcode, WR_LOCAL)) {
 		/* No data: the SGEs of a bind or invalidate mean nothing. */
 		wqe->num_sge = 0;
@@ -163,20 +179,21 @@ static int post_send_store(struct emu_qp *qp, uint32_t pos,
 
 /* Store the chain from wr; the first WR that cannot be posted, or NULL. */
 static struct ibv_send_wr *post_send_chain(struct emu_qp *qp,
-					   struct ibv_send_wr *wr, bool whole,
-					   int *ret_p)
+					   struct ibv_send_wr *wr,
+					   const struct emu_wr_ext *ext,
+					   bool whole, int *ret_p)
 {
 	uint32_t tail = qp->sq.tail;
 	struct ibv_send_wr *bad = NULL;
 	int ret = 0;
 
-	for (; wr; wr = wr->next) {
-		ret = post_send_check(qp, wr);
+	for (; wr; wr = wr->next, ext = ext ? ext + 1 : NULL) {
+		ret = post_send_check(qp, wr, ext);
 		if (!ret && tail - qp->sq.head >= qp->sq.size)
 			ret = ENOMEM;
 		check_queue_send(qp, wr, ret);
 		if (!ret)
-			ret = post_send_store(qp, tail, wr);
+			ret = post_send_store(qp, tail, wr, ext);
 		if (ret) {
 			bad = wr;
 			break;
@@ -199,7 +216,8 @@ static struct ibv_send_wr *post_send_chain(struct emu_qp *qp,
  * here. */
 static __attribute__((noinline)) int
 post_send_locked(struct emu_qp *qp, struct ibv_send_wr *wr,
-		 struct ibv_send_wr **bad_wr, bool whole)
+		 const struct emu_wr_ext *ext, struct ibv_send_wr **bad_wr,
+		 bool whole)
 {
 	enum ibv_qp_state state = qp->state;
 	struct ibv_send_wr *bad = wr;
@@ -214,7 +232,7 @@ post_send_locked(struct emu_qp *qp, struct ibv_send_wr *wr,
 		ret = EINVAL;
 		goto out;
 	}
-	bad = post_send_chain(qp, wr, whole, &ret);
+	bad = post_send_chain(qp, wr, ext, whole, &ret);
 	/* In SQE and ERR new send WRs complete flushed (IBA 10.3.1). */
 	if (state == IBV_QPS_ERR || state == IBV_QPS_SQE)
 		flush_sq_locked(qp);
@@ -239,7 +257,15 @@ int emu_post_send(struct emu_qp *qp, struct ibv_send_wr *wr,
 		emu_unlock(&qp->lock);
 		return 0;
 	}
-	return post_send_locked(qp, wr, bad_wr, whole);
+	return post_send_locked(qp, wr, NULL, bad_wr, whole);
+}
+
+int emu_post_send_ext(struct emu_qp *qp, struct ibv_send_wr *wr,
+		      const struct emu_wr_ext *ext,
+		      struct ibv_send_wr **bad_wr, bool whole)
+{
+	emu_lock(&qp->lock);
+	return post_send_locked(qp, wr, ext, bad_wr, whole);
 }
 
 int emu_post_recv(struct emu_qp *qp, struct ibv_recv_wr *wr,
