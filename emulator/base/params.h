@@ -13,6 +13,10 @@
 #define IBEMU_FW_VER "0.1.0"
 #define IBEMU_VENDOR_ID 0x1de5 /* not an assigned IEEE OUI vendor */
 #define IBEMU_VENDOR_PART_ID 0x0001
+/* With IBEMU_MLX5_IDENTITY=1, a ConnectX-5's, for test suites that pick
+ * their mlx5 tests by them (rdma-core's tests/mlx5_base.py); ibemu(7). */
+#define IBEMU_MLX5_VENDOR_ID 0x02c9
+#define IBEMU_MLX5_VENDOR_PART_ID 4119
 #define IBEMU_HW_VER 1
 /* Ports of the node's HCA: 1 unless IBEMU_PORTS=2 asks for two when the
  * node is made (node_port.c); never more. */

@@ -138,6 +138,11 @@ struct ibemu_qp {
 	bool sq_sig_all;
 	struct ibv_qp_cap cap; /* what create granted */
 	struct ibemu_wr_stage *stage; /* extended send API */
+	/* DC (mlx5dv_create_qp(3)): an initiator, a target or neither;
+	 * the mlx5dv face's part of the QP (provider/mlx5dv/), or NULL.
+	 * Set at create. */
+	enum emu_dc_type dc_type;
+	struct ibemu_dv_qp *dv;
 	struct emu_buf_alloc buf_alloc; /* its parent domain's allocators */
 	atomic_uintptr_t chk_thread; /* checking mode: the poster (check_verbs.c) */
 };
@@ -388,9 +393,30 @@ int ibemu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 int ibemu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		    struct ibv_recv_wr **bad_wr);
 
+/* A QP as ibv_create_qp_ex(3) makes it, of dc_type (a DC QP has
+ * qp_type IBV_QPT_DRIVER, mlx5dv_create_qp(3)). */
+struct ibv_qp *ibemu_create_qp_dc(struct ibv_context *context,
+				  struct ibv_qp_init_attr_ex *attr,
+				  enum emu_dc_type dc_type, uint64_t dct_key);
+
 /* qp_ex.c: the extended send API */
 int ibemu_qp_ex_init(struct ibemu_qp *qp, uint64_t send_ops_flags);
 void ibemu_qp_ex_fini(struct ibemu_qp *qp);
+/* For the setters of other faces (provider/mlx5dv/), between
+ * ibv_wr_start and ibv_wr_complete, under the stage's lock: a new staged
+ * WR of opcode (flag: the send_ops_flags bit it needs, 0 for none), or
+ * NULL with the batch's error recorded; the extension of the WR the
+ * setters fill, or NULL (EINVAL recorded); its place in the batch; and
+ * an error for the batch, kept if it is the first. */
+struct ibv_send_wr *ibemu_wr_stage_new(struct ibemu_qp *qp,
+				       enum ibv_wr_opcode opcode,
+				       uint64_t flag);
+struct emu_wr_ext *ibemu_wr_stage_ext(struct ibemu_qp *qp);
+uint32_t ibemu_wr_stage_index(const struct ibemu_qp *qp);
+void ibemu_wr_stage_fail(struct ibemu_qp *qp, int err);
+
+/* provider/mlx5dv/dv_qp.c: the face's part of a QP goes with it. */
+void ibemu_dv_qp_fini(struct ibemu_qp *qp);
 
 /* verbs_ah.c */
 struct ibv_ah *ibemu_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);

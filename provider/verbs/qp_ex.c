@@ -58,6 +58,9 @@ struct ibemu_wr_stage {
 	struct ibv_sge *sges; /* max_send_sge per WR */
 	uint8_t *inline_buf; /* max_inline_data per WR */
 	struct wr_word *words; /* one per WR, for ATOMIC WRITE */
+	/* one per WR: what other faces' setters add (emu.h) */
+	struct emu_wr_ext *exts;
+	bool has_ext; /* some WR of the batch has one */
 	struct ibv_send_wr *cur; /* the WR the setters fill */
 };
 
@@ -75,6 +78,7 @@ static void wr_start(struct ibv_qp_ex *qpx)
 	st->n = 0;
 	st->err = ibemu_ctx_stale(qp->vqp.qp.context) ? EIO : 0;
 	st->cur = NULL;
+	st->has_ext = false;
 }
 
 /* A new staged WR for opcode, or NULL (error recorded). */
@@ -88,7 +92,7 @@ static struct ibv_send_wr *wr_new(struct ibv_qp_ex *qpx,
 	st->cur = NULL;
 	if (st->err)
 		return NULL;
-	if (!(st->send_ops_flags & flag)) {
+	if (flag && !(st->send_ops_flags & flag)) {
 		st->err = EINVAL;
 		return NULL;
 	}
@@ -98,6 +102,7 @@ static struct ibv_send_wr *wr_new(struct ibv_qp_ex *qpx,
 	}
 	wr = &st->wrs[st->n];
 	memset(wr, 0, sizeof(*wr));
+	memset(&st->exts[st->n], 0, sizeof(st->exts[st->n]));
 	if (st->n)
 		st->wrs[st->n - 1].next = wr;
 	st->n++;
@@ -346,8 +351,9 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 
 	/* As ibv_post_send, but the whole batch or none of it. */
 	if (!ret)
-		ret = emu_post_send(qp->eqp, st->n ? st->wrs : NULL, &bad,
-				    true);
+		ret = emu_post_send_ext(qp->eqp, st->n ? st->wrs : NULL,
+					st->has_ext ? st->exts : NULL, &bad,
+					true);
 	st->n = 0;
 	st->cur = NULL;
 	pthread_mutex_unlock(&st->lock);
@@ -396,6 +402,35 @@ static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
 }
 #endif
 
+struct ibv_send_wr *ibemu_wr_stage_new(struct ibemu_qp *qp,
+				       enum ibv_wr_opcode opcode,
+				       uint64_t flag)
+{
+	return wr_new(&qp->vqp.qp_ex, opcode, flag);
+}
+
+struct emu_wr_ext *ibemu_wr_stage_ext(struct ibemu_qp *qp)
+{
+	struct ibemu_wr_stage *st = qp->stage;
+
+	if (!wr_cur(st))
+		return NULL;
+	st->has_ext = true;
+	return &st->exts[st->n - 1];
+}
+
+uint32_t ibemu_wr_stage_index(const struct ibemu_qp *qp)
+{
+	return qp->stage->n ? qp->stage->n - 1 : 0;
+}
+
+void ibemu_wr_stage_fail(struct ibemu_qp *qp, int err)
+{
+	if (!qp->stage->err)
+		qp->stage->err = err;
+	qp->stage->cur = NULL;
+}
+
 /* The send_ops_flags ibemu offers in this process. */
 static uint64_t qp_ex_ops_offered(void)
 {
@@ -443,11 +478,14 @@ static struct ibemu_wr_stage *qp_ex_stage_alloc(const struct ibv_qp_cap *cap)
 			  sizeof(*st->sges));
 	st->inline_buf = calloc((size_t)st->max * cap->max_inline_data + 1, 1);
 	st->words = calloc(st->max, sizeof(*st->words));
-	if (!st->wrs || !st->sges || !st->inline_buf || !st->words) {
+	st->exts = calloc(st->max, sizeof(*st->exts));
+	if (!st->wrs || !st->sges || !st->inline_buf || !st->words ||
+	    !st->exts) {
 		free(st->wrs);
 		free(st->sges);
 		free(st->inline_buf);
 		free(st->words);
+		free(st->exts);
 		free(st);
 		return NULL;
 	}
@@ -466,6 +504,7 @@ void ibemu_qp_ex_fini(struct ibemu_qp *qp)
 	free(st->sges);
 	free(st->inline_buf);
 	free(st->words);
+	free(st->exts);
 	free(st);
 	qp->stage = NULL;
 }
@@ -476,7 +515,9 @@ int ibemu_qp_ex_init(struct ibemu_qp *qp, uint64_t send_ops_flags)
 	struct ibv_qp_ex *qpx = &qp->vqp.qp_ex;
 	int ret;
 
-	ret = qp_ex_check_ops(qp->vqp.qp.qp_type, send_ops_flags);
+	/* A DC QP (IBV_QPT_DRIVER) sends as RC does. */
+	ret = qp_ex_check_ops(qp->dc_type ? IBV_QPT_RC : qp->vqp.qp.qp_type,
+			      send_ops_flags);
 	if (ret)
 		return ret;
 	qp->stage = qp_ex_stage_alloc(&qp->cap);

@@ -8,6 +8,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ibemu.h"
@@ -38,6 +39,22 @@ static void query_hca_put(struct ibv_context *context, struct emu_hca *hca)
 		emu_hca_put(hca);
 }
 
+/* Whether ibemu0 says it is a ConnectX-5 (IBEMU_MLX5_IDENTITY=1):
+ * read once a process. */
+static bool query_mlx5_identity(void)
+{
+	static atomic_int on = -1;
+	const char *v;
+	int o = atomic_load_explicit(&on, memory_order_relaxed);
+
+	if (o < 0) {
+		v = getenv("IBEMU_MLX5_IDENTITY");
+		o = v && strcmp(v, "1") == 0;
+		atomic_store_explicit(&on, o, memory_order_relaxed);
+	}
+	return o;
+}
+
 static void ibemu_fill_device_attr(struct emu_hca *hca,
 				   struct ibv_device_attr *a)
 {
@@ -50,8 +67,10 @@ static void ibemu_fill_device_attr(struct emu_hca *hca,
 	a->sys_image_guid = htobe64(info.node_guid);
 	a->max_mr_size = IBEMU_MAX_MR_SIZE;
 	a->page_size_cap = IBEMU_PAGE_SIZE_CAP;
-	a->vendor_id = IBEMU_VENDOR_ID;
-	a->vendor_part_id = IBEMU_VENDOR_PART_ID;
+	a->vendor_id = query_mlx5_identity() ? IBEMU_MLX5_VENDOR_ID
+					      : IBEMU_VENDOR_ID;
+	a->vendor_part_id = query_mlx5_identity() ? IBEMU_MLX5_VENDOR_PART_ID
+						  : IBEMU_VENDOR_PART_ID;
 	a->hw_ver = IBEMU_HW_VER;
 	a->max_qp = IBEMU_MAX_QP;
 	a->max_qp_wr = IBEMU_MAX_QP_WR;

@@ -17,8 +17,19 @@
 #include "log.h"
 
 static int qp_check_init_attr(struct ibv_context *context,
-			      const struct ibv_qp_init_attr_ex *a)
+			      const struct ibv_qp_init_attr_ex *a,
+			      enum emu_dc_type dc_type)
 {
+	/* A DCI sends only; a DCT receives only, into its SRQ
+	 * (mlx5dv_create_qp(3)). */
+	if (dc_type == EMU_DC_DCI)
+		return a->send_cq && a->send_cq->context == context ? 0
+								    : EINVAL;
+	if (dc_type == EMU_DC_DCT)
+		return a->recv_cq && a->recv_cq->context == context &&
+				       a->srq && a->srq->context == context
+			       ? 0
+			       : EINVAL;
 	/* An XRC target has its domain and no CQ, SRQ or PD; an XRC
 	 * initiator a send CQ and no receive side (IBA A14). */
 	if (a->qp_type == IBV_QPT_XRC_RECV) {
@@ -57,10 +68,12 @@ static void qp_init_verbs(struct ibemu_qp *qp, struct ibv_context *context,
 	ibqp->qp_context = a->qp_context;
 	ibqp->pd = ibqp_has_pd(a->qp_type) ? a->pd : NULL;
 	if (a->qp_type != IBV_QPT_XRC_RECV) {
-		ibqp->send_cq = a->send_cq;
-		ibqp->recv_cq = a->qp_type == IBV_QPT_XRC_SEND ? NULL
-							       : a->recv_cq;
-		ibqp->srq = a->srq;
+		ibqp->send_cq = qp->dc_type == EMU_DC_DCT ? NULL : a->send_cq;
+		ibqp->recv_cq = a->qp_type == IBV_QPT_XRC_SEND ||
+					qp->dc_type == EMU_DC_DCI
+				? NULL
+				: a->recv_cq;
+		ibqp->srq = qp->dc_type == EMU_DC_DCI ? NULL : a->srq;
 	}
 	if (a->qp_type == IBV_QPT_XRC_RECV) {
 		pabi_qp_tail(&qp->vqp)->comp_mask |= PABI_VERBS_QP_XRCD;
@@ -81,11 +94,20 @@ static struct emu_qp_init qp_emu_init(struct ibv_context *context,
 				      struct ibemu_qp *qp)
 {
 	struct emu_qp_init init = {
-		.qp_type = a->qp_type,
+		.qp_type = qp->dc_type ? IBV_QPT_RC : a->qp_type,
 		.cap = a->cap,
 		.sq_sig_all = a->sq_sig_all != 0,
 		.owner = ibemu_owner(context, &qp->vqp.qp),
+		.dc_type = qp->dc_type,
 	};
+
+	/* A DCI has no receive side, a DCT no send queue. */
+	if (qp->dc_type == EMU_DC_DCI) {
+		init.cap.max_recv_wr = init.cap.max_recv_sge = 0;
+	} else if (qp->dc_type == EMU_DC_DCT) {
+		init.cap.max_send_wr = init.cap.max_send_sge = 0;
+		init.cap.max_inline_data = 0;
+	}
 
 	if (a->qp_type == IBV_QPT_XRC_RECV) {
 		init.xrcd = to_exrcd(a->xrcd)->exrcd;
@@ -94,8 +116,13 @@ static struct emu_qp_init qp_emu_init(struct ibv_context *context,
 	init.pd_id = to_epd(a->pd)->id;
 	init.alloc =
 		ibemu_pd_buf_alloc(a->pd, IBEMU_RES_TYPE_QP, &qp->buf_alloc);
+	if (qp->dc_type == EMU_DC_DCT) {
+		init.recv_cq = to_ecq(a->recv_cq)->ecq;
+		init.srq = to_esrq(a->srq)->esrq;
+		return init;
+	}
 	init.send_cq = to_ecq(a->send_cq)->ecq;
-	if (a->qp_type != IBV_QPT_XRC_SEND) {
+	if (a->qp_type != IBV_QPT_XRC_SEND && qp->dc_type != EMU_DC_DCI) {
 		init.recv_cq = to_ecq(a->recv_cq)->ecq;
 		init.srq = a->srq ? to_esrq(a->srq)->esrq : NULL;
 	}
@@ -103,7 +130,8 @@ static struct emu_qp_init qp_emu_init(struct ibv_context *context,
 }
 
 static struct ibv_qp *qp_create(struct ibv_context *context,
-				struct ibv_qp_init_attr_ex *a)
+				struct ibv_qp_init_attr_ex *a,
+				enum emu_dc_type dc_type, uint64_t dct_key)
 {
 	struct ibemu_context *ctx = to_ectx(context);
 	struct emu_qp_init init;
@@ -111,7 +139,9 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 	uint32_t qpn;
 	int ret;
 
-	ret = ibemu_ctx_stale(context) ? EIO : qp_check_init_attr(context, a);
+	ret = ibemu_ctx_stale(context)
+		      ? EIO
+		      : qp_check_init_attr(context, a, dc_type);
 	if (ret)
 		goto err;
 	ret = ENOMEM;
@@ -120,7 +150,9 @@ static struct ibv_qp *qp_create(struct ibv_context *context,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		goto err_count;
+	qp->dc_type = dc_type;
 	init = qp_emu_init(context, a, qp);
+	init.dct_key = dct_key;
 	ret = emu_qp_create(ctx->hca, &init, &qp->eqp, &qpn);
 	if (ret)
 		goto err_free;
@@ -157,7 +189,7 @@ struct ibv_qp *ibemu_create_qp(struct ibv_pd *pd,
 		.comp_mask = IBV_QP_INIT_ATTR_PD,
 		.pd = pd,
 	};
-	struct ibv_qp *qp = qp_create(pd->context, &a);
+	struct ibv_qp *qp = qp_create(pd->context, &a, EMU_DC_NONE, 0);
 
 	if (qp)
 		attr->cap = a.cap;
@@ -192,6 +224,13 @@ static int qp_check_init_attr_ex(struct ibv_context *context,
 struct ibv_qp *ibemu_create_qp_ex(struct ibv_context *context,
 				  struct ibv_qp_init_attr_ex *attr)
 {
+	return ibemu_create_qp_dc(context, attr, EMU_DC_NONE, 0);
+}
+
+struct ibv_qp *ibemu_create_qp_dc(struct ibv_context *context,
+				  struct ibv_qp_init_attr_ex *attr,
+				  enum emu_dc_type dc_type, uint64_t dct_key)
+{
 	struct ibv_qp *qp;
 	int ret;
 
@@ -200,7 +239,7 @@ struct ibv_qp *ibemu_create_qp_ex(struct ibv_context *context,
 		errno = ret;
 		return NULL;
 	}
-	qp = qp_create(context, attr);
+	qp = qp_create(context, attr, dc_type, dct_key);
 	if (qp && (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
 		ret = ibemu_qp_ex_init(to_eqp(qp), attr->send_ops_flags);
 		if (ret) {
@@ -259,6 +298,7 @@ int ibemu_destroy_qp(struct ibv_qp *ibqp)
 	if (ret)
 		return ret;
 	ibemu_qp_ex_fini(qp);
+	ibemu_dv_qp_fini(qp);
 	if (ibqp->pd)
 		atomic_fetch_sub(&to_epd(ibqp->pd)->usecnt, 1);
 	atomic_fetch_sub(&to_ectx(ibqp->context)->nr_qps, 1);
