@@ -45,6 +45,7 @@ struct ibemu_dv_qp {
 	struct {
 		uint8_t left;
 		bool access_set, layout_set;
+		uint16_t max_entries; /* the mkey's */
 	} conf;
 };
 
@@ -75,7 +76,6 @@ struct dv_qp_ex *ibemu_dv_qp_ex(struct ibv_qp_ex *qpx);
 struct dv_mkey *ibemu_dv_create_mkey(struct dv_mkey_init_attr *attr);
 /* ENOENT: not one of ours (the stock libmlx5's, then). */
 int ibemu_dv_destroy_mkey(struct dv_mkey *mkey);
-bool ibemu_dv_mkey_ours(const struct dv_mkey *mkey);
 void ibemu_dv_set_umr_ops(struct ibemu_dv_qp *dq);
 
 /* dv_context.c */

@@ -97,16 +97,18 @@ static struct ibemu_mkey *dv_mkey_take(const struct dv_mkey *mkey)
 	return mk;
 }
 
-bool ibemu_dv_mkey_ours(const struct dv_mkey *mkey)
+/* How many entries mkey holds if it is ours, else 0. */
+static uint16_t dv_mkey_entries(const struct dv_mkey *mkey)
 {
 	const struct ibemu_mkey *mk;
-	bool ours = false;
+	uint16_t n = 0;
 
 	pthread_mutex_lock(&mkeys_lock);
-	for (mk = mkeys; mk && !ours; mk = mk->next)
-		ours = &mk->dv == mkey;
+	for (mk = mkeys; mk && !n; mk = mk->next)
+		if (&mk->dv == mkey)
+			n = mk->max_entries;
 	pthread_mutex_unlock(&mkeys_lock);
-	return ours;
+	return n;
 }
 
 int ibemu_dv_destroy_mkey(struct dv_mkey *mkey)
@@ -171,8 +173,8 @@ static void dv_mkey_configure(struct dv_qp_ex *mqp, struct dv_mkey *mkey,
 		ibemu_wr_stage_fail(qp, EOPNOTSUPP);
 		return;
 	}
-	if (!mkey || !ibemu_dv_mkey_ours(mkey) || !num_setters ||
-	    !dq->umrs) {
+	dq->conf.max_entries = mkey ? dv_mkey_entries(mkey) : 0;
+	if (!dq->conf.max_entries || !num_setters || !dq->umrs) {
 		ibemu_wr_stage_fail(qp, EINVAL);
 		return;
 	}
@@ -229,7 +231,7 @@ static void dv_set_layout(struct ibemu_dv_qp *dq, uint32_t repeat_count,
 	room = (dq->qp->cap.max_inline_data + DV_INL_HDR) / DV_UMR_SEG;
 	if (il)
 		room = room ? room - 1 : 0;
-	if (n > room || n > dq->entries_per_wr) {
+	if (n > room || n > dq->entries_per_wr || n > dq->conf.max_entries) {
 		ibemu_wr_stage_fail(dq->qp, ENOMEM);
 		return;
 	}

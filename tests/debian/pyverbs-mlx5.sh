@@ -1,0 +1,38 @@
+#!/bin/bash
+# rdma-core's Python tests of mlx5's DC transport and mkeys
+# (test_mlx5_dc.py, test_mlx5_mkey.py from python3-pyverbs) against
+# ibemu0, with IBEMU_MLX5_IDENTITY=1 so that the tests, which choose by a
+# ConnectX's vendor and part IDs, run at all.  None may fail; the DC and
+# the list and interleaved mkey tests must pass; what skips is listed
+# with the tests' own reasons (DCI streams, signature offloads, DevX).
+. "$(dirname "$0")/../lib/lib.sh"
+src=/usr/share/doc/rdma-core/tests
+[ -x /usr/bin/python3 ] || { echo "SKIP: no /usr/bin/python3"; exit 77; }
+[ -f "$src/test_mlx5_dc.py.gz" ] || [ -f "$src/test_mlx5_dc.py" ] ||
+	{ echo "SKIP: rdma-core's mlx5 tests are not in $src"; exit 77; }
+tmp=$(mktemp -d)
+trap 'ibemu_cleanup; rm -rf "$tmp"' EXIT
+cp -r "$src" "$tmp/tests"
+gunzip -f "$tmp"/tests/*.gz 2>/dev/null
+out=$(cd "$tmp/tests" && IBEMU_MLX5_IDENTITY=1 LD_PRELOAD=$IBEMU_LIB_PATH \
+	timeout 300 /usr/bin/python3 run_tests.py --dev ibemu0 -v \
+	test_mlx5_dc test_mlx5_mkey 2>&1)
+rc=$?
+echo "$out" | grep -E ' \.\.\. ' | sed 's/^/  /'
+echo "skip reasons, with how many tests gave each:"
+echo "$out" | sed -n "s/.* \.\.\. skipped \(.*\)/\1/p" | sort | uniq -c | sort -rn
+ran=$(echo "$out" | sed -n 's/^Ran \([0-9]*\) tests.*/\1/p')
+ok=$(echo "$out" | grep -c ' \.\.\. ok$')
+skipped=$(echo "$out" | grep -c ' \.\.\. skipped')
+bad=$(echo "$out" | grep -cE ' \.\.\. (ERROR|FAIL)$')
+for t in test_dc_rdma_write test_dc_send test_mkey_interleaved test_mkey_list \
+	test_mkey_list_new_api test_mkey_interleaved_new_api test_mkey_list_bad_flow; do
+	echo "$out" | grep -q "^$t .* \.\.\. ok$" && pass "$t" || fail "$t does not pass"
+done
+if [ "$rc" = 0 ] && [ "$bad" = 0 ]; then
+	pass "mlx5 DC and mkey tests: ${ran:-0} run, $ok passed, $skipped skipped, none failed"
+else
+	fail "mlx5 DC and mkey tests (exit $rc): $bad failed"
+	echo "$out" | sed -n '/^=\{20,\}/,$p' | head -n 120
+fi
+finish
