@@ -327,4 +327,29 @@ static inline void out_set_xrceth(struct pkt_out *out, uint32_t srqn)
 		htobe32(srqn & BTH_QPN_MASK);
 }
 
+static inline uint64_t pkt_dceth_key(const struct pkt *p)
+{
+	const struct dceth *h =
+		(const struct dceth *)pkt_hdr_at(p, p->op->dceth);
+
+	return be64toh(h->key);
+}
+
+static inline uint32_t pkt_dceth_stream_psn(const struct pkt *p)
+{
+	const struct dceth *h =
+		(const struct dceth *)pkt_hdr_at(p, p->op->dceth);
+
+	return be32toh(h->stream_psn) & BTH_PSN_MASK;
+}
+
+static inline void out_set_dceth(struct pkt_out *out, uint64_t key,
+				 uint32_t stream_psn)
+{
+	struct dceth *h = (struct dceth *)out_hdr_at(out, out->op->dceth);
+
+	h->key = htobe64(key);
+	h->stream_psn = htobe32(stream_psn & BTH_PSN_MASK);
+}
+
 #endif /* IBEMU_HDR_H */

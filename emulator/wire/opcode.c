@@ -3,11 +3,13 @@
  * The opcode table (IBA 9.2, table 35, and 9.3: which extended headers
  * each packet carries, in the order BTH, DETH, RETH, AtomicETH, AETH,
  * AtomicAckETH, ImmDt, IETH; IBA A14: an XRC request has the XRCETH
- * right after the BTH).  Built once from the per-operation rules below.
+ * right after the BTH; ibemu's DC requests have the DCETH there).
+ * Built once from the per-operation rules below.
  */
 #include "config.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "opcode.h"
 #include "wire.h"
@@ -120,10 +122,12 @@ static const struct opcode_info opcode_rows[256] = {
 	   XRC_SEND | OPM_ONLY | OPM_IETH),
 	OP(0xbd, "XRC_ATOMIC_WRITE",
 	   XRC_WRITE | OPM_ONLY | OPM_RETH | OPM_ATOMIC_WRITE),
+
 };
 
-/* Header order after the BTH, IBA 9.2 and A14: XRCETH, DETH, RETH,
- * AtomicETH, AETH, AtomicAckETH, ImmDt, IETH (never with ImmDt). */
+/* Header order after the BTH, IBA 9.2 and A14: XRCETH (or our DCETH),
+ * DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH (never with
+ * ImmDt). */
 static struct opcode_info layout(struct opcode_info in)
 {
 	uint8_t off = B;
@@ -133,6 +137,10 @@ static struct opcode_info layout(struct opcode_info in)
 	if (in.mask & OPM_XRCETH) {
 		in.xrceth = off;
 		off += sizeof(struct xrceth);
+	}
+	if (in.mask & OPM_DCETH) {
+		in.dceth = off;
+		off += sizeof(struct dceth);
 	}
 	if (in.mask & OPM_DETH) {
 		in.deth = off;
@@ -168,10 +176,32 @@ static struct opcode_info layout(struct opcode_info in)
 
 struct opcode_info opcode_table[256];
 
+/*
+ * DC (prefix 110b, ours; doc/design.md, "The Dynamically Connected
+ * transport"): each RC request again, named DC_..., with a DCETH after
+ * the BTH.  There are no DC responses: they are RC's.
+ */
+static char dc_names[32][48];
+
+static struct opcode_info dc_row(unsigned int low)
+{
+	struct opcode_info rc = opcode_rows[IB_OPCODE_RC + low], dc = { 0 };
+
+	if (!(rc.mask & OPM_REQ))
+		return dc;
+	snprintf(dc_names[low], sizeof(dc_names[low]), "DC_%s",
+		 rc.name + sizeof("RC_") - 1);
+	dc.name = dc_names[low];
+	dc.mask = (rc.mask & ~OPM_RC) | OPM_DC | OPM_DCETH;
+	return dc;
+}
+
 static void __attribute__((constructor)) opcode_table_init(void)
 {
-	int i;
+	unsigned int i;
 
 	for (i = 0; i < 256; i++)
 		opcode_table[i] = layout(opcode_rows[i]);
+	for (i = 0; i < 32; i++)
+		opcode_table[IB_OPCODE_DC + i] = layout(dc_row(i));
 }

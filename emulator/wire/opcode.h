@@ -16,6 +16,11 @@ enum ib_opcode {
 	IB_OPCODE_RD = 0x40,
 	IB_OPCODE_UD = 0x60,
 	IB_OPCODE_XRC = 0xa0, /* IBA A14: the XRC transport prefix */
+	/* IBA 9.2 table 35 leaves prefixes 110b and 111b to the
+	 * manufacturer: 110b carries the requests of the Dynamically
+	 * Connected transport (doc/design.md, "The Dynamically Connected
+	 * transport"), with RC's low five bits. */
+	IB_OPCODE_DC = 0xc0,
 	IB_OPCODE_MASK_PREFIX = 0xe0, /* the prefix bits of an opcode */
 
 	IB_OP_SEND_FIRST = 0x00,
@@ -69,6 +74,8 @@ enum opcode_mask {
 	OPM_ATOMIC_WRITE = 1 << 20,
 	OPM_XRC = 1 << 21,
 	OPM_XRCETH = 1 << 22, /* every XRC request (IBA A14) */
+	OPM_DC = 1 << 23, /* a DC request (prefix 110b, ours) */
+	OPM_DCETH = 1 << 24, /* every DC request: struct dceth */
 	OPM_ONLY = OPM_FIRST | OPM_LAST,
 };
 
@@ -77,7 +84,7 @@ struct opcode_info {
 	uint32_t mask; /* 0: reserved opcode */
 	uint8_t hdr_len; /* BTH plus extended headers */
 	/* offsets from the start of the BTH; 0 if absent */
-	uint8_t reth, aeth, atmeth, atmack, immdt, deth, ieth, xrceth;
+	uint8_t reth, aeth, atmeth, atmack, immdt, deth, ieth, xrceth, dceth;
 };
 
 /* Filled by a constructor when the library loads; read-only afterwards. */

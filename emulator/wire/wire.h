@@ -101,6 +101,18 @@ struct xrceth {
 	__be32 srqn; /* resv:8 XRCSRQ:24 */
 };
 
+/* DC Extended Transport Header, ibemu's own (doc/design.md, "The
+ * Dynamically Connected transport"; prefix 110b is manufacturer specific,
+ * IBA 9.2 table 35): right after the BTH of every DC request, the DC
+ * access key the target DCT must have and the PSN at which the
+ * initiator's stream to it began, so that any packet of a new stream
+ * starts the target's responder context for it (12 bytes). */
+struct dceth {
+	__be64 key;
+	__be32 stream_psn; /* resv:8 PSN:24 */
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct dceth) == 12, "DCETH is 12 bytes");
 _Static_assert(sizeof(struct xrceth) == 4, "XRCETH is 4 bytes");
 _Static_assert(sizeof(struct bth) == 12, "BTH is 12 bytes");
 _Static_assert(sizeof(struct reth) == 16, "RETH is 16 bytes");

@@ -108,6 +108,46 @@ static void test_opcode_xrc(void)
 	CU_ASSERT_EQUAL(opcode_get(0xb5)->mask, 0);
 }
 
+/* DC requests (prefix 110b, ours): RC's operations with the DCETH
+ * after the BTH; there are no DC responses (they are RC's). */
+static void test_opcode_dc(void)
+{
+	static const struct {
+		uint8_t code;
+		const char *name;
+		uint8_t hdr_len, dceth, reth, atmeth, immdt;
+	} rows[] = {
+		{ 0xc4, "DC_SEND_ONLY", 24, 12, 0, 0, 0 },
+		{ 0xc5, "DC_SEND_ONLY_WITH_IMMEDIATE", 28, 12, 0, 0, 24 },
+		{ 0xca, "DC_RDMA_WRITE_ONLY", 40, 12, 24, 0, 0 },
+		{ 0xcb, "DC_RDMA_WRITE_ONLY_WITH_IMMEDIATE", 44, 12, 24, 0,
+		  40 },
+		{ 0xcc, "DC_RDMA_READ_REQUEST", 40, 12, 24, 0, 0 },
+		{ 0xd4, "DC_FETCH_ADD", 52, 12, 0, 24, 0 },
+	};
+	size_t i;
+
+	CU_ASSERT_EQUAL(sizeof(struct dceth), 12);
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct opcode_info *op = opcode_get(rows[i].code);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(op->name);
+		CU_ASSERT_STRING_EQUAL(op->name, rows[i].name);
+		CU_ASSERT(op->mask & OPM_DC);
+		CU_ASSERT(op->mask & OPM_DCETH);
+		CU_ASSERT(op->mask & OPM_REQ);
+		CU_ASSERT(!(op->mask & (OPM_RC | OPM_UC | OPM_UD | OPM_XRC)));
+		CU_ASSERT_EQUAL(op->hdr_len, rows[i].hdr_len);
+		CU_ASSERT_EQUAL(op->dceth, rows[i].dceth);
+		CU_ASSERT_EQUAL(op->reth, rows[i].reth);
+		CU_ASSERT_EQUAL(op->atmeth, rows[i].atmeth);
+		CU_ASSERT_EQUAL(op->immdt, rows[i].immdt);
+	}
+	CU_ASSERT_EQUAL(opcode_get(0xcd)->mask, 0); /* no READ RESPONSE */
+	CU_ASSERT_EQUAL(opcode_get(0xd1)->mask, 0); /* no ACKNOWLEDGE */
+	CU_ASSERT_EQUAL(opcode_get(0x04)->dceth, 0);
+}
+
 static void test_opcode_kinds(void)
 {
 	CU_ASSERT(opcode_get(0x00)->mask & OPM_REQ);
@@ -157,6 +197,7 @@ int main(void)
 		{ "opcode_layout", test_opcode_layout },
 		{ "opcode_kinds", test_opcode_kinds },
 		{ "opcode_xrc", test_opcode_xrc },
+		{ "opcode_dc", test_opcode_dc },
 		{ "psn_arith", test_psn_arith },
 		{ "bth_fields", test_bth_fields },
 		{ NULL, NULL },
