@@ -112,6 +112,11 @@ bool engine_deliver_begin(struct engine *e);
 void engine_deliver_end(struct engine *e);
 void engine_qp_add(struct engine *e, struct emu_qp *qp);
 void engine_qp_remove(struct engine *e, struct emu_qp *qp);
+/* A QP the table does not hold (a DC responder, dc.c) on the engine's
+ * list of QPs, engine.lock held; and off it, and off the ACK and
+ * pending lists, taking engine.lock. */
+void engine_qp_link_locked(struct engine *e, struct emu_qp *qp);
+void engine_qp_unlink(struct engine *e, struct emu_qp *qp);
 /* Take and release every QP lock: whatever ran under one has ended. */
 void engine_qp_quiesce(struct engine *e);
 void engine_pending_add_locked(struct emu_qp *qp);

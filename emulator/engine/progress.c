@@ -114,25 +114,28 @@ static struct emu_qp *engine_qp_lookup(struct engine *e, uint32_t qpn)
 	return e->qps[idx];
 }
 
-void engine_qp_add(struct engine *e, struct emu_qp *qp)
+void engine_qp_link_locked(struct engine *e, struct emu_qp *qp)
 {
-	emu_lock(&e->lock);
-	e->qps[qp->qpn - IBEMU_QPN_FIRST] = qp;
 	qp->all_next = e->all_qps;
 	if (qp->all_next)
 		qp->all_next->all_pprev = &qp->all_next;
 	e->all_qps = qp;
 	qp->all_pprev = &e->all_qps;
+}
+
+void engine_qp_add(struct engine *e, struct emu_qp *qp)
+{
+	emu_lock(&e->lock);
+	e->qps[qp->qpn - IBEMU_QPN_FIRST] = qp;
+	engine_qp_link_locked(e, qp);
 	emu_unlock(&e->lock);
 }
 
-void engine_qp_remove(struct engine *e, struct emu_qp *qp)
+static void engine_qp_unlink_locked(struct engine *e, struct emu_qp *qp)
 {
 	struct emu_qp *_Atomic *pp;
 	struct emu_qp **ap;
 
-	emu_lock(&e->lock);
-	e->qps[qp->qpn - IBEMU_QPN_FIRST] = NULL;
 	if (qp->all_pprev) {
 		*qp->all_pprev = qp->all_next;
 		if (qp->all_next)
@@ -155,6 +158,20 @@ void engine_qp_remove(struct engine *e, struct emu_qp *qp)
 	}
 	atomic_store_explicit(&qp->on_pending, false, memory_order_relaxed);
 	emu_unlock(&e->pending_lock);
+}
+
+void engine_qp_unlink(struct engine *e, struct emu_qp *qp)
+{
+	emu_lock(&e->lock);
+	engine_qp_unlink_locked(e, qp);
+	emu_unlock(&e->lock);
+}
+
+void engine_qp_remove(struct engine *e, struct emu_qp *qp)
+{
+	emu_lock(&e->lock);
+	e->qps[qp->qpn - IBEMU_QPN_FIRST] = NULL;
+	engine_qp_unlink_locked(e, qp);
 	emu_unlock(&e->lock);
 }
 
