@@ -13,8 +13,13 @@
 #include "qp_state.h"
 
 /* XRC initiator and target QPs (IBA A14) follow RC, with the
- * differences of their own columns. */
-enum { T_UD, T_UC, T_RC, T_XI, T_XT, T_NR };
+ * differences of their own columns.  So do DC initiators and targets,
+ * with the attributes mlx5 asks for (rdma-core's pyverbs
+ * Mlx5QP._get_comp_mask, the kernel's mlx5_ib_modify_dct): a DCI has
+ * no responder and no fixed destination, its AV is ignored (each work
+ * request names its target, mlx5dv_wr_set_dc_addr(3)); a DCT has no
+ * requester, never goes past RTR, and its AV only says which port. */
+enum { T_UD, T_UC, T_RC, T_XI, T_XT, T_DI, T_DT, T_NR };
 
 #define NR_STATES (IBV_QPS_ERR + 1)
 
@@ -50,6 +55,7 @@ struct qp_transition {
 		[T_XI] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | PATH_OPT,    \
 		[T_XT] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS |              \
 			 IBV_QP_MIN_RNR_TIMER | PATH_OPT,                      \
+		[T_DI] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS,               \
 	}
 
 static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
@@ -69,6 +75,13 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 					 IBV_QP_ACCESS_FLAGS,
 				[T_XT] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 					 IBV_QP_ACCESS_FLAGS,
+				[T_DI] = IBV_QP_PKEY_INDEX | IBV_QP_PORT,
+				[T_DT] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_ACCESS_FLAGS,
+			},
+			.opt = {
+				/* a DCI's rights mean nothing: accepted */
+				[T_DI] = IBV_QP_ACCESS_FLAGS,
 			},
 		},
 	},
@@ -107,6 +120,9 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 					 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 					 IBV_QP_MAX_DEST_RD_ATOMIC |
 					 IBV_QP_MIN_RNR_TIMER,
+				[T_DI] = IBV_QP_PATH_MTU,
+				[T_DT] = IBV_QP_AV | IBV_QP_PATH_MTU |
+					 IBV_QP_MIN_RNR_TIMER,
 			},
 			.opt = {
 				[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
@@ -118,6 +134,7 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 					 IBV_QP_PKEY_INDEX,
 				[T_XT] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
 					 IBV_QP_PKEY_INDEX,
+				[T_DI] = IBV_QP_AV | IBV_QP_PKEY_INDEX,
 			},
 		},
 	},
@@ -134,6 +151,7 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 				[T_XI] = RTR_RTS_REQ_RC,
 				/* a target has no requester */
 				[T_XT] = IBV_QP_TIMEOUT | IBV_QP_SQ_PSN,
+				[T_DI] = RTR_RTS_REQ_RC,
 			},
 			.opt = TO_RTS_OPT,
 		},
@@ -153,6 +171,7 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 				[T_RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
 				[T_XI] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
 				[T_XT] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+				[T_DI] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
 			},
 		},
 	},
@@ -196,7 +215,7 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 
 static int qp_type_index(enum ibv_qp_type type)
 {
-	switch (type) {
+	switch ((int)type) {
 	case IBV_QPT_UD:
 		return T_UD;
 	case IBV_QPT_UC:
@@ -207,6 +226,10 @@ static int qp_type_index(enum ibv_qp_type type)
 		return T_XI;
 	case IBV_QPT_XRC_RECV:
 		return T_XT;
+	case QP_STATE_TYPE_DCI:
+		return T_DI;
+	case QP_STATE_TYPE_DCT:
+		return T_DT;
 	default:
 		return -1;
 	}
@@ -229,6 +252,12 @@ bool qp_state_transition_valid(enum ibv_qp_type type, enum ibv_qp_state cur,
 	/* SQE -> RTS exists for UD and UC only. */
 	if (cur == IBV_QPS_SQE && next == IBV_QPS_RTS && t != T_UD &&
 	    t != T_UC)
+		return false;
+	/* A DCT receives in RTR and goes no further, nor back to INIT
+	 * but through RESET (mlx5_ib_modify_dct). */
+	if (t == T_DT && (next == IBV_QPS_RTS || next == IBV_QPS_SQD ||
+			  next == IBV_QPS_SQE ||
+			  (cur == IBV_QPS_INIT && next == IBV_QPS_INIT)))
 		return false;
 	return true;
 }

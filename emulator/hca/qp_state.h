@@ -9,6 +9,12 @@
 #include <stdbool.h>
 #include <infiniband/verbs.h>
 
+/* The columns of the Dynamically Connected QPs (mlx5dv_create_qp(3)),
+ * passed where a QP type is: a DCI and a DCT are RC QPs with rules of
+ * their own (dc.c). */
+#define QP_STATE_TYPE_DCI ((enum ibv_qp_type)0x1001)
+#define QP_STATE_TYPE_DCT ((enum ibv_qp_type)0x1002)
+
 /*
  * Whether moving a QP of this type from cur to next with this attribute
  * mask is allowed.  mask without IBV_QP_STATE means next == cur.
