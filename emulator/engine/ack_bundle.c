@@ -81,7 +81,8 @@ bool ack_bundle_hold_locked(struct emu_qp *qp)
 
 	return ack_bundle_on() && engine_fast_on() &&
 	       qp->hca->engine->acks_flushed_at_exit && qp->resp.ack_owed &&
-	       qp->type == IBV_QPT_RC && qp->state == IBV_QPS_RTS && peer &&
+	       qp->type == IBV_QPT_RC && qp->dc_type == EMU_DC_NONE &&
+	       qp->state == IBV_QPS_RTS && peer &&
 	       peer->tp->bundles && !qp->resp.ack_pending &&
 	       qp->resp.replies_head == qp->resp.replies_tail &&
 	       qp->resp.ack_misses < ACK_BUNDLE_MAX_MISSES &&

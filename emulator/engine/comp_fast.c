@@ -23,7 +23,8 @@ bool comp_fast_ack_locked(struct emu_qp *qp, const struct pkt *p)
 
 	if (!engine_fast_on() ||
 	    p->opcode != (IB_OPCODE_RC | IB_OP_ACKNOWLEDGE) ||
-	    qp->type != IBV_QPT_RC || qp->state != IBV_QPS_RTS ||
+	    qp->type != IBV_QPT_RC || qp->dc_type != EMU_DC_NONE ||
+	    qp->state != IBV_QPS_RTS ||
 	    (pkt_aeth_syndrome(p) & AETH_TYPE_MASK) != AETH_ACK ||
 	    qp->comp.told.on || qp->comp.implied.on ||
 	    qp->sq.head + 1 != qp->req.next ||

@@ -86,7 +86,8 @@ bool resp_fast_send_locked(struct emu_qp *qp, const struct pkt *p)
 	uint64_t wr_id;
 
 	if (!engine_fast_on() || !resp_fast_opcode(p->opcode) ||
-	    qp->type != IBV_QPT_RC || !resp_fast_state(qp) || qp->resp.op ||
+	    qp->type != IBV_QPT_RC || qp->dc_type != EMU_DC_NONE ||
+	    !resp_fast_state(qp) || qp->resp.op ||
 	    qp->resp.has_wqe || p->psn != qp->resp.epsn ||
 	    (p->hdr->flags & PKT_F_PULL) ||
 	    p->hdr->src_qpn != qp->attr.dest_qp_num || check_on() ||

@@ -442,7 +442,8 @@ static bool cma_candidate(struct emu_qp *qp, const struct wqe *w)
 	    (!cma_is_atomic(w) || !cma_qp(qp)->window.pid))
 		return false;
 	if ((!cma_qp(qp)->pid && !cma_qp(qp)->window.pid) || !cma_enabled() ||
-	    qp->type != IBV_QPT_RC || !w->length)
+	    qp->type != IBV_QPT_RC || qp->dc_type != EMU_DC_NONE ||
+	    !w->length)
 		return false;
 	/* Nothing in flight: this WQE cannot overtake another. */
 	return qp->sq.head == qp->req.next;
@@ -798,7 +799,10 @@ void cma_peer_bind(struct emu_qp *qp)
 	bool near = false;
 	pid_t pid = 0;
 
-	if (qp->peer && qp->type == IBV_QPT_RC && cma_enabled() &&
+	/* A DC QP's requests go by packets: its target checks their key
+	 * (dc.c); nothing is placed, pulled or written at post time. */
+	if (qp->peer && qp->type == IBV_QPT_RC &&
+	    qp->dc_type == EMU_DC_NONE && cma_enabled() &&
 	    tp_peer_is_shm(qp->peer) && qp->peer != tp_shm_self(e) &&
 	    !node_proc_id(&qp->hca->node, qp->peer_proc, &id) &&
 	    id.same_pidns && id.token == tp_shm_peer_token(qp->peer))
@@ -856,7 +860,7 @@ static bool cma_pull_granted(struct emu_qp *qp)
  */
 bool cma_pull_ok(struct emu_qp *qp, const struct wqe *w)
 {
-	return qp->type == IBV_QPT_RC &&
+	return qp->type == IBV_QPT_RC && qp->dc_type == EMU_DC_NONE &&
 	       (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) &&
 	       w->length >= CMA_PULL_MIN &&
 	       !(w->send_flags & IBV_SEND_INLINE) && cma_enabled() &&
