@@ -36,6 +36,12 @@
 #define IBEMU_MAX_QP_RD_ATOM 128
 #define IBEMU_MAX_QP_INIT_RD_ATOM 128
 #define IBEMU_MAX_RES_RD_ATOM (IBEMU_MAX_QP_RD_ATOM * IBEMU_MAX_QP)
+/* The Dynamically Connected transport (dc.c): the responder contexts a
+ * DCT keeps, one per initiator stream, and the READs and atomics each
+ * has in flight (its responder resources, IBA 9.7.4.1.5; a DCT is given
+ * none by modify). */
+#define IBEMU_MAX_DCR_PER_DCT 64
+#define IBEMU_DCR_RD_ATOM 16
 
 /* Completion queues. */
 #define IBEMU_MAX_CQ 16384

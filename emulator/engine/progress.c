@@ -305,11 +305,14 @@ static void engine_dispatch(struct engine *e, const struct pkt *p)
 		return;
 	}
 	emu_lock(&qp->lock);
-	apm_recv_locked(qp, p);
-	if (p->op->mask & OPM_REQ)
-		resp_recv_locked(qp, p);
-	else
-		comp_recv_locked(qp, p);
+	/* A DCT's packets go to the responder of their stream (dc.c). */
+	if (qp->dc_type == EMU_DC_NONE || !dc_recv_locked(qp, p)) {
+		apm_recv_locked(qp, p);
+		if (p->op->mask & OPM_REQ)
+			resp_recv_locked(qp, p);
+		else
+			comp_recv_locked(qp, p);
+	}
 	qp_stats_rx_locked(qp, p);
 	emu_unlock(&qp->lock);
 }

@@ -50,7 +50,8 @@ int req_bind_peer_locked(struct emu_qp *qp, const struct req_route *r)
 	place = engine_place(qp->hca->engine);
 	qp->peer = engine_peer(qp->hca->engine, slot);
 	qp->peer_proc = slot;
-	if (qp->type != IBV_QPT_UD)
+	/* A DC responder's peer is its stream's, not the DCT's (dc.c). */
+	if (qp->type != IBV_QPT_UD && !qp->dcr_of)
 		route_publish_peer_locked(qp);
 	if (place)
 		place->peer_bind(qp);
@@ -142,6 +143,7 @@ enum req_step {
 	REQ_NEXT, /* nothing more to do with it now: the next one */
 	REQ_WAIT_FENCE, /* fenced behind reads and atomics (IBA 10.8.3.3) */
 	REQ_WAIT_RD_ATOMIC, /* max_rd_atomic outstanding (IBA 11.2.5.2) */
+	REQ_WAIT_DC, /* a DCI: earlier WRs to another target (dc.c) */
 	REQ_STOPPED, /* behind a failed WQE: nothing more is sent */
 	REQ_LOCAL_ERROR, /* failed its local checks: completes in error */
 	REQ_PLACED, /* executed by the requester itself (transport.h) */
@@ -156,6 +158,7 @@ static const char *const req_step_name[] = {
 	[REQ_NEXT] = "next",
 	[REQ_WAIT_FENCE] = "wait: fence",
 	[REQ_WAIT_RD_ATOMIC] = "wait: max_rd_atomic",
+	[REQ_WAIT_DC] = "wait: DC stream to another target",
 	[REQ_STOPPED] = "stopped behind an error",
 	[REQ_LOCAL_ERROR] = "local error",
 	[REQ_PLACED] = "placed",
@@ -405,11 +408,15 @@ static void req_fill_reth(struct pkt_out *out, const struct wqe *w)
 	out_set_reth(out, w->remote_addr, w->rkey, w->length);
 }
 
-/* Every XRC request names the SRQ it is for (IBA A14 XRCETH). */
-static void req_fill_xrceth(struct pkt_out *out, const struct wqe *w)
+/* Every XRC request names the SRQ it is for (IBA A14 XRCETH); every
+ * DC request carries its key and stream (dc.c DCETH). */
+static void req_fill_xrceth(struct pkt_out *out, const struct emu_qp *qp,
+			    const struct wqe *w)
 {
 	if (out->op->mask & OPM_XRCETH)
 		out_set_xrceth(out, w->xrc_srqn);
+	if (out->op->mask & OPM_DCETH)
+		dc_fill_eth(qp, out);
 }
 
 /* Bytes of a READ already in place: the responses before read_next. */
@@ -447,7 +454,7 @@ static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w,
 		if (!pkt_begin(&out, dst, qp, opcode, dqpn,
 			       psn_add(w->first_psn, off / qp->mtu), true, 0))
 			return REQ_BLOCKED;
-		req_fill_xrceth(&out, w);
+		req_fill_xrceth(&out, qp, w);
 		if (out.op->mask & OPM_RETH) {
 			out_set_reth(&out, w->remote_addr + off, w->rkey,
 				     w->length - off);
@@ -476,7 +483,7 @@ static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w,
 		if (!pkt_begin(&out, dst, qp, opcode, dqpn, w->first_psn, true,
 			       0))
 			return REQ_BLOCKED;
-		req_fill_xrceth(&out, w);
+		req_fill_xrceth(&out, qp, w);
 		out.pkt.hdr->flags |= PKT_F_PULL;
 		out.pkt.hdr->len += engine_place(qp->hca->engine)
 						->pull_desc(qp, w, out_payload(&out));
@@ -512,7 +519,7 @@ static enum req_step req_send_wqe(struct emu_qp *qp, struct wqe *w,
 			if (!pkt_begin(&out, dst, qp, opcode, dqpn, psn, last,
 				       paylen))
 				return REQ_BLOCKED;
-			req_fill_xrceth(&out, w);
+			req_fill_xrceth(&out, qp, w);
 			if (out.op->mask & OPM_RETH)
 				req_fill_reth(&out, w);
 			if (out.op->mask & OPM_IMMDT)
@@ -676,6 +683,7 @@ static bool req_send_small(struct emu_qp *qp, struct wqe *w)
 
 	if ((w->opcode != IBV_WR_SEND && !imm) ||
 	    (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC) ||
+	    qp->dc_type != EMU_DC_NONE ||
 	    !qp->peer || len > qp->mtu ||
 	    ((w->send_flags & IBV_SEND_FENCE) && qp->req.rd_atomic))
 		return false;
@@ -724,6 +732,8 @@ static enum req_step req_step(struct emu_qp *qp, struct wqe *w)
 	case WQE_ERROR:
 		return REQ_STOPPED;
 	case WQE_PENDING:
+		if (qp->dc_type == EMU_DC_DCI && !dc_req_bind_locked(qp, w))
+			return REQ_WAIT_DC;
 		if (req_send_small(qp, w))
 			return qp->type == IBV_QPT_UC ? REQ_COMPLETE : REQ_SENT;
 		step = req_start_wqe(qp, w, local, &nl);
@@ -786,6 +796,7 @@ void req_run_locked(struct emu_qp *qp)
 			return;
 		case REQ_WAIT_FENCE:
 		case REQ_WAIT_RD_ATOMIC:
+		case REQ_WAIT_DC:
 		case REQ_STOPPED:
 			return;
 		}

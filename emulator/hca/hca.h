@@ -36,6 +36,8 @@ struct engine;
 struct tp_peer;
 struct check_sq;
 struct check_ring;
+struct dc_qp;
+struct pkt;
 
 /*
  * The process's attachment to its node's HCA.
@@ -382,9 +384,14 @@ struct emu_qp {
 
 	/* engine links */
 	/* DC (dc.c): an initiator, a target or neither; a target's key.
-	 * Immutable. */
+	 * Immutable.  A DC responder (DCR), which a DCT keeps per
+	 * initiator stream, is a QP of its own, dc_type EMU_DC_DCT,
+	 * dcr_of its DCT; dc is dc.c's state (a DCI's target, a DCT's
+	 * responders, a DCR's key), under qp.lock; NULL for other QPs. */
 	enum emu_dc_type dc_type;
 	uint64_t dct_key;
+	struct emu_qp *dcr_of;
+	struct dc_qp *dc;
 
 	struct emu_qp *_Atomic pending_next; /* engine's pending list */
 	struct emu_qp *pass_next; /* the pending pass's own walk */
@@ -409,7 +416,7 @@ static inline struct emu_rq *qp_rq(struct emu_qp *qp)
 static inline bool qp_has_own_rq(const struct emu_qp *qp)
 {
 	return !qp->srq && qp->type != IBV_QPT_XRC_SEND &&
-	       qp->type != IBV_QPT_XRC_RECV;
+	       qp->type != IBV_QPT_XRC_RECV && qp->dc_type == EMU_DC_NONE;
 }
 
 /* The reliable connected transports: RC, and XRC on either side. */
@@ -423,6 +430,9 @@ static inline bool qp_is_reliable(const struct emu_qp *qp)
  * and the opcode mask bit that says a packet is of its transport. */
 static inline uint8_t qp_opcode_prefix(const struct emu_qp *qp)
 {
+	/* A DCI's requests are DC's; a DCT answers as RC (dc.c). */
+	if (qp->dc_type == EMU_DC_DCI)
+		return IB_OPCODE_DC;
 	switch (qp->type) {
 	case IBV_QPT_UC:
 		return IB_OPCODE_UC;
@@ -438,6 +448,10 @@ static inline uint8_t qp_opcode_prefix(const struct emu_qp *qp)
 
 static inline uint32_t qp_opm_transport(const struct emu_qp *qp)
 {
+	/* What the QP takes: a DCT's responders DC requests, a DCI RC
+	 * responses (dc.c). */
+	if (qp->dc_type == EMU_DC_DCT)
+		return OPM_DC;
 	switch (qp->type) {
 	case IBV_QPT_RC:
 		return OPM_RC;
@@ -471,6 +485,27 @@ void xrc_srq_withdraw(struct emu_srq *srq);
  * target from its ext (EINVAL if it has none or names no AH). */
 int dc_store_wqe(struct emu_qp *qp, struct wqe *wqe,
 		 const struct emu_wr_ext *ext);
+/* At create: check what a DC QP is given (EINVAL) and set up its state
+ * (ENOMEM); nothing for other QPs.  At destroy, once no packet reaches
+ * the QP: free it, and a DCT's responders. */
+int dc_check_init(const struct emu_qp_init *init);
+int dc_qp_init(struct emu_qp *qp, const struct emu_qp_init *init);
+void dc_qp_fini(struct emu_qp *qp);
+/* The responders a DCT keeps now (its tests; takes engine.lock). */
+uint32_t dc_dct_responders(struct emu_qp *qp);
+/* A DCT goes to Reset: its responders start over at their next
+ * packet.  qp.lock held. */
+void dc_qp_reset_locked(struct emu_qp *qp);
+/* A packet for a DC QP (engine.lock and qp.lock held): true if dc.c
+ * took it (a DCT takes every packet). */
+bool dc_recv_locked(struct emu_qp *qp, const struct pkt *p);
+/* The requester reached w, a DCI's WQE not yet started: true if it may
+ * be sent now, bound to its target; false while earlier WRs to another
+ * target are still outstanding.  qp.lock held. */
+bool dc_req_bind_locked(struct emu_qp *qp, const struct wqe *w);
+struct pkt_out;
+/* The DCETH of a DCI's request packet. */
+void dc_fill_eth(const struct emu_qp *qp, struct pkt_out *out);
 
 /* mkey.c: UMR work requests.  The post-time checks of a UMR (EINVAL,
  * as mlx5dv_wr_post(3) says), and storing it in its WQE. */

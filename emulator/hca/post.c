@@ -40,6 +40,9 @@ static uint32_t sge_total(const struct ibv_sge *sge, int n)
 static int post_send_check(struct emu_qp *qp, const struct ibv_send_wr *wr,
 			   const struct emu_wr_ext *ext)
 {
+	/* A DCT has no send queue (dc.c). */
+	if (qp->dc_type == EMU_DC_DCT)
+		return EINVAL;
 	/* A UMR carries its layout beside the WR (mkey.c). */
 	if (wr->opcode == EMU_WR_UMR)
 		return umr_check_wr(qp, wr, ext);

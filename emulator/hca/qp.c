@@ -188,6 +188,8 @@ static void qp_free_queues(struct emu_qp *qp)
  * has a send CQ only, a target nothing but its domain). */
 static int qp_check_queues(const struct emu_qp_init *init)
 {
+	if (init->dc_type != EMU_DC_NONE)
+		return dc_check_init(init);
 	switch (init->qp_type) {
 	case IBV_QPT_XRC_RECV:
 		if (!init->xrcd || init->srq || init->send_cq ||
@@ -214,7 +216,9 @@ static void qp_use(struct emu_qp *qp, int n)
 		xrcd_use(qp->xrcd, n);
 		return;
 	}
-	atomic_fetch_add(&qp->scq->usecnt, n);
+	/* A DCT may have no send CQ (dc.c). */
+	if (qp->scq)
+		atomic_fetch_add(&qp->scq->usecnt, n);
 	if (qp->rcq)
 		atomic_fetch_add(&qp->rcq->usecnt, n);
 	if (qp->srq)
@@ -229,8 +233,10 @@ int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
 
 	ret = qp_check_type(init->qp_type);
 	if (!ret)
-		ret = qp_check_cap(&init->cap, init->srq != NULL ||
-					       init->qp_type == IBV_QPT_XRC_SEND);
+		ret = qp_check_cap(&init->cap,
+				   init->srq != NULL ||
+					   init->qp_type == IBV_QPT_XRC_SEND ||
+					   init->dc_type == EMU_DC_DCI);
 	if (!ret)
 		ret = qp_check_queues(init);
 	if (ret)
@@ -250,7 +256,14 @@ int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
 	qp->sq_sig_all = init->sq_sig_all;
 	qp->cap = init->cap;
 	qp->buf_alloc = init->alloc;
-	qp_grant_cap(&qp->cap, qp->type, qp->srq != NULL);
+	ret = dc_qp_init(qp, init);
+	if (ret)
+		goto err_free;
+	/* A DCI has no receive queue, a DCT no send queue (dc.c). */
+	qp_grant_cap(&qp->cap, qp->type,
+		     qp->srq != NULL || qp->dc_type == EMU_DC_DCI);
+	if (qp->dc_type == EMU_DC_DCT)
+		memset(&qp->cap, 0, sizeof(qp->cap));
 	ret = qp_alloc_queues(qp);
 	if (ret)
 		goto err_free;
@@ -276,6 +289,7 @@ int emu_qp_create(struct emu_hca *hca, struct emu_qp_init *init,
 err_queues:
 	qp_free_queues(qp);
 err_free:
+	free(qp->dc);
 	free(qp);
 	return ret;
 }
@@ -351,8 +365,10 @@ int emu_qp_destroy(struct emu_qp *qp)
 	emu_lock(&qp->lock);
 	resp_ack_owed_locked(qp);
 	emu_unlock(&qp->lock);
-	/* Out of the engine first: no packet reaches it from now on. */
+	/* Out of the engine first: no packet reaches it from now on, nor
+	 * its DC responders (dc.c). */
 	engine_qp_remove(qp->hca->engine, qp);
+	dc_qp_fini(qp);
 	/* Nor does a completion of its reach the application: the work
 	 * requests they name are gone with it (libfabric's verbs provider
 	 * counts on this, as mlx5 gives it). */
@@ -369,6 +385,16 @@ int emu_qp_destroy(struct emu_qp *qp)
 	qp_free_queues(qp);
 	free(qp);
 	return 0;
+}
+
+/* The column of the state machine the QP follows (qp_state.c). */
+static enum ibv_qp_type qp_state_type(const struct emu_qp *qp)
+{
+	if (qp->dc_type == EMU_DC_DCI)
+		return QP_STATE_TYPE_DCI;
+	if (qp->dc_type == EMU_DC_DCT)
+		return QP_STATE_TYPE_DCT;
+	return qp->type;
 }
 
 /* The value checks of each attribute present in mask (IBA 11.2.5.2). */
@@ -518,6 +544,7 @@ static void qp_reset_locked(struct emu_qp *qp)
 	qp_drop_peer_locked(qp);
 	qp_attr_defaults(qp);
 	memset(&qp->apm, 0, sizeof(qp->apm));
+	dc_qp_reset_locked(qp);
 }
 
 /*
@@ -530,6 +557,13 @@ void qp_publish_locked(struct emu_qp *qp)
 {
 	unsigned int access = qp->attr.qp_access_flags;
 
+	/* A DC responder publishes nothing: its number is its DCT's. */
+	if (qp->dcr_of)
+		return;
+	/* A DCT executes nothing a requester places itself: the key of
+	 * each request is checked by the DCT (dc.c). */
+	if (qp->dc_type == EMU_DC_DCT)
+		access = 0;
 	/* What it executes: with no responder resources a READ or an
 	 * atomic is refused (IBA 9.7.4.1.5), by the responder itself. */
 	if (!qp->attr.max_dest_rd_atomic)
@@ -599,14 +633,17 @@ static void qp_engine_transition_locked(struct emu_qp *qp,
 					enum ibv_qp_state next, int mask,
 					const struct req_route *route)
 {
+	/* A DC QP has no fixed peer (dc.c). */
+	bool fixed = qp->type != IBV_QPT_UD && qp->dc_type == EMU_DC_NONE;
+
 	if ((mask & IBV_QP_PATH_MTU) && qp->type != IBV_QPT_UD)
 		qp->mtu = 128u << qp->attr.path_mtu;
 	if (next == IBV_QPS_RTR && cur == IBV_QPS_INIT) {
 		qp->resp.epsn = qp->attr.rq_psn;
 		qp->resp.msn = 0;
-		if (qp->type != IBV_QPT_UD && route->done)
+		if (fixed && route->done)
 			req_bind_peer_locked(qp, route);
-		else if (qp->type != IBV_QPT_UD)
+		else if (fixed)
 			req_resolve_peer_locked(qp);
 	}
 	if (mask & IBV_QP_SQ_PSN) {
@@ -656,7 +693,8 @@ static void qp_route_peer(const struct emu_qp *qp,
 	const int need = IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN;
 
 	route->done = false;
-	if (qp->type == IBV_QPT_UD || (mask & need) != need ||
+	if (qp->type == IBV_QPT_UD || qp->dc_type != EMU_DC_NONE ||
+	    (mask & need) != need ||
 	    attr->qp_state != IBV_QPS_RTR || emu_av_check(&attr->ah_attr))
 		return;
 	req_route_peer(qp->hca, &attr->ah_attr, attr->dest_qp_num, route);
@@ -681,7 +719,7 @@ int emu_qp_modify(struct emu_qp *qp, const struct ibv_qp_attr *attr,
 		ret = EINVAL;
 		goto out;
 	}
-	ret = -qp_state_check(qp->type, cur, next, mask, &why);
+	ret = -qp_state_check(qp_state_type(qp), cur, next, mask, &why);
 	if (!ret)
 		ret = qp_check_values(attr, mask, &why);
 	if (!ret)
