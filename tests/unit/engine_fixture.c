@@ -85,6 +85,22 @@ void fx_connect(struct fixture *f, const struct qp_params *p)
 				      IBV_QP_MAX_QP_RD_ATOMIC) == 0);
 }
 
+void fx_region(size_t len, uint8_t **buf_p, struct emu_mr **mr_p,
+	       uint32_t *key_p)
+{
+	uint8_t *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	CU_ASSERT_FATAL(buf != MAP_FAILED);
+	CU_ASSERT_FATAL(emu_mr_reg(hca, 1, buf, len, (uintptr_t)buf,
+				   IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC,
+				   mr_p, key_p) == 0);
+	*buf_p = buf;
+}
+
 void fx_setup(struct fixture *f, const struct qp_params *p)
 {
 	struct emu_owner owner = { .handle = 1, .async_fd = -1 };
@@ -92,18 +108,8 @@ void fx_setup(struct fixture *f, const struct qp_params *p)
 	memset(f, 0, sizeof(*f));
 	loop_reset();
 	CU_ASSERT_FATAL(pipe2(f->async, O_NONBLOCK | O_CLOEXEC) == 0);
-	f->buf = mmap(NULL, BUF_LEN, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CU_ASSERT_FATAL(f->buf != MAP_FAILED);
-	memset(f->buf, 0, BUF_LEN);
+	fx_region(BUF_LEN, &f->buf, &f->mr, &f->key);
 	CU_ASSERT_FATAL(emu_cq_create(hca, 64, -1, &owner, false, NULL, &f->cq) == 0);
-	CU_ASSERT_FATAL(emu_mr_reg(hca, 1, f->buf, BUF_LEN,
-				   (uintptr_t)f->buf,
-				   IBV_ACCESS_LOCAL_WRITE |
-				   IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC,
-				   &f->mr, &f->key) == 0);
 	CU_ASSERT_FATAL(fx_create_qp(f, &owner, &f->remote,
 				     &f->remote_qpn) == 0);
 	owner.handle = 2;

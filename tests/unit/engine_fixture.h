@@ -10,6 +10,7 @@
 #define IBEMU_ENGINE_FIXTURE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "engine.h"
@@ -53,6 +54,10 @@ extern struct emu_hca *hca;
 int fx_create_qp(struct fixture *f, struct emu_owner *owner,
 		 struct emu_qp **qp_p, uint32_t *qpn_p);
 void fx_connect(struct fixture *f, const struct qp_params *p);
+/* A zeroed buffer of len bytes (mmap), registered in PD 1 with every
+ * right, its address as its IOVA. */
+void fx_region(size_t len, uint8_t **buf_p, struct emu_mr **mr_p,
+	       uint32_t *key_p);
 void fx_setup(struct fixture *f, const struct qp_params *p);
 void fx_teardown(struct fixture *f);
 uint64_t fx_va(const struct fixture *f, uint32_t off);
