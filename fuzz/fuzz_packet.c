@@ -3,7 +3,8 @@
  * libFuzzer harness of the packet path: raw packets, as an inbox slot
  * delivers them, fed to the engine's receive path (engine_recv_locked)
  * against live QPs: RC, UC and UD QPs, an RC QP on an SRQ, and an XRC
- * target and initiator pair (IBA A14), all connected (RTS), with
+ * target and initiator pair (IBA A14), a DC target on an SRQ
+ * (emulator/hca/dc.c), all connected (RTS; the DCT in RTR), with
  * receives posted (on the XRC target's domain: two XRC SRQs, and one of
  * another domain) and, on the RC QP, a SEND, an RDMA READ, a FETCH_ADD
  * and an RDMA WRITE in flight (a SEND and a READ on the initiator), so
@@ -35,6 +36,9 @@
  *               clear), its second (bit 0 set, bit 1 clear) or the SRQ
  *               of another domain (bits 0 and 1 set)
  *      bit 7:   for the XRC initiator QP (unless bit 6)
+ *      A DC request (prefix 110b, a DCETH), addressed, goes to the DCT
+ *      whatever the other bits say, its DCETH carrying the DCT's key
+ *      unless bits 0-1 say the UC QP (then a key it does not have).
  * bytes: struct pkt_hdr, then hdr.len bytes of BTH, extended headers and
  * payload (missing bytes read as zero, the rest is the GRH when
  * hdr.flags has PKT_F_GRH).  With no bit 2 the packet is taken as it is.
@@ -72,6 +76,7 @@ enum { FZ_RC, FZ_UC, FZ_UD, FZ_SRQ, FZ_NR_QPS };
 #define SEL_FULL 32u
 #define SEL_XRC_TARGET 64u
 #define SEL_XRC_INITIATOR 128u
+#define FZ_DC_KEY 0x0123456789abcdefull
 
 /* ---- the transport (fuzz_transport.h) ---- */
 
@@ -106,6 +111,9 @@ static struct fz_qp {
 	uint32_t qpn;
 } qps[FZ_NR_QPS];
 static struct emu_srq *srq;
+/* The DC target and its SRQ. */
+static struct fz_qp dct;
+static struct emu_srq *dct_srq;
 /* XRC (IBA A14): a domain with two SRQs, another domain with one, a
  * target QP on the first and an initiator. */
 static struct {
@@ -362,6 +370,49 @@ static void xrc_destroy(void)
 		die("emu_xrcd_close");
 }
 
+static void dct_create(void)
+{
+	struct emu_owner owner = { .handle = 4, .async_fd = -1 };
+	struct ibv_srq_attr sattr = { .max_wr = 4, .max_sge = 1 };
+	struct emu_qp_init init = {
+		.qp_type = IBV_QPT_RC,
+		.pd_id = FZ_PD,
+		.recv_cq = cq,
+		.owner = owner,
+		.dc_type = EMU_DC_DCT,
+		.dct_key = FZ_DC_KEY,
+	};
+	/* No READ: a READ is an invalid request, which ends its
+	 * responder's stream (dc.c) and not the DCT. */
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_ATOMIC,
+	};
+
+	if (emu_srq_create(hca, FZ_PD, &sattr, &owner, NULL, &dct_srq))
+		die("emu_srq_create DC");
+	xrc_post_recv(dct_srq, 61, FZ_BUF_LEN - 1200, 1200);
+	xrc_post_recv(dct_srq, 62, FZ_BUF_LEN - 700, 700);
+	init.srq = dct_srq;
+	if (emu_qp_create(hca, &init, &dct.qp, &dct.qpn))
+		die("emu_qp_create DCT");
+	if (emu_qp_modify(dct.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					      IBV_QP_PORT |
+					      IBV_QP_ACCESS_FLAGS))
+		die("modify DCT INIT");
+	a.qp_state = IBV_QPS_RTR;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.dlid = lid;
+	a.path_mtu = FZ_MTU;
+	a.min_rnr_timer = 1;
+	if (emu_qp_modify(dct.qp, &a, IBV_QP_STATE | IBV_QP_AV |
+					      IBV_QP_PATH_MTU |
+					      IBV_QP_MIN_RNR_TIMER))
+		die("modify DCT RTR");
+}
+
 static void qps_create(void)
 {
 	static const enum ibv_qp_type types[FZ_NR_QPS] = {
@@ -414,6 +465,7 @@ static void qps_create(void)
 	post_send(&qps[FZ_RC], 14, IBV_WR_RDMA_WRITE, 0, 64);
 	post_send(&qps[FZ_UC], 21, IBV_WR_SEND, end - 100, 100);
 	xrc_create();
+	dct_create();
 }
 
 static void qps_destroy(void)
@@ -427,6 +479,8 @@ static void qps_destroy(void)
 	if (emu_srq_destroy(srq))
 		die("emu_srq_destroy");
 	xrc_destroy();
+	if (emu_qp_destroy(dct.qp) || emu_srq_destroy(dct_srq))
+		die("emu_qp_destroy DCT");
 	while (emu_cq_poll(cq, 64, wc) > 0)
 		;
 }
@@ -470,6 +524,8 @@ static void deliver(uint8_t sel, const uint8_t *bytes, size_t n)
 	struct fz_qp *q = (sel & SEL_XRC_TARGET)      ? &xrc.target
 			  : (sel & SEL_XRC_INITIATOR) ? &xrc.initiator
 						      : &qps[sel & SEL_QP];
+	const struct opcode_info *op;
+	__be64 key = htobe64(FZ_DC_KEY);
 	struct pkt_hdr hdr = { 0 };
 	struct pkt_grh *grh;
 	struct tp_pkt in;
@@ -496,6 +552,12 @@ static void deliver(uint8_t sel, const uint8_t *bytes, size_t n)
 
 	if ((sel & SEL_ADDRESS) && len >= sizeof(*bth)) {
 		bth = (struct bth *)data;
+		op = opcode_get(data[0]);
+		if (op->mask & OPM_DCETH)
+			q = &dct;
+		if ((op->mask & OPM_DCETH) && (sel & SEL_QP) != FZ_UC &&
+		    len >= op->dceth + 8u)
+			memcpy(data + op->dceth, &key, 8);
 		bth->qpn = htobe32((be32toh(bth->qpn) & ~BTH_QPN_MASK) |
 				   q->qpn);
 		hdr.src_qpn = remote_qpn;
