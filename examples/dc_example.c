@@ -302,7 +302,7 @@ static int dial(const char *target_arg, unsigned int index,
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
 	char host[256], *colon;
 	const char *port = "18520";
-	uint32_t idx = htobe32(index);
+	uint16_t idx = htobe16((uint16_t)index); /* dc_target_info.index */
 	int fd;
 
 	snprintf(host, sizeof(host), "%s", target_arg);
