@@ -583,17 +583,20 @@ static enum req_step req_send_datagram(struct emu_qp *qp, struct wqe *w,
 }
 
 /*
- * A memory window bind or a Local Invalidate: executed by the HCA in send
- * queue order, with no packet (IBA 10.6.7.2, 10.6.7.3).  A bind that
- * breaks a rule completes with IBV_WC_MW_BIND_ERR; an invalidation of
+ * A memory window bind, a UMR or a Local Invalidate: executed by the HCA
+ * in send queue order, with no packet (IBA 10.6.7.2, 10.6.7.3,
+ * mlx5dv_wr_post(3)).  A bind that breaks a rule completes with
+ * IBV_WC_MW_BIND_ERR, a UMR with IBV_WC_LOC_PROT_ERR; an invalidation of
  * what cannot be invalidated with IBV_WC_LOC_QP_OP_ERR, as rxe does
- * (o10-37.2.26).  Either error puts the QP in the error state.
+ * (o10-37.2.26).  Any of these errors puts the QP in the error state.
  */
 static enum req_step req_local_op(struct emu_qp *qp, struct wqe *w)
 {
 	if (w->opcode == IBV_WR_BIND_MW)
 		w->status = mw_bind_locked(qp, &w->bind);
-	else if (mw_invalidate_locked(qp, w->imm_data, false))
+	else if (w->opcode == EMU_WR_UMR) /* an mkey's layout (umr.c) */
+		w->status = umr_execute_locked(qp, w);
+	else if (key_invalidate_locked(qp, w->imm_data, false))
 		w->status = IBV_WC_LOC_QP_OP_ERR;
 	return w->status == IBV_WC_SUCCESS ? REQ_EXECUTED : REQ_LOCAL_ERROR;
 }

@@ -425,13 +425,14 @@ static void resp_send(struct emu_qp *qp, const struct pkt *p)
 		return;
 	}
 	/* Send with Invalidate (IBA 9.4.1.1, 10.6.7.3): the message is
-	 * placed, then the window its IETH names is invalidated.  One that
-	 * cannot be (a region, a type 1 window, another QP's type 2B
-	 * window, no window) fails the receive with REM_INV_REQ_ERR and the
+	 * placed, then the window (or mkey, mkey.c) its IETH names is
+	 * invalidated.  One that cannot be (a region, a type 1 window,
+	 * another QP's type 2B window, an mkey created without remote
+	 * invalidation, nothing) fails the receive with REM_INV_REQ_ERR and the
 	 * QP, as rxe does (class J), and the requester is NAKed with an
 	 * invalid request. */
 	if ((mask & OPM_IETH) &&
-	    mw_invalidate_locked(qp, pkt_ieth_rkey(p), true)) {
+	    key_invalidate_locked(qp, pkt_ieth_rkey(p), true)) {
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, 0,
 			  IBV_WC_REM_INV_REQ_ERR);
 		return;
