@@ -180,7 +180,7 @@ static bool req_payload_span(struct emu_qp *qp, struct wqe *w, uint32_t off,
 		return true;
 	}
 	*nr = sge_span(qp, w->sge, w->num_sge, off, len, false, iov);
-	if (*nr >= 0)
+	if (*nr >= 0 || *nr == SGE_SPAN_INDIRECT)
 		return true;
 	w->status = IBV_WC_LOC_PROT_ERR;
 	return false;
@@ -196,8 +196,12 @@ static void req_payload_fill(struct emu_qp *qp, struct wqe *w,
 		memcpy(dst, &w->compare_add, len);
 	else if (w->send_flags & IBV_SEND_INLINE)
 		memcpy(dst, wqe_inline_data(qp, w) + off, len);
-	else
+	else if (nr != SGE_SPAN_INDIRECT)
 		iov_gather(dst, iov, nr);
+	else if (sge_copy(qp, w->sge, w->num_sge, off, dst, len, false))
+		/* Through an mkey another QP laid out anew since the
+		 * check: nothing of the claimed packet's past shows. */
+		memset(dst, 0, len);
 }
 
 static uint8_t req_ud_opcode(const struct wqe *w)
