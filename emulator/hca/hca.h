@@ -9,7 +9,8 @@
  *                    queue, engine state
  *   rq.lock          an SRQ's receive queue
  *   cq.lock          a completion queue
- *   engine.pending_lock, hca.lock, hca.mw_lock, peer_lock   leaves
+ *   engine.pending_lock, hca.lock, hca.mw_lock, mkey.lock, peer_lock
+ *                    leaves
  * Async events and completion events are written to non-blocking
  * descriptors, so no lock is held across a write that can block.
  */
