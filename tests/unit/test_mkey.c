@@ -9,16 +9,11 @@
 #include "config.h"
 
 #include "unit.h"
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "engine_fixture.h"
-#include "shmfile.h"
 
-struct emu_hca *hca;
-static char node_name[64];
 
 #define INLINE 64 /* room for 4 list entries, 3 interleaved (umr.c) */
 #define ACK_OK (AETH_ACK | AETH_ACK_UNLIMITED)
@@ -26,9 +21,12 @@ static char node_name[64];
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |                     \
 	 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
 
+/* Each case's mkey and its key (mk_setup). */
+static struct emu_mkey *mk;
+static uint32_t mkey;
+
 /* The fixture, its QP made again with room for UMRs, and an mkey. */
-static void mk_setup(struct fixture *f, uint16_t max_entries,
-		     struct emu_mkey **mk, uint32_t *key)
+static void mk_setup(struct fixture *f, uint16_t max_entries)
 {
 	struct emu_qp_init init = {
 		.qp_type = IBV_QPT_RC, .pd_id = 1,
@@ -44,11 +42,11 @@ static void mk_setup(struct fixture *f, uint16_t max_entries,
 	CU_ASSERT_FATAL(emu_qp_destroy(f->qp) == 0);
 	CU_ASSERT_FATAL(emu_qp_create(hca, &init, &f->qp, &f->qpn) == 0);
 	fx_connect(f, &default_params);
-	CU_ASSERT_FATAL(emu_mkey_create(hca, 1, max_entries, true, mk,
-					key) == 0);
+	CU_ASSERT_FATAL(emu_mkey_create(hca, 1, max_entries, true, &mk,
+					&mkey) == 0);
 }
 
-static void mk_teardown(struct fixture *f, struct emu_mkey *mk)
+static void mk_teardown(struct fixture *f)
 {
 	CU_ASSERT(loop_settle(hca->engine, WAIT_MS));
 	CU_ASSERT(emu_mkey_destroy(mk) == 0);
@@ -134,53 +132,51 @@ static void test_mkey_write_interleaved(void)
 {
 	static uint8_t want[BUF_LEN];
 	uint8_t msg[IL_TOTAL];
-	struct emu_mkey *mk;
 	struct fixture f;
-	uint32_t key, i;
+	uint32_t i;
 
-	mk_setup(&f, 4, &mk, &key);
+	mk_setup(&f, 4);
 	fill(f.buf + TARGET_OFF, 8192, 9);
 	memcpy(want, f.buf, BUF_LEN);
-	umr_interleaved(&f, key);
+	umr_interleaved(&f, mkey);
 	fill(msg, sizeof(msg), 3);
-	inject_write(&f, RQ_PSN, 0, key, msg, IL_TOTAL);
+	inject_write(&f, RQ_PSN, 0, mkey, msg, IL_TOTAL);
 	expect_ack(&f, RQ_PSN, ACK_OK, 1);
 	for (i = 0; i < IL_TOTAL; i++)
 		want[il_where(i)] = msg[i];
 	CU_ASSERT(memcmp(want, f.buf, BUF_LEN) == 0);
 	/* Zero-based: offset 6 is byte 2 of the second entry. */
 	fill(msg, sizeof(msg), 4);
-	inject_write(&f, RQ_PSN + 1, 6, key, msg, 20);
+	inject_write(&f, RQ_PSN + 1, 6, mkey, msg, 20);
 	expect_ack(&f, RQ_PSN + 1, ACK_OK, 2);
 	for (i = 0; i < 20; i++)
 		want[il_where(6 + i)] = msg[i];
 	CU_ASSERT(memcmp(want, f.buf, BUF_LEN) == 0);
-	mk_teardown(&f, mk);
+	mk_teardown(&f);
 }
 
 /* A READ of the interleaved layout returns the pattern. */
 static void test_mkey_read_interleaved(void)
 {
 	uint8_t want[IL_TOTAL];
-	struct emu_mkey *mk;
 	struct loop_pkt p, *r;
 	struct fixture f;
-	uint32_t key, i;
+	uint32_t i;
 
-	mk_setup(&f, 4, &mk, &key);
+	mk_setup(&f, 4);
 	fill(f.buf + TARGET_OFF, 8192, 12);
-	umr_interleaved(&f, key);
+	umr_interleaved(&f, mkey);
 	for (i = 0; i < IL_TOTAL; i++)
 		want[i] = f.buf[il_where(i)];
 	craft(&p, &f, IB_OP_READ_REQUEST, RQ_PSN, true, NULL, 0);
-	set_reth(&p, 0, key, IL_TOTAL);
+	set_reth(&p, 0, mkey, IL_TOTAL);
 	loop_inject(&p);
 	r = expect_pkt(&f, IB_OP_READ_RESPONSE_ONLY, RQ_PSN);
 	expect_aeth(r, ACK_OK, 1);
 	CU_ASSERT_EQUAL(pkt_paylen(r), IL_TOTAL);
 	CU_ASSERT(memcmp(pkt_data(r), want, IL_TOTAL) == 0);
 	free(r);
-	mk_teardown(&f, mk);
+	mk_teardown(&f);
 }
 
 /* A WRITE refused: NAK remote access error, the buffer as it was. */
@@ -203,27 +199,23 @@ static void write_refused(struct fixture *f, uint64_t va, uint32_t key,
 /* A range running past the layout touches nothing. */
 static void test_mkey_write_past_layout(void)
 {
-	struct emu_mkey *mk;
 	struct fixture f;
-	uint32_t key;
 
-	mk_setup(&f, 4, &mk, &key);
+	mk_setup(&f, 4);
 	fill(f.buf + TARGET_OFF, 8192, 9);
-	umr_interleaved(&f, key);
-	write_refused(&f, IL_TOTAL - 8, key, 16);
-	mk_teardown(&f, mk);
+	umr_interleaved(&f, mkey);
+	write_refused(&f, IL_TOTAL - 8, mkey, 16);
+	mk_teardown(&f);
 }
 
 /* An mkey never laid out names nothing. */
 static void test_mkey_empty_refused(void)
 {
-	struct emu_mkey *mk;
 	struct fixture f;
-	uint32_t key;
 
-	mk_setup(&f, 4, &mk, &key);
-	write_refused(&f, 0, key, 8);
-	mk_teardown(&f, mk);
+	mk_setup(&f, 4);
+	write_refused(&f, 0, mkey, 8);
+	mk_teardown(&f);
 }
 
 /* LOCAL_INV empties the mkey: a WRITE through it afterwards is refused. */
@@ -234,17 +226,15 @@ static void test_mkey_local_inv(void)
 		.send_flags = IBV_SEND_SIGNALED,
 	};
 	struct ibv_send_wr *bad;
-	struct emu_mkey *mk;
 	struct fixture f;
-	uint32_t key;
 
-	mk_setup(&f, 4, &mk, &key);
-	umr_interleaved(&f, key);
-	wr.invalidate_rkey = key;
+	mk_setup(&f, 4);
+	umr_interleaved(&f, mkey);
+	wr.invalidate_rkey = mkey;
 	CU_ASSERT_FATAL(emu_post_send(f.qp, &wr, &bad, false) == 0);
 	expect_send_wc(&f, 5, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV, 0);
-	write_refused(&f, 0, key, 8);
-	mk_teardown(&f, mk);
+	write_refused(&f, 0, mkey, 8);
+	mk_teardown(&f);
 }
 
 /* A SEND_WITH_INV naming an mkey created with remote invalidation: the
@@ -253,25 +243,23 @@ static void test_mkey_local_inv(void)
 static void test_mkey_send_with_inv(void)
 {
 	uint8_t msg[8];
-	struct emu_mkey *mk;
 	struct loop_pkt p;
 	struct fixture f;
-	uint32_t key;
 
-	mk_setup(&f, 4, &mk, &key);
-	umr_interleaved(&f, key);
+	mk_setup(&f, 4);
+	umr_interleaved(&f, mkey);
 	fx_post_recv(&f, 6, RECV_OFF, 64);
 	fill(msg, sizeof(msg), 8);
 	craft(&p, &f, IB_OP_SEND_ONLY_INV, RQ_PSN, true, msg, sizeof(msg));
 	((struct ieth *)ext(&p, opcode_get(IB_OP_SEND_ONLY_INV)->ieth))->rkey =
-		htobe32(key);
+		htobe32(mkey);
 	loop_inject(&p);
 	expect_recv(&f, 6, IBV_WC_SUCCESS, sizeof(msg));
 	expect_ack(&f, RQ_PSN, ACK_OK, 1);
 	CU_ASSERT(memcmp(f.buf + RECV_OFF, msg, sizeof(msg)) == 0);
-	inject_write(&f, RQ_PSN + 1, 0, key, msg, 8);
+	inject_write(&f, RQ_PSN + 1, 0, mkey, msg, 8);
 	expect_ack(&f, RQ_PSN + 1, AETH_NAK | AETH_NAK_REM_ACC_ERR, 1);
-	mk_teardown(&f, mk);
+	mk_teardown(&f);
 }
 
 static void post_send_mkey(struct fixture *f, uint64_t wr_id, uint32_t key,
@@ -291,39 +279,36 @@ static void post_send_mkey(struct fixture *f, uint64_t wr_id, uint32_t key,
 static void test_mkey_send_gathers(void)
 {
 	uint8_t want[30];
-	struct emu_mkey *mk;
 	struct loop_pkt *p;
 	struct fixture f;
-	uint32_t key, i;
+	uint32_t i;
 
-	mk_setup(&f, 4, &mk, &key);
+	mk_setup(&f, 4);
 	fill(f.buf + LOCAL_OFF, 1024, 21);
-	umr_list(&f, key, LOCAL_OFF);
+	umr_list(&f, mkey, LOCAL_OFF);
 	for (i = 0; i < sizeof(want); i++)
 		want[i] = f.buf[list_where(LOCAL_OFF, 3 + i)];
-	post_send_mkey(&f, 7, key, 3, sizeof(want));
+	post_send_mkey(&f, 7, mkey, 3, sizeof(want));
 	p = expect_pkt(&f, IB_OP_SEND_ONLY, SQ_PSN);
 	CU_ASSERT_EQUAL(pkt_paylen(p), sizeof(want));
 	CU_ASSERT(memcmp(pkt_data(p), want, sizeof(want)) == 0);
 	free(p);
 	inject_ack(&f, SQ_PSN, ACK_OK, 1);
 	expect_send_wc(&f, 7, IBV_WC_SUCCESS, IBV_WC_SEND, sizeof(want));
-	mk_teardown(&f, mk);
+	mk_teardown(&f);
 }
 
 /* A local SGE past the layout: LOC_PROT_ERR, nothing sent. */
 static void test_mkey_send_past_layout(void)
 {
-	struct emu_mkey *mk;
 	struct fixture f;
-	uint32_t key;
 
-	mk_setup(&f, 4, &mk, &key);
-	umr_list(&f, key, LOCAL_OFF);
-	post_send_mkey(&f, 8, key, 30, 10);
+	mk_setup(&f, 4);
+	umr_list(&f, mkey, LOCAL_OFF);
+	post_send_mkey(&f, 8, mkey, 30, 10);
 	expect_send_wc(&f, 8, IBV_WC_LOC_PROT_ERR, IBV_WC_SEND, 0);
 	expect_quiet();
-	mk_teardown(&f, mk);
+	mk_teardown(&f);
 }
 
 /* A receive SGE on an mkey scatters the message over its pieces. */
@@ -333,15 +318,14 @@ static void test_mkey_recv_scatters(void)
 	struct ibv_sge sge = { .addr = 2, .length = 33 };
 	struct ibv_recv_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
-	struct emu_mkey *mk;
 	struct fixture f;
 	uint8_t msg[33];
-	uint32_t key, i;
+	uint32_t i;
 
-	mk_setup(&f, 4, &mk, &key);
-	umr_list(&f, key, RECV_OFF);
+	mk_setup(&f, 4);
+	umr_list(&f, mkey, RECV_OFF);
 	memcpy(want, f.buf, BUF_LEN);
-	sge.lkey = key;
+	sge.lkey = mkey;
 	CU_ASSERT_FATAL(emu_post_recv(f.qp, &wr, &bad) == 0);
 	fill(msg, sizeof(msg), 30);
 	inject_send(&f, IB_OP_SEND_ONLY, RQ_PSN, msg, sizeof(msg));
@@ -349,7 +333,7 @@ static void test_mkey_recv_scatters(void)
 	for (i = 0; i < sizeof(msg); i++)
 		want[list_where(RECV_OFF, 2 + i)] = msg[i];
 	CU_ASSERT(memcmp(want, f.buf, BUF_LEN) == 0);
-	mk_teardown(&f, mk);
+	mk_teardown(&f);
 }
 
 /* A fetch-and-add through the mkey, on a word inside one piece. */
@@ -359,14 +343,12 @@ static void test_mkey_atomic(void)
 	struct loop_pkt p, *r;
 	struct atmeth *a;
 	uint64_t *target;
-	struct emu_mkey *mk;
 	struct fixture f;
-	uint32_t key;
 
-	mk_setup(&f, 4, &mk, &key);
+	mk_setup(&f, 4);
 	ent.addr = fx_va(&f, TARGET_OFF + 64);
 	ent.lkey = f.key;
-	CU_ASSERT_FATAL(post_umr(&f, 3, key, ALL_ACCESS, 1, false, &ent, 1) ==
+	CU_ASSERT_FATAL(post_umr(&f, 3, mkey, ALL_ACCESS, 1, false, &ent, 1) ==
 			0);
 	expect_send_wc(&f, 3, IBV_WC_SUCCESS, IBV_WC_DRIVER1, 0);
 	target = (uint64_t *)(void *)(f.buf + TARGET_OFF + 64 + 16);
@@ -374,7 +356,7 @@ static void test_mkey_atomic(void)
 	craft(&p, &f, IB_OP_FETCH_ADD, RQ_PSN, true, NULL, 0);
 	a = ext(&p, opcode_get(IB_OP_FETCH_ADD)->atmeth);
 	a->va = htobe64(16); /* zero-based: byte 16 of the layout */
-	a->rkey = htobe32(key);
+	a->rkey = htobe32(mkey);
 	a->swap_add = htobe64(5);
 	loop_inject(&p);
 	r = expect_pkt(&f, IB_OP_ATOMIC_ACKNOWLEDGE, RQ_PSN);
@@ -383,7 +365,7 @@ static void test_mkey_atomic(void)
 			opcode_get(r->data[0])->atmack))->orig), 10);
 	free(r);
 	CU_ASSERT_EQUAL(__atomic_load_n(target, __ATOMIC_SEQ_CST), 15);
-	mk_teardown(&f, mk);
+	mk_teardown(&f);
 }
 
 /* The post-time checks (mlx5dv_wr_post(3), libmlx5): EINVAL. */
@@ -392,12 +374,12 @@ static void test_mkey_umr_limits(void)
 	struct emu_umr_entry ent[5];
 	struct ibv_send_wr wr = { .wr_id = 1, .opcode = EMU_WR_UMR };
 	struct ibv_send_wr *bad;
-	struct emu_mkey *mk, *big, *none;
+	struct emu_mkey *big, *none;
 	struct fixture f;
-	uint32_t key, bkey, nkey;
+	uint32_t bkey, nkey;
 	int i;
 
-	mk_setup(&f, 3, &mk, &key);
+	mk_setup(&f, 3);
 	CU_ASSERT_FATAL(emu_mkey_create(hca, 1, 8, false, &big, &bkey) == 0);
 	CU_ASSERT_EQUAL(emu_mkey_create(hca, 1, 0, false, &none, &nkey),
 			EINVAL);
@@ -408,7 +390,7 @@ static void test_mkey_umr_limits(void)
 		ent[i] = (struct emu_umr_entry){ fx_va(&f, TARGET_OFF + 64 * i),
 						 8, 8, f.key };
 	/* More than the mkey has room for; than the WQE holds. */
-	CU_ASSERT_EQUAL(post_umr(&f, 1, key, 0, 1, true, ent, 4), EINVAL);
+	CU_ASSERT_EQUAL(post_umr(&f, 1, mkey, 0, 1, true, ent, 4), EINVAL);
 	CU_ASSERT_EQUAL(post_umr(&f, 1, bkey, 0, 1, true, ent, 4), EINVAL);
 	ent[0].bytes_skip = ent[1].bytes_skip = ent[2].bytes_skip = 0;
 	ent[3].bytes_skip = ent[4].bytes_skip = 0;
@@ -426,33 +408,26 @@ static void test_mkey_umr_limits(void)
 	CU_ASSERT_EQUAL(post_umr(&f, 11, bkey, 0, 1, false, ent, 4), 0);
 	expect_send_wc(&f, 11, IBV_WC_SUCCESS, IBV_WC_DRIVER1, 0);
 	ent[0].bytes_skip = 8;
-	CU_ASSERT_EQUAL(post_umr(&f, 12, key, 0, 2, true, ent, 3), 0);
+	CU_ASSERT_EQUAL(post_umr(&f, 12, mkey, 0, 2, true, ent, 3), 0);
 	expect_send_wc(&f, 12, IBV_WC_SUCCESS, IBV_WC_DRIVER1, 0);
 	CU_ASSERT(emu_mkey_destroy(big) == 0);
-	mk_teardown(&f, mk);
+	mk_teardown(&f);
 }
 
 /* An entry outside its region fails the UMR as it executes. */
 static void test_mkey_umr_bad_entry(void)
 {
 	struct emu_umr_entry ent = { 0, 64, 0, 0 };
-	struct emu_mkey *mk;
 	struct fixture f;
-	uint32_t key;
 
-	mk_setup(&f, 4, &mk, &key);
+	mk_setup(&f, 4);
 	ent.addr = fx_va(&f, BUF_LEN - 32);
 	ent.lkey = f.key;
-	CU_ASSERT_FATAL(post_umr(&f, 4, key, ALL_ACCESS, 1, false, &ent, 1) ==
+	CU_ASSERT_FATAL(post_umr(&f, 4, mkey, ALL_ACCESS, 1, false, &ent, 1) ==
 			0);
 	expect_send_wc(&f, 4, IBV_WC_LOC_PROT_ERR, IBV_WC_DRIVER1, 0);
 	CU_ASSERT_EQUAL(fx_state(&f), IBV_QPS_ERR);
-	mk_teardown(&f, mk);
-}
-
-static void drop_node(void)
-{
-	shmfile_unlink_node(node_name);
+	mk_teardown(&f);
 }
 
 int main(void)
@@ -472,18 +447,6 @@ int main(void)
 		{ "mkey_umr_bad_entry", test_mkey_umr_bad_entry },
 		{ NULL, NULL },
 	};
-	int ret;
 
-	snprintf(node_name, sizeof(node_name), "unit-mkey-%d", (int)getpid());
-	setenv("IBEMU_NODE", node_name, 1);
-	engine_use_transport(&loop_ops);
-	if (emu_hca_get(&hca)) {
-		fprintf(stderr, "test_mkey: cannot attach the HCA\n");
-		drop_node();
-		return 1;
-	}
-	ret = unit_run("mkey", tests);
-	emu_hca_put(hca);
-	drop_node();
-	return ret;
+	return fx_run("mkey", tests);
 }
