@@ -59,6 +59,10 @@
 /* Memory windows: keys follow the MR keys (mw.c). */
 #define IBEMU_MAX_MW 65536
 #define IBEMU_MAX_MR_SIZE (1ull << 40)
+/* Indirect mkeys (mlx5dv_create_mkey(3)): entries an mkey may be
+ * created with room for.  A UMR fills at most what fits in its QP's
+ * max_inline_data (umr.c), 64 at IBEMU_MAX_INLINE_DATA. */
+#define IBEMU_MAX_MKEY_ENTRIES 256
 #define IBEMU_PAGE_SIZE_CAP 0xfffff000ull
 /* Device memory (ibv_alloc_dm): the process's own pages, at most this
  * much in each process at once (as mlx5's on-chip MEMIC, 256 KiB). */

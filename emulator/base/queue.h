@@ -38,6 +38,16 @@ struct wqe_bind {
 	uint32_t access; /* remote access rights granted */
 };
 
+/* A UMR (umr.c), as posted: the mkey named by its key, looked up when
+ * it executes; its num_entries entries are in the WQE's inline area. */
+struct wqe_umr {
+	uint32_t mkey;
+	uint32_t access; /* IBV_ACCESS_* the mkey will grant */
+	uint32_t repeat_count; /* 1 for a list layout */
+	uint16_t num_entries;
+	bool interleaved;
+};
+
 /* A work queue element: a posted work request, as the HCA keeps it. */
 struct wqe {
 	uint64_t wr_id;
@@ -53,6 +63,7 @@ struct wqe {
 	union {
 		struct ibv_ah_attr av; /* UD: the address vector, as posted */
 		struct wqe_bind bind; /* BIND_MW (RC, UC) */
+		struct wqe_umr umr; /* EMU_WR_UMR (RC) */
 	};
 	uint32_t remote_qpn, remote_qkey; /* UD */
 	uint32_t xrc_srqn; /* XRC: the SRQ its XRCETH names */

@@ -92,6 +92,10 @@ static const char *access_why(struct emu_qp *qp, uint32_t rkey, uint64_t va,
 		return "a memory window that is not bound, is bound to "
 		       "another QP or range, or lacks the access";
 	mr = mr_lookup(qp->hca, rkey);
+	if (mr && mr->mkey)
+		return "an indirect mkey with no layout (never laid out by a "
+		       "UMR, or invalidated), of another PD, or whose layout "
+		       "or regions do not grant this access to this range";
 	if (!mr)
 		return "no region has this R_Key (never registered, or "
 		       "deregistered)";

@@ -387,7 +387,10 @@ static inline void comp_unqueued_locked(struct emu_qp *qp, uint64_t wr_id,
 void comp_blocked_locked(struct emu_qp *qp);
 
 /* sge.c: copy between a message and a list of local SGEs (MR-checked). */
-/* write: the iovecs are to be written (on-demand paging, sge_mr_addr). */
+/* write: the iovecs are to be written (on-demand paging, sge_mr_addr).
+ * SGE_SPAN_INDIRECT: the range is good but an mkey's SGE is in it, so
+ * there are no iovecs; sge_copy copies it. */
+#define SGE_SPAN_INDIRECT (-2)
 int sge_span(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
 	     uint32_t offset, uint32_t len, bool write, struct iovec *iov);
 void iov_gather(void *buf, const struct iovec *iov, int nr);
@@ -419,19 +422,27 @@ static inline uint8_t *sge_mr_addr(const struct emu_mr *mr, uint64_t addr,
 		return NULL;
 	return p;
 }
-/* Where one SGE's bytes are here, checked as a local access (IBA
- * 10.6.3.2: key, PD, range, and LOCAL_WRITE to be written), or NULL.
- * Caller holds qp.lock (mr_lookup). */
-static inline uint8_t *sge_local_addr(struct emu_qp *qp,
-				      const struct ibv_sge *sge,
-				      bool write_access)
+/* Where one SGE's bytes are here in mr, the region its lkey names
+ * (NULL: none), checked as a local access (IBA 10.6.3.2: key, PD,
+ * range, and LOCAL_WRITE to be written), or NULL.  An mkey's entry
+ * names no bytes: NULL (mkey_access.c). */
+static inline uint8_t *sge_mr_local(const struct emu_qp *qp,
+				    const struct emu_mr *mr,
+				    const struct ibv_sge *sge,
+				    bool write_access)
 {
-	struct emu_mr *mr = mr_lookup(qp->hca, sge->lkey);
-
 	if (!mr || mr->pd_id != qp->pd_id ||
 	    (write_access && !(mr->access & IBV_ACCESS_LOCAL_WRITE)))
 		return NULL;
 	return sge_mr_addr(mr, sge->addr, sge->length, write_access);
+}
+/* sge_mr_local of the SGE's key.  Caller holds qp.lock (mr_lookup). */
+static inline uint8_t *sge_local_addr(struct emu_qp *qp,
+				      const struct ibv_sge *sge,
+				      bool write_access)
+{
+	return sge_mr_local(qp, mr_lookup(qp->hca, sge->lkey), sge,
+			    write_access);
 }
 int sge_iov(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
 	    bool write, struct iovec *iov);
@@ -440,10 +451,32 @@ enum ibv_wc_status sge_check(struct emu_qp *qp, const struct ibv_sge *sge,
 			     uint32_t num_sge, bool write_access);
 /* sge_check, and on success the local iovecs of the SGEs in iov (at most
  * num_sge, zero-length ones left out) and their count in *nr_p: valid
- * while the caller holds the QP lock (mr.c). */
+ * while the caller holds the QP lock (mr.c); -1 in *nr_p if an SGE is
+ * an mkey's: then no iovecs, the data is copied by sge_copy. */
 enum ibv_wc_status sge_check_iov(struct emu_qp *qp, const struct ibv_sge *sge,
 				 uint32_t num_sge, bool write_access,
 				 struct iovec *iov, int *nr_p);
+/* mkey_access.c: accesses through an indirect mkey (see its head); the
+ * caller holds qp.lock.  access: the IBV_ACCESS_* right the access
+ * needs, 0 for a local read.  Whether [off, off+len) allows it: */
+bool mkey_check(struct emu_qp *qp, struct emu_mkey *mk, uint64_t off,
+		uint64_t len, int access);
+/* Checked, then copied between buf and the range (to_mem: into it); 0,
+ * or -1 and nothing copied. */
+int mkey_copy(struct emu_qp *qp, struct emu_mkey *mk, uint64_t off,
+	      void *buf, uint64_t len, int access, bool to_mem);
+/* Where the range is if it lies in one piece, 8-aligned (an atomic's
+ * word), the mkey's lock then held until mkey_access_end; else NULL. */
+uint8_t *mkey_access_begin(struct emu_qp *qp, struct emu_mkey *mk,
+			   uint64_t off, uint64_t len, int access);
+void mkey_access_end(struct emu_mkey *mk);
+/* Whether an SGE of the list names an mkey. */
+bool sge_has_mkey(struct emu_qp *qp, const struct ibv_sge *sge,
+		  uint32_t num_sge);
+int sge_copy_indirect(struct emu_qp *qp, const struct ibv_sge *sge,
+		      uint32_t num_sge, uint32_t offset, void *buf,
+		      uint32_t len, bool to_sge);
+
 /* Copy len bytes of buf into the iovecs, in order (at most their sum). */
 void iov_scatter(const struct iovec *iov, int nr, const void *buf,
 		 uint32_t len);

@@ -183,7 +183,7 @@ static bool req_payload_span(struct emu_qp *qp, struct wqe *w, uint32_t off,
 		return true;
 	}
 	*nr = sge_span(qp, w->sge, w->num_sge, off, len, false, iov);
-	if (*nr >= 0)
+	if (*nr >= 0 || *nr == SGE_SPAN_INDIRECT)
 		return true;
 	w->status = IBV_WC_LOC_PROT_ERR;
 	return false;
@@ -199,8 +199,12 @@ static void req_payload_fill(struct emu_qp *qp, struct wqe *w,
 		memcpy(dst, &w->compare_add, len);
 	else if (w->send_flags & IBV_SEND_INLINE)
 		memcpy(dst, wqe_inline_data(qp, w) + off, len);
-	else
+	else if (nr != SGE_SPAN_INDIRECT)
 		iov_gather(dst, iov, nr);
+	else if (sge_copy(qp, w->sge, w->num_sge, off, dst, len, false))
+		/* Through an mkey another QP laid out anew since the
+		 * check: nothing of the claimed packet's past shows. */
+		memset(dst, 0, len);
 }
 
 static uint8_t req_ud_opcode(const struct wqe *w)
@@ -590,17 +594,20 @@ static enum req_step req_send_datagram(struct emu_qp *qp, struct wqe *w,
 }
 
 /*
- * A memory window bind or a Local Invalidate: executed by the HCA in send
- * queue order, with no packet (IBA 10.6.7.2, 10.6.7.3).  A bind that
- * breaks a rule completes with IBV_WC_MW_BIND_ERR; an invalidation of
+ * A memory window bind, a UMR or a Local Invalidate: executed by the HCA
+ * in send queue order, with no packet (IBA 10.6.7.2, 10.6.7.3,
+ * mlx5dv_wr_post(3)).  A bind that breaks a rule completes with
+ * IBV_WC_MW_BIND_ERR, a UMR with IBV_WC_LOC_PROT_ERR; an invalidation of
  * what cannot be invalidated with IBV_WC_LOC_QP_OP_ERR, as rxe does
- * (o10-37.2.26).  Either error puts the QP in the error state.
+ * (o10-37.2.26).  Any of these errors puts the QP in the error state.
  */
 static enum req_step req_local_op(struct emu_qp *qp, struct wqe *w)
 {
 	if (w->opcode == IBV_WR_BIND_MW)
 		w->status = mw_bind_locked(qp, &w->bind);
-	else if (mw_invalidate_locked(qp, w->imm_data, false))
+	else if (w->opcode == EMU_WR_UMR) /* an mkey's layout (umr.c) */
+		w->status = umr_execute_locked(qp, w);
+	else if (key_invalidate_locked(qp, w->imm_data, false))
 		w->status = IBV_WC_LOC_QP_OP_ERR;
 	return w->status == IBV_WC_SUCCESS ? REQ_EXECUTED : REQ_LOCAL_ERROR;
 }

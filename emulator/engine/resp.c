@@ -425,13 +425,14 @@ static void resp_send(struct emu_qp *qp, const struct pkt *p)
 		return;
 	}
 	/* Send with Invalidate (IBA 9.4.1.1, 10.6.7.3): the message is
-	 * placed, then the window its IETH names is invalidated.  One that
-	 * cannot be (a region, a type 1 window, another QP's type 2B
-	 * window, no window) fails the receive with REM_INV_REQ_ERR and the
+	 * placed, then the window (or mkey, mkey.c) its IETH names is
+	 * invalidated.  One that cannot be (a region, a type 1 window,
+	 * another QP's type 2B window, an mkey created without remote
+	 * invalidation, nothing) fails the receive with REM_INV_REQ_ERR and the
 	 * QP, as rxe does (class J), and the requester is NAKed with an
 	 * invalid request. */
 	if ((mask & OPM_IETH) &&
-	    mw_invalidate_locked(qp, pkt_ieth_rkey(p), true)) {
+	    key_invalidate_locked(qp, pkt_ieth_rkey(p), true)) {
 		resp_fail(qp, p, AETH_NAK_INVALID_REQ, 0,
 			  IBV_WC_REM_INV_REQ_ERR);
 		return;
@@ -454,16 +455,26 @@ static void resp_send(struct emu_qp *qp, const struct pkt *p)
  * waits for (mr.c), so once ibv_dereg_mr returns no packet of an open
  * message touches the region.  An R_Key of a memory window (IBA 10.6.7)
  * is checked by mw.c, which holds the windows' lock until
- * resp_rkey_end(), so no access runs across an invalidation.
+ * resp_rkey_end(), so no access runs across an invalidation; an mkey's
+ * range that lies in one piece likewise by mkey_access.c, which holds
+ * the mkey's lock (a range across pieces: NULL, resp_rkey_copy and
+ * resp_rkey_ok walk it).
  */
 static uint8_t *resp_rkey_begin(struct emu_qp *qp, uint32_t rkey,
 				uint64_t va, uint64_t len, int access)
 {
 	struct emu_mr *mr;
+	uint8_t *addr;
 
 	if (mw_key_is_window(rkey))
 		return mw_access_begin(qp, rkey, va, len, access);
 	mr = mr_lookup(qp->hca, rkey);
+	/* An mkey's range in one of its pieces (mkey_access.c), held. */
+	if (mr && mr->mkey) {
+		addr = mkey_access_begin(qp, mr->mkey, va, len, access);
+		qp->resp.mkey_held = addr ? mr->mkey : NULL;
+		return addr;
+	}
 	if (!mr || mr->pd_id != qp->pd_id || !(mr->access & access))
 		return NULL;
 	return sge_mr_addr(mr, va, len, access != IBV_ACCESS_REMOTE_READ);
@@ -474,14 +485,23 @@ static void resp_rkey_end(struct emu_qp *qp, uint32_t rkey)
 {
 	if (mw_key_is_window(rkey))
 		mw_access_end(qp);
+	if (qp->resp.mkey_held) {
+		mkey_access_end(qp->resp.mkey_held);
+		qp->resp.mkey_held = NULL;
+	}
 }
 
-/* Whether rkey grants access to [va, va+len) now. */
+/* Whether rkey grants access to [va, va+len) now; an mkey's range may
+ * span several pieces. */
 static bool resp_rkey_ok(struct emu_qp *qp, uint32_t rkey, uint64_t va,
 			 uint64_t len, int access)
 {
-	if (!resp_rkey_begin(qp, rkey, va, len, access))
-		return false;
+	struct emu_mkey *mk;
+
+	if (!resp_rkey_begin(qp, rkey, va, len, access)) {
+		mk = mkey_lookup(qp->hca, rkey);
+		return mk && mkey_check(qp, mk, va, len, access);
+	}
 	resp_rkey_end(qp, rkey);
 	return true;
 }
@@ -494,9 +514,14 @@ static bool resp_rkey_copy(struct emu_qp *qp, uint32_t rkey, uint64_t va,
 	int access = to_region ? IBV_ACCESS_REMOTE_WRITE
 			       : IBV_ACCESS_REMOTE_READ;
 	uint8_t *addr = resp_rkey_begin(qp, rkey, va, len, access);
+	struct emu_mkey *mk;
 
-	if (!addr)
-		return false;
+	if (!addr) {
+		/* Across pieces of an mkey: piece by piece. */
+		mk = mkey_lookup(qp->hca, rkey);
+		return mk && !mkey_copy(qp, mk, va, buf, len, access,
+					to_region);
+	}
 	if (to_region)
 		memcpy(addr, buf, len);
 	else

@@ -15,6 +15,9 @@ enum ibv_wc_status sge_check_iov(struct emu_qp *qp, const struct ibv_sge *sge,
 				 uint32_t num_sge, bool write_access,
 				 struct iovec *iov, int *nr_p)
 {
+	int access = write_access ? IBV_ACCESS_LOCAL_WRITE : 0;
+	bool indirect = false;
+	struct emu_mr *mr;
 	uint8_t *p;
 	uint32_t i;
 	int nr = 0;
@@ -23,7 +26,16 @@ enum ibv_wc_status sge_check_iov(struct emu_qp *qp, const struct ibv_sge *sge,
 		/* A zero-length SGE names no memory (IBA 10.7.2.1). */
 		if (!sge[i].length)
 			continue;
-		p = sge_local_addr(qp, &sge[i], write_access);
+		mr = mr_lookup(qp->hca, sge[i].lkey);
+		if (mr && mr->mkey) {
+			/* Its pieces are checked, copied later. */
+			if (!mkey_check(qp, mr->mkey, sge[i].addr,
+					sge[i].length, access))
+				return IBV_WC_LOC_PROT_ERR;
+			indirect = true;
+			continue;
+		}
+		p = sge_mr_local(qp, mr, &sge[i], write_access);
 		if (!p)
 			return IBV_WC_LOC_PROT_ERR;
 		if (iov) {
@@ -33,7 +45,7 @@ enum ibv_wc_status sge_check_iov(struct emu_qp *qp, const struct ibv_sge *sge,
 		nr++;
 	}
 	if (nr_p)
-		*nr_p = nr;
+		*nr_p = indirect ? -1 : nr;
 	return IBV_WC_SUCCESS;
 }
 
@@ -61,12 +73,14 @@ void iov_scatter(const struct iovec *iov, int nr, const void *buf,
 /*
  * The local memory of bytes [offset, offset+len) of the message an SGE
  * list describes, as iovecs (at most num_sge).  Returns their count, or
- * -1 if the SGEs are too short or a key went away.  The regions stay
+ * -1 if the SGEs are too short or a key went away, or SGE_SPAN_INDIRECT
+ * if the range is good and goes through an mkey (engine.h).  The regions stay
  * registered while the caller holds the QP lock (mr.c).
  */
 int sge_span(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
 	     uint32_t offset, uint32_t len, bool write, struct iovec *iov)
 {
+	bool indirect = false;
 	struct emu_mr *mr;
 	uint32_t i, n;
 	int nr = 0;
@@ -80,6 +94,15 @@ int sge_span(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
 		if (n > len)
 			n = len;
 		mr = mr_lookup(qp->hca, sge[i].lkey);
+		if (mr && mr->mkey) {
+			if (!mkey_check(qp, mr->mkey, sge[i].addr + offset, n,
+					write ? IBV_ACCESS_LOCAL_WRITE : 0))
+				return -1;
+			indirect = true;
+			len -= n;
+			offset = 0;
+			continue;
+		}
 		iov[nr].iov_base = mr ? sge_mr_addr(mr, sge[i].addr + offset, n,
 						      write)
 				      : NULL;
@@ -89,7 +112,9 @@ int sge_span(struct emu_qp *qp, const struct ibv_sge *sge, uint32_t num_sge,
 		len -= n;
 		offset = 0;
 	}
-	return len ? -1 : nr;
+	if (len)
+		return -1;
+	return indirect ? SGE_SPAN_INDIRECT : nr;
 }
 
 /* Gather iovecs into buf. */
@@ -107,7 +132,8 @@ void iov_gather(void *buf, const struct iovec *iov, int nr)
 /*
  * Copy len bytes between buf and the message position offset of the SGE
  * list (to_sge: into local memory).  Returns 0, or -1 if the SGEs are too
- * short or their keys went away; then nothing was copied.
+ * short or their keys went away; then nothing was copied (through an
+ * mkey whose layout another QP's UMR changed meanwhile, some may be).
  */
 int sge_copy(struct emu_qp *qp, const struct ibv_sge *sge,
 	     uint32_t num_sge, uint32_t offset, void *buf, uint32_t len,
@@ -120,6 +146,9 @@ int sge_copy(struct emu_qp *qp, const struct ibv_sge *sge,
 	if (num_sge > IBEMU_MAX_SGE)
 		return -1;
 	nr = sge_span(qp, sge, num_sge, offset, len, to_sge, iov);
+	if (nr == SGE_SPAN_INDIRECT)
+		return sge_copy_indirect(qp, sge, num_sge, offset, buf, len,
+					 to_sge);
 	if (nr < 0)
 		return -1;
 	if (!to_sge) {

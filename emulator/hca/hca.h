@@ -9,7 +9,8 @@
  *                    queue, engine state
  *   rq.lock          an SRQ's receive queue
  *   cq.lock          a completion queue
- *   engine.pending_lock, hca.lock, hca.mw_lock, peer_lock   leaves
+ *   engine.pending_lock, hca.lock, hca.mw_lock, mkey.lock, peer_lock
+ *                    leaves
  * Async events and completion events are written to non-blocking
  * descriptors, so no lock is held across a write that can block.
  */
@@ -112,6 +113,42 @@ struct emu_mr {
 	uint32_t key; /* lkey == rkey */
 	uint32_t index; /* in hca.mrs */
 	struct mr_window win; /* its whole pages on the memfd (mr_memfd.h) */
+	/* An indirect mkey's entry (mkey.c), NULL for a region.  An mkey's
+	 * region fields name nothing (length 0, access 0), so a lookup
+	 * that does not know mkeys finds no memory behind its key. */
+	struct emu_mkey *mkey;
+};
+
+/* One entry of an mkey's layout, checked by the UMR that installed it:
+ * count bytes at addr of region lkey, the next repetition stride bytes
+ * further (0 in a list layout), at offset start of each repetition. */
+struct mkey_ent {
+	uint64_t addr, stride, start;
+	uint32_t lkey, count;
+};
+
+/*
+ * An indirect memory key (mlx5dv_create_mkey(3); mkey.c, mkey_access.c):
+ * its entry in the regions' key table, and its layout, installed by a
+ * UMR work request, emptied by an invalidation.  Lock rule: lock (a
+ * leaf, taken under a QP lock) protects the layout fields; the data
+ * path holds it for reading from the walk of a layout to the end of the
+ * copy, a UMR or invalidation for writing while it changes the layout.
+ * mr, max_entries and remote_inv never change.  The mkey itself stays
+ * while a QP lock is held, as a region does (emu_mkey_destroy).
+ */
+struct emu_mkey {
+	struct emu_mr mr;
+	uint16_t max_entries;
+	bool remote_inv;
+	pthread_rwlock_t lock;
+	bool valid; /* a layout is installed */
+	uint32_t access; /* IBV_ACCESS_* the layout grants */
+	uint32_t repeat; /* repetitions of the entries (1: a list) */
+	uint16_t nr; /* entries */
+	uint64_t rep_len; /* bytes of one repetition */
+	uint64_t total; /* bytes of the layout: offsets 0 .. total - 1 */
+	struct mkey_ent ent[]; /* max_entries */
 };
 
 /* A memory window (IBA 10.6.7; mw.c).  Lock rule: hca.mw_lock protects
@@ -293,6 +330,9 @@ struct qp_resp {
 	uint64_t wva; /* RDMA WRITE: where the next byte goes */
 	uint32_t remaining; /* RDMA WRITE: bytes still expected */
 	uint32_t wlen; /* RDMA WRITE: total length */
+	/* the mkey resp_rkey_begin() holds read-locked until
+	 * resp_rkey_end() (mkey_access.c); NULL: none */
+	struct emu_mkey *mkey_held;
 	bool ack_pending; /* an ACK could not be sent yet */
 	/* A message was executed since the last ACK this QP sent, and
 	 * held: its ACK waits, at the end of an application's poll, to
@@ -513,6 +553,19 @@ int umr_check_wr(struct emu_qp *qp, const struct ibv_send_wr *wr,
 		 const struct emu_wr_ext *ext);
 int umr_store_wqe(struct emu_qp *qp, struct wqe *wqe,
 		  const struct emu_wr_ext *ext);
+/* umr.c: execute a UMR WQE of qp in send queue order: IBV_WC_SUCCESS
+ * or IBV_WC_LOC_PROT_ERR.  Caller holds qp.lock. */
+enum ibv_wc_status umr_execute_locked(struct emu_qp *qp, struct wqe *wqe);
+
+/* Install a checked layout (umr.c), or empty the mkey (ents NULL). */
+void mkey_install(struct emu_mkey *mk, uint32_t access, uint32_t repeat,
+		  const struct mkey_ent *ents, uint16_t nr);
+/* Invalidate the key rkey names, for a LOCAL_INV of qp (remote false)
+ * or a SEND_WITH_INV qp received (remote true): an mkey of qp's PD is
+ * emptied (remotely only if created with remote_inv), else the key is
+ * a window's (mw_invalidate_locked).  0 or EINVAL.  Caller holds
+ * qp.lock. */
+int key_invalidate_locked(struct emu_qp *qp, uint32_t rkey, bool remote);
 
 /* event.c: async events to the owner's descriptor (never blocks) */
 void emu_event(const struct emu_owner *owner, enum ibv_event_type type);
@@ -549,6 +602,15 @@ static inline struct emu_mr *mr_lookup(struct emu_hca *hca, uint32_t key)
 	struct emu_mr *mr = key_table_get(&hca->mrs, key_num(key) - 1);
 
 	return mr && mr->key == key ? mr : NULL;
+}
+
+/* mkey.c: the mkey key names, or NULL (a region, a window, nothing).
+ * Caller holds a QP lock (mr_lookup). */
+static inline struct emu_mkey *mkey_lookup(struct emu_hca *hca, uint32_t key)
+{
+	struct emu_mr *mr = mr_lookup(hca, key);
+
+	return mr ? mr->mkey : NULL;
 }
 
 /* mr_pages.c: the process's pages under a region (no lock) */

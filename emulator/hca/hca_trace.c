@@ -27,6 +27,7 @@ const char *wc_opcode_trace_name(enum ibv_wc_opcode op)
 		[EMU_WC_ATOMIC_WRITE] = "ATOMIC_WRITE",
 		[IBV_WC_RECV] = "RECV",
 		[IBV_WC_RECV_RDMA_WITH_IMM] = "RECV_RDMA_WITH_IMM",
+		[IBV_WC_DRIVER1] = "UMR", /* MLX5DV_WC_UMR */
 	};
 
 	return NAME(names, op);

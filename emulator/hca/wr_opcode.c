@@ -2,6 +2,7 @@
 /* The work request opcode table (see wr_opcode.h). */
 #include "config.h"
 
+#include "emu.h"
 #include "wr_opcode.h"
 
 #define ALL_QPT (WR_RC | WR_UC | WR_UD)
@@ -42,4 +43,9 @@ const struct wr_opcode_info wr_opcode_table[WR_OPCODE_MAX] = {
 				  WR_WRITE | WR_ATOMIC_WRITE | WR_PAYLOAD |
 					  WR_RC,
 				  EMU_WC_ATOMIC_WRITE },
+	/* A UMR lays an indirect mkey out, in send queue order like a bind
+	 * (mlx5dv_wr_post(3)); it completes as MLX5DV_WC_UMR, which is
+	 * IBV_WC_DRIVER1.  Which QPs may post it is umr.c's to say. */
+	[EMU_WR_UMR] = { "UMR", WR_LOCAL, IBV_WC_DRIVER1 },
 };
+_Static_assert(EMU_WR_UMR < WR_OPCODE_MAX, "the UMR is in the table");

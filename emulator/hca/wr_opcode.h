@@ -52,7 +52,8 @@ struct wr_opcode_info {
 	enum ibv_wc_opcode wc_opcode;
 };
 
-#define WR_OPCODE_MAX 16
+/* The table runs to EMU_WR_UMR (emu.h), the last opcode it holds. */
+#define WR_OPCODE_MAX 0x41
 extern const struct wr_opcode_info wr_opcode_table[WR_OPCODE_MAX];
 
 /* The entry of opcode, or one with mask 0 for anything unknown. */

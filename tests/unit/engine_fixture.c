@@ -18,6 +18,9 @@
 #include "engine_fixture.h"
 #include "shmfile.h"
 
+struct emu_hca *hca;
+static char node_name[64];
+
 const struct qp_params default_params = {
 	.rq_psn = RQ_PSN,
 	.retry_cnt = 3,
@@ -378,4 +381,30 @@ void fill(uint8_t *buf, uint32_t len, uint8_t seed)
 
 	for (i = 0; i < len; i++)
 		buf[i] = (uint8_t)(seed + i * 7);
+}
+
+/* ---- running ---- */
+
+static void drop_node(void)
+{
+	shmfile_unlink_node(node_name);
+}
+
+int fx_run(const char *suite, const struct unit_test *tests)
+{
+	int ret;
+
+	snprintf(node_name, sizeof(node_name), "unit-%s-%d", suite,
+		 (int)getpid());
+	setenv("IBEMU_NODE", node_name, 1);
+	engine_use_transport(&loop_ops);
+	if (emu_hca_get(&hca)) {
+		fprintf(stderr, "test_%s: cannot attach the HCA\n", suite);
+		drop_node();
+		return 1;
+	}
+	ret = unit_run(suite, tests);
+	emu_hca_put(hca);
+	drop_node();
+	return ret;
 }

@@ -47,8 +47,12 @@ struct qp_params {
 
 extern const struct qp_params default_params;
 
-/* The HCA every case runs on (test_engine.c). */
+/* The HCA every case runs on (fx_run). */
 extern struct emu_hca *hca;
+struct unit_test;
+/* Run the cases (unit.h) on a node of their own (IBEMU_NODE), over the
+ * loop transport; the program's exit status. */
+int fx_run(const char *suite, const struct unit_test *tests);
 
 /* engine_fixture.c */
 int fx_create_qp(struct fixture *f, struct emu_owner *owner,

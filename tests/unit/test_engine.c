@@ -24,10 +24,7 @@
 #include <unistd.h>
 
 #include "engine_fixture.h"
-#include "shmfile.h"
 
-struct emu_hca *hca;
-static char node_name[64];
 
 /* ---- the fault injector ---- */
 
@@ -90,11 +87,6 @@ static void test_fault_resent_packet_gets_through(void)
 /* ---- the program ---- */
 
 /* Remove the node segment and anything else named for this node. */
-static void drop_node(void)
-{
-	shmfile_unlink_node(node_name);
-}
-
 /*
  * A destroyed QP's completions not yet polled leave its CQ with it (as
  * mlx4 and mlx5 clean the CQ in ibv_destroy_qp); another QP's stay.
@@ -378,20 +370,7 @@ int main(void)
 		  test_qp_rtr_lookup_holds_up_nobody },
 		{ NULL, NULL },
 	};
-	int ret;
 
-	snprintf(node_name, sizeof(node_name), "unit-engine-%d",
-		 (int)getpid());
-	setenv("IBEMU_NODE", node_name, 1);
-	engine_use_transport(&loop_ops);
-	if (emu_hca_get(&hca)) {
-		fprintf(stderr, "test_engine: cannot attach the HCA\n");
-		drop_node();
-		return 1;
-	}
-	ret = unit_run("engine", tests);
-	emu_hca_put(hca);
-	drop_node();
-	return ret;
+	return fx_run("engine", tests);
 }
 

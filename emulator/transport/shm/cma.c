@@ -864,6 +864,8 @@ bool cma_pull_ok(struct emu_qp *qp, const struct wqe *w)
 	       (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) &&
 	       w->length >= CMA_PULL_MIN &&
 	       !(w->send_flags & IBV_SEND_INLINE) && cma_enabled() &&
+	       /* an mkey's pieces have no one address: packets */
+	       !sge_has_mkey(qp, w->sge, w->num_sge) &&
 	       tp_peer_is_shm(qp->peer) &&
 	       qp->peer != tp_shm_self(qp->hca->engine) &&
 	       !pcap_enabled() &&
@@ -967,24 +969,14 @@ static bool cma_pull_windows(struct emu_qp *qp, const struct iovec *local,
 	return true;
 }
 
-/*
- * Responder: copy a pulled SEND's data from the sender into the receive
- * SGEs (already checked).  0, or -1 if the sender cannot be read.
- */
-int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
-	     const struct pull_desc_copy *d)
+/* Read a pulled SEND's data into local (nl iovecs): 0, ESRCH or EFAULT. */
+static int cma_pull_into(struct emu_qp *qp, const struct iovec *local,
+			 int nl, const struct pull_desc_copy *d)
 {
-	struct iovec local[IBEMU_MAX_SGE], remote[PULL_MAX_SEGS];
+	struct iovec remote[PULL_MAX_SEGS];
 	uint32_t i;
 	ssize_t n;
-	int nl;
 
-	/* Only from the connected QP's process, as verified at bind. */
-	if (d->nr > PULL_MAX_SEGS || !qp->peer || !cma_qp(qp)->pid)
-		return EINVAL;
-	nl = sge_iov(qp, rwqe->sge, rwqe->num_sge, true, local);
-	if (nl < 0)
-		return EFAULT;
 	if (cma_pull_windows(qp, local, nl, d))
 		return 0;
 	for (i = 0; i < d->nr; i++) {
@@ -998,4 +990,45 @@ int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
 	if (n == (ssize_t)d->length)
 		return 0;
 	return n < 0 && errno == ESRCH ? ESRCH : EFAULT;
+}
+
+/* A receive through an mkey, whose pieces have no iovecs of their own:
+ * the data is read into a buffer, then scattered through the layout. */
+static int cma_pull_indirect(struct emu_qp *qp, const struct wqe *rwqe,
+			     const struct pull_desc_copy *d)
+{
+	struct iovec local;
+	int ret;
+
+	local.iov_len = d->length;
+	local.iov_base = malloc(d->length ? d->length : 1);
+	if (!local.iov_base)
+		return ENOMEM;
+	ret = cma_pull_into(qp, &local, 1, d);
+	if (!ret && sge_copy(qp, rwqe->sge, rwqe->num_sge, 0, local.iov_base,
+			     (uint32_t)d->length, true))
+		ret = EFAULT;
+	free(local.iov_base);
+	return ret;
+}
+
+/*
+ * Responder: copy a pulled SEND's data from the sender into the receive
+ * SGEs (already checked).  0, or an errno if the sender cannot be read.
+ */
+int cma_pull(struct emu_qp *qp, const struct wqe *rwqe,
+	     const struct pull_desc_copy *d)
+{
+	struct iovec local[IBEMU_MAX_SGE];
+	int nl;
+
+	/* Only from the connected QP's process, as verified at bind. */
+	if (d->nr > PULL_MAX_SEGS || !qp->peer || !cma_qp(qp)->pid)
+		return EINVAL;
+	if (sge_has_mkey(qp, rwqe->sge, rwqe->num_sge))
+		return cma_pull_indirect(qp, rwqe, d);
+	nl = sge_iov(qp, rwqe->sge, rwqe->num_sge, true, local);
+	if (nl < 0)
+		return EFAULT;
+	return cma_pull_into(qp, local, nl, d);
 }
