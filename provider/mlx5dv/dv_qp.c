@@ -17,6 +17,7 @@
 #include "dv.h"
 #include "log.h"
 
+#define DV_UMR_MIN_INLINE 124
 #define DV_QP_CREATE_FLAGS_OFFERED DV_QP_CREATE_DISABLE_SCATTER_TO_CQE
 #define DV_QP_SEND_OPS_OFFERED                                                 \
 	(DV_QP_EX_WITH_MR_INTERLEAVED | DV_QP_EX_WITH_MR_LIST |               \
@@ -160,6 +161,11 @@ struct ibv_qp *ibemu_dv_create_qp(struct ibv_context *context,
 		dq->send_ops_flags = dv_attr->send_ops_flags;
 	/* mlx5's UMRs are posted through the extended send API: a QP
 	 * asking for them has it, whatever its send_ops_flags. */
+	/* mlx5 sizes a UMR-capable QP's WQEs for a UMR, which leaves room
+	 * for inline entries whatever max_inline_data asked: ibemu grants
+	 * DV_UMR_MIN_INLINE at least, 8 list entries (ibemu(7)). */
+	if (dq->send_ops_flags && attr->cap.max_inline_data < DV_UMR_MIN_INLINE)
+		attr->cap.max_inline_data = DV_UMR_MIN_INLINE;
 	ops_mask = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	ops = attr->send_ops_flags;
 	if (dq->send_ops_flags && !ops_mask) {

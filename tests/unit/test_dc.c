@@ -26,9 +26,6 @@
 #define DC_TARGET_OFF 32768 /* RDMA targets */
 #define DC_LOCAL_OFF 49152  /* the DCI's own buffers */
 
-struct emu_hca *hca;
-static char node_name[64];
-
 /* The DCI, two DCTs with an SRQ and a CQ each, one region, one AH. */
 struct dc_fx {
 	struct emu_cq *scq, *rcq[2];
@@ -591,18 +588,5 @@ int main(void)
 		{"dc_responder_bound", test_dc_responder_bound},
 		{NULL, NULL},
 	};
-	int ret;
-
-	snprintf(node_name, sizeof(node_name), "unit-dc-%d", (int)getpid());
-	setenv("IBEMU_NODE", node_name, 1);
-	engine_use_transport(&loop_ops);
-	if (emu_hca_get(&hca)) {
-		fprintf(stderr, "test_dc: cannot attach the HCA\n");
-		shmfile_unlink_node(node_name);
-		return 1;
-	}
-	ret = unit_run("dc", tests);
-	emu_hca_put(hca);
-	shmfile_unlink_node(node_name);
-	return ret;
+	return fx_run("dc", tests);
 }

@@ -49,8 +49,8 @@ SAME(dv_qp_ex, mlx5dv_qp_ex, wr_set_mkey_layout_interleaved);
 SAME(dv_qp_ex, mlx5dv_qp_ex, wr_set_dc_addr_stream);
 _Static_assert(sizeof(struct dv_qp_ex) >= sizeof(struct mlx5dv_qp_ex),
 	       "the setters table is smaller than libmlx5's");
-_Static_assert(MLX5DV_DCTYPE_DCT == DV_DCTYPE_DCT &&
-		       MLX5DV_DCTYPE_DCI == DV_DCTYPE_DCI,
+_Static_assert((int)MLX5DV_DCTYPE_DCT == (int)DV_DCTYPE_DCT &&
+		       (int)MLX5DV_DCTYPE_DCI == (int)DV_DCTYPE_DCI,
 	       "DC types");
 _Static_assert(MLX5DV_QP_INIT_ATTR_MASK_DC == DV_QP_INIT_ATTR_MASK_DC &&
 		       MLX5DV_QP_EX_WITH_MKEY_CONFIGURE ==
